@@ -1,0 +1,88 @@
+// Private to the evaluator: the planned form of a graph and the run loop that executes it.
+// plan.cc builds Plans (stage 2), engine.cc runs them (stage 3).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "refeval/observer.h"
+#include "refeval/op_run.h"
+#include "refeval/registry.h"
+
+namespace refeval {
+
+struct Step {
+  const Node* node = nullptr;
+  std::unique_ptr<OpRun> op;
+  std::vector<int> inputs;    // slot per node input; -1 for an omitted one
+  std::vector<int> outputs;   // slot per node output; -1 for an unwanted one
+  std::vector<int> implicit;  // outer-scope slots its bodies read (kept alive until this step)
+  std::vector<int> release;   // slots whose last use is this step
+  std::string id;             // qualified id (CLI.md node addressing)
+  int index = 0;
+};
+
+class Plan {
+ public:
+  std::shared_ptr<const Graph> graph;  // owns the nodes the steps point to
+  std::vector<std::string> slot_names;
+  std::vector<Step> steps;
+  std::vector<std::string> input_names, output_names;
+  std::vector<int> input_slots, output_slots;
+  std::vector<std::pair<int, Tensor>> initializer_slots;
+  std::vector<std::pair<int, int>> captures;  // (own slot, slot in the enclosing graph's frame)
+  std::string path;                            // id prefix of this graph's nodes
+  size_t num_slots() const { return slot_names.size(); }
+};
+
+// Everything planning needs besides the graph itself.
+struct PlanEnv {
+  const Registry* registry = nullptr;
+  const Model* model = nullptr;  // source of model-local functions; may be null
+  OpsetMap opsets;
+  int function_depth = 0;  // guards against functions that call themselves
+};
+
+// Names visible while planning one graph; a body's scope reaches into its parent's.
+class Scope {
+ public:
+  Scope(Plan& plan, Scope* parent) : plan_(plan), parent_(parent) {}
+  int define(const std::string& name);  // a new slot for a value defined in this graph
+  // The slot of `name`, capturing it from enclosing graphs if needed; -1 if nowhere defined.
+  int lookup(const std::string& name);
+  std::vector<int>& captured_by_current_node() { return current_implicit_; }
+
+ private:
+  Plan& plan_;
+  Scope* parent_;
+  std::unordered_map<std::string, int> slots_;
+  std::vector<int> current_implicit_;
+};
+
+std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanEnv& env, Scope* parent,
+                                 const std::string& path);
+
+// Substitutes attributes that refer to a function call's attributes (ref_attr_name), in `nodes`
+// and every nested body.
+void bind_attribute_refs(std::vector<Node>& nodes, const std::map<std::string, Attribute>& values);
+
+struct Frame {
+  std::vector<Value> slots;
+  const Frame* parent = nullptr;
+};
+
+class Engine {
+ public:
+  std::vector<Observer*> observers;
+  // Runs `plan` with `inputs` bound to its formal inputs (positionally; Absent = not given, which
+  // is only allowed for inputs that have an initializer). Returns the values of `wanted` slots
+  // (kept alive throughout), or of the graph outputs when null. `all`, when given, receives every
+  // value in execution order.
+  Values run(const Plan& plan, const Frame* parent, const Values& inputs, GraphEvent event,
+             const std::vector<int>* wanted = nullptr, NamedValues* all = nullptr);
+};
+
+}  // namespace refeval

@@ -1,0 +1,47 @@
+// Observers: the evaluator runs one loop and tells observers what happens around every node.
+// The trace, the dumper, the NaN finder, the profiler and the debugger are all observers.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "refeval/ir.h"
+#include "refeval/value.h"
+
+namespace refeval {
+
+using NamedValues = std::vector<std::pair<std::string, Value>>;
+
+// A graph starts or ends: the main graph (depth 0), or a body / function call (depth >= 1).
+struct GraphEvent {
+  int depth = 0;
+  const Node* caller = nullptr;  // the If/Loop/Scan/function node running this body; null at depth 0
+  std::string label;             // "then_branch", "body iteration 2", "function MyFn"
+  std::string path;              // qualified id of the caller ("" at depth 0)
+  const NamedValues* initializers = nullptr;
+  const NamedValues* inputs = nullptr;   // feeds (depth 0) or the body's formal inputs
+  const NamedValues* outputs = nullptr;  // only at graph_end
+};
+
+struct NodeEvent {
+  int depth = 0;
+  const Node& node;
+  const std::string& id;  // qualified id: "name" or "#3", with "PARENT/ATTR/" prefixes in bodies
+  int index = 0;          // position in its graph's execution order
+  const Values& inputs;
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void graph_begin(const GraphEvent&) {}
+  virtual void graph_end(const GraphEvent&) {}
+  virtual void before_node(const NodeEvent&) {}
+  // Outputs may be replaced (the debugger's `set`).
+  virtual void after_node(const NodeEvent&, Values& /*outputs*/) {}
+  // True keeps every value alive until the run ends instead of freeing it after its last use.
+  virtual bool keeps_values() const { return false; }
+};
+
+}  // namespace refeval

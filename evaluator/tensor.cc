@@ -1,0 +1,84 @@
+#include "refeval/tensor.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace refeval {
+namespace {
+std::atomic<uint64_t> g_memory_cap{0};
+constexpr size_t kAlignment = 64;  // cache line; also enough for Eigen's vectorised loads
+}  // namespace
+
+void set_memory_cap(uint64_t bytes) { g_memory_cap = bytes; }
+uint64_t memory_cap() { return g_memory_cap; }
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(ErrorKind::Runtime, fmt::format("negative dimension in shape {}", shape_to_string(shape)));
+    if (d != 0 && n > INT64_MAX / d)
+      throw Error(ErrorKind::Runtime, fmt::format("shape {} has more elements than fit in 64 bits", shape_to_string(shape)));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  if (dtype == DType::Undefined) fail_runtime("cannot allocate a tensor of undefined element type");
+  size_ = shape_size(shape_);
+  const size_t elem = dtype_size(dtype);
+  if (size_ > 0 && uint64_t(size_) > UINT64_MAX / elem / 2)
+    fail_runtime(fmt::format("tensor of shape {} is too large to allocate", shape_to_string(shape_)));
+  const uint64_t bytes = uint64_t(size_) * elem;
+  const uint64_t cap = g_memory_cap;
+  if (cap && bytes > cap)
+    fail_runtime(fmt::format("tensor of {} {} ({} bytes) exceeds the memory cap of {} bytes",
+                             dtype_short_name(dtype), shape_to_string(shape_), bytes, cap));
+  if (dtype == DType::String) {
+    auto* strings = new std::string[size_ > 0 ? size_ : 1];
+    storage_ = std::shared_ptr<void>(strings, [](void* p) { delete[] static_cast<std::string*>(p); });
+  } else {
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+    if (!p) fail_runtime(fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
+    std::memset(p, 0, bytes);
+    storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
+  data_ = storage_.get();
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shape_size(shape) != size_)
+    fail_runtime(fmt::format("cannot reshape {} elements to {}", size_, shape_to_string(shape)));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return {};
+  Tensor t(dtype_, shape_);
+  if (dtype_ == DType::String) {
+    const auto* src = static_cast<const std::string*>(data_);
+    auto* dst = static_cast<std::string*>(t.data_);
+    for (int64_t i = 0; i < size_; ++i) dst[i] = src[i];
+  } else {
+    std::memcpy(t.data_, data_, nbytes());
+  }
+  return t;
+}
+
+void Tensor::check_type(DType wanted) const {
+  if (wanted != dtype_)
+    fail_runtime(fmt::format("tensor holds {} but was read as {}", dtype_short_name(dtype_), dtype_short_name(wanted)));
+}
+
+}  // namespace refeval

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages refeval builds with. Idempotent: installs only what is missing.
+set -euo pipefail
+packages=(
+  build-essential cmake ccache pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libeigen3-dev libspdlog-dev libfmt-dev
+  doctest-dev libcli11-dev nlohmann-json3-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi

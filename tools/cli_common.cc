@@ -1,0 +1,164 @@
+#include "cli_common.h"
+
+#include <filesystem>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "refeval/model_io.h"
+#include "refeval/plugin.h"
+
+namespace refeval::cli {
+namespace fs = std::filesystem;
+
+const Registry& registry(const GlobalOptions& g) {
+  static std::unique_ptr<Registry> with_plugins;
+  if (g.custom_ops.empty()) return Registry::builtin();
+  if (!with_plugins) {
+    with_plugins = std::make_unique<Registry>(&Registry::builtin(), "plugin");
+    for (const auto& lib : g.custom_ops) load_plugin(*with_plugins, lib);
+  }
+  return *with_plugins;
+}
+
+void InputOptions::add_to(CLI::App* app) {
+  app->add_option("--input", inputs, "NAME=FILE: feed an input from a .pb or .npy file (repeatable)");
+  app->add_option("--inputs", inputs_dir, "DIR: feed input_K.pb files (backend-test layout)");
+  app->add_option("--seed", seed, "seed of the generated inputs (default 0)");
+  app->add_option("--dim", dims, "NAME=V: value of a symbolic dimension (default 1; repeatable)");
+  app->add_option("--fill", fills, "NAME=VALUE: fill an input with a constant (repeatable)");
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* option) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) fail_usage(fmt::format("{} expects NAME=VALUE, got '{}'", option, s));
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+namespace {
+
+Shape concrete_shape(const std::string& name, const ValueType& t, const std::map<std::string, int64_t>& dims) {
+  if (t.kind != ValueType::Kind::Tensor) fail_input(fmt::format("input '{}' ({}) cannot be generated; give it with --input", name, t.to_string()));
+  if (!t.has_shape) fail_input(fmt::format("input '{}' has unknown rank; give it with --input", name));
+  Shape s;
+  for (const Dim& d : t.dims) {
+    if (d.fixed()) s.push_back(d.value);
+    else if (auto it = dims.find(d.param); !d.param.empty() && it != dims.end()) s.push_back(it->second);
+    else s.push_back(1);
+  }
+  return s;
+}
+
+// refeval's documented generator (README, "Generated inputs"): one std::mt19937_64 seeded with
+// --seed, drawn in input order. Floats: (x >> 11) * 2^-53, converted to the element type and
+// never rounded up to 1; integers: x % 10; bool: x & 1; strings: "s<k>" for element k.
+Tensor generate(DType dtype, const Shape& shape, std::mt19937_64& rng) {
+  Tensor t(dtype, shape);
+  visit<All>(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const uint64_t x = rng();
+      if constexpr (std::is_same_v<T, std::string>) p[i] = fmt::format("s{}", i);
+      else if constexpr (std::is_same_v<T, bool>) p[i] = (x & 1) != 0;
+      else if constexpr (std::is_floating_point_v<T> || is_narrow_float_v<T>) {
+        const double u = double(x >> 11) * 0x1.0p-53;
+        if constexpr (std::is_same_v<T, double>) p[i] = u;
+        else if constexpr (std::is_same_v<T, float>) p[i] = std::min(float(u), std::nextafter(1.0f, 0.0f));
+        else {
+          T v = T(float(u));
+          if (double(v) >= 1.0) v = T::from_bits(decltype(v.bits)(v.bits - 1));  // the value just below 1
+          p[i] = v;
+        }
+      } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+        p[i] = T(typename T::value_type(double(x >> 11) * 0x1.0p-53), 0);
+      } else if constexpr (std::is_same_v<T, int4> || std::is_same_v<T, uint4> || std::is_same_v<T, int2> || std::is_same_v<T, uint2>) {
+        p[i] = T::wrap(int64_t(x % uint64_t(T::highest + 1)));
+      } else p[i] = T(x % 10);
+    }
+  });
+  return t;
+}
+
+Tensor filled(DType dtype, const Shape& shape, const std::string& text, const std::string& name) {
+  Tensor t(dtype, shape);
+  double v = 0;
+  if (dtype != DType::String) {
+    try { size_t used; v = std::stod(text, &used); if (used != text.size()) throw 0; }
+    catch (...) { fail_usage(fmt::format("--fill {}: '{}' is not a number", name, text)); }
+  }
+  visit<All>(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.size(); ++i) {
+      if constexpr (std::is_same_v<T, std::string>) p[i] = text;
+      else if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
+      else if constexpr (std::is_same_v<T, int4> || std::is_same_v<T, uint4> || std::is_same_v<T, int2> || std::is_same_v<T, uint2>) p[i] = T::wrap(int64_t(v));
+      else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) p[i] = T(typename T::value_type(v), 0);
+      else p[i] = T(v);
+    }
+  });
+  return t;
+}
+
+}  // namespace
+
+std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt) {
+  const Graph& g = ev.model().graph;
+  std::map<std::string, Value> feeds;
+  for (const auto& spec : opt.inputs) {
+    auto [name, file] = split_assignment(spec, "--input");
+    const ValueInfo* vi = g.find_input(name);
+    if (!vi) fail_input(fmt::format("--input {}: the model has no input named '{}'", spec, name));
+    feeds[name] = read_value_file(file, &vi->type);
+  }
+  if (!opt.inputs_dir.empty()) {
+    if (!fs::is_directory(opt.inputs_dir)) fail_input(fmt::format("--inputs {}: not a folder", opt.inputs_dir));
+    const auto feedable = g.feed_inputs();
+    for (size_t k = 0; k < feedable.size(); ++k) {
+      const std::string file = (fs::path(opt.inputs_dir) / fmt::format("input_{}.pb", k)).string();
+      if (!fs::exists(file)) continue;
+      if (!feeds.count(feedable[k]->name)) feeds[feedable[k]->name] = read_value_pb(file, &feedable[k]->type);
+    }
+  }
+  std::map<std::string, int64_t> dims;
+  for (const auto& spec : opt.dims) {
+    auto [name, value] = split_assignment(spec, "--dim");
+    try { dims[name] = std::stoll(value); } catch (...) { fail_usage(fmt::format("--dim {}: '{}' is not an integer", name, value)); }
+    if (dims[name] < 0) fail_usage(fmt::format("--dim {}: must not be negative", name));
+  }
+  std::map<std::string, std::string> fills;
+  for (const auto& spec : opt.fills) {
+    auto [name, value] = split_assignment(spec, "--fill");
+    if (!g.find_input(name)) fail_input(fmt::format("--fill {}: the model has no input named '{}'", spec, name));
+    fills[name] = value;
+  }
+  std::mt19937_64 rng(opt.seed);
+  for (const ValueInfo* vi : g.feed_inputs()) {
+    if (feeds.count(vi->name)) continue;
+    const Shape shape = concrete_shape(vi->name, vi->type, dims);
+    if (vi->type.dtype == DType::Undefined) fail_input(fmt::format("input '{}' has no element type; give it with --input", vi->name));
+    auto f = fills.find(vi->name);
+    feeds[vi->name] = f != fills.end() ? filled(vi->type.dtype, shape, f->second, vi->name) : generate(vi->type.dtype, shape, rng);
+  }
+  for (const auto& [name, value] : fills)
+    if (!feeds.count(name) || g.find_initializer(name)) {
+      const ValueInfo* vi = g.find_input(name);
+      feeds[name] = filled(vi->type.dtype, concrete_shape(name, vi->type, dims), value, name);
+    }
+  return feeds;
+}
+
+}  // namespace refeval::cli

@@ -1,0 +1,44 @@
+// What every verb that runs a model shares (CLI.md): the input options, feed generation, the
+// evaluator with plugins, and exit codes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "refeval/evaluator.h"
+#include "refeval/registry.h"
+
+namespace refeval::cli {
+
+enum ExitCode { kOk = 0, kEvalError = 1, kUsageError = 2, kCheckFailed = 3 };
+
+struct GlobalOptions {
+  std::vector<std::string> custom_ops;
+};
+
+// The registry every evaluator of this process uses: the built-ins plus --custom-ops libraries.
+const Registry& registry(const GlobalOptions& g);
+
+struct InputOptions {
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::string inputs_dir;
+  uint64_t seed = 0;
+  std::vector<std::string> dims;   // NAME=V
+  std::vector<std::string> fills;  // NAME=VALUE
+  void add_to(CLI::App* app);
+};
+
+// Feeds for every model input: from files, constants, or generated reproducibly.
+std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt);
+
+// Splits "a,b,c" (empty parts dropped).
+std::vector<std::string> split_list(const std::string& s);
+// Splits "NAME=VALUE"; ErrorKind::Usage naming `option` otherwise.
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* option);
+
+}  // namespace refeval::cli

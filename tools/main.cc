@@ -1,0 +1,68 @@
+// refeval [GLOBAL] VERB [OPTIONS] ARGS. `refeval MODEL.onnx ...` means `refeval run MODEL.onnx ...`.
+// Every error is one line on stderr, "refeval: error: ...", and maps to the exit codes of CLI.md.
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "verbs.h"
+
+namespace {
+
+using namespace refeval::cli;
+
+int exit_code_of(const refeval::Error& e) {
+  return e.kind() == refeval::ErrorKind::Runtime ? kEvalError : kUsageError;
+}
+
+void report(const std::string& message) { fmt::print(stderr, "refeval: error: {}\n", message); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const bool has_verb_like = !args.empty() && args[0].size() > 5 && args[0].rfind(".onnx") == args[0].size() - 5;
+  if (has_verb_like) args.insert(args.begin(), "run");
+
+  CLI::App app{"refeval: a reference evaluator and graph debugger for ONNX models", "refeval"};
+  app.set_version_flag("--version", std::string("refeval ") + REFEVAL_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  GlobalOptions global;
+  app.add_option("--custom-ops", global.custom_ops, "LIB: load custom operators from a shared library (repeatable)");
+
+  struct Entry { const char* name; const char* help; std::unique_ptr<Verb> verb; CLI::App* sub = nullptr; };
+  std::vector<Entry> verbs;
+  verbs.push_back({"run", "run a model and print its trace and outputs", make_run_verb()});
+  verbs.push_back({"test", "run ONNX backend test folders and compare with their expected outputs", make_test_verb()});
+  verbs.push_back({"ops", "list the operator registry", make_ops_verb()});
+  for (auto& v : verbs) {
+    v.sub = app.add_subcommand(v.name, v.help);
+    v.verb->setup(v.sub);
+  }
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    report(e.what());
+    return kUsageError;
+  }
+  try {
+    for (auto& v : verbs)
+      if (v.sub->parsed()) return v.verb->execute(global);
+  } catch (const refeval::Error& e) {
+    report(e.what());
+    return exit_code_of(e);
+  } catch (const std::exception& e) {
+    report(e.what());
+    return kEvalError;
+  }
+  return kOk;
+}

@@ -1,0 +1,23 @@
+// The verbs of the refeval command line. Each verb file defines one of these: `setup` declares
+// its options on its CLI11 subcommand, `execute` runs it and returns the exit code.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cli_common.h"
+
+namespace refeval::cli {
+
+class Verb {
+ public:
+  virtual ~Verb() = default;
+  virtual void setup(CLI::App* sub) = 0;
+  virtual int execute(const GlobalOptions& g) = 0;
+};
+
+std::unique_ptr<Verb> make_run_verb();
+std::unique_ptr<Verb> make_ops_verb();
+std::unique_ptr<Verb> make_test_verb();
+
+}  // namespace refeval::cli
