@@ -5,10 +5,22 @@
 namespace refeval {
 namespace ops {
 void register_math(Registry& reg);
+void register_linalg(Registry& reg);
+void register_reduce(Registry& reg);
+void register_nn(Registry& reg);
+void register_tensor(Registry& reg);
+void register_control(Registry& reg);
+void register_sequence(Registry& reg);
 }  // namespace ops
 
 void register_builtin_ops(Registry& reg) {
   ops::register_math(reg);
+  ops::register_linalg(reg);
+  ops::register_reduce(reg);
+  ops::register_nn(reg);
+  ops::register_tensor(reg);
+  ops::register_control(reg);
+  ops::register_sequence(reg);
 }
 
 }  // namespace refeval

@@ -1,0 +1,9 @@
+// The sequence family.
+#include "refeval/registry.h"
+
+namespace refeval::ops {
+
+void register_sequence(Registry& reg) {
+}
+
+}  // namespace refeval::ops

@@ -1,0 +1,36 @@
+// Helpers shared by the unit tests: build tensors in one line and run one node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "refeval/builder.h"
+#include "refeval/compare.h"
+#include "refeval/evaluator.h"
+
+namespace refeval::testing {
+
+template <class T>
+Tensor tensor(Shape shape, std::vector<T> values) { return Tensor::from_vector<T>(std::move(shape), values); }
+
+// Runs a single node (inputs named by the node) at `opset` of its domain and returns its outputs.
+inline Values run_node(const Node& n, const Values& inputs, int64_t opset = kLatestOnnxOpset) {
+  OpsetMap opsets{{"", opset}};
+  if (!n.domain.empty()) opsets[n.domain] = opset;
+  auto ev = ReferenceEvaluator::from_node(n, opsets);
+  std::map<std::string, Value> feeds;
+  for (size_t i = 0; i < inputs.size() && i < n.inputs.size(); ++i)
+    if (!n.inputs[i].empty() && !inputs[i].is_absent()) feeds[n.inputs[i]] = inputs[i];
+  return ev.run({}, feeds);
+}
+
+// CHECKs that `actual` equals `expected` under the backend-test tolerance, printing why not.
+inline void check_equal(const Value& actual, const Value& expected, Tolerance tol = {}) {
+  const Comparison c = compare_values(actual, expected, tol);
+  INFO(c.reason);
+  CHECK(c.equal);
+}
+
+}  // namespace refeval::testing
