@@ -1,0 +1,104 @@
+// Values survive a round trip through their protobuf and .npy forms; bad files give clear errors.
+#include <filesystem>
+#include <fstream>
+
+#include "refeval/model_io.h"
+#include "test_util.h"
+
+using namespace refeval;
+using refeval::testing::tensor;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path temp_dir() {
+  fs::path p = fs::temp_directory_path() / ("refeval_test_" + std::to_string(::getpid()));
+  fs::create_directories(p);
+  return p;
+}
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+ValueType tensor_type() { return ValueType::tensor(DType::Float, {}); }
+}  // namespace
+
+TEST_CASE("tensors of every kind of element round-trip through TensorProto files") {
+  const fs::path dir = temp_dir();
+  Tensor i4(DType::Int4, {3});
+  i4.data<int4>()[0] = int4::wrap(-8);
+  i4.data<int4>()[1] = int4::wrap(7);
+  i4.data<int4>()[2] = int4::wrap(-1);
+  const Tensor cases[] = {
+      tensor<float>({2, 2}, {1.5f, -2, 0, 3}),
+      tensor<int64_t>({}, {42}),
+      tensor<bool>({3}, {true, false, true}),
+      tensor<std::string>({2}, {"héllo", ""}),
+      tensor<float16>({1}, {float16(0.5f)}),
+      Tensor(DType::Double, {0, 4}),
+      i4,  // packed two per byte on disk, one per byte in memory
+  };
+  for (const Tensor& t : cases) {
+    CAPTURE(dtype_short_name(t.dtype()));
+    const std::string file = (dir / "t.pb").string();
+    write_value_pb(file, "t", t);
+    testing::check_equal(read_tensor_pb(file), t, {0, 0});
+  }
+}
+
+TEST_CASE("sequences and optionals round-trip, chosen by the declared type") {
+  const fs::path dir = temp_dir();
+  Sequence s;
+  s.items = {tensor<float>({2}, {1, 2}), tensor<float>({1}, {3})};
+  write_value_pb((dir / "s.pb").string(), "s", s);
+  ValueType seq;
+  seq.kind = ValueType::Kind::Sequence;
+  seq.elem = std::make_shared<ValueType>(tensor_type());
+  testing::check_equal(read_value_pb((dir / "s.pb").string(), &seq), s);
+
+  ValueType opt;
+  opt.kind = ValueType::Kind::Optional;
+  opt.elem = std::make_shared<ValueType>(tensor_type());
+  write_value_pb((dir / "o.pb").string(), "o", Optional{});
+  CHECK_FALSE(read_value_pb((dir / "o.pb").string(), &opt).optional().has_value());
+}
+
+TEST_CASE(".npy files round-trip, and Fortran order and big-endian data are read correctly") {
+  const fs::path dir = temp_dir();
+  const Tensor t = tensor<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  write_npy((dir / "t.npy").string(), t);
+  testing::check_equal(read_npy((dir / "t.npy").string()), t);
+  const Tensor s = tensor<std::string>({2}, {"ab", "c"});
+  write_npy((dir / "s.npy").string(), s);
+  testing::check_equal(read_npy((dir / "s.npy").string()), s);
+
+  // A 2x3 big-endian int16 array stored in Fortran order (columns first).
+  std::string header = "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 3), }";
+  header.append(128 - 10 - header.size() - 1, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + char(0) + header;
+  for (int v : {1, 4, 2, 5, 3, 6}) bytes += std::string{char(0), char(v)};
+  testing::check_equal(parse_npy(bytes, "f.npy"), tensor<int16_t>({2, 3}, {1, 2, 3, 4, 5, 6}));
+}
+
+TEST_CASE("corrupt or truncated inputs give errors that name the file") {
+  const fs::path dir = temp_dir();
+  write_bytes(dir / "junk.onnx", std::string("\xff\xff\xff\xff garbage", 13));
+  CHECK_THROWS_WITH_AS(load_model((dir / "junk.onnx").string()), doctest::Contains("junk.onnx"), Error);
+  const std::string model = read_file_bytes(std::string(REFEVAL_SHARED_DIR) + "/docs/verbose-golden/linreg.onnx");
+  write_bytes(dir / "cut.onnx", model.substr(0, model.size() / 2));
+  CHECK_THROWS_AS(load_model((dir / "cut.onnx").string()), Error);
+  CHECK_THROWS_WITH_AS(parse_npy("\x93NUMPY", "x.npy"), doctest::Contains("x.npy"), Error);
+  CHECK_THROWS_WITH_AS(parse_model(std::string(), ".", "empty"), doctest::Contains("empty"), Error);
+}
+
+TEST_CASE("a TensorProto whose data does not match its shape is refused") {
+  const fs::path dir = temp_dir();
+  write_value_pb((dir / "t.pb").string(), "t", tensor<float>({4}, {1, 2, 3, 4}));
+  std::string bytes = read_file_bytes((dir / "t.pb").string());
+  // dims is field 1 (varint): change the only dim from 4 to 5.
+  const size_t pos = bytes.find(std::string{'\x08', '\x04'});
+  REQUIRE(pos != std::string::npos);
+  bytes[pos + 1] = '\x05';
+  write_bytes(dir / "bad.pb", bytes);
+  CHECK_THROWS_WITH_AS(read_tensor_pb((dir / "bad.pb").string()), doctest::Contains("raw_data has 16 bytes"), Error);
+}
