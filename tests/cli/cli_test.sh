@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Drives the refeval binary as a user would: exit codes and one-line errors for bad input
+# (CLI.md: 0 ok, 1 evaluation error, 2 usage/model/input error, 3 check failed).
+# Usage: cli_test.sh REFEVAL SHARED_DIR
+set -u
+refeval=$1
+shared=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+golden=$shared/docs/verbose-golden
+passed=0
+failed=0
+
+# expect CODE PATTERN -- ARGS...: the exit code is CODE, stderr is one line matching PATTERN.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  "$refeval" "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  local lines
+  lines=$(wc -l <"$work/err")
+  if [[ $got -eq $code ]] && { [[ -z $pattern ]] || { [[ $lines -eq 1 ]] && grep -qE -- "$pattern" "$work/err"; }; }; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: refeval $* -> exit $got (want $code), stderr:"
+    sed 's/^/    /' "$work/err"
+  fi
+}
+
+head -c 300 "$golden/linreg.onnx" >"$work/truncated.onnx"
+head -c 4096 /dev/urandom >"$work/random.onnx"
+printf '\x08\x07' >"$work/nograph.onnx"  # ir_version 7 and nothing else
+
+expect 0 "" -- run "$golden/linreg.onnx" --input "X=$golden/X.npy" --no-timing
+expect 0 "" -- "$golden/linreg.onnx" --no-timing
+expect 2 "^refeval: error: .*truncated.onnx" -- run "$work/truncated.onnx"
+expect 2 "^refeval: error: .*random.onnx" -- run "$work/random.onnx"
+expect 2 "^refeval: error: .*nograph.onnx: the model has no graph" -- run "$work/nograph.onnx"
+expect 2 "^refeval: error: .*missing.onnx" -- run "$work/missing.onnx"
+expect 2 "^refeval: error: .*input 'X': expected tensor\(float\)" -- run "$golden/linreg.onnx" --input "X=$shared/onnx-backend-tests/node/test_add_uint8/test_data_set_0/input_0.pb"
+expect 2 "^refeval: error: .*no input named 'Nope'" -- run "$golden/linreg.onnx" --input "Nope=$golden/X.npy"
+expect 2 "^refeval: error: .*--bogus" -- run "$golden/linreg.onnx" --bogus
+expect 2 "^refeval: error: .*--fill X: 'abc' is not a number" -- run "$golden/linreg.onnx" --fill X=abc
+expect 0 "" -- ops
+expect 2 "^refeval: error: cannot load custom-op library" -- --custom-ops "$work/nothing.so" ops
+
+# An unknown operator: the linreg model with Sqrt renamed to an op that does not exist.
+sed 's/Sqrt/Sqxt/g' "$golden/linreg.onnx" >"$work/unknown_op.onnx"
+expect 2 "^refeval: error: .*\(Sqxt\): unknown operator" -- run "$work/unknown_op.onnx"
+
+# The golden trace, through the CLI.
+for level in 2 3 4; do
+  "$refeval" run "$golden/linreg.onnx" --input "X=$golden/X.npy" --verbose $level >"$work/trace" 2>&1
+  if cmp -s "$work/trace" "$golden/verbose_$level.txt"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL: --verbose $level differs from the golden trace"; diff "$work/trace" "$golden/verbose_$level.txt" | head -5; fi
+done
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
