@@ -94,6 +94,7 @@ def main():
         t = numpy_helper.from_array(value.numpy(), name)
         with open(os.path.join(a.out, "test_data_set_0", f"{kind}_0.pb"), "wb") as f:
             f.write(t.SerializeToString())
+    np.save(os.path.join(a.out, "input_ids.npy"), ids.numpy())
     ops = sorted({n.op_type for n in onnx.load(path, load_external_data=False).graph.node})
     print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB, opset {a.opset}, ops: {' '.join(ops)}")
 

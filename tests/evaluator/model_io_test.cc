@@ -102,3 +102,10 @@ TEST_CASE("a TensorProto whose data does not match its shape is refused") {
   write_bytes(dir / "bad.pb", bytes);
   CHECK_THROWS_WITH_AS(read_tensor_pb((dir / "bad.pb").string()), doctest::Contains("raw_data has 16 bytes"), Error);
 }
+
+TEST_CASE("external data is read relative to the model and may not leave its folder") {
+  const std::string dir = std::string(REFEVAL_SOURCE_DIR) + "/tests/data/external/";
+  const Model m = load_model(dir + "model.onnx");
+  testing::check_equal(m.graph.initializers.at(0).value, tensor<float>({2, 3}, {0, 1, 2, 3, 4, 5}));
+  CHECK_THROWS_WITH_AS(load_model(dir + "escape.onnx"), doctest::Contains("leaves the model's folder"), Error);
+}
