@@ -32,5 +32,5 @@ for entry in "${models[@]}"; do
   fi
   ours=$("$refeval" run "$dir/model.onnx" --input "input_ids=$dir/input_ids.npy" --repeat "$repeat" | sed -n 's/^elapsed: median \([0-9.]*\) ms.*/\1/p')
   theirs=$(cd "$here/ort" && node bench_ort.js "$dir/model.onnx" "$repeat" "input_ids=$dir/input_ids.npy" | cut -d' ' -f1)
-  printf "%-28s %12s %12s %8.2f\n" "$name" "$ours" "$theirs" "$(echo "$ours / $theirs" | bc -l)"
+  printf "%-28s %12s %12s %8s\n" "$name" "$ours" "$theirs" "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')"
 done
