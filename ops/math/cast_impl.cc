@@ -3,8 +3,8 @@
 //   - to float types: one rounding, to nearest even (double -> float16/bfloat16/float8 goes
 //     through float with round-to-odd, so it is not rounded twice);
 //   - float to integer: see float_to_int (math_common.h); integer to integer keeps the low bits;
-//   - to the 4- and 2-bit integers: integers keep the low bits, floats round to nearest even and
-//     saturate to the target range (NaN -> 0);
+//   - to the 4- and 2-bit integers: as to the 8-bit ones, the low bits are kept (-9.0 -> int4 7);
+//   - to float4e2m1: nearest even, saturating to +-6; NaN becomes -0 (0x8), as the test data has;
 //   - to bool: x != 0 (NaN is true);
 //   - to string: integers in decimal, floats as numpy prints them (shortest round-trip digits,
 //     "1.0", "1e-05", "inf", "nan"), bool as "True"/"False";
@@ -142,11 +142,14 @@ To write_num(const Num& n, const CastOptions& o) {
   } else if constexpr (std::is_same_v<To, float8e8m0>) {
     return To(num_to_float(n), o.saturate, o.round_mode);
   } else if constexpr (is_small_int_v<To>) {
-    if (!n.is_float) return To::wrap(int64_t(n.bits));
-    if (std::isnan(n.f)) return To::wrap(0);
-    const double r = std::nearbyint(std::fmin(std::fmax(n.f, double(To::lowest)), double(To::highest)));
-    return To::wrap(int64_t(r));
-  } else {  // float16, bfloat16, float4e2m1
+    // as the 8-bit integers: through int32, keeping the low bits
+    return To::wrap(n.is_float ? float_to_int<int32_t>(n.f) : int64_t(n.bits));
+  } else if constexpr (std::is_same_v<To, float4e2m1>) {
+    // NaN has no float4e2m1 encoding; the ONNX reference (and its test data) gives -0 (0x8).
+    // narrow_types.cc's encoder gives the largest value instead, hence this check.
+    if (n.is_float && std::isnan(n.f)) return To::from_bits(0x8);
+    return To(num_to_float(n));
+  } else {  // float16, bfloat16
     return To(num_to_float(n));
   }
 }

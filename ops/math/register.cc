@@ -15,6 +15,7 @@ void register_mod(Registry& reg);
 void register_clip(Registry& reg);
 void register_where(Registry& reg);
 void register_cast(Registry& reg);
+void register_bitcast(Registry& reg);
 
 void register_math(Registry& reg) {
   register_arithmetic(reg);
@@ -28,6 +29,7 @@ void register_math(Registry& reg) {
   register_clip(reg);
   register_where(reg);
   register_cast(reg);
+  register_bitcast(reg);
 }
 
 }  // namespace refeval::ops

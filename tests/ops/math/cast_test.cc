@@ -48,10 +48,19 @@ TEST_CASE("Cast between integers keeps the low bits") {
   check_equal(cast(tensor<int32_t>({3}, {7, -9, 8}), DType::Int4), tensor<int4>({3}, {int4::wrap(7), int4::wrap(7), int4::wrap(-8)}));
 }
 
-TEST_CASE("Cast float to 4-bit integers rounds half to even and saturates") {
-  check_equal(cast(tensor<float>({5}, {2.5f, 3.5f, -100.f, 100.f, kNaN}), DType::Int4),
-              tensor<int4>({5}, {int4::wrap(2), int4::wrap(4), int4::wrap(-8), int4::wrap(7), int4::wrap(0)}));
-  check_equal(cast(tensor<float>({2}, {-3.f, 20.f}), DType::UInt4), tensor<uint4>({2}, {uint4::wrap(0), uint4::wrap(15)}));
+TEST_CASE("Cast float to 4- and 2-bit integers truncates and keeps the low bits") {
+  check_equal(cast(tensor<float>({5}, {2.5f, -9.f, 8.f, -2.7f, kNaN}), DType::Int4),
+              tensor<int4>({5}, {int4::wrap(2), int4::wrap(7), int4::wrap(-8), int4::wrap(-2), int4::wrap(0)}));
+  check_equal(cast(tensor<float>({2}, {-3.f, 20.f}), DType::UInt2), tensor<uint2>({2}, {uint2::wrap(1), uint2::wrap(0)}));
+}
+
+TEST_CASE("Cast to float4e2m1 saturates and maps NaN to -0") {
+  const Tensor y = cast(tensor<float>({4}, {0.25f, 9.f, -kInf, kNaN}), DType::Float4E2M1);
+  const float4e2m1* p = y.data<float4e2m1>();
+  CHECK(p[0].bits == 0x0);  // tie between 0 and 0.5 goes to even
+  CHECK(float(p[1]) == 6.f);
+  CHECK(float(p[2]) == -6.f);
+  CHECK(p[3].bits == 0x8);
 }
 
 TEST_CASE("Cast double to float16 rounds once") {
@@ -105,4 +114,15 @@ TEST_CASE("Cast at opset 1 accepts the type name as a string") {
 
 TEST_CASE("Cast refuses an unknown target type") {
   CHECK_THROWS_AS(cast(tensor<float>({1}, {1.f}), DType(99)), Error);
+}
+
+TEST_CASE("BitCast reinterprets bits of equal width") {
+  auto bc = [](const Tensor& x, DType to) {
+    return run_node(node("BitCast", {"x"}, {"y"}, {attr("to", int64_t(to))}), {x})[0].tensor();
+  };
+  check_equal(bc(tensor<float>({2}, {1.f, -0.f}), DType::UInt32), tensor<uint32_t>({2}, {0x3f800000u, 0x80000000u}));
+  check_equal(bc(tensor<int4>({2}, {int4::wrap(-1), int4::wrap(7)}), DType::UInt4), tensor<uint4>({2}, {uint4::wrap(15), uint4::wrap(7)}));
+  check_equal(bc(tensor<uint8_t>({3}, {0, 1, 2}), DType::Bool), tensor<bool>({3}, {false, true, true}));
+  CHECK_THROWS_AS(bc(tensor<float>({1}, {1.f}), DType::Int64), Error);
+  CHECK_THROWS_AS(bc(tensor<float>({1}, {1.f}), DType::String), Error);
 }
