@@ -20,7 +20,7 @@ template <class C> C softplus(C x) { return x > C(0) ? x + std::log1p(std::exp(-
 class Relu : public OpRun {
  public:
   using Types = SignedNumeric;
-  explicit Relu(const NodeContext& ctx) { ctx.ignore("consumed_inputs"); }
+  explicit Relu(const NodeContext& ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); })};
   }
@@ -29,7 +29,7 @@ class Relu : public OpRun {
 class LeakyRelu : public OpRun {
  public:
   using Types = Floats;
-  explicit LeakyRelu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 0.01f)) { ctx.ignore("consumed_inputs"); }
+  explicit LeakyRelu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 0.01f)) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) { return v < 0 ? decltype(v)(alpha_) * v : v; })};
   }
@@ -51,7 +51,7 @@ class ThresholdedRelu : public OpRun {
 class Elu : public OpRun {
  public:
   using Types = Floats;
-  explicit Elu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 1.0f)) { ctx.ignore("consumed_inputs"); }
+  explicit Elu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 1.0f)) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) {
       using C = decltype(v);
@@ -83,7 +83,7 @@ class Selu : public OpRun {
   using Types = Floats;
   explicit Selu(const NodeContext& ctx)
       : alpha_(ctx.attr<float>("alpha", 1.67326319217681884765625f)),
-        gamma_(ctx.attr<float>("gamma", 1.05070102214813232421875f)) { ctx.ignore("consumed_inputs"); }
+        gamma_(ctx.attr<float>("gamma", 1.05070102214813232421875f)) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) {
       using C = decltype(v);
@@ -97,7 +97,7 @@ class Selu : public OpRun {
 class Sigmoid : public OpRun {
  public:
   using Types = Floats;
-  explicit Sigmoid(const NodeContext& ctx) { ctx.ignore("consumed_inputs"); }
+  explicit Sigmoid(const NodeContext& ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [](auto v) { return sigmoid(v); })};
   }
@@ -107,7 +107,7 @@ class HardSigmoid : public OpRun {
  public:
   using Types = Floats;
   explicit HardSigmoid(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 0.2f)), beta_(ctx.attr<float>("beta", 0.5f)) {
-    ctx.ignore("consumed_inputs");
+    ignore_consumed_inputs(ctx);
   }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) {
@@ -239,7 +239,7 @@ class Shrink : public OpRun {
 class PRelu : public OpRun {
  public:
   using Types = Concat<Floats, TypeList<int32_t, int64_t, uint32_t, uint64_t>>;
-  explicit PRelu(const NodeContext& ctx) { ctx.ignore("consumed_inputs"); }
+  explicit PRelu(const NodeContext& ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& slope = input_tensor(in, 1);

@@ -18,7 +18,7 @@ class ClipAttr : public OpRun {  // opsets 1 and 6
   explicit ClipAttr(const NodeContext& ctx)
       : min_(ctx.attr<float>("min", std::numeric_limits<float>::lowest())),
         max_(ctx.attr<float>("max", std::numeric_limits<float>::max())) {
-    ctx.ignore("consumed_inputs");
+    ignore_consumed_inputs(ctx);
   }
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) {

@@ -11,18 +11,15 @@ template <class F, class List>
 class Compare : public OpRun {
  public:
   using Types = List;
-  explicit Compare(const NodeContext& ctx) {
-    // Opset 1 legacy broadcasting flags: refeval always broadcasts numpy-style, which agrees with
-    // broadcast=1 whenever `axis` is absent or aligns B with A's trailing dimensions.
-    ctx.ignore("broadcast");
-    ctx.ignore("axis");
-  }
+  explicit Compare(const NodeContext& ctx) : legacy_(ctx) {}
   Values run(const Values& in, RunContext&) override {
     const Tensor& a = input_tensor(in, 0);
-    const Tensor& b = input_tensor(in, 1);
+    const Tensor b = legacy_.align(a, input_tensor(in, 1));
     require_same_dtype(a, b);
     return {visit<Types>(a.dtype(), [&]<class T>() { return map_binary<T, T, bool>(a, b, F{}); })};
   }
+ private:
+  LegacyBroadcast legacy_;
 };
 
 using Bool = TypeList<bool>;

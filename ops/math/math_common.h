@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -41,13 +42,56 @@ template <class T> T wrap_add(T a, T b) {
   } else return T(a + b);
 }
 
+// Opset-1 versions carry `consumed_inputs`, an optimisation hint with no effect on results.
+inline void ignore_consumed_inputs(const NodeContext& ctx) {
+  if (ctx.since_version() < 6) ctx.ignore("consumed_inputs");
+}
+
+// Broadcasting before opset 7 (Add Sub Mul Div Pow Equal Greater Less And Or Xor): without
+// `broadcast` the shapes must be equal; with broadcast=1, B's shape must match a contiguous run of
+// A's dimensions starting at `axis` (default: B's dims are A's trailing dims). From opset 7 numpy
+// broadcasting applies and align() returns B unchanged.
+class LegacyBroadcast {
+ public:
+  explicit LegacyBroadcast(const NodeContext& ctx) {
+    if (ctx.since_version() >= 7) return;
+    legacy_ = true;
+    broadcast_ = ctx.attr<int64_t>("broadcast", 0) != 0;
+    axis_ = ctx.optional_attr<int64_t>("axis");
+  }
+  // B reshaped so that numpy broadcasting lines it up with A as the legacy rules do.
+  Tensor align(const Tensor& a, const Tensor& b) const {
+    if (!legacy_) return b;
+    if (!broadcast_) {
+      if (a.shape() != b.shape())
+        fail_runtime("shapes " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) +
+                     " differ and broadcast is not set");
+      return b;
+    }
+    const int64_t ra = int64_t(a.rank()), rb = int64_t(b.rank());
+    int64_t axis = axis_ ? *axis_ : ra - rb;
+    if (axis < 0) axis += ra;
+    bool ok = rb <= ra && axis >= 0 && axis + rb <= ra;
+    for (int64_t k = 0; ok && k < rb; ++k) ok = b.dim(size_t(k)) == a.dim(size_t(axis + k)) || b.dim(size_t(k)) == 1;
+    if (!ok)
+      fail_runtime(fmt::format("B of shape {} does not broadcast to A of shape {} at axis {}", shape_to_string(b.shape()),
+                               shape_to_string(a.shape()), axis));
+    Shape s = b.shape();
+    s.resize(size_t(ra - axis), 1);
+    return b.reshaped(s);
+  }
+ private:
+  bool legacy_ = false, broadcast_ = false;
+  std::optional<int64_t> axis_;
+};
+
 // A unary elementwise op: y = F(x) with the element types of `List`. F is a stateless generic
 // callable applied to compute_t<T> values; Out is the output type (void: same as the input).
 template <class F, class List, class Out = void>
 class UnaryOp : public OpRun {
  public:
   using Types = List;
-  explicit UnaryOp(const NodeContext&) {}
+  explicit UnaryOp(const NodeContext& ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     return {visit<Types>(x.dtype(), [&]<class T>() {

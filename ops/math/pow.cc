@@ -26,13 +26,10 @@ class Pow : public OpRun {
  public:
   using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t>;
   using ExponentTypes = Numeric;
-  explicit Pow(const NodeContext& ctx) {
-    ctx.ignore("broadcast");  // opset 1 legacy broadcasting flags; numpy broadcasting is used
-    ctx.ignore("axis");
-  }
+  explicit Pow(const NodeContext& ctx) : legacy_(ctx) {}
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
-    const Tensor& y = input_tensor(in, 1);
+    const Tensor y = legacy_.align(x, input_tensor(in, 1));
     return {visit<Types>(x.dtype(), [&]<class T>() {
       return visit<ExponentTypes>(y.dtype(), [&]<class E>() {
         return map_binary<T, E, T>(x, y, [](auto b, auto e) -> compute_t<T> {
@@ -51,6 +48,8 @@ class Pow : public OpRun {
       });
     })};
   }
+ private:
+  LegacyBroadcast legacy_;
 };
 
 }  // namespace

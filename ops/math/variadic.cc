@@ -22,7 +22,7 @@ class Variadic : public OpRun {
  public:
   using Types = List;
   explicit Variadic(const NodeContext& ctx) {
-    ctx.ignore("consumed_inputs");
+    ignore_consumed_inputs(ctx);
     if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
   }
   Values run(const Values& in, RunContext&) override {

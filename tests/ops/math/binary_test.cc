@@ -80,3 +80,26 @@ TEST_CASE("Where broadcasts condition, X and Y, of any element type") {
   check_equal(num[0], tensor<bool>({3}, {true, false, true}));
   CHECK_THROWS_AS(run_node(node("Where", {"c", "x", "y"}, {"z"}), {tensor<int32_t>({1}, {1}), tensor<float>({1}, {1}), tensor<float>({1}, {2})}), Error);
 }
+
+TEST_CASE("before opset 7, broadcasting needs broadcast=1 and follows axis") {
+  const Tensor a = tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  // B lines up with A's dimension 0 through axis=0
+  check_equal(run_node(node("Add", {"a", "b"}, {"c"}, {attr("broadcast", int64_t(1)), attr("axis", int64_t(0))}),
+                       {a, tensor<float>({2}, {10, 20})}, 6)[0],
+              tensor<float>({2, 3}, {11, 12, 13, 24, 25, 26}));
+  // default: B is A's trailing dimensions
+  check_equal(run_node(node("Greater", {"a", "b"}, {"c"}, {attr("broadcast", int64_t(1))}), {a, tensor<float>({3}, {0, 5, 5})}, 1)[0],
+              tensor<bool>({2, 3}, {true, false, false, true, false, true}));
+  // without broadcast the shapes must be equal
+  CHECK_THROWS_AS(run_node(node("Pow", {"a", "b"}, {"c"}), {a, tensor<float>({3}, {1, 2, 3})}, 1), Error);
+  CHECK_THROWS_AS(run_node(node("Add", {"a", "b"}, {"c"}, {attr("broadcast", int64_t(1)), attr("axis", int64_t(1))}),
+                           {a, tensor<float>({2}, {1, 2})}, 6), Error);
+}
+
+TEST_CASE("opset 1 ops accept consumed_inputs") {
+  check_equal(run_node(node("Abs", {"x"}, {"y"}, {attr("consumed_inputs", std::vector<int64_t>{0})}), {tensor<float>({1}, {-2})}, 1)[0],
+              tensor<float>({1}, {2}));
+  check_equal(run_node(node("Sum", {"x", "z"}, {"y"}, {attr("consumed_inputs", std::vector<int64_t>{0, 0})}),
+                       {tensor<float>({1}, {1}), tensor<float>({1}, {2})}, 1)[0],
+              tensor<float>({1}, {3}));
+}
