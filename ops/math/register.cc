@@ -6,7 +6,8 @@ namespace refeval::ops {
 
 void register_arithmetic(Registry& reg);
 void register_unary(Registry& reg);
-void register_activations(Registry& reg);
+void register_linear_activations(Registry& reg);
+void register_smooth_activations(Registry& reg);
 void register_compare(Registry& reg);
 void register_bitwise(Registry& reg);
 void register_variadic(Registry& reg);
@@ -20,7 +21,8 @@ void register_bitcast(Registry& reg);
 void register_math(Registry& reg) {
   register_arithmetic(reg);
   register_unary(reg);
-  register_activations(reg);
+  register_linear_activations(reg);
+  register_smooth_activations(reg);
   register_compare(reg);
   register_bitwise(reg);
   register_variadic(reg);
