@@ -59,7 +59,7 @@ class CastLike : public OpRun {
 }  // namespace
 
 void register_cast(Registry& reg) {
-  reg.add("", "Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25}, make<Cast>);
+  reg.add("", "Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25, 28}, make<Cast>);
   reg.add("", "CastLike", {15, 19, 21, 23, 24, 25}, make<CastLike>);
 }
 

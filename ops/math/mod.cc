@@ -39,6 +39,6 @@ class Mod : public OpRun {
 
 }  // namespace
 
-void register_mod(Registry& reg) { reg.add("", "Mod", {10, 13}, make<Mod>); }
+void register_mod(Registry& reg) { reg.add("", "Mod", {10, 13, 28}, make<Mod>); }
 
 }  // namespace refeval::ops
