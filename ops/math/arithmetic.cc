@@ -1,6 +1,5 @@
 // Add, Sub, Mul, Div: numpy-broadcasting binary arithmetic on two inputs of the same type.
-#include "refeval/elementwise.h"
-#include "refeval/registry.h"
+#include "math_common.h"
 
 #include <fmt/format.h>
 
@@ -23,15 +22,17 @@ template <class F>
 class Arithmetic : public OpRun {
  public:
   using Types = Numeric;
-  explicit Arithmetic(const NodeContext&) {}
+  explicit Arithmetic(const NodeContext& ctx) : legacy_(ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     const Tensor& a = input_tensor(in, 0);
-    const Tensor& b = input_tensor(in, 1);
+    const Tensor b = legacy_.align(a, input_tensor(in, 1));
     if (a.dtype() != b.dtype())
       fail_runtime(fmt::format("inputs must have one element type, got {} and {}", dtype_short_name(a.dtype()),
                                dtype_short_name(b.dtype())));
     return {visit<Types>(a.dtype(), [&]<class T>() { return map_binary<T, T>(a, b, F{}); })};
   }
+ private:
+  LegacyBroadcast legacy_;
 };
 
 // Narrow integer types compute in their own width and wrap, as numpy does.

@@ -1,0 +1,59 @@
+// Pow: Z = X ^ Y with broadcasting; Z has X's type, Y may be any numeric type. As numpy:
+// integer ^ integer is exact with two's complement wrap-around (a negative integer exponent is
+// an error, as in numpy); anything involving a float computes in floating point (float when both
+// are float or narrower, double otherwise) and converts to X's type (see float_to_int).
+#include <cmath>
+
+#include "math_common.h"
+
+namespace refeval::ops {
+namespace {
+
+template <class T, class E>
+T int_pow(T base, E exp) {
+  if constexpr (std::is_signed_v<E>)
+    if (exp < 0) fail_runtime("integers to negative integer powers are not allowed");
+  T result = 1;
+  using U = std::make_unsigned_t<E>;
+  for (U e = U(exp); e != 0; e >>= 1) {
+    if (e & 1) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+  }
+  return result;
+}
+
+class Pow : public OpRun {
+ public:
+  using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t>;
+  using ExponentTypes = Numeric;
+  explicit Pow(const NodeContext& ctx) : legacy_(ctx) {}
+  Values run(const Values& in, RunContext&) override {
+    const Tensor& x = input_tensor(in, 0);
+    const Tensor y = legacy_.align(x, input_tensor(in, 1));
+    return {visit<Types>(x.dtype(), [&]<class T>() {
+      return visit<ExponentTypes>(y.dtype(), [&]<class E>() {
+        return map_binary<T, E, T>(x, y, [](auto b, auto e) -> compute_t<T> {
+          using B = decltype(b);
+          using X = decltype(e);
+          if constexpr (std::is_integral_v<B> && std::is_integral_v<X>) {
+            return int_pow(b, e);
+          } else {
+            constexpr bool narrow = sizeof(B) <= 4 && sizeof(X) <= 4 && !std::is_integral_v<B> && !std::is_integral_v<X>;
+            using W = std::conditional_t<narrow, float, double>;
+            const W r = std::pow(W(b), W(e));
+            if constexpr (std::is_integral_v<B>) return float_to_int<B>(double(r));
+            else return B(r);
+          }
+        });
+      });
+    })};
+  }
+ private:
+  LegacyBroadcast legacy_;
+};
+
+}  // namespace
+
+void register_pow(Registry& reg) { reg.add("", "Pow", {1, 7, 12, 13, 15}, make<Pow>); }
+
+}  // namespace refeval::ops

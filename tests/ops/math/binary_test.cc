@@ -1,0 +1,105 @@
+// Binary and variadic elementwise ops: comparisons, logic, bitwise, Pow, Mod, Clip, Where,
+// Max/Min/Sum/Mean: integer rules, NaN propagation, broadcasting and errors.
+#include <cmath>
+#include <limits>
+
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+}
+
+TEST_CASE("binary ops") {
+  struct Case { const char* op; std::vector<Attribute> attrs; Tensor a, b, expected; };
+  const Case cases[] = {
+      {"Equal", {}, tensor<std::string>({2}, {"a", "b"}), tensor<std::string>({1}, {"a"}), tensor<bool>({2}, {true, false})},
+      {"Less", {}, tensor<float>({2}, {kNaN, 1.f}), tensor<float>({2}, {1.f, 2.f}), tensor<bool>({2}, {false, true})},
+      {"GreaterOrEqual", {}, tensor<uint64_t>({2}, {UINT64_MAX, 0}), tensor<uint64_t>({1}, {1}), tensor<bool>({2}, {true, false})},
+      {"Xor", {}, tensor<bool>({2, 2}, {true, true, false, false}), tensor<bool>({2}, {true, false}), tensor<bool>({2, 2}, {false, true, true, false})},
+      // shifting by the bit width or more gives 0
+      {"BitShift", {attr("direction", "LEFT")}, tensor<uint8_t>({3}, {1, 1, 255}), tensor<uint8_t>({3}, {7, 8, 1}), tensor<uint8_t>({3}, {128, 0, 254})},
+      {"BitShift", {attr("direction", "RIGHT")}, tensor<uint64_t>({2}, {UINT64_MAX, 8}), tensor<uint64_t>({2}, {64, 3}), tensor<uint64_t>({2}, {0, 1})},
+      {"BitwiseAnd", {}, tensor<int8_t>({2}, {-1, 6}), tensor<int8_t>({2}, {5, 3}), tensor<int8_t>({2}, {5, 2})},
+      // Python's % for integers: the sign of the divisor
+      {"Mod", {}, tensor<int32_t>({4}, {-7, 7, -7, INT32_MIN}), tensor<int32_t>({4}, {3, -3, -3, -1}), tensor<int32_t>({4}, {2, -2, -1, 0})},
+      {"Mod", {attr("fmod", int64_t(1))}, tensor<int32_t>({2}, {-7, 7}), tensor<int32_t>({2}, {3, -3}), tensor<int32_t>({2}, {-1, 1})},
+      {"Mod", {attr("fmod", int64_t(1))}, tensor<float>({2}, {-7.5f, 7.5f}), tensor<float>({2}, {2.f, -2.f}), tensor<float>({2}, {-1.5f, 1.5f})},
+      // integer powers wrap; float exponents of integer bases truncate
+      {"Pow", {}, tensor<int32_t>({3}, {2, -3, 65536}), tensor<int64_t>({3}, {10, 3, 2}), tensor<int32_t>({3}, {1024, -27, 0})},
+      {"Pow", {}, tensor<int64_t>({2}, {2, 9}), tensor<float>({2}, {0.5f, 0.5f}), tensor<int64_t>({2}, {1, 3})},
+      {"Pow", {}, tensor<float>({2}, {2.f, 4.f}), tensor<uint8_t>({1}, {3}), tensor<float>({2}, {8.f, 64.f})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.op);
+    check_equal(run_node(node(c.op, {"a", "b"}, {"c"}, c.attrs), {c.a, c.b})[0], c.expected);
+  }
+}
+
+TEST_CASE("binary op errors") {
+  CHECK_THROWS_WITH_AS(run_node(node("Mod", {"a", "b"}, {"c"}), {tensor<int64_t>({1}, {1}), tensor<int64_t>({1}, {0})}),
+                       doctest::Contains("modulo by zero"), Error);
+  CHECK_THROWS_AS(run_node(node("Mod", {"a", "b"}, {"c"}), {tensor<float>({1}, {1}), tensor<float>({1}, {2})}), Error);
+  CHECK_THROWS_AS(run_node(node("Pow", {"a", "b"}, {"c"}), {tensor<int32_t>({1}, {2}), tensor<int32_t>({1}, {-1})}), Error);
+  CHECK_THROWS_AS(run_node(node("BitShift", {"a", "b"}, {"c"}, {attr("direction", "UP")}), {tensor<uint8_t>({1}, {1}), tensor<uint8_t>({1}, {1})}), Error);
+  CHECK_THROWS_AS(run_node(node("Equal", {"a", "b"}, {"c"}), {tensor<float>({2}, {1, 2}), tensor<float>({3}, {1, 2, 3})}), Error);
+}
+
+TEST_CASE("variadic Max/Min/Sum/Mean broadcast and propagate NaN") {
+  const Tensor a = tensor<float>({2, 1}, {1.f, kNaN});
+  const Tensor b = tensor<float>({3}, {0.f, 2.f, 4.f});
+  check_equal(run_node(node("Max", {"a", "b"}, {"c"}), {a, b})[0], tensor<float>({2, 3}, {1, 2, 4, kNaN, kNaN, kNaN}));
+  check_equal(run_node(node("Min", {"a", "b"}, {"c"}), {a, b})[0], tensor<float>({2, 3}, {0, 1, 1, kNaN, kNaN, kNaN}));
+  check_equal(run_node(node("Mean", {"a", "b", "b"}, {"c"}), {tensor<float>({1}, {3}), b, b})[0], tensor<float>({3}, {1, 7.f / 3, 11.f / 3}));
+  check_equal(run_node(node("Sum", {"a"}, {"c"}), {b})[0], b);
+  check_equal(run_node(node("Max", {"a", "b"}, {"c"}), {tensor<int8_t>({2}, {-128, 5}), tensor<int8_t>({1}, {0})})[0], tensor<int8_t>({2}, {0, 5}));
+}
+
+TEST_CASE("Clip: attributes before opset 11, optional inputs after") {
+  const Tensor x = tensor<float>({4}, {-5.f, 0.5f, 5.f, kNaN});
+  check_equal(run_node(node("Clip", {"x"}, {"y"}, {attr("min", -1.f), attr("max", 1.f)}), {x}, 6)[0],
+              tensor<float>({4}, {-1.f, 0.5f, 1.f, kNaN}));
+  check_equal(run_node(node("Clip", {"x", "", "hi"}, {"y"}), {x, Value(), tensor<float>({}, {2.f})}, 13)[0],
+              tensor<float>({4}, {-5.f, 0.5f, 2.f, kNaN}));
+  // min > max: everything becomes max, as numpy.clip does
+  check_equal(run_node(node("Clip", {"x", "lo", "hi"}, {"y"}), {tensor<int32_t>({2}, {-9, 9}), tensor<int32_t>({}, {3}), tensor<int32_t>({}, {1})}, 13)[0],
+              tensor<int32_t>({2}, {1, 1}));
+  CHECK_THROWS_AS(run_node(node("Clip", {"x", "lo"}, {"y"}), {x, tensor<float>({2}, {0, 1})}, 13), Error);
+}
+
+TEST_CASE("Where broadcasts condition, X and Y, of any element type") {
+  auto out = run_node(node("Where", {"c", "x", "y"}, {"z"}),
+                      {tensor<bool>({2, 1}, {true, false}), tensor<std::string>({2}, {"a", "b"}), tensor<std::string>({}, {"-"})});
+  check_equal(out[0], tensor<std::string>({2, 2}, {"a", "b", "-", "-"}));
+  auto num = run_node(node("Where", {"c", "x", "y"}, {"z"}),
+                      {tensor<bool>({3}, {true, false, true}), tensor<bool>({1}, {true}), tensor<bool>({3}, {false, false, false})});
+  check_equal(num[0], tensor<bool>({3}, {true, false, true}));
+  CHECK_THROWS_AS(run_node(node("Where", {"c", "x", "y"}, {"z"}), {tensor<int32_t>({1}, {1}), tensor<float>({1}, {1}), tensor<float>({1}, {2})}), Error);
+}
+
+TEST_CASE("before opset 7, broadcasting needs broadcast=1 and follows axis") {
+  const Tensor a = tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  // B lines up with A's dimension 0 through axis=0
+  check_equal(run_node(node("Add", {"a", "b"}, {"c"}, {attr("broadcast", int64_t(1)), attr("axis", int64_t(0))}),
+                       {a, tensor<float>({2}, {10, 20})}, 6)[0],
+              tensor<float>({2, 3}, {11, 12, 13, 24, 25, 26}));
+  // default: B is A's trailing dimensions
+  check_equal(run_node(node("Greater", {"a", "b"}, {"c"}, {attr("broadcast", int64_t(1))}), {a, tensor<float>({3}, {0, 5, 5})}, 1)[0],
+              tensor<bool>({2, 3}, {true, false, false, true, false, true}));
+  // without broadcast the shapes must be equal
+  CHECK_THROWS_AS(run_node(node("Pow", {"a", "b"}, {"c"}), {a, tensor<float>({3}, {1, 2, 3})}, 1), Error);
+  CHECK_THROWS_AS(run_node(node("Add", {"a", "b"}, {"c"}, {attr("broadcast", int64_t(1)), attr("axis", int64_t(1))}),
+                           {a, tensor<float>({2}, {1, 2})}, 6), Error);
+}
+
+TEST_CASE("opset 1 ops accept consumed_inputs") {
+  check_equal(run_node(node("Abs", {"x"}, {"y"}, {attr("consumed_inputs", std::vector<int64_t>{0})}), {tensor<float>({1}, {-2})}, 1)[0],
+              tensor<float>({1}, {2}));
+  check_equal(run_node(node("Sum", {"x", "z"}, {"y"}, {attr("consumed_inputs", std::vector<int64_t>{0, 0})}),
+                       {tensor<float>({1}, {1}), tensor<float>({1}, {2})}, 1)[0],
+              tensor<float>({1}, {3}));
+}
