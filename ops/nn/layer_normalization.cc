@@ -2,6 +2,7 @@
 // Y = (X - mean) * InvStdDev * Scale + B, InvStdDev = 1 / sqrt(var + epsilon). Statistics are
 // computed in double and stored as stash_type in the optional outputs Mean and InvStdDev, whose
 // shape is X's with the normalised dimensions set to 1. Scale and B broadcast to X.shape[axis:].
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -48,7 +49,8 @@ class LayerNormalization : public OpRun {
   explicit LayerNormalization(const NodeContext& ctx)
       : axis_(ctx.attr<int64_t>("axis", -1)),
         epsilon_(ctx.attr<float>("epsilon", 1e-5f)),
-        stash_(DType(ctx.attr<int64_t>("stash_type", 1))) {
+        stash_(DType(ctx.attr<int64_t>("stash_type", 1))),
+        outputs_(std::min<size_t>(ctx.num_outputs(), 3)) {
     if (stash_ != DType::Float && stash_ != DType::Double && stash_ != DType::Float16 && stash_ != DType::BFloat16)
       ctx.fail(fmt::format("stash_type {} is not a floating type", int(stash_)));
   }
@@ -91,13 +93,16 @@ class LayerNormalization : public OpRun {
         inv_t.data<U>()[i] = from_compute<U>(inv[i]);
       }
     });
-    return {y, mean_t, inv_t};
+    Values out = {y, mean_t, inv_t};
+    out.resize(outputs_);
+    return out;
   }
 
  private:
   int64_t axis_;
   float epsilon_;
   DType stash_;
+  size_t outputs_;  // how many of Y, Mean, InvStdDev the node declares
 };
 
 }  // namespace
