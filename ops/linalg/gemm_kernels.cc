@@ -1,0 +1,95 @@
+// GEMM kernels on Eigen (row-major maps over tensor data) and the matmul shape rules.
+#include "linalg_common.h"
+
+#include <atomic>
+
+#include <Eigen/Core>
+#include <fmt/format.h>
+
+#include "refeval/elementwise.h"
+
+namespace refeval::ops {
+namespace {
+
+std::atomic<uint64_t> g_eigen_calls{0};
+
+template <class T>
+void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  g_eigen_calls.fetch_add(1, std::memory_order_relaxed);
+  Eigen::Map<Mat> C(c, M, N);
+  if (K == 0) {
+    if (!acc) C.setZero();
+    return;
+  }
+  Eigen::Map<const Mat> A(a, ta ? K : M, ta ? M : K);
+  Eigen::Map<const Mat> B(b, tb ? N : K, tb ? K : N);
+  auto run = [&](const auto& opa, const auto& opb) {
+    if (acc) C.noalias() += opa * opb;
+    else C.noalias() = opa * opb;
+  };
+  if (ta && tb) run(A.transpose(), B.transpose());
+  else if (ta) run(A.transpose(), B);
+  else if (tb) run(A, B.transpose());
+  else run(A, B);
+}
+
+}  // namespace
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc) {
+  eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c, bool acc) {
+  eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
+}
+uint64_t eigen_gemm_calls() { return g_eigen_calls.load(); }
+
+MatMulShape matmul_shape(const Shape& a_in, const Shape& b_in) {
+  if (a_in.empty() || b_in.empty()) fail_runtime("MatMul operands must have rank >= 1 (got a scalar)");
+  Shape a = a_in, b = b_in;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  MatMulShape s;
+  s.M = a[a.size() - 2];
+  s.K = a.back();
+  s.N = b.back();
+  if (b[b.size() - 2] != s.K)
+    fail_runtime(fmt::format("MatMul: inner dimensions differ: {} x {}", shape_to_string(a_in), shape_to_string(b_in)));
+  const Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const Shape batch = broadcast_shapes({ab, bb});
+  const size_t r = batch.size();
+  // Row-major strides (in matrices) of each operand's batch dims, aligned right; 0 when broadcast.
+  auto strides = [&](const Shape& s) {
+    std::vector<int64_t> st(r, 0);
+    int64_t stride = 1;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const size_t d = r - 1 - i, sd = s.size() - 1 - i;
+      st[d] = s[sd] == 1 ? 0 : stride;
+      stride *= s[sd];
+    }
+    return st;
+  };
+  const auto sa = strides(ab), sb = strides(bb);
+  const int64_t nb = shape_size(batch);
+  s.a_batch.resize(size_t(nb));
+  s.b_batch.resize(size_t(nb));
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < r; ++d) { oa += idx[d] * sa[d]; ob += idx[d] * sb[d]; }
+    s.a_batch[size_t(i)] = oa;
+    s.b_batch[size_t(i)] = ob;
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  s.b_shared = shape_size(bb) == 1;
+  s.out = batch;
+  if (!a_vec) s.out.push_back(s.M);
+  if (!b_vec) s.out.push_back(s.N);
+  return s;
+}
+
+}  // namespace refeval::ops

@@ -1,0 +1,65 @@
+// MatMul: numpy matmul (1-D promotion, batch broadcasting). float and double run on Eigen's
+// GEMM over the tensor data; float16 and bfloat16 compute in float; integers use a plain loop.
+#include "linalg_common.h"
+
+#include "refeval/registry.h"
+
+namespace refeval::ops {
+namespace {
+
+// The storage type's values, widened to float for narrow floats (a copy only in that case).
+template <class T>
+std::vector<compute_t<T>> widen(const Tensor& t) {
+  std::vector<compute_t<T>> v(size_t(t.size()));
+  const T* p = t.data<T>();
+  for (size_t i = 0; i < v.size(); ++i) v[i] = compute_t<T>(p[i]);
+  return v;
+}
+
+template <class C>
+void batched(const MatMulShape& s, const C* a, const C* b, C* c) {
+  const int64_t batches = int64_t(s.a_batch.size());
+  auto run = [&](int64_t M, const C* pa, const C* pb, C* pc) {
+    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>) gemm(false, false, M, s.N, s.K, pa, pb, pc, false);
+    else gemm_loop(false, false, M, s.N, s.K, pa, pb, pc, false);
+  };
+  bool a_contiguous = true;
+  for (int64_t i = 0; i < batches; ++i) a_contiguous = a_contiguous && s.a_batch[size_t(i)] == i;
+  if (s.b_shared && a_contiguous) {  // one GEMM with every batch stacked into the rows of a
+    run(batches * s.M, a, b, c);
+    return;
+  }
+  for (int64_t i = 0; i < batches; ++i)
+    run(s.M, a + s.a_batch[size_t(i)] * s.M * s.K, b + s.b_batch[size_t(i)] * s.K * s.N, c + i * s.M * s.N);
+}
+
+class MatMul : public OpRun {
+ public:
+  using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint32_t, uint64_t>;
+  explicit MatMul(const NodeContext&) {}
+  Values run(const Values& in, RunContext& ctx) override {
+    const Tensor& a = input_tensor(in, 0);
+    const Tensor& b = input_tensor(in, 1);
+    if (a.dtype() != b.dtype()) ctx.fail("inputs A and B must have one element type");
+    const MatMulShape s = matmul_shape(a.shape(), b.shape());
+    Tensor y(a.dtype(), s.out);
+    visit<Types>(a.dtype(), [&]<class T>() {
+      if constexpr (is_narrow_float_v<T>) {
+        const auto wa = widen<T>(a), wb = widen<T>(b);
+        std::vector<float> wy(size_t(y.size()));
+        batched<float>(s, wa.data(), wb.data(), wy.data());
+        T* py = y.data<T>();
+        for (size_t i = 0; i < wy.size(); ++i) py[i] = T(wy[i]);
+      } else {
+        batched<T>(s, a.data<T>(), b.data<T>(), y.data<T>());
+      }
+    });
+    return {y};
+  }
+};
+
+}  // namespace
+
+void register_matmul(Registry& reg) { reg.add("", "MatMul", {1, 9, 13}, make<MatMul>); }
+
+}  // namespace refeval::ops

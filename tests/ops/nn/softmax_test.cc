@@ -1,0 +1,43 @@
+// Softmax, LogSoftmax, Hardmax: the 2-D coercion of versions 1/11 against the single axis of 13,
+// stability with large inputs, ties and dtypes.
+#include <cmath>
+
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+TEST_CASE("Softmax along one axis (13) versus coerced to 2-D (11)") {
+  const Tensor x = tensor<float>({2, 2}, {0, 0, 0, 0});
+  const Tensor x3 = tensor<float>({1, 2, 2}, {1, 1, 1, 1});
+  // opset 13, default axis -1: each row of 2
+  check_equal(run_node(node("Softmax", {"x"}, {"y"}), {x}, 13)[0], tensor<float>({2, 2}, {.5f, .5f, .5f, .5f}));
+  // opset 11, default axis 1 on a 3-D input: each batch row holds 4 elements
+  check_equal(run_node(node("Softmax", {"x"}, {"y"}), {x3}, 11)[0], tensor<float>({1, 2, 2}, {.25f, .25f, .25f, .25f}));
+  // opset 13, axis 1 on a 3-D input: normalises the middle axis only
+  check_equal(run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(1))}), {x3}, 13)[0], tensor<float>({1, 2, 2}, {.5f, .5f, .5f, .5f}));
+}
+
+TEST_CASE("Softmax and LogSoftmax stay finite on large inputs") {
+  const Tensor x = tensor<float>({3}, {1000, 1001, 1002});
+  const float e1 = std::exp(-1.f), e2 = std::exp(-2.f), s = 1 + e1 + e2;
+  check_equal(run_node(node("Softmax", {"x"}, {"y"}), {x})[0], tensor<float>({3}, {e2 / s, e1 / s, 1 / s}));
+  check_equal(run_node(node("LogSoftmax", {"x"}, {"y"}), {x})[0], tensor<float>({3}, {-2 - std::log(s), -1 - std::log(s), -std::log(s)}));
+}
+
+TEST_CASE("Hardmax marks the first maximum") {
+  check_equal(run_node(node("Hardmax", {"x"}, {"y"}), {tensor<float>({2, 3}, {3, 1, 3, -1, 2, 0})})[0],
+              tensor<float>({2, 3}, {1, 0, 0, 0, 1, 0}));
+  check_equal(run_node(node("Hardmax", {"x"}, {"y"}, {attr("axis", int64_t(0))}), {tensor<double>({2, 1}, {1, 2})}, 13)[0],
+              tensor<double>({2, 1}, {0, 1}));
+}
+
+TEST_CASE("narrow floats, empty tensors and bad axes") {
+  check_equal(run_node(node("Softmax", {"x"}, {"y"}), {tensor<float16>({2}, {float16(1.f), float16(1.f)})})[0],
+              tensor<float16>({2}, {float16(.5f), float16(.5f)}));
+  check_equal(run_node(node("LogSoftmax", {"x"}, {"y"}), {tensor<float>({0, 3}, {})})[0], tensor<float>({0, 3}, {}));
+  CHECK_THROWS_AS(run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(2))}), {tensor<float>({2}, {1, 2})}), Error);
+  CHECK_THROWS_AS(run_node(node("Softmax", {"x"}, {"y"}), {tensor<int32_t>({2}, {1, 2})}), Error);
+}
