@@ -15,6 +15,22 @@ void register_constant(Registry& reg);
 void register_expand(Registry& reg);
 void register_range(Registry& reg);
 void register_identity(Registry& reg);
+void register_flatten(Registry& reg);
+void register_eye_like(Registry& reg);
+void register_compress(Registry& reg);
+void register_depth_to_space(Registry& reg);
+void register_gather_elements(Registry& reg);
+void register_gather_nd(Registry& reg);
+void register_non_zero(Registry& reg);
+void register_one_hot(Registry& reg);
+void register_pad(Registry& reg);
+void register_reverse_sequence(Registry& reg);
+void register_scatter(Registry& reg);
+void register_tile(Registry& reg);
+void register_trilu(Registry& reg);
+void register_top_k(Registry& reg);
+void register_unique(Registry& reg);
+void register_center_crop_pad(Registry& reg);
 
 void register_tensor(Registry& reg) {
   register_reshape(reg);
@@ -29,6 +45,22 @@ void register_tensor(Registry& reg) {
   register_expand(reg);
   register_range(reg);
   register_identity(reg);
+  register_flatten(reg);
+  register_eye_like(reg);
+  register_compress(reg);
+  register_depth_to_space(reg);
+  register_gather_elements(reg);
+  register_gather_nd(reg);
+  register_non_zero(reg);
+  register_one_hot(reg);
+  register_pad(reg);
+  register_reverse_sequence(reg);
+  register_scatter(reg);
+  register_tile(reg);
+  register_trilu(reg);
+  register_top_k(reg);
+  register_unique(reg);
+  register_center_crop_pad(reg);
 }
 
 }  // namespace refeval::ops

@@ -105,3 +105,42 @@ inline void copy_elems(const W* src, W* dst, int64_t count) {
 }
 
 }  // namespace refeval::ops
+
+namespace refeval::ops {
+
+// Calls f(src_offset, dst_offset, run) for each contiguous innermost run of a box of `box` elements
+// that starts at src_start in a tensor of src_shape and at dst_start in one of dst_shape.
+template <class F>
+void for_each_box_run(const Shape& box, const Shape& src_shape, const std::vector<int64_t>& src_start,
+                      const Shape& dst_shape, const std::vector<int64_t>& dst_start, F&& f) {
+  const size_t rank = box.size();
+  for (int64_t b : box)
+    if (b <= 0) return;
+  const std::vector<int64_t> ss = dense_strides(src_shape), ds = dense_strides(dst_shape);
+  if (rank == 0) { f(int64_t(0), int64_t(0), int64_t(1)); return; }
+  std::vector<int64_t> idx(rank - 1, 0);
+  while (true) {
+    int64_t so = src_start[rank - 1], dof = dst_start[rank - 1];
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      so += (src_start[d] + idx[d]) * ss[d];
+      dof += (dst_start[d] + idx[d]) * ds[d];
+    }
+    f(so, dof, box[rank - 1]);
+    size_t d = rank - 1;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      if (++idx[d] < box[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Product of dims [from, to).
+inline int64_t dims_product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to && d < s.size(); ++d) p *= s[d];
+  return p;
+}
+
+}  // namespace refeval::ops
