@@ -124,6 +124,24 @@ inline std::vector<ValueType> body_output_types(const NodeContext& ctx, const st
   return types;
 }
 
+// The declared input types of a GRAPH attribute (Unknown where not declared).
+inline std::vector<ValueType> body_input_types(const NodeContext& ctx, const std::string& attr_name) {
+  std::vector<ValueType> types;
+  if (const Attribute* a = ctx.node().find_attribute(attr_name); a && a->g)
+    for (const ValueInfo& i : a->g->inputs) types.push_back(i.type);
+  return types;
+}
+
+// A tensor or sequence bound to a body input declared optional becomes an optional holding it
+// (as when a loop-carried optional is fed back from a body output that is a plain sequence).
+inline Value conform_to(Value v, const ValueType& declared) {
+  if (declared.kind != ValueType::Kind::Optional || v.is_optional() || v.is_absent()) return v;
+  Optional o;
+  o.value = std::make_shared<const Value>(std::move(v));
+  if (declared.elem) o.type = declared.elem;
+  return o;
+}
+
 // Scan outputs of zero iterations: an empty tensor whose element shape must be declared. `axis`
 // is where the iteration axis goes.
 inline Tensor empty_scan_output(const ValueType& declared, size_t k, int64_t axis, const char* op) {

@@ -16,7 +16,8 @@ namespace {
 
 class Loop : public OpRun {
  public:
-  explicit Loop(const NodeContext& ctx) : body_(ctx.subgraph("body")), declared_(body_output_types(ctx, "body")) {
+  explicit Loop(const NodeContext& ctx) : body_(ctx.subgraph("body")), declared_(body_output_types(ctx, "body")),
+        declared_in_(body_input_types(ctx, "body")) {
     if (ctx.num_inputs() < 2) ctx.fail("Loop needs the inputs M and cond (either may be the empty name)");
     carried_ = ctx.num_inputs() - 2;
     const size_t body_in = plan_input_names(*body_).size(), body_out = plan_output_names(*body_).size();
@@ -46,7 +47,7 @@ class Loop : public OpRun {
     std::vector<std::vector<Tensor>> scans(scans_);
     for (int64_t i = 0; (!trip_count || i < *trip_count) && cond; ++i) {
       Values body_in{Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(cond)};
-      body_in.insert(body_in.end(), carried.begin(), carried.end());
+      for (size_t k = 0; k < carried_; ++k) body_in.push_back(conform_to(carried[k], declared_in_[2 + k]));
       Values out = ctx.run_body(*body_, body_in, fmt::format("body iteration {}", i));
       if (has_cond) cond = condition_value(out[0].tensor(), "the body's condition output");
       for (size_t k = 0; k < carried_; ++k) carried[k] = std::move(out[1 + k]);
@@ -67,7 +68,7 @@ class Loop : public OpRun {
 
  private:
   std::shared_ptr<const Plan> body_;
-  std::vector<ValueType> declared_;
+  std::vector<ValueType> declared_, declared_in_;
   size_t carried_ = 0, scans_ = 0, outputs_ = 0;
 };
 
