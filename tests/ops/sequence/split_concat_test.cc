@@ -84,3 +84,22 @@ TEST_CASE("ConcatFromSequence joins or stacks") {
                        doctest::Contains("cannot join shapes"), Error);
   CHECK_THROWS_AS(run_node(node("ConcatFromSequence", {"s"}, {"y"}), {two}), Error);  // axis is required
 }
+
+TEST_CASE("SplitToSequence and ConcatFromSequence move every element width") {
+  using C = std::complex<double>;
+  struct Case { const char* what; Tensor x; };
+  const Case cases[] = {
+      {"bool (1 byte)", tensor<bool>({2, 2}, {true, false, false, true})},
+      {"float16 (2 bytes)", tensor<float16>({2, 2}, {float16(1.5f), float16(-2), float16(0), float16(8)})},
+      {"complex128 (16 bytes)", tensor<C>({2, 2}, {C(1, 2), C(3, 4), C(5, 6), C(7, 8)})},
+      {"string", tensor<std::string>({2, 2}, {"a", "b", "c", "d"})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    // Split (2, 2) into its columns, then join them back along the same axis: the identity.
+    auto s = run_node(node("SplitToSequence", {"x"}, {"s"}, {attr("axis", int64_t(1))}), {c.x})[0];
+    REQUIRE(s.sequence().items.size() == 2);
+    CHECK(s.sequence().items[0].tensor().shape() == Shape{2, 1});
+    check_equal(run_node(node("ConcatFromSequence", {"s"}, {"y"}, {attr("axis", int64_t(1))}), {s})[0], c.x);
+  }
+}
