@@ -90,7 +90,7 @@ TEST_CASE("SplitToSequence and ConcatFromSequence move every element width") {
   struct Case { const char* what; Tensor x; };
   const Case cases[] = {
       {"bool (1 byte)", tensor<bool>({2, 2}, {true, false, false, true})},
-      {"float16 (2 bytes)", tensor<float16>({2, 2}, {float16(1.5f), float16(-2), float16(0), float16(8)})},
+      {"float16 (2 bytes)", tensor<float16>({2, 2}, {float16(1.5f), float16(-2.0f), float16(0.0f), float16(8.0f)})},
       {"complex128 (16 bytes)", tensor<C>({2, 2}, {C(1, 2), C(3, 4), C(5, 6), C(7, 8)})},
       {"string", tensor<std::string>({2, 2}, {"a", "b", "c", "d"})},
   };
