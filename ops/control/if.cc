@@ -8,6 +8,7 @@ namespace {
 
 class If : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit If(const NodeContext& ctx) : then_(ctx.subgraph("then_branch")), else_(ctx.subgraph("else_branch")) {
     const size_t n_then = plan_output_names(*then_).size(), n_else = plan_output_names(*else_).size();
     if (n_then != n_else)

@@ -16,6 +16,7 @@ namespace {
 
 class Loop : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit Loop(const NodeContext& ctx) : body_(ctx.subgraph("body")), declared_(body_output_types(ctx, "body")),
         declared_in_(body_input_types(ctx, "body")) {
     if (ctx.num_inputs() < 2) ctx.fail("Loop needs the inputs M and cond (either may be the empty name)");

@@ -23,6 +23,7 @@ std::vector<int64_t> per_scan(const NodeContext& ctx, const char* name, size_t c
 
 class Scan : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit Scan(const NodeContext& ctx) : body_(ctx.subgraph("body")), declared_(body_output_types(ctx, "body")) {
     const int64_t m = ctx.required<int64_t>("num_scan_inputs");
     if (m < 1 || size_t(m) > ctx.num_inputs())

@@ -10,6 +10,7 @@ namespace {
 
 class Scan8 : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit Scan8(const NodeContext& ctx) : body_(ctx.subgraph("body")), declared_(body_output_types(ctx, "body")) {
     const int64_t m = ctx.required<int64_t>("num_scan_inputs");
     if (m < 1 || size_t(m) + 1 > ctx.num_inputs())

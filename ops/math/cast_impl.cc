@@ -33,12 +33,14 @@ template <class T> inline constexpr bool is_float8_like_v =
     std::is_same_v<T, float8e4m3fn> || std::is_same_v<T, float8e4m3fnuz> || std::is_same_v<T, float8e5m2> ||
     std::is_same_v<T, float8e5m2fnuz>;
 
-// double -> float rounding toward zero with the last bit set when inexact (round to odd): a
-// later rounding to any format at least 2 bits narrower is then correctly rounded.
-float to_float_odd(double d) {
+// Rounding to float toward zero with the last bit set when inexact (round to odd): a later
+// rounding to any format at least 2 bits narrower is then correctly rounded. D is double, or
+// long double for 64-bit integers (exact there on x86-64 and aarch64).
+template <class D>
+float to_float_odd(D d) {
   float f = float(d);
-  if (std::isnan(d) || double(f) == d) return f;
-  if (std::fabs(double(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  if (std::isnan(d) || D(f) == d) return f;
+  if (std::fabs(D(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
   uint32_t u;
   std::memcpy(&u, &f, 4);
   u |= 1u;
@@ -93,9 +95,10 @@ Num read_num(const From& v) {
   return n;
 }
 
+// For the formats narrower than float.
 float num_to_float(const Num& n) {
   if (n.is_float) return to_float_odd(n.f);
-  return n.is_unsigned ? float(n.bits) : float(int64_t(n.bits));
+  return to_float_odd(n.is_unsigned ? (long double)n.bits : (long double)int64_t(n.bits));
 }
 
 // Numpy's str() of a float: shortest round-trip digits, positional between 1e-4 and 1e16.

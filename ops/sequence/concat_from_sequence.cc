@@ -8,6 +8,7 @@ namespace {
 
 class ConcatFromSequence : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit ConcatFromSequence(const NodeContext& ctx)
       : axis_(ctx.required<int64_t>("axis")), new_axis_(ctx.attr<int64_t>("new_axis", 0)) {
     if (new_axis_ != 0 && new_axis_ != 1) ctx.fail(fmt::format("new_axis must be 0 or 1, got {}", new_axis_));

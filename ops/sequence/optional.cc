@@ -14,6 +14,7 @@ namespace {
 
 class OptionalOp : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit OptionalOp(const NodeContext& ctx) {
     if (auto t = ctx.optional_attr<ValueType>("type")) type_ = std::make_shared<const ValueType>(*t);
     if (!ctx.has_input(0) && !type_) ctx.fail("an Optional without input needs the 'type' attribute");
@@ -35,6 +36,7 @@ class OptionalOp : public OpRun {
 
 class OptionalHasElement : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit OptionalHasElement(const NodeContext& ctx) : plain_ok_(ctx.since_version() >= 18) {
     if (!plain_ok_ && !ctx.has_input(0)) ctx.fail("OptionalHasElement before opset 18 needs its input");
   }
@@ -51,6 +53,7 @@ class OptionalHasElement : public OpRun {
 
 class OptionalGetElement : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit OptionalGetElement(const NodeContext& ctx) : plain_ok_(ctx.since_version() >= 18) {}
   Values run(const Values& in, RunContext&) override {
     if (!has_value(in, 0)) fail_runtime("the input is missing");

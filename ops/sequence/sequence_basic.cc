@@ -10,6 +10,7 @@ namespace {
 // Tensors of one element type -> a sequence of them, in input order.
 class SequenceConstruct : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceConstruct(const NodeContext& ctx) {
     if (ctx.num_inputs() < 1) ctx.fail("SequenceConstruct needs at least one input");
   }
@@ -28,6 +29,7 @@ class SequenceConstruct : public OpRun {
 // An empty sequence of `dtype` tensors (default float).
 class SequenceEmpty : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceEmpty(const NodeContext& ctx) {
     const int64_t d = ctx.attr<int64_t>("dtype", int64_t(DType::Float));
     if (!is_valid_dtype(int32_t(d)) || d == 0) ctx.fail(fmt::format("dtype {} is not an element type", d));
@@ -41,6 +43,7 @@ class SequenceEmpty : public OpRun {
 
 class SequenceLength : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceLength(const NodeContext&) {}
   Values run(const Values& in, RunContext&) override {
     return {Tensor::scalar<int64_t>(int64_t(input_sequence(in, 0).items.size()))};
@@ -50,6 +53,7 @@ class SequenceLength : public OpRun {
 // The element at `position`, negative counting from the back.
 class SequenceAt : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceAt(const NodeContext&) {}
   Values run(const Values& in, RunContext&) override {
     const Sequence& s = input_sequence(in, 0);
@@ -60,6 +64,7 @@ class SequenceAt : public OpRun {
 // Inserts a tensor before `position` (default: at the end).
 class SequenceInsert : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceInsert(const NodeContext&) {}
   Values run(const Values& in, RunContext&) override {
     Sequence s = input_sequence(in, 0);
@@ -75,6 +80,7 @@ class SequenceInsert : public OpRun {
 // Removes the element at `position` (default: the last one).
 class SequenceErase : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceErase(const NodeContext&) {}
   Values run(const Values& in, RunContext&) override {
     Sequence s = input_sequence(in, 0);

@@ -9,6 +9,7 @@ namespace {
 
 class SequenceMap : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SequenceMap(const NodeContext& ctx) : body_(ctx.subgraph("body")), declared_(body_output_types(ctx, "body")) {
     const size_t body_in = plan_input_names(*body_).size(), body_out = plan_output_names(*body_).size();
     if (body_in != ctx.num_inputs())

@@ -10,6 +10,7 @@ namespace {
 
 class SplitToSequence : public OpRun {
  public:
+  using Types = All;  // values are moved or passed on, never computed on
   explicit SplitToSequence(const NodeContext& ctx)
       : axis_(ctx.attr<int64_t>("axis", 0)), keepdims_(ctx.attr<int64_t>("keepdims", 1) != 0) {}
 

@@ -126,3 +126,11 @@ TEST_CASE("BitCast reinterprets bits of equal width") {
   CHECK_THROWS_AS(bc(tensor<float>({1}, {1.f}), DType::Int64), Error);
   CHECK_THROWS_AS(bc(tensor<float>({1}, {1.f}), DType::String), Error);
 }
+
+TEST_CASE("Cast int64 to bfloat16 rounds once") {
+  // 2^24 + 2^16 + 1 is just above the midpoint 2^24 + 2^16 between two bfloat16 values; through
+  // float it would become the midpoint and round down to even (2^24).
+  const int64_t v = (int64_t(1) << 24) + (int64_t(1) << 16) + 1;
+  const Tensor y = cast(tensor<int64_t>({1}, {v}), DType::BFloat16);
+  CHECK(float(y.data<bfloat16>()[0]) == float((int64_t(1) << 24) + (int64_t(1) << 17)));
+}
