@@ -32,7 +32,7 @@ class Range : public OpRun {
         n = q > 0 ? int64_t(q) : 0;
       } else {
         const double q = std::ceil((double(limit) - double(start)) / double(delta));
-        if (std::isnan(q)) fail_runtime("Range: the element count is NaN");
+        if (!(q < 9.0e18)) fail_runtime("Range: the element count is not a finite int64");
         n = q > 0 ? int64_t(q) : 0;
       }
       Tensor y(dtype_of<T>, {n});
