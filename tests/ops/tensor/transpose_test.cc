@@ -49,3 +49,12 @@ TEST_CASE("DepthToSpace in both modes inverts SpaceToDepth (DCR)") {
   CHECK_THROWS_AS(run_node(node("DepthToSpace", {"x"}, {"y"}, {attr("blocksize", int64_t(2)), attr("mode", "XYZ")}), {x}), Error);
   CHECK_THROWS_AS(run_node(node("SpaceToDepth", {"x"}, {"y"}, {attr("blocksize", int64_t(3))}), {x}), Error);
 }
+
+TEST_CASE("movement ops carry sub-byte and 8-bit float elements (one per byte in memory)") {
+  const Tensor a = tensor<int4>({1, 2}, {int4::wrap(-8), int4::wrap(7)});
+  check_equal(run_node(node("Concat", {"a", "b"}, {"c"}, {attr("axis", int64_t(0))}), {a, a})[0],
+              tensor<int4>({2, 2}, {int4::wrap(-8), int4::wrap(7), int4::wrap(-8), int4::wrap(7)}));
+  check_equal(run_node(node("Transpose", {"x"}, {"y"}), {a})[0], tensor<int4>({2, 1}, {int4::wrap(-8), int4::wrap(7)}));
+  const Tensor f8 = tensor<float8e4m3fn>({2}, {float8e4m3fn(1.0f), float8e4m3fn(-2.0f)});
+  check_equal(run_node(node("Gather", {"x", "i"}, {"y"}), {f8, tensor<int64_t>({1}, {1})})[0], tensor<float8e4m3fn>({1}, {float8e4m3fn(-2.0f)}));
+}
