@@ -25,12 +25,19 @@ TEST_CASE("Slice along one axis of a 1-D tensor") {
       {"negative start and end", -3, -1, 1, {2, 3}},
       {"huge negative step picks the start only", 3, kMin, kMin, {3}},
       {"huge positive step picks the start only", 1, kMax, kMax, {1}},
+      {"spec clamping: start before the beginning, negative step keeps element 0", -7, -10, -2, {0}},
   };
   for (const auto& c : cases) {
     CAPTURE(c.what);
     auto out = run_node(node("Slice", {"x", "s", "e", "a", "p"}, {"y"}), {x, ints({c.start}), ints({c.end}), ints({0}), ints({c.step})});
     check_equal(out[0], tensor<int32_t>({int64_t(c.expected.size())}, c.expected));
   }
+}
+
+TEST_CASE("Slice of an empty axis with a negative step is empty") {
+  auto out = run_node(node("Slice", {"x", "s", "e", "a", "p"}, {"y"}),
+                      {tensor<float>({0}, {}), ints({-1}), ints({kMin}), ints({0}), ints({-1})});
+  check_equal(out[0], tensor<float>({0}, {}));
 }
 
 TEST_CASE("Slice with omitted axes and steps, on strings") {
