@@ -134,3 +134,15 @@ TEST_CASE("ReverseSequence reverses each batch's prefix") {
               tensor<int32_t>({3, 2}, {3, 20, 2, 10, 1, 30}));
   CHECK_THROWS_AS(run_node(node("ReverseSequence", {"x", "l"}, {"y"}), {x, ints({4, 1})}), Error);
 }
+
+TEST_CASE("absurd sizes are errors, never overflow") {
+  const int64_t big = std::numeric_limits<int64_t>::max() / 2;
+  const Tensor x = tensor<float>({2}, {1, 2});
+  CHECK_THROWS_AS(run_node(node("Reshape", {"x", "s"}, {"y"}), {x, ints({big, 4, -1})}), Error);
+  CHECK_THROWS_AS(run_node(node("Tile", {"x", "r"}, {"y"}), {x, ints({big})}), Error);
+  CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}), {x, ints({big, big})}), Error);
+  CHECK_THROWS_AS(run_node(node("Split", {"x", "s"}, {"a", "b"}), {x, ints({big * 2, big * 2})}), Error);
+  check_equal(run_node(node("EyeLike", {"x"}, {"y"}, {attr("k", std::numeric_limits<int64_t>::max())}),
+                       {tensor<float>({2, 2}, {5, 5, 5, 5})})[0],
+              tensor<float>({2, 2}, {0, 0, 0, 0}));
+}
