@@ -24,6 +24,7 @@ class EyeLike : public OpRun {
     visit<Types>(t, [&]<class T>() {
       T* out = y.data<T>();
       const int64_t rows = x.dim(0), cols = x.dim(1);
+      if (k_ <= -rows || k_ >= cols) return;  // the diagonal misses the matrix (and i + k cannot overflow)
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t j = i + k_;
         if (j >= 0 && j < cols) out[i * cols + j] = from_compute<T>(compute_t<T>(1));

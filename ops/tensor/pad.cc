@@ -52,7 +52,8 @@ class Pad : public OpRun {
       const int64_t lo = std::max<int64_t>(0, -begin[d]), hi = dim - std::max<int64_t>(0, -end[d]);
       const int64_t e = hi - lo, pb = std::max<int64_t>(0, begin[d]), pe = std::max<int64_t>(0, end[d]);
       if (e < 0) fail_runtime(fmt::format("Pad: negative pads crop more than axis {} holds", d));
-      out[d] = e + pb + pe;
+      if (__builtin_add_overflow(e, pb, &out[d]) || __builtin_add_overflow(out[d], pe, &out[d]))
+        fail_runtime("Pad: the padded size overflows");
       if (e == 0 && out[d] > 0 && mode_ != PadMode::Constant)
         fail_runtime(fmt::format("Pad: cannot pad an empty axis {} in this mode", d));
       maps[d].resize(size_t(out[d]));

@@ -26,7 +26,7 @@ Shape resolve_shape(const Shape& in, const std::vector<int64_t>& requested, bool
     }
     has_zero = has_zero || d == 0;
     out[i] = d;
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) fail_runtime("Reshape: the shape's element count overflows");
   }
   const int64_t total = shape_size(in);
   if (infer >= 0) {

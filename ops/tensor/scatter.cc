@@ -184,10 +184,10 @@ class TensorScatter : public OpRun {
         for (int64_t p = 0; p < per_batch; ++p) {
           const int64_t prefix = b * per_batch + p;
           for (int64_t s = 0; s < seq; ++s) {
-            int64_t pos = wi[size_t(b)] + s;
-            if (circular_) pos %= max_seq;
-            else if (pos >= max_seq)
-              fail_runtime(fmt::format("TensorScatter: write position {} is beyond the cache length {}", pos, max_seq));
+            const int64_t w = wi[size_t(b)];
+            if (!circular_ && w > max_seq - seq)
+              fail_runtime(fmt::format("TensorScatter: writing {} entries at {} goes beyond the cache length {}", seq, w, max_seq));
+            const int64_t pos = circular_ ? (w % max_seq + s) % max_seq : w + s;
             copy_elems(u + (prefix * seq + s) * inner, out + (prefix * max_seq + pos) * inner, inner);
           }
         }

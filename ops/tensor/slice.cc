@@ -34,11 +34,15 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start + step - 1) / step : 0;
+      count = end > start ? int64_t((uint64_t(end - start) + uint64_t(step) - 1) / uint64_t(step)) : 0;
+    } else if (dim == 0) {
+      count = 0;
     } else {
+      // The spec clamps start into [0, dim - 1] (numpy would make a start before the
+      // beginning an empty slice; the spec text and ONNX shape inference keep element 0).
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      // (start - end) and -step fit: start - end <= dim, and step > INT64_MIN is handled below.
+      // In unsigned arithmetic, so that steps near INT64_MIN / INT64_MAX cannot overflow.
       const uint64_t span = uint64_t(start - end), by = uint64_t(0) - uint64_t(step);
       count = start > end ? int64_t((span + by - 1) / by) : 0;
     }

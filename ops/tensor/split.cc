@@ -36,7 +36,7 @@ class Split : public OpRun {
       int64_t total = 0;
       for (int64_t s : sizes) {
         if (s < 0) fail_runtime("split sizes must be non-negative");
-        total += s;
+        if (__builtin_add_overflow(total, s, &total)) fail_runtime("split sizes overflow");
       }
       if (total != dim) fail_runtime(fmt::format("split sizes add up to {}, the axis has {}", total, dim));
     } else if (num_outputs_) {

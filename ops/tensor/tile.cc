@@ -17,9 +17,10 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
     if (repeats[d] < 0) fail_runtime(fmt::format("Tile: negative repeat {}", repeats[d]));
     wide.insert(wide.end(), {repeats[d], x.dim(d)});
     st.insert(st.end(), {0, xs[d]});
-    out.push_back(repeats[d] * x.dim(d));
   }
-  if (shape_size(wide) == 0) return Tensor(x.dtype(), out);
+  const int64_t total = shape_size(wide);  // throws if the product overflows
+  for (size_t d = 0; d < rank; ++d) out.push_back(repeats[d] * x.dim(d));
+  if (total == 0) return Tensor(x.dtype(), out);
   return strided_view_copy(x, 0, st, wide).reshaped(out);
 }
 

@@ -1,0 +1,60 @@
+// Pad and CenterCropPad: every mode, negative pads, axes, legacy attribute versions, errors.
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+Tensor ints(std::vector<int64_t> v) { return tensor<int64_t>({int64_t(v.size())}, v); }
+}  // namespace
+
+TEST_CASE("Pad modes on a 1-D tensor, pads larger than the input included") {
+  const Tensor x = tensor<int32_t>({3}, {1, 2, 3});
+  struct Case { const char* mode; std::vector<int64_t> pads; std::vector<int32_t> expected; };
+  const Case cases[] = {
+      {"constant", {2, 1}, {0, 0, 1, 2, 3, 0}},
+      {"edge", {2, 1}, {1, 1, 1, 2, 3, 3}},
+      {"reflect", {2, 1}, {3, 2, 1, 2, 3, 2}},
+      {"reflect", {4, 0}, {1, 2, 3, 2, 1, 2, 3}},  // reflects back and forth like numpy
+      {"wrap", {2, 4}, {2, 3, 1, 2, 3, 1, 2, 3, 1}},
+      {"constant", {-1, 1}, {2, 3, 0}},           // a negative pad crops
+      {"edge", {-1, 1}, {2, 3, 3}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.mode);
+    CAPTURE(c.pads[0]);
+    auto out = run_node(node("Pad", {"x", "p"}, {"y"}, {attr("mode", c.mode)}), {x, ints(c.pads)});
+    check_equal(out[0], tensor<int32_t>({int64_t(c.expected.size())}, c.expected));
+  }
+}
+
+TEST_CASE("Pad with axes, a constant value, strings, and the v2 attribute form") {
+  const Tensor x = tensor<float>({2, 2}, {1, 2, 3, 4});
+  auto out = run_node(node("Pad", {"x", "p", "v", "a"}, {"y"}), {x, ints({1, 0}), tensor<float>({}, {9}), ints({-1})});
+  check_equal(out[0], tensor<float>({2, 3}, {9, 1, 2, 9, 3, 4}));
+  auto s = run_node(node("Pad", {"x", "p", "v"}, {"y"}), {tensor<std::string>({1}, {"a"}), ints({1, 0}), tensor<std::string>({}, {"-"})});
+  check_equal(s[0], tensor<std::string>({2}, {"-", "a"}));
+  auto v2 = run_node(node("Pad", {"x"}, {"y"}, {attr("pads", std::vector<int64_t>{0, 1, 0, 0}), attr("value", 1.5f)}), {x}, 2);
+  check_equal(v2[0], tensor<float>({2, 3}, {1.5f, 1, 2, 1.5f, 3, 4}));
+}
+
+TEST_CASE("Pad errors") {
+  const Tensor x = tensor<float>({2}, {1, 2});
+  CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}), {x, ints({1})}), Error);
+  CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}), {x, ints({-2, -1})}), Error);
+  CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}, {attr("mode", "wrap")}), {x, ints({1, 1})}, 18), Error);  // wrap is 19+
+  CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}, {attr("mode", "edge")}), {tensor<float>({0}, {}), ints({1, 1})}), Error);
+  CHECK_THROWS_AS(run_node(node("Pad", {"x", "p", "v"}, {"y"}), {x, ints({1, 1}), tensor<double>({}, {0})}), Error);
+}
+
+TEST_CASE("CenterCropPad crops and pads around the centre") {
+  const Tensor x = tensor<int64_t>({5}, {1, 2, 3, 4, 5});
+  check_equal(run_node(node("CenterCropPad", {"x", "s"}, {"y"}), {x, ints({2})}, 18)[0], tensor<int64_t>({2}, {2, 3}));
+  check_equal(run_node(node("CenterCropPad", {"x", "s"}, {"y"}), {x, ints({8})}, 18)[0], tensor<int64_t>({8}, {0, 1, 2, 3, 4, 5, 0, 0}));
+  const Tensor m = tensor<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  check_equal(run_node(node("CenterCropPad", {"x", "s"}, {"y"}, {attr("axes", std::vector<int64_t>{-1})}), {m, ints({1})}, 18)[0],
+              tensor<int64_t>({2, 1}, {2, 5}));
+  CHECK_THROWS_AS(run_node(node("CenterCropPad", {"x", "s"}, {"y"}), {m, ints({1})}, 18), Error);
+}

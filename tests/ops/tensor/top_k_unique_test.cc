@@ -1,0 +1,58 @@
+// TopK and Unique: ties, NaN, smallest, integer types, axis forms, the four Unique outputs.
+#include <cmath>
+
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+TEST_CASE("TopK keeps the lower index first among ties, largest and smallest") {
+  const Tensor x = tensor<int32_t>({5}, {3, 1, 3, 2, 1});
+  const Tensor k = tensor<int64_t>({1}, {3});
+  auto big = run_node(node("TopK", {"x", "k"}, {"v", "i"}), {x, k});
+  check_equal(big[0], tensor<int32_t>({3}, {3, 3, 2}));
+  check_equal(big[1], tensor<int64_t>({3}, {0, 2, 3}));
+  auto small = run_node(node("TopK", {"x", "k"}, {"v", "i"}, {attr("largest", int64_t(0))}), {x, k});
+  check_equal(small[0], tensor<int32_t>({3}, {1, 1, 2}));
+  check_equal(small[1], tensor<int64_t>({3}, {1, 4, 3}));
+}
+
+TEST_CASE("TopK: NaN is the largest, axis 0, version 1 attribute k, bad k") {
+  const float nan = std::nanf("");
+  auto out = run_node(node("TopK", {"x", "k"}, {"v", "i"}), {tensor<float>({3}, {1, nan, 2}), tensor<int64_t>({1}, {2})});
+  CHECK(std::isnan(out[0].tensor().data<float>()[0]));
+  check_equal(out[1], tensor<int64_t>({2}, {1, 2}));
+  auto v1 = run_node(node("TopK", {"x"}, {"v", "i"}, {attr("k", int64_t(1)), attr("axis", int64_t(0))}),
+                     {tensor<float>({2, 2}, {1, 4, 3, 2})}, 1);
+  check_equal(v1[0], tensor<float>({1, 2}, {3, 4}));
+  check_equal(v1[1], tensor<int64_t>({1, 2}, {1, 0}));
+  CHECK_THROWS_AS(run_node(node("TopK", {"x", "k"}, {"v", "i"}), {tensor<float>({2}, {1, 2}), tensor<int64_t>({1}, {3})}), Error);
+  CHECK_THROWS_AS(run_node(node("TopK", {"x", "k"}, {"v", "i"}), {tensor<float>({2}, {1, 2}), tensor<int64_t>({1}, {-1})}), Error);
+}
+
+TEST_CASE("Unique sorted and unsorted, all four outputs") {
+  const Tensor x = tensor<int64_t>({6}, {2, 1, 1, 3, 4, 3});
+  auto s = run_node(node("Unique", {"x"}, {"y", "i", "inv", "c"}), {x});
+  check_equal(s[0], tensor<int64_t>({4}, {1, 2, 3, 4}));
+  check_equal(s[1], tensor<int64_t>({4}, {1, 0, 3, 4}));
+  check_equal(s[2], tensor<int64_t>({6}, {1, 0, 0, 2, 3, 2}));
+  check_equal(s[3], tensor<int64_t>({4}, {2, 1, 2, 1}));
+  auto u = run_node(node("Unique", {"x"}, {"y", "i", "inv", "c"}, {attr("sorted", int64_t(0))}), {x});
+  check_equal(u[0], tensor<int64_t>({4}, {2, 1, 3, 4}));
+  check_equal(u[1], tensor<int64_t>({4}, {0, 1, 3, 4}));
+  check_equal(u[2], tensor<int64_t>({6}, {0, 1, 1, 2, 3, 2}));
+  check_equal(u[3], tensor<int64_t>({4}, {1, 2, 2, 1}));
+}
+
+TEST_CASE("Unique along an axis and on strings") {
+  const Tensor m = tensor<float>({3, 2}, {1, 2, 0, 5, 1, 2});
+  auto out = run_node(node("Unique", {"x"}, {"y", "i", "inv", "c"}, {attr("axis", int64_t(0))}), {m});
+  check_equal(out[0], tensor<float>({2, 2}, {0, 5, 1, 2}));
+  check_equal(out[2], tensor<int64_t>({3}, {1, 0, 1}));
+  auto cols = run_node(node("Unique", {"x"}, {"y"}, {attr("axis", int64_t(-1))}), {tensor<int32_t>({2, 3}, {1, 0, 1, 2, 0, 2})});
+  check_equal(cols[0], tensor<int32_t>({2, 2}, {0, 1, 0, 2}));
+  auto str = run_node(node("Unique", {"x"}, {"y"}), {tensor<std::string>({3}, {"b", "a", "b"})});
+  check_equal(str[0], tensor<std::string>({2}, {"a", "b"}));
+}
