@@ -45,7 +45,7 @@ uint8_t minifloat_encode(MiniFloat kind, float value, bool saturate) {
   const Format& f = format_of(kind);
   const int total = f.exp_bits + f.mant_bits;
   const uint8_t sign_bit = uint8_t(1u << total);
-  if (std::isnan(value)) return f.has_nan ? nan_bits(f) : (saturate ? max_bits(f) : 0);
+  if (std::isnan(value)) return f.has_nan ? nan_bits(f) : sign_bit;  // float4e2m1: NaN becomes -0
   const bool negative = std::signbit(value);
   const uint8_t sign = negative ? sign_bit : 0;
   double a = std::fabs(double(value));

@@ -11,6 +11,12 @@ void register_nn(Registry& reg);
 void register_tensor(Registry& reg);
 void register_control(Registry& reg);
 void register_sequence(Registry& reg);
+void register_conv(Registry& reg);
+void register_pool(Registry& reg);
+void register_quant(Registry& reg);
+void register_vision(Registry& reg);
+void register_loss(Registry& reg);
+void register_signal(Registry& reg);
 }  // namespace ops
 
 void register_builtin_ops(Registry& reg) {
@@ -21,6 +27,12 @@ void register_builtin_ops(Registry& reg) {
   ops::register_tensor(reg);
   ops::register_control(reg);
   ops::register_sequence(reg);
+  ops::register_conv(reg);
+  ops::register_pool(reg);
+  ops::register_quant(reg);
+  ops::register_vision(reg);
+  ops::register_loss(reg);
+  ops::register_signal(reg);
 }
 
 }  // namespace refeval

@@ -46,6 +46,18 @@ inline float half_bits_to_float(uint16_t h) {
   return bits_float(sign | ((e + 112u) << 23) | (m << 13));
 }
 
+// Rounds to float toward zero and sets the last bit when inexact ("round to odd"): rounding that
+// float once more to any format at least two bits narrower then gives the correctly rounded
+// result, so double -> float16 (or a float8) is not rounded twice. long double holds every
+// double and every 64-bit integer exactly on x86-64 and aarch64.
+inline float round_to_odd_float(long double d) {
+  float f = float(d);
+  if (d != d || static_cast<long double>(f) == d) return f;
+  if ((f < 0 ? -static_cast<long double>(f) : static_cast<long double>(f)) > (d < 0 ? -d : d))
+    f = bits_float(float_bits(f) - 1);  // one step toward zero (f is finite and non-zero here)
+  return bits_float(float_bits(f) | 1u);
+}
+
 inline uint16_t float_to_bfloat16_bits(float value) {
   const uint32_t f = float_bits(value);
   if ((f & 0x7fffffffu) > 0x7f800000u) return uint16_t((f >> 16) | 0x40u);  // quiet NaN
@@ -57,7 +69,7 @@ struct float16 {
   uint16_t bits = 0;
   float16() = default;
   explicit float16(float f) : bits(detail::float_to_half_bits(f)) {}
-  explicit float16(double d) : float16(float(d)) {}
+  explicit float16(double d) : float16(detail::round_to_odd_float(d)) {}
   static float16 from_bits(uint16_t b) { float16 h; h.bits = b; return h; }
   explicit operator float() const { return detail::half_bits_to_float(bits); }
   explicit operator double() const { return float(*this); }
@@ -67,7 +79,7 @@ struct bfloat16 {
   uint16_t bits = 0;
   bfloat16() = default;
   explicit bfloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}
-  explicit bfloat16(double d) : bfloat16(float(d)) {}
+  explicit bfloat16(double d) : bfloat16(detail::round_to_odd_float(d)) {}
   static bfloat16 from_bits(uint16_t b) { bfloat16 h; h.bits = b; return h; }
   explicit operator float() const { return detail::bits_float(uint32_t(bits) << 16); }
   explicit operator double() const { return float(*this); }
@@ -75,7 +87,8 @@ struct bfloat16 {
 
 // The 8- and 4-bit float formats. Encoding is out of line (narrow_types.cc); `saturate` follows
 // the ONNX Cast attribute: out-of-range values become the largest finite value, otherwise NaN
-// (or infinity for e5m2, the one format that has it; float4e2m1 has neither and always saturates).
+// (or infinity for e5m2, the one format that has it; float4e2m1 has neither, always saturates,
+// and encodes NaN as -0 (0x8), as ONNX's reference and test data do).
 enum class MiniFloat { E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E2M1 };
 uint8_t minifloat_encode(MiniFloat kind, float value, bool saturate);
 float minifloat_decode(MiniFloat kind, uint8_t bits);
@@ -85,7 +98,7 @@ struct minifloat {
   uint8_t bits = 0;
   minifloat() = default;
   explicit minifloat(float f, bool saturate = true) : bits(minifloat_encode(K, f, saturate)) {}
-  explicit minifloat(double d) : minifloat(float(d)) {}
+  explicit minifloat(double d, bool saturate = true) : minifloat(detail::round_to_odd_float(d), saturate) {}
   static minifloat from_bits(uint8_t b) { minifloat m; m.bits = b; return m; }
   explicit operator float() const { return minifloat_decode(K, bits); }
   explicit operator double() const { return float(*this); }

@@ -33,21 +33,6 @@ template <class T> inline constexpr bool is_float8_like_v =
     std::is_same_v<T, float8e4m3fn> || std::is_same_v<T, float8e4m3fnuz> || std::is_same_v<T, float8e5m2> ||
     std::is_same_v<T, float8e5m2fnuz>;
 
-// Rounding to float toward zero with the last bit set when inexact (round to odd): a later
-// rounding to any format at least 2 bits narrower is then correctly rounded. D is double, or
-// long double for 64-bit integers (exact there on x86-64 and aarch64).
-template <class D>
-float to_float_odd(D d) {
-  float f = float(d);
-  if (std::isnan(d) || D(f) == d) return f;
-  if (std::fabs(D(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u |= 1u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -97,8 +82,8 @@ Num read_num(const From& v) {
 
 // For the formats narrower than float.
 float num_to_float(const Num& n) {
-  if (n.is_float) return to_float_odd(n.f);
-  return to_float_odd(n.is_unsigned ? (long double)n.bits : (long double)int64_t(n.bits));
+  if (n.is_float) return refeval::detail::round_to_odd_float(n.f);
+  return refeval::detail::round_to_odd_float(n.is_unsigned ? (long double)n.bits : (long double)int64_t(n.bits));
 }
 
 // Numpy's str() of a float: shortest round-trip digits, positional between 1e-4 and 1e16.
@@ -147,12 +132,7 @@ To write_num(const Num& n, const CastOptions& o) {
   } else if constexpr (is_small_int_v<To>) {
     // as the 8-bit integers: through int32, keeping the low bits
     return To::wrap(n.is_float ? float_to_int<int32_t>(n.f) : int64_t(n.bits));
-  } else if constexpr (std::is_same_v<To, float4e2m1>) {
-    // NaN has no float4e2m1 encoding; the ONNX reference (and its test data) gives -0 (0x8).
-    // narrow_types.cc's encoder gives the largest value instead, hence this check.
-    if (n.is_float && std::isnan(n.f)) return To::from_bits(0x8);
-    return To(num_to_float(n));
-  } else {  // float16, bfloat16
+  } else {  // float16, bfloat16, float4e2m1
     return To(num_to_float(n));
   }
 }

@@ -77,6 +77,14 @@ TEST_CASE("float4e2m1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6 and saturates") {
   CHECK(float(float4e2m1(5.0f)) == 4.0f);   // tie between 4 and 6 goes to even mantissa (4)
   CHECK(float(float4e2m1(100.0f)) == 6.0f);
   CHECK(float(float4e2m1(-2.5f)) == -2.0f);
+  CHECK(float4e2m1(kNaN).bits == 0x8);  // no NaN in the format: -0, as ONNX's test data has
+}
+
+TEST_CASE("conversions from double round once, not twice") {
+  const double d = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);  // just above a float16 tie
+  CHECK(float16(d).bits == 0x3c01);
+  CHECK(float16(float(d)).bits == 0x3c00);  // through float the tie is lost and rounds to even
+  CHECK(bfloat16(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30)).bits == 0x3f81);
 }
 
 TEST_CASE("float8e8m0 stores powers of two") {

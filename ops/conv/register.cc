@@ -1,0 +1,9 @@
+// The conv family.
+#include "refeval/registry.h"
+
+namespace refeval::ops {
+
+void register_conv(Registry& reg) {
+}
+
+}  // namespace refeval::ops
