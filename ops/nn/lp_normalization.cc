@@ -1,5 +1,5 @@
-// LpNormalization (1, 22): X divided by its L1 (p=1) or L2 (p=2) norm along `axis`. A zero norm
-// gives NaN (0 / 0), as the reference evaluator's numpy division does.
+// LpNormalization (1, 22): X divided by its L1 (p=1) or L2 (p=2) norm along `axis`. A slice whose
+// norm is zero stays zero (the backend data expects 0, not 0 / 0).
 #include <cmath>
 
 #include "nn_common.h"
@@ -34,7 +34,8 @@ class LpNormalization : public OpRun {
           norm += p_ == 1 ? std::abs(e) : e * e;
         }
         if (p_ == 2) norm = std::sqrt(norm);
-        for (int64_t j = 0; j < n; ++j) v[base + size_t(j * inner)] /= norm;
+        if (norm != 0)
+          for (int64_t j = 0; j < n; ++j) v[base + size_t(j * inner)] /= norm;
       }
     return {from_doubles(x.dtype(), x.shape(), v)};
   }

@@ -74,6 +74,7 @@ TEST_CASE("RMSNormalization, MeanVarianceNormalization, LpNormalization, LRN") {
   // L1 and L2 along the last axis
   check_equal(run_node(node("LpNormalization", {"x"}, {"y"}, {attr("p", int64_t(1))}), {f({2}, {1, -3})})[0], f({2}, {.25f, -.75f}));
   check_equal(run_node(node("LpNormalization", {"x"}, {"y"}, {attr("axis", int64_t(0))}), {f({2, 1}, {3, 4})})[0], f({2, 1}, {.6f, .8f}));
+  check_equal(run_node(node("LpNormalization", {"x"}, {"y"}), {f({2, 2}, {0, 0, 3, 4})})[0], f({2, 2}, {0, 0, .6f, .8f}));  // zero norm
   CHECK_THROWS_AS(run_node(node("LpNormalization", {"x"}, {"y"}, {attr("p", int64_t(3))}), {f({1}, {1})}), Error);
   // LRN size 3 over 2 channels: both see x0^2 + x1^2 = 5
   const float d = std::pow(1 + 1.f / 3 * 5, 0.5f);
