@@ -7,41 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "nn_common.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
 namespace {
-
-// The values of t (of element type T) broadcast unidirectionally to `target`, as doubles.
-template <class T>
-std::vector<double> expand_to(const Tensor& t, const Shape& target, const char* name) {
-  const Shape& s = t.shape();
-  if (s.size() > target.size()) fail_runtime(fmt::format("{} of shape {} does not broadcast to {}", name, shape_to_string(s), shape_to_string(target)));
-  const size_t r = target.size(), lead = r - s.size();
-  std::vector<int64_t> strides(r, 0);
-  int64_t stride = 1;
-  for (size_t d = r; d-- > lead;) {
-    const int64_t dim = s[d - lead];
-    if (dim != 1 && dim != target[d])
-      fail_runtime(fmt::format("{} of shape {} does not broadcast to {}", name, shape_to_string(s), shape_to_string(target)));
-    strides[d] = dim == 1 ? 0 : stride;
-    stride *= dim;
-  }
-  const int64_t n = shape_size(target);
-  std::vector<double> out(static_cast<size_t>(n));
-  std::vector<int64_t> idx(r, 0);
-  const T* p = t.data<T>();
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t off = 0;
-    for (size_t d = 0; d < r; ++d) off += idx[d] * strides[d];
-    out[size_t(i)] = double(compute_t<T>(p[off]));
-    for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < target[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
 
 class LayerNormalization : public OpRun {
  public:
@@ -70,8 +40,8 @@ class LayerNormalization : public OpRun {
     visit<Types>(x.dtype(), [&]<class T>() {
       if (scale.dtype() != x.dtype() || (has_value(in, 2) && input_tensor(in, 2).dtype() != x.dtype()))
         ctx.fail("Scale and B must have the element type of X");
-      const std::vector<double> s = expand_to<T>(scale, norm_shape, "Scale");
-      const std::vector<double> b = has_value(in, 2) ? expand_to<T>(input_tensor(in, 2), norm_shape, "B") : std::vector<double>(size_t(n), 0.0);
+      const std::vector<double> s = expand_to(scale, norm_shape, "Scale");
+      const std::vector<double> b = has_value(in, 2) ? expand_to(input_tensor(in, 2), norm_shape, "B") : std::vector<double>(size_t(n), 0.0);
       const T* px = x.data<T>();
       T* py = y.data<T>();
       for (int64_t o = 0; o < outer; ++o) {

@@ -60,16 +60,15 @@ class SoftmaxFamily : public OpRun {
     if constexpr (K == Kind::Hardmax) {
       for (size_t j = 0; j < v.size(); ++j) v[j] = C(j == arg ? 1 : 0);
     } else {
-      C sum = 0;
-      for (C& e : v) {
-        e -= m;
-        sum += std::exp(e);
-      }
       if constexpr (K == Kind::Softmax) {
-        for (C& e : v) e = std::exp(e) / sum;
+        C sum = 0;
+        for (C& e : v) sum += (e = std::exp(e - m));
+        for (C& e : v) e /= sum;
       } else {
+        C sum = 0;
+        for (const C e : v) sum += std::exp(e - m);
         const C log_sum = std::log(sum);
-        for (C& e : v) e -= log_sum;
+        for (C& e : v) e = e - m - log_sum;
       }
     }
   }

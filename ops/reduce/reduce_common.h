@@ -1,7 +1,13 @@
 // The reduction engine shared by every Reduce* operator. An op is a few lines: its accumulator
 // type and start value (the empty-set identity), a step folding one element in, and a final map:
 //
-//   class ReduceSum : public ReduceOp<ReduceSum, SumTypes> { ... };   // see reduce_ops.cc
+//   struct Sum {
+//     template <class T> using acc_t = sum_acc_t<T>;
+//     template <class A> static A init() { return A(0); }
+//     template <class A, class C> static A step(A a, C v) { return wrap_add(a, A(v)); }
+//     template <class A> static A finish(A a, int64_t) { return a; }
+//   };
+//   reg.add("", "ReduceSum", {1, 11, 13}, make<ReduceOp<Sum, SumTypes, 13>>);  // axes input from 13
 //
 // Axes come from the `axes` attribute (old versions) or the optional second input (ReduceSum from
 // 13, the others from 18). No axes reduces everything, unless noop_with_empty_axes is set: then

@@ -1,0 +1,47 @@
+// RMSNormalization (23): Y = X / sqrt(mean(X^2 over axis..rank-1) + epsilon) * scale, with scale
+// broadcast to X.shape[axis:]. Computed in double; stash_type is checked to be a float type.
+#include <cmath>
+
+#include "nn_common.h"
+#include "refeval/registry.h"
+
+namespace refeval::ops {
+namespace {
+
+class RMSNormalization : public OpRun {
+ public:
+  using Types = Floats;
+  explicit RMSNormalization(const NodeContext& ctx)
+      : axis_(ctx.attr<int64_t>("axis", -1)), epsilon_(ctx.attr<float>("epsilon", 1e-5f)) {
+    const DType stash = DType(ctx.attr<int64_t>("stash_type", 1));
+    if (!Floats::contains(stash)) ctx.fail(fmt::format("stash_type {} is not a floating type", int(stash)));
+  }
+
+  Values run(const Values& in, RunContext&) override {
+    const Tensor& x = input_tensor(in, 0);
+    const Tensor& scale = input_tensor(in, 1);
+    visit<Types>(x.dtype(), [&]<class T>() {});  // checks X's type
+    const size_t axis = normalize_axis(axis_, x.rank());
+    const Shape norm_shape(x.shape().begin() + long(axis), x.shape().end());
+    const int64_t n = shape_size(norm_shape), outer = n == 0 ? 0 : x.size() / n;
+    const std::vector<double> s = expand_to(scale, norm_shape, "scale"), xv = as_doubles(x);
+    std::vector<double> y(xv.size());
+    for (int64_t o = 0; o < outer; ++o) {
+      double sq = 0;
+      for (int64_t j = 0; j < n; ++j) sq += xv[size_t(o * n + j)] * xv[size_t(o * n + j)];
+      const double inv = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
+      for (int64_t j = 0; j < n; ++j) y[size_t(o * n + j)] = xv[size_t(o * n + j)] * inv * s[size_t(j)];
+    }
+    return {from_doubles(scale.dtype(), x.shape(), y)};
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+};
+
+}  // namespace
+
+void register_rms_normalization(Registry& reg) { reg.add("", "RMSNormalization", {23}, make<RMSNormalization>); }
+
+}  // namespace refeval::ops
