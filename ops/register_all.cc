@@ -17,6 +17,13 @@ void register_quant(Registry& reg);
 void register_vision(Registry& reg);
 void register_loss(Registry& reg);
 void register_signal(Registry& reg);
+void register_rnn(Registry& reg);
+void register_attention(Registry& reg);
+void register_string(Registry& reg);
+void register_ml(Registry& reg);
+void register_random(Registry& reg);
+void register_training(Registry& reg);
+void register_image(Registry& reg);
 }  // namespace ops
 
 void register_builtin_ops(Registry& reg) {
@@ -33,6 +40,13 @@ void register_builtin_ops(Registry& reg) {
   ops::register_vision(reg);
   ops::register_loss(reg);
   ops::register_signal(reg);
+  ops::register_rnn(reg);
+  ops::register_attention(reg);
+  ops::register_string(reg);
+  ops::register_ml(reg);
+  ops::register_random(reg);
+  ops::register_training(reg);
+  ops::register_image(reg);
 }
 
 }  // namespace refeval
