@@ -30,10 +30,16 @@ class LeakyRelu : public OpRun {
 class PRelu : public OpRun {
  public:
   using Types = Concat<Floats, TypeList<int32_t, int64_t, uint32_t, uint64_t>>;
-  explicit PRelu(const NodeContext& ctx) { ignore_consumed_inputs(ctx); }
+  explicit PRelu(const NodeContext& ctx) : per_channel_(ctx.since_version() < 7) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
-    const Tensor& slope = input_tensor(in, 1);
+    Tensor slope = input_tensor(in, 1);
+    // Before opset 7 a 1-D slope holds one value per channel (axis 1), not per last-axis element.
+    if (per_channel_ && slope.rank() == 1 && x.rank() > 2 && slope.dim(0) == x.dim(1) && slope.dim(0) > 1) {
+      Shape s(x.rank() - 1, 1);
+      s[0] = slope.dim(0);
+      slope = slope.reshaped(s);
+    }
     require_same_dtype(x, slope, "X and slope");
     Tensor y = visit<Types>(x.dtype(), [&]<class T>() {
       return map_binary<T, T>(x, slope, [](auto v, auto s) { return v < decltype(v)(0) ? wrap_mul(s, v) : v; });
@@ -43,6 +49,8 @@ class PRelu : public OpRun {
                    shape_to_string(x.shape()));
     return {y};
   }
+ private:
+  bool per_channel_;
 };
 
 class ThresholdedRelu : public OpRun {
