@@ -85,9 +85,9 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
     try {
       outs = step.op->run(args, ctx);
     } catch (const Error& e) {
-      throw Error(e.kind() == ErrorKind::Input ? ErrorKind::Input : ErrorKind::Runtime, with_node(*step.node, e.what()));
+      throw Error(e.kind() == ErrorKind::Model ? ErrorKind::Runtime : e.kind(), with_node(*step.node, e.what()));
     } catch (const std::bad_alloc&) {
-      throw Error(ErrorKind::Runtime, with_node(*step.node, "out of memory"));
+      throw Error(ErrorKind::Resource, with_node(*step.node, "out of memory"));
     } catch (const std::exception& e) {
       throw Error(ErrorKind::Runtime, with_node(*step.node, e.what()));
     }

@@ -20,7 +20,7 @@ int64_t shape_size(const Shape& shape) {
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorKind::Runtime, fmt::format("negative dimension in shape {}", shape_to_string(shape)));
     if (d != 0 && n > INT64_MAX / d)
-      throw Error(ErrorKind::Runtime, fmt::format("shape {} has more elements than fit in 64 bits", shape_to_string(shape)));
+      throw Error(ErrorKind::Resource, fmt::format("shape {} has more elements than fit in 64 bits", shape_to_string(shape)));
     n *= d;
   }
   return n;
@@ -36,11 +36,11 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   size_ = shape_size(shape_);
   const size_t elem = dtype_size(dtype);
   if (size_ > 0 && uint64_t(size_) > UINT64_MAX / elem / 2)
-    fail_runtime(fmt::format("tensor of shape {} is too large to allocate", shape_to_string(shape_)));
+    throw Error(ErrorKind::Resource, fmt::format("tensor of shape {} is too large to allocate", shape_to_string(shape_)));
   const uint64_t bytes = uint64_t(size_) * elem;
   const uint64_t cap = g_memory_cap;
   if (cap && bytes > cap)
-    fail_runtime(fmt::format("tensor of {} {} ({} bytes) exceeds the memory cap of {} bytes",
+    throw Error(ErrorKind::Resource, fmt::format("tensor of {} {} ({} bytes) exceeds the memory cap of {} bytes",
                              dtype_short_name(dtype), shape_to_string(shape_), bytes, cap));
   if (dtype == DType::String) {
     auto* strings = new std::string[size_ > 0 ? size_ : 1];
@@ -48,7 +48,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   } else {
     const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
-    if (!p) fail_runtime(fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
+    if (!p) throw Error(ErrorKind::Resource, fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
     std::memset(p, 0, bytes);
     storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }

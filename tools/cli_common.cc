@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <cmath>
 #include <random>
+#include <regex>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -20,6 +23,20 @@ const Registry& registry(const GlobalOptions& g) {
     for (const auto& lib : g.custom_ops) load_plugin(*with_plugins, lib);
   }
   return *with_plugins;
+}
+
+void apply_memory_cap(const GlobalOptions& g) {
+  if (g.max_memory.empty()) {
+    const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+    set_memory_cap(physical / 5 * 4);
+    return;
+  }
+  static const std::regex size_re(R"(^(\d+)([KMGT]?)B?$)", std::regex::icase);
+  std::smatch m;
+  if (!std::regex_match(g.max_memory, m, size_re)) fail_usage(fmt::format("--max-memory: '{}' is not a size like 8G or 512M", g.max_memory));
+  const std::string unit = m[2].str();
+  const int shift = unit.empty() ? 0 : 10 * int(std::string("KMGT").find(char(std::toupper(unit[0]))) + 1);
+  set_memory_cap(std::stoull(m[1].str()) << shift);
 }
 
 void InputOptions::add_to(CLI::App* app) {

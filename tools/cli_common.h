@@ -19,7 +19,11 @@ enum ExitCode { kOk = 0, kEvalError = 1, kUsageError = 2, kCheckFailed = 3 };
 
 struct GlobalOptions {
   std::vector<std::string> custom_ops;
+  std::string max_memory;  // "8G", "512M", "0" (no cap); default 80% of physical memory
 };
+
+// Applies --max-memory to refeval::set_memory_cap.
+void apply_memory_cap(const GlobalOptions& g);
 
 // The registry every evaluator of this process uses: the built-ins plus --custom-ops libraries.
 const Registry& registry(const GlobalOptions& g);

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   app.fallthrough();
   GlobalOptions global;
   app.add_option("--custom-ops", global.custom_ops, "LIB: load custom operators from a shared library (repeatable)");
+  app.add_option("--max-memory", global.max_memory, "SIZE: refuse any tensor larger than this (e.g. 8G; 0: no cap; default 80% of RAM)");
 
   struct Entry { const char* name; const char* help; std::unique_ptr<Verb> verb; CLI::App* sub = nullptr; };
   std::vector<Entry> verbs;
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
   try {
+    apply_memory_cap(global);
     for (auto& v : verbs)
       if (v.sub->parsed()) return v.verb->execute(global);
   } catch (const refeval::Error& e) {

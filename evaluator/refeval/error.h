@@ -12,6 +12,7 @@ enum class ErrorKind {
   Model,   // unreadable or invalid model (exit 2)
   Input,   // missing or mismatched feed, unreadable input file (exit 2)
   Runtime, // an operator failed while running (exit 1)
+  Resource, // a resource limit: a tensor beyond the memory cap or beyond 64-bit sizes (exit 2)
 };
 
 class Error : public std::runtime_error {

@@ -45,6 +45,11 @@ expect 2 "^refeval: error: .*--fill X: 'abc' is not a number" -- run "$golden/li
 expect 0 "" -- ops
 expect 2 "^refeval: error: cannot load custom-op library" -- --custom-ops "$work/nothing.so" ops
 
+# Resource limits: a tensor beyond --max-memory is refused (exit 2), never an allocation crash.
+expect 2 "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-memory 16 run "$golden/linreg.onnx"
+expect 2 "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
+expect 2 "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
+
 # An unknown operator: the linreg model with Sqrt renamed to an op that does not exist.
 sed 's/Sqrt/Sqxt/g' "$golden/linreg.onnx" >"$work/unknown_op.onnx"
 expect 2 "^refeval: error: .*\(Sqxt\): unknown operator" -- run "$work/unknown_op.onnx"
