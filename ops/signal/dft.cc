@@ -43,7 +43,7 @@ class DFT : public OpRun {
 
     const std::vector<double> xs = as_doubles(x);
     std::vector<double> ys(size_t(shape_size(out_shape)));
-    std::vector<cdouble> line(size_t(n));
+    std::vector<cdouble> line(static_cast<size_t>(n));
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         auto at = [&](int64_t j) {

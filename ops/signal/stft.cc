@@ -40,7 +40,7 @@ class STFT : public OpRun {
     const Shape out_shape{batch, frames, bins, 2};
     const std::vector<double> xs = as_doubles(signal);
     std::vector<double> ys(size_t(shape_size(out_shape)));
-    std::vector<cdouble> line(size_t(frame));
+    std::vector<cdouble> line(static_cast<size_t>(frame));
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t f = 0; f < frames; ++f) {
         for (int64_t j = 0; j < frame; ++j) {

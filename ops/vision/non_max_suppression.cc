@@ -36,7 +36,7 @@ class NonMaxSuppression : public OpRun {
     const float* sp = scores_t.data<float>();
     std::vector<int64_t> out;
     for (int64_t b = 0; b < batches && max_out > 0; ++b) {
-      std::vector<Box> boxes(size_t(spatial));
+      std::vector<Box> boxes(static_cast<size_t>(spatial));
       for (int64_t i = 0; i < spatial; ++i) boxes[size_t(i)] = corners(bp + (b * spatial + i) * 4);
       for (int64_t c = 0; c < classes; ++c) {
         const float* s = sp + (b * classes + c) * spatial;
