@@ -2,7 +2,9 @@
 // Y[n, c, p] samples X[n, c] at the point grid[n, p], whose components are normalised to [-1, 1]
 // and listed innermost dimension first (x, y, z). Out-of-range samples read zeros, the border
 // value, or the reflection of the coordinate (padding_mode).
+#include <algorithm>
 #include <cmath>
+#include <complex>
 
 #include "vision_common.h"
 
@@ -34,7 +36,8 @@ void cubic_coeffs(double t, double c[4]) {
 
 class GridSample : public OpRun {
  public:
-  using Types = Numeric;
+  // Numeric types interpolate; bool, string and complex are sampled by nearest only.
+  using Types = Concat<Numeric, TypeList<bool, std::string>, Complex>;
   explicit GridSample(const NodeContext& ctx) : since_(ctx.since_version()) {
     align_corners_ = ctx.attr<int64_t>("align_corners", 0) != 0;
     const std::string mode = ctx.attr<std::string>("mode", since_ >= 20 ? "linear" : "bilinear");
@@ -61,6 +64,7 @@ class GridSample : public OpRun {
     const int64_t points = shape_size(out_shape) / std::max<int64_t>(1, x.dim(0) * x.dim(1));
     const Shape dims(x.shape().begin() + 2, x.shape().end());
     const int64_t plane = shape_size(dims);
+    if (plane == 0 && shape_size(out_shape) > 0) fail_runtime("cannot sample an empty image");
     // Sample coordinates, denormalised in the grid's own precision (as the reference does).
     const std::vector<double> coords = visit<Floats>(grid.dtype(), [&]<class G>() {
       using C = compute_t<G>;
@@ -74,7 +78,22 @@ class GridSample : public OpRun {
         }
       return v;
     });
-    return {visit<Types>(x.dtype(), [&]<class T>() {
+    if (!Numeric::contains(x.dtype())) {  // other element types: nearest only, a gather
+      if (mode_ != Mode::Nearest) fail_runtime("only nearest mode samples non-numeric element types");
+      return {visit<Concat<TypeList<bool, std::string>, Complex>>(x.dtype(), [&]<class T>() {
+        Tensor y(x.dtype(), out_shape);
+        const T* xs = x.data<T>();
+        T* out = y.data<T>();
+        for (int64_t n = 0; n < x.dim(0); ++n)
+          for (int64_t p = 0; p < points; ++p) {
+            const int64_t off = nearest_offset(dims, &coords[size_t((n * points + p) * int64_t(r))]);
+            for (int64_t c = 0; c < x.dim(1); ++c)
+              out[(n * x.dim(1) + c) * points + p] = off < 0 ? T{} : xs[(n * x.dim(1) + c) * plane + off];
+          }
+        return y;
+      })};
+    }
+    return {visit<Numeric>(x.dtype(), [&]<class T>() {
       const T* xs = x.data<T>();
       std::vector<double> ys(size_t(shape_size(out_shape)));
       for (int64_t n = 0; n < x.dim(0); ++n)
@@ -145,6 +164,26 @@ class GridSample : public OpRun {
       if (d == size_t(-1)) break;
     }
     return total;
+  }
+
+  // Nearest mode: the offset of the sampled element in its plane, -1 for a zero-padded sample.
+  int64_t nearest_offset(const Shape& dims, const double* pt) const {
+    int64_t off = 0;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const double lo = align_corners_ ? 0.0 : -0.5, hi = align_corners_ ? double(dims[i] - 1) : double(dims[i]) - 0.5;
+      double v = std::nearbyint(pt[i]);
+      if (v < lo || v > hi) {
+        if (padding_ == Padding::Border) v = std::clamp(v, 0.0, double(dims[i] - 1));
+        else if (padding_ == Padding::Reflection) v = reflect(v, lo, hi);
+      }
+      int64_t j = int64_t(v);
+      if (j < 0 || j >= dims[i]) {
+        if (padding_ == Padding::Zeros) return -1;
+        j = std::clamp<int64_t>(j, 0, dims[i] - 1);
+      }
+      off = off * dims[i] + j;
+    }
+    return off;
   }
 
   int since_;

@@ -185,10 +185,10 @@ Tensor resize_tensor(const Tensor& x, const std::vector<ResizeAxis>& axes, const
   std::vector<AxisTaps> taps;
   for (size_t d = 0; d < axes.size(); ++d) {
     if (axes[d].out_len < 0) fail_runtime("resize: negative output size");
+    if (axes[d].in_len == 0 && axes[d].out_len > 0) fail_runtime("resize: cannot resample an empty dimension to a non-empty one");
     out_shape[d] = axes[d].out_len;
     taps.push_back(make_taps(axes[d], p));
   }
-  if (shape_size(out_shape) > 0 && x.size() == 0) fail_runtime("resize: cannot resample an empty input to a non-empty output");
   if (p.mode == "nearest") {
     using Types = Concat<Numeric, TypeList<bool, std::string>, Complex>;
     return visit<Types>(x.dtype(), [&]<class T>() { return resize_nearest<T>(x, taps, out_shape, p.extrapolation_value); });

@@ -38,6 +38,7 @@ class RoiAlign : public OpRun {
     if (rois_t.dtype() != x.dtype()) fail_runtime("rois must have the element type of X");
     const std::vector<int64_t> batch = ints_of(batch_t);
     const int64_t num = rois_t.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
+    if ((height == 0 || width == 0) && num * channels > 0) fail_runtime("cannot pool from an empty image");
     if (int64_t(batch.size()) != num) fail_runtime("batch_indices must have one entry per roi");
     const std::vector<double> xs = as_doubles(x), rois = as_doubles(rois_t);
     std::vector<double> ys(size_t(num * channels * out_h_ * out_w_));

@@ -65,3 +65,12 @@ TEST_CASE("NonMaxSuppression: limits and thresholds") {
                 c.expected);
   }
 }
+
+TEST_CASE("GridSample samples strings by nearest and refuses to interpolate them") {
+  const Tensor x = tensor<std::string>({1, 1, 1, 2}, {"a", "b"});
+  // x = -1 (left pixel centre with align_corners), x = 1 (right), x = 5 (outside: zero padding gives "")
+  const Tensor grid = tensor<float>({1, 1, 3, 2}, {-1, 0, 1, 0, 5, 0});
+  const Node n = node("GridSample", {"x", "g"}, {"y"}, {attr("mode", "nearest"), attr("align_corners", int64_t(1))});
+  check_equal(run_node(n, {x, grid}, 22)[0], tensor<std::string>({1, 1, 1, 3}, {"a", "b", ""}));
+  CHECK_THROWS_AS(run_node(node("GridSample", {"x", "g"}, {"y"}), {x, grid}, 22), Error);
+}
