@@ -27,7 +27,7 @@ class CastMap : public OpRun {
     if (m.keys.dtype() != DType::Int64) fail_runtime("CastMap needs a map with int64 keys");
     const int64_t n = m.keys.size();
     const int64_t* keys = m.keys.data<int64_t>();
-    std::vector<int64_t> order(size_t(n));
+    std::vector<int64_t> order(static_cast<size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
     const bool dense = map_form_ == "DENSE";

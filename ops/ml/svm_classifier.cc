@@ -17,7 +17,7 @@ namespace {
 
 // libsvm's pairwise coupling (Wu, Lin and Weng, method 2) of r[i][j] = P(i | i or j).
 std::vector<double> multiclass_probability(int64_t k, const std::vector<double>& r) {
-  std::vector<double> q(size_t(k * k)), qp(size_t(k)), p(size_t(k));
+  std::vector<double> q(static_cast<size_t>(k * k)), qp(static_cast<size_t>(k)), p(static_cast<size_t>(k));
   const int64_t max_iter = std::max<int64_t>(100, k);
   const double eps = 0.005 / double(k);
   for (int64_t t = 0; t < k; ++t) {
@@ -136,7 +136,7 @@ class SVMClassifier : public OpRun {
   void svc(const Rows& r, int64_t n, std::vector<double>& scores, std::vector<double>& votes) const {
     const int64_t f = int64_t(sv_.size()) / vectors_;
     if (f != r.c) fail_runtime(fmt::format("support vectors have {} features, input has {}", f, r.c));
-    std::vector<double> k(size_t(vectors_));
+    std::vector<double> k(static_cast<size_t>(vectors_));
     for (int64_t j = 0; j < vectors_; ++j) k[j] = kernel_(r.row(n), sv_.data() + j * f, f, kernel_.type);
     votes.assign(size_t(classes_), 0.0);
     int64_t pair = 0;

@@ -28,7 +28,7 @@ class Multinomial : public OpRun {
       for (int64_t i = 0; i < x.size(); ++i) logits[i] = double(compute_t<T>(x.data<T>()[i]));
     });
     std::vector<int64_t> out;
-    std::vector<double> cdf(size_t(classes));
+    std::vector<double> cdf(static_cast<size_t>(classes));
     for (int64_t b = 0; b < batch; ++b) {
       const double* row = logits.data() + b * classes;
       double mx = -INFINITY, total = 0;

@@ -11,9 +11,9 @@ using build::attr;
 
 namespace {
 Tensor strings(Shape s, std::vector<std::string> v) { return tensor<std::string>(std::move(s), std::move(v)); }
-using Ints = std::vector<int64_t>;
-using Floats = std::vector<float>;
-using Strings = std::vector<std::string>;
+using I64s = std::vector<int64_t>;
+using F32s = std::vector<float>;
+using Strs = std::vector<std::string>;
 
 struct Case {
   const char* what;
@@ -41,7 +41,7 @@ TEST_CASE("ArrayFeatureExtractor, Binarizer, Scaler, Normalizer, Imputer") {
        {strings({3}, {"a", "b", "c"}), tensor<int64_t>({1}, {1})}, {strings({1, 1}, {"b"})}},
       {"Binarizer keeps the type", ml_node("Binarizer", {"x"}, {"y"}, {attr("threshold", 1.5f)}),
        {tensor<int64_t>({3}, {1, 2, -5})}, {tensor<int64_t>({3}, {0, 1, 0})}},
-      {"Scaler per column, float output", ml_node("Scaler", {"x"}, {"y"}, {attr("offset", Floats{1, 2}), attr("scale", Floats{2, 0.5f})}),
+      {"Scaler per column, float output", ml_node("Scaler", {"x"}, {"y"}, {attr("offset", F32s{1, 2}), attr("scale", F32s{2, 0.5f})}),
        {tensor<double>({2, 2}, {1, 2, 3, 4})}, {tensor<float>({2, 2}, {0, 0, 4, 1})}},
       {"Normalizer L1", ml_node("Normalizer", {"x"}, {"y"}, {attr("norm", "L1")}),
        {tensor<float>({1, 3}, {1, -1, 2})}, {tensor<float>({1, 3}, {0.25f, -0.25f, 0.5f})}},
@@ -49,9 +49,9 @@ TEST_CASE("ArrayFeatureExtractor, Binarizer, Scaler, Normalizer, Imputer") {
        {tensor<int32_t>({2, 2}, {3, 4, 0, 5})}, {tensor<float>({2, 2}, {0.6f, 0.8f, 0, 1})}},
       {"Normalizer MAX", ml_node("Normalizer", {"x"}, {"y"}, {attr("norm", "MAX")}),
        {tensor<float>({2}, {2, 4})}, {tensor<float>({2}, {0.5f, 1})}},
-      {"Imputer replaces NaN per column", ml_node("Imputer", {"x"}, {"y"}, {attr("imputed_value_floats", Floats{7, 8}), attr("replaced_value_float", NAN)}),
+      {"Imputer replaces NaN per column", ml_node("Imputer", {"x"}, {"y"}, {attr("imputed_value_floats", F32s{7, 8}), attr("replaced_value_float", NAN)}),
        {tensor<float>({2, 2}, {NAN, 1, 2, NAN})}, {tensor<float>({2, 2}, {7, 1, 2, 8})}},
-      {"Imputer replaces an integer value", ml_node("Imputer", {"x"}, {"y"}, {attr("imputed_value_int64s", Ints{9}), attr("replaced_value_int64", int64_t(-1))}),
+      {"Imputer replaces an integer value", ml_node("Imputer", {"x"}, {"y"}, {attr("imputed_value_int64s", I64s{9}), attr("replaced_value_int64", int64_t(-1))}),
        {tensor<int64_t>({3}, {-1, 0, -1})}, {tensor<int64_t>({3}, {9, 0, 9})}},
   });
   CHECK_THROWS_WITH_AS(run_node(ml_node("ArrayFeatureExtractor", {"x", "i"}, {"z"}), {tensor<float>({2}, {1, 2}), tensor<int64_t>({1}, {2})}, 1),
@@ -59,32 +59,32 @@ TEST_CASE("ArrayFeatureExtractor, Binarizer, Scaler, Normalizer, Imputer") {
 }
 
 TEST_CASE("CategoryMapper, LabelEncoder, OneHotEncoder") {
-  const auto cats = std::vector<Attribute>{attr("cats_strings", Strings{"a", "b"}), attr("cats_int64s", Ints{10, 20})};
+  const auto cats = std::vector<Attribute>{attr("cats_strings", Strs{"a", "b"}), attr("cats_int64s", I64s{10, 20})};
   run_cases({
       {"strings to integers, default for unknown", ml_node("CategoryMapper", {"x"}, {"y"}, cats),
        {strings({3}, {"b", "z", "a"})}, {tensor<int64_t>({3}, {20, -1, 10})}},
       {"integers to strings", ml_node("CategoryMapper", {"x"}, {"y"}, {cats[0], cats[1], attr("default_string", "?")}),
        {tensor<int64_t>({2}, {10, 5})}, {strings({2}, {"a", "?"})}},
-      {"LabelEncoder v1: strings to indices", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("classes_strings", Strings{"x", "y"})}),
+      {"LabelEncoder v1: strings to indices", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("classes_strings", Strs{"x", "y"})}),
        {strings({3}, {"y", "x", "q"})}, {tensor<int64_t>({3}, {1, 0, -1})}},
-      {"LabelEncoder v1: indices to strings", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("classes_strings", Strings{"x", "y"})}),
+      {"LabelEncoder v1: indices to strings", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("classes_strings", Strs{"x", "y"})}),
        {tensor<int64_t>({2}, {1, 7})}, {strings({2}, {"y", "_Unused"})}},
-      {"LabelEncoder v2: floats to strings, NaN key", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_floats", Floats{1.5f, NAN}), attr("values_strings", Strings{"one", "nan"})}),
+      {"LabelEncoder v2: floats to strings, NaN key", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_floats", F32s{1.5f, NAN}), attr("values_strings", Strs{"one", "nan"})}),
        {tensor<float>({3}, {NAN, 1.5f, 2})}, {strings({3}, {"nan", "one", "_Unused"})}, 2},
-      {"LabelEncoder v2: default_float is -0.0", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_int64s", Ints{3}), attr("values_floats", Floats{0.5f})}),
+      {"LabelEncoder v2: default_float is -0.0", ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_int64s", I64s{3}), attr("values_floats", F32s{0.5f})}),
        {tensor<int64_t>({2}, {3, 4})}, {tensor<float>({2}, {0.5f, -0.0f})}, 2},
       {"LabelEncoder v4: tensors of int16 to double with default_tensor",
        ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_tensor", tensor<int16_t>({2}, {1, 2})), attr("values_tensor", tensor<double>({2}, {0.1, 0.2})),
                                               attr("default_tensor", tensor<double>({1}, {9.0}))}),
        {tensor<int16_t>({3}, {2, 5, 1})}, {tensor<double>({3}, {0.2, 9.0, 0.1})}, 4},
-      {"OneHotEncoder on int64 with an unknown value", ml_node("OneHotEncoder", {"x"}, {"y"}, {attr("cats_int64s", Ints{1, 3})}),
+      {"OneHotEncoder on int64 with an unknown value", ml_node("OneHotEncoder", {"x"}, {"y"}, {attr("cats_int64s", I64s{1, 3})}),
        {tensor<int64_t>({1, 3}, {3, 2, 1})}, {tensor<float>({1, 3, 2}, {0, 1, 0, 0, 1, 0})}},
-      {"OneHotEncoder on strings", ml_node("OneHotEncoder", {"x"}, {"y"}, {attr("cats_strings", Strings{"a", "b", "c"})}),
+      {"OneHotEncoder on strings", ml_node("OneHotEncoder", {"x"}, {"y"}, {attr("cats_strings", Strs{"a", "b", "c"})}),
        {strings({2}, {"c", "a"})}, {tensor<float>({2, 3}, {0, 0, 1, 1, 0, 0})}},
   });
-  CHECK_THROWS_WITH_AS(run_node(ml_node("OneHotEncoder", {"x"}, {"y"}, {attr("cats_int64s", Ints{1}), attr("zeros", int64_t(0))}), {tensor<int64_t>({1}, {2})}, 1),
+  CHECK_THROWS_WITH_AS(run_node(ml_node("OneHotEncoder", {"x"}, {"y"}, {attr("cats_int64s", I64s{1}), attr("zeros", int64_t(0))}), {tensor<int64_t>({1}, {2})}, 1),
                        doctest::Contains("unknown category"), Error);
-  CHECK_THROWS_AS(run_node(ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_int64s", Ints{3})}), {tensor<int64_t>({1}, {3})}, 2), Error);
+  CHECK_THROWS_AS(run_node(ml_node("LabelEncoder", {"x"}, {"y"}, {attr("keys_int64s", I64s{3})}), {tensor<int64_t>({1}, {3})}, 2), Error);
 }
 
 TEST_CASE("maps: CastMap, DictVectorizer, ZipMap, FeatureVectorizer") {
@@ -98,17 +98,17 @@ TEST_CASE("maps: CastMap, DictVectorizer, ZipMap, FeatureVectorizer") {
       {"CastMap strings to floats", ml_node("CastMap", {"m"}, {"y"}), {int_to_string}, {tensor<float>({1, 2}, {7, 2.5f})}},
       {"CastMap floats to strings", ml_node("CastMap", {"m"}, {"y"}, {attr("cast_to", "TO_STRING")}),
        {make_map<int64_t, float>({0}, {1.5f})}, {strings({1, 1}, {"1.500000"})}},
-      {"DictVectorizer with a string vocabulary", ml_node("DictVectorizer", {"m"}, {"y"}, {attr("string_vocabulary", Strings{"a", "c", "b"})}),
+      {"DictVectorizer with a string vocabulary", ml_node("DictVectorizer", {"m"}, {"y"}, {attr("string_vocabulary", Strs{"a", "c", "b"})}),
        {str_to_double}, {tensor<double>({1, 3}, {1, 0, 2})}},
-      {"DictVectorizer over a sequence of maps", ml_node("DictVectorizer", {"m"}, {"y"}, {attr("int64_vocabulary", Ints{1, 3})}),
+      {"DictVectorizer over a sequence of maps", ml_node("DictVectorizer", {"m"}, {"y"}, {attr("int64_vocabulary", I64s{1, 3})}),
        {Sequence{DType::Undefined, {int_to_float, make_map<int64_t, float>({1}, {-1})}}}, {tensor<float>({2, 2}, {10, 30.5f, -1, 0})}},
-      {"ZipMap with int64 labels", ml_node("ZipMap", {"x"}, {"y"}, {attr("classlabels_int64s", Ints{5, 6})}),
+      {"ZipMap with int64 labels", ml_node("ZipMap", {"x"}, {"y"}, {attr("classlabels_int64s", I64s{5, 6})}),
        {tensor<float>({2, 2}, {0.25f, 0.75f, 1, 0})},
        {Sequence{DType::Undefined, {make_map<int64_t, float>({5, 6}, {0.25f, 0.75f}), make_map<int64_t, float>({5, 6}, {1, 0})}}}},
-      {"FeatureVectorizer truncates and pads", ml_node("FeatureVectorizer", {"a", "b"}, {"y"}, {attr("inputdimensions", Ints{1, 3})}),
+      {"FeatureVectorizer truncates and pads", ml_node("FeatureVectorizer", {"a", "b"}, {"y"}, {attr("inputdimensions", I64s{1, 3})}),
        {tensor<int32_t>({2, 2}, {1, 2, 3, 4}), tensor<double>({2, 2}, {5, 6, 7, 8})}, {tensor<float>({2, 4}, {1, 5, 6, 0, 3, 7, 8, 0})}},
   });
-  auto zipped = run_node(ml_node("ZipMap", {"x"}, {"y"}, {attr("classlabels_strings", Strings{"p", "q"})}), {tensor<float>({1, 2}, {0.5f, 0.5f})}, 1)[0];
+  auto zipped = run_node(ml_node("ZipMap", {"x"}, {"y"}, {attr("classlabels_strings", Strs{"p", "q"})}), {tensor<float>({1, 2}, {0.5f, 0.5f})}, 1)[0];
   REQUIRE(zipped.is_sequence());
   CHECK(zipped.sequence().items.at(0).map().keys.data<std::string>()[1] == "q");
   CHECK_THROWS_WITH_AS(run_node(ml_node("CastMap", {"m"}, {"y"}, {attr("map_form", "SPARSE"), attr("max_map", int64_t(2))}), {int_to_float}, 1),
