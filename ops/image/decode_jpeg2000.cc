@@ -2,7 +2,7 @@
 // Components of more than 8 bits are scaled down to 8; signed ones are shifted to unsigned.
 #include <cstring>
 
-#include <openjpeg.h>
+#include <openjpeg-2.5/openjpeg.h>  // pkg-config libopenjp2 adds this folder; spelled out so no flag is needed
 
 #include "image_common.h"
 #include "refeval/error.h"

@@ -1,5 +1,7 @@
 // Bernoulli: y[i] = 1 with probability x[i] (x in [0, 1]), else 0, in the element type `dtype`
-// (default: the input's). Seeding: random_common.h.
+// (default: the input's). Seeding: random_common.h. Each draw is numpy's binomial(1, p) by
+// inversion, so a seeded node matches the ONNX reference evaluator: no draw for p = 0; for
+// p <= 0.5, 1 iff u > exp(log(1 - p)); otherwise 0 iff u > exp(log(p)).
 #include <fmt/format.h>
 
 #include "random_common.h"
@@ -28,10 +30,16 @@ class Bernoulli : public OpRun {
     });
     size_t i = 0;
     return {fill_random<OutTypes>(dtype_.value_or(x.dtype()), x.shape(),
-                                  [&] { return draw.uniform() < p[i++] ? 1.0 : 0.0; })};
+                                  [&] { return sample(draw, p[i++]); })};
   }
 
  private:
+  static double sample(Draw& draw, double p) {
+    if (p == 0.0) return 0.0;
+    if (p <= 0.5) return draw.uniform() > std::exp(std::log(1.0 - p)) ? 1.0 : 0.0;
+    const double q = 1.0 - p;
+    return draw.uniform() > std::exp(std::log(1.0 - q)) ? 0.0 : 1.0;
+  }
   RandomSource rng_;
   std::optional<DType> dtype_;
 };
