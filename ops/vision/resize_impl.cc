@@ -1,0 +1,210 @@
+// The resampling kernel of Resize and Upsample. Each axis is mapped on its own:
+//   1. an output index o maps to a fractional input coordinate x (the coordinate transform),
+//   2. x picks one input index (nearest) or n weighted neighbours (linear, cubic; more when
+//      antialiasing stretches the filter on downsampling),
+// and N-D resampling applies the 1-D maps axis after axis, innermost first (it is separable).
+// Neighbours outside the input take the edge value, unless exclude_outside drops them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "vision_common.h"
+
+namespace refeval::ops {
+namespace {
+
+// The input coordinate of output index o.
+double original_coordinate(int64_t o, const ResizeAxis& a, double out_width, const ResizeParams& p) {
+  const std::string& m = p.coordinate_mode;
+  const double x = double(o), in = double(a.in_len);
+  if (m == "half_pixel") return (x + 0.5) / a.scale - 0.5;
+  if (m == "half_pixel_symmetric") {
+    const double adjustment = double(a.out_len) / out_width;
+    const double offset = in / 2 * (1 - adjustment);
+    return offset + (x + 0.5) / a.scale - 0.5;
+  }
+  if (m == "pytorch_half_pixel") return a.out_len > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
+  if (m == "align_corners") return a.out_len == 1 ? 0.0 : x * (in - 1) / (out_width - 1);
+  if (m == "asymmetric") return x / a.scale;
+  if (m == "tf_half_pixel_for_nn") return (x + 0.5) / a.scale;
+  if (m == "tf_crop_and_resize") {
+    if (a.out_len == 1) return 0.5 * (a.roi_start + a.roi_end) * (in - 1);
+    return a.roi_start * (in - 1) + x * (a.roi_end - a.roi_start) * (in - 1) / (out_width - 1);
+  }
+  fail_runtime(fmt::format("unknown coordinate_transformation_mode '{}'", m));
+}
+
+double cubic_kernel(double t, double A) {
+  t = std::abs(t);
+  if (t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0;
+}
+
+// The taps of one axis: for output index o, n (index, weight) pairs; extrapolate[o] marks
+// coordinates outside the crop box of tf_crop_and_resize.
+struct AxisTaps {
+  int64_t n = 1;
+  std::vector<int64_t> index;  // out_len * n, clamped into [0, in_len)
+  std::vector<double> weight;  // out_len * n
+  std::vector<bool> extrapolate;
+  bool identity = true;
+};
+
+AxisTaps make_taps(const ResizeAxis& a, const ResizeParams& p) {
+  if (!(a.scale > 0) || !std::isfinite(a.scale)) fail_runtime(fmt::format("resize scale {} must be positive", a.scale));
+  AxisTaps t;
+  const bool nearest = p.mode == "nearest", cubic = p.mode == "cubic";
+  const double s = p.antialias && !nearest ? std::min(a.scale, 1.0) : 1.0;
+  const int64_t start = nearest ? 0 : int64_t(std::floor((cubic ? -2.0 : -1.0) / s)) + 1;
+  const int64_t n = nearest ? 1 : 2 - 2 * start, pad = n / 2;
+  const double out_width = a.out_width > 0 ? a.out_width : double(a.out_len);
+  t.n = n;
+  t.index.resize(size_t(a.out_len * n));
+  t.weight.resize(size_t(a.out_len * n));
+  t.extrapolate.assign(size_t(a.out_len), false);
+  auto clamp_index = [&](int64_t i) { return std::clamp<int64_t>(i, 0, a.in_len - 1); };
+  for (int64_t o = 0; o < a.out_len; ++o) {
+    const double x = original_coordinate(o, a, out_width, p);
+    if (!std::isfinite(x)) fail_runtime("resize coordinate is not finite");
+    int64_t* idx = &t.index[size_t(o * n)];
+    double* w = &t.weight[size_t(o * n)];
+    if (p.coordinate_mode == "tf_crop_and_resize" && (x < 0 || x > double(a.in_len - 1))) {
+      t.extrapolate[size_t(o)] = true;
+      t.identity = false;
+      std::fill(idx, idx + n, 0);
+      std::fill(w, w + n, 0.0);
+      continue;
+    }
+    int64_t xi = int64_t(std::floor(x));
+    double r = x - double(xi);
+    if (nearest) {
+      bool up = false;
+      if (r != 0) {
+        const std::string& nm = p.nearest_mode;
+        if (nm == "round_prefer_floor") up = r > 0.5;
+        else if (nm == "round_prefer_ceil") up = r >= 0.5;
+        else if (nm == "floor") up = false;
+        else if (nm == "ceil") up = true;
+        else fail_runtime(fmt::format("unknown nearest_mode '{}'", nm));
+      }
+      idx[0] = clamp_index(xi + (up ? 1 : 0));
+      w[0] = 1;
+      if (idx[0] != o || a.in_len != a.out_len) t.identity = false;
+      continue;
+    }
+    if (r == 0) { r = 1; xi -= 1; }  // an exact coordinate sits at the right of its window
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const double arg = (double(start + k) - r) * s;
+      w[k] = cubic ? cubic_kernel(arg, p.cubic_coeff_a) : std::clamp(1 - std::abs(arg), 0.0, 1.0);
+      sum += w[k];
+    }
+    if (p.antialias) for (int64_t k = 0; k < n; ++k) w[k] /= sum;
+    // The window of n neighbours stays within the edge-padded input (pad n/2 each side).
+    const int64_t first = std::clamp<int64_t>(xi + start, -pad, a.in_len + pad - n);
+    if (p.exclude_outside) {
+      double kept = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = first + k;
+        if (i < 0 || i >= a.in_len) w[k] = 0;
+        kept += w[k];
+      }
+      if (kept != 0) for (int64_t k = 0; k < n; ++k) w[k] /= kept;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      idx[k] = clamp_index(first + k);
+      if (w[k] != 0 && (idx[k] != o || w[k] != 1)) t.identity = false;
+    }
+    if (a.in_len != a.out_len) t.identity = false;
+  }
+  return t;
+}
+
+// Nearest: a gather through one index map per axis; works for every element type.
+template <class T>
+Tensor resize_nearest(const Tensor& x, const std::vector<AxisTaps>& taps, const Shape& out_shape, double extrapolation) {
+  Tensor y(x.dtype(), out_shape);
+  const size_t r = out_shape.size();
+  T fill{};
+  if constexpr (std::is_same_v<T, bool>) fill = extrapolation != 0;
+  else if constexpr (std::is_arithmetic_v<T> || is_narrow_float_v<T>) fill = from_compute<T>(extrapolation);
+  else if constexpr (!std::is_same_v<T, std::string>) fill = T(typename T::value_type(extrapolation));
+  std::vector<int64_t> in_strides(r, 1);
+  for (size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.dim(d);
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  std::vector<int64_t> pos(r, 0);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    int64_t off = 0;
+    bool extra = false;
+    for (size_t d = 0; d < r; ++d) {
+      extra = extra || taps[d].extrapolate[size_t(pos[d])];
+      off += taps[d].index[size_t(pos[d])] * in_strides[d];
+    }
+    dst[i] = extra ? fill : src[off];
+    for (size_t d = r; d-- > 0;) {
+      if (++pos[d] < out_shape[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return y;
+}
+
+// One weighted pass along axis d of a dense buffer of doubles.
+std::vector<double> resample_axis(const std::vector<double>& in, Shape& shape, size_t d, const AxisTaps& t,
+                                  int64_t out_len, double extrapolation) {
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < d; ++k) outer *= shape[k];
+  for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
+  const int64_t in_len = shape[d];
+  std::vector<double> out(size_t(outer * out_len * inner));
+  for (int64_t a = 0; a < outer; ++a)
+    for (int64_t o = 0; o < out_len; ++o) {
+      double* dst = &out[size_t((a * out_len + o) * inner)];
+      if (t.extrapolate[size_t(o)]) { std::fill(dst, dst + inner, extrapolation); continue; }
+      std::fill(dst, dst + inner, 0.0);
+      for (int64_t k = 0; k < t.n; ++k) {
+        const double w = t.weight[size_t(o * t.n + k)];
+        if (w == 0) continue;
+        const double* src = &in[size_t((a * in_len + t.index[size_t(o * t.n + k)]) * inner)];
+        for (int64_t j = 0; j < inner; ++j) dst[j] += w * src[j];
+      }
+    }
+  shape[d] = out_len;
+  return out;
+}
+
+}  // namespace
+
+Tensor resize_tensor(const Tensor& x, const std::vector<ResizeAxis>& axes, const ResizeParams& p) {
+  if (axes.size() != x.rank()) fail_runtime("resize: one axis description per dimension is needed");
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    fail_runtime(fmt::format("unknown resize mode '{}'", p.mode));
+  Shape out_shape(x.rank());
+  std::vector<AxisTaps> taps;
+  for (size_t d = 0; d < axes.size(); ++d) {
+    if (axes[d].out_len < 0) fail_runtime("resize: negative output size");
+    if (axes[d].in_len == 0 && axes[d].out_len > 0) fail_runtime("resize: cannot resample an empty dimension to a non-empty one");
+    out_shape[d] = axes[d].out_len;
+    taps.push_back(make_taps(axes[d], p));
+  }
+  if (p.mode == "nearest") {
+    using Types = Concat<Numeric, TypeList<bool, std::string>, Complex>;
+    return visit<Types>(x.dtype(), [&]<class T>() { return resize_nearest<T>(x, taps, out_shape, p.extrapolation_value); });
+  }
+  return visit<Numeric>(x.dtype(), [&]<class T>() {
+    std::vector<double> buf(size_t(x.size()));
+    const T* src = x.data<T>();
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = double(compute_t<T>(src[i]));
+    Shape shape = x.shape();
+    for (size_t d = x.rank(); d-- > 0;)
+      if (!taps[d].identity) buf = resample_axis(buf, shape, d, taps[d], out_shape[d], p.extrapolation_value);
+    Tensor y(x.dtype(), out_shape);
+    T* dst = y.data<T>();
+    for (size_t i = 0; i < buf.size(); ++i) dst[i] = store_double<T>(buf[i]);
+    return y;
+  });
+}
+
+}  // namespace refeval::ops

@@ -1,0 +1,73 @@
+// Resize and Upsample: cases the backend tests leave out (integer and non-numeric element types,
+// Resize-10, the Upsample attribute form, crop extrapolation with nearest, bad inputs).
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+Value none() { return Value(); }
+}  // namespace
+
+TEST_CASE("Resize: a table of modes, element types and versions") {
+  struct Case { const char* what; Node n; Values in; int64_t opset; Tensor expected; };
+  const Node linear = node("Resize", {"x", "", "", "sizes"}, {"y"}, {attr("mode", "linear")});
+  const Case cases[] = {
+      // half_pixel linear: edge samples clamp, inner ones interpolate
+      {"linear float", linear, {tensor<float>({1, 2}, {0, 10}), none(), none(), tensor<int64_t>({2}, {1, 4})}, 19,
+       tensor<float>({1, 4}, {0, 2.5f, 7.5f, 10})},
+      // integers interpolate in double and truncate toward zero on the way back
+      {"linear uint8", linear, {tensor<uint8_t>({1, 2}, {0, 10}), none(), none(), tensor<int64_t>({2}, {1, 4})}, 19,
+       tensor<uint8_t>({1, 4}, {0, 2, 7, 10})},
+      // nearest is a gather, so strings resize too
+      {"nearest string", node("Resize", {"x", "", "", "sizes"}, {"y"}),
+       {tensor<std::string>({2}, {"a", "b"}), none(), none(), tensor<int64_t>({1}, {4})}, 19,
+       tensor<std::string>({4}, {"a", "a", "b", "b"})},
+      // Resize-10: asymmetric coordinates, nearest rounds down, downsampling allowed
+      {"resize-10 downsample", node("Resize", {"x", "scales"}, {"y"}),
+       {tensor<float>({4}, {1, 2, 3, 4}), tensor<float>({1}, {0.5f})}, 10, tensor<float>({2}, {1, 3})},
+      // axes: only the listed axis changes
+      {"axes", node("Resize", {"x", "", "scales"}, {"y"}, {attr("axes", std::vector<int64_t>{-1})}),
+       {tensor<int32_t>({2, 1}, {7, 8}), none(), tensor<float>({1}, {2.0f})}, 19,
+       tensor<int32_t>({2, 2}, {7, 7, 8, 8})},
+      // tf_crop_and_resize with nearest: outside the crop box gives extrapolation_value
+      {"crop nearest", node("Resize", {"x", "roi", "", "sizes"}, {"y"},
+                            {attr("coordinate_transformation_mode", "tf_crop_and_resize"),
+                             attr("extrapolation_value", 9.0f)}),
+       {tensor<float>({2}, {1, 2}), tensor<float>({2}, {0.5f, 1.5f}), none(), tensor<int64_t>({1}, {3})}, 19,
+       tensor<float>({3}, {1, 2, 9})},
+      // not_smaller: the larger scale applies to both axes, sizes round half up
+      {"not_smaller", node("Resize", {"x", "", "", "sizes"}, {"y"}, {attr("keep_aspect_ratio_policy", "not_smaller")}),
+       {tensor<double>({1, 2}, {1, 2}), none(), none(), tensor<int64_t>({2}, {2, 2})}, 19,
+       tensor<double>({2, 4}, {1, 1, 2, 2, 1, 1, 2, 2})},
+      // Upsample-7 takes its scales as an attribute
+      {"upsample-7", node("Upsample", {"x"}, {"y"}, {attr("scales", std::vector<float>{1, 2})}),
+       {tensor<bool>({1, 2}, {true, false})}, 7, tensor<bool>({1, 4}, {true, true, false, false})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    check_equal(run_node(c.n, c.in, c.opset)[0], c.expected);
+  }
+}
+
+TEST_CASE("Resize: bad inputs are refused") {
+  const Node n = node("Resize", {"x", "", "scales", "sizes"}, {"y"});
+  // scales and sizes together
+  CHECK_THROWS_AS(run_node(n, {tensor<float>({2}, {1, 2}), none(), tensor<float>({1}, {2}), tensor<int64_t>({1}, {4})}), Error);
+  // neither
+  CHECK_THROWS_AS(run_node(n, {tensor<float>({2}, {1, 2})}), Error);
+  // a scale count that does not match the rank
+  CHECK_THROWS_AS(run_node(n, {tensor<float>({2}, {1, 2}), none(), tensor<float>({2}, {2, 2})}), Error);
+  // linear on strings
+  CHECK_THROWS_AS(run_node(node("Resize", {"x", "", "scales"}, {"y"}, {attr("mode", "linear")}),
+                           {tensor<std::string>({1}, {"a"}), none(), tensor<float>({1}, {2})}),
+                  Error);
+  // Upsample cannot shrink
+  CHECK_THROWS_AS(run_node(node("Upsample", {"x", "s"}, {"y"}), {tensor<float>({2}, {1, 2}), tensor<float>({1}, {0.5f})}, 9), Error);
+  // an unknown mode is a model error
+  CHECK_THROWS_AS(run_node(node("Resize", {"x", "", "scales"}, {"y"}, {attr("mode", "area")}),
+                           {tensor<float>({1}, {1}), none(), tensor<float>({1}, {2})}),
+                  Error);
+}
