@@ -111,7 +111,7 @@ std::vector<double> naive_conv_transpose(const ConvCase& c, const std::vector<do
 
 std::vector<double> random_values(int64_t n, std::mt19937& gen) {
   std::uniform_real_distribution<double> d(-1, 1);
-  std::vector<double> v(size_t(n));
+  std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) x = double(float(d(gen)));
   return v;
 }
@@ -140,8 +140,8 @@ ConvCase random_case(std::mt19937& gen, bool transpose) {
   return c;
 }
 
-std::vector<build::Attribute> conv_attrs(const ConvCase& c, bool transpose) {
-  std::vector<build::Attribute> a{attr("strides", c.strides), attr("dilations", c.dilations), attr("pads", c.pads),
+std::vector<Attribute> conv_attrs(const ConvCase& c, bool transpose) {
+  std::vector<Attribute> a{attr("strides", c.strides), attr("dilations", c.dilations), attr("pads", c.pads),
                                   attr("group", c.group)};
   if (transpose) a.push_back(attr("output_padding", c.output_padding));
   return a;
@@ -190,7 +190,7 @@ TEST_CASE("ConvTranspose float runs GEMM + col2im and matches the naive scatter 
 TEST_CASE("Conv auto_pad and small cases") {
   const Tensor x = tensor<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   const Tensor w = tensor<float>({1, 1, 2, 2}, {1, 1, 1, 1});
-  struct Case { const char* what; std::vector<build::Attribute> attrs; Tensor expected; };
+  struct Case { const char* what; std::vector<Attribute> attrs; Tensor expected; };
   const Case cases[] = {
       {"no padding: 2x2 window sums", {}, tensor<float>({1, 1, 2, 2}, {12, 16, 24, 28})},
       {"SAME_UPPER pads the end", {attr("auto_pad", "SAME_UPPER")},
@@ -220,7 +220,7 @@ TEST_CASE("Conv float16 and bfloat16 compute in float") {
 TEST_CASE("ConvTranspose output_shape and auto_pad derive the pads") {
   const Tensor x = tensor<float>({1, 1, 2}, {1, 2});
   const Tensor w = tensor<float>({1, 1, 3}, {1, 1, 1});
-  struct Case { const char* what; std::vector<build::Attribute> attrs; Tensor expected; };
+  struct Case { const char* what; std::vector<Attribute> attrs; Tensor expected; };
   const Case cases[] = {
       {"full output: (2-1)*1 + 3 = 4", {}, tensor<float>({1, 1, 4}, {1, 3, 3, 2})},
       {"stride 2: 5 outputs", {attr("strides", std::vector<int64_t>{2})}, tensor<float>({1, 1, 5}, {1, 1, 3, 2, 2})},

@@ -16,7 +16,7 @@ const Tensor x33 = tensor<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
 }  // namespace
 
 TEST_CASE("AveragePool geometry and divisors") {
-  struct Case { const char* what; std::vector<build::Attribute> attrs; Tensor expected; };
+  struct Case { const char* what; std::vector<Attribute> attrs; Tensor expected; };
   const Case cases[] = {
       {"2x2 windows", {attr("kernel_shape", V{2, 2})}, tensor<float>({1, 1, 2, 2}, {3, 4, 6, 7})},
       {"pads excluded from the divisor", {attr("kernel_shape", V{2, 2}), attr("pads", V{1, 1, 0, 0})},
