@@ -28,7 +28,7 @@ class DequantizeLinear : public OpRun {
     const Tensor* zp = has_value(in, 2) ? &input_tensor(in, 2) : nullptr;
     visit<Types>(x.dtype(), [&]<class T>() {});  // checks x's type
     if (zp && zp->dtype() != x.dtype()) ctx.fail("x_zero_point must have x's type");
-    if (zp && zp->shape() != scale.shape()) ctx.fail("x_zero_point must have x_scale's shape");
+    if (zp && zp->size() != scale.size()) ctx.fail("x_zero_point must have x_scale's shape");
     if (!Floats::contains(scale.dtype())) ctx.fail("x_scale must be a float tensor");
     const DType out = output_dtype_ != DType::Undefined ? output_dtype_ : scale.dtype();
     const std::vector<int64_t> si = scale_indices(x.shape(), scale.shape(), axis_, block_size_);

@@ -47,7 +47,7 @@ class QuantizeLinear : public OpRun {
       if (output_dtype_ != DType::Undefined && zp->dtype() != output_dtype_)
         ctx.fail("output_dtype differs from y_zero_point's type");
       out = zp->dtype();
-      if (zp->shape() != scale.shape()) ctx.fail("y_zero_point must have y_scale's shape");
+      if (zp->size() != scale.size()) ctx.fail("y_zero_point must have y_scale's shape");
     }
     if (!is_float_dtype(scale.dtype())) ctx.fail("y_scale must be a float tensor");
     const std::vector<int64_t> si = scale_indices(x.shape(), scale.shape(), axis_, block_size_);

@@ -86,7 +86,10 @@ TEST_CASE("MaxUnpool scatters MaxPool's maxima back") {
   check_equal(run_node(node("MaxUnpool", {"x", "i"}, {"y"}, {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}), {x, i})[0],
               tensor<float>({1, 1, 2, 4}, {0, 9, 0, 0, 0, 8, 0, 0}));
   check_equal(run_node(node("MaxUnpool", {"x", "i", "s"}, {"y"}, {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}),
-                       {x, i, tensor<int64_t>({4}, {1, 1, 2, 3})})[0], tensor<float>({1, 1, 2, 3}, {0, 9, 0, 0, 0, 8}));
+                       {x, i, tensor<int64_t>({4}, {1, 1, 3, 4})})[0],
+              tensor<float>({1, 1, 3, 4}, {0, 9, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0}));  // indices address the default 2x4 shape
+  CHECK_THROWS_AS(run_node(node("MaxUnpool", {"x", "i", "s"}, {"y"}, {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}),
+                           {x, i, tensor<int64_t>({4}, {1, 1, 2, 3})}), Error);  // smaller than the default shape
   CHECK_THROWS_AS(run_node(node("MaxUnpool", {"x", "i"}, {"y"}, {attr("kernel_shape", V{2, 2})}), {x, tensor<int64_t>({1, 1, 1, 2}, {1, 99})}), Error);
 }
 
