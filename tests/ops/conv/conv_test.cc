@@ -249,3 +249,26 @@ TEST_CASE("Conv and ConvTranspose refuse bad shapes and attributes") {
   CHECK_THROWS_AS(run_node(node("Conv", {"x", "w"}, {"y"}), {tensor<int32_t>({1, 1, 1}, {0}), tensor<int32_t>({1, 1, 1}, {0})}), Error);
   CHECK_THROWS_AS(run_node(node("ConvTranspose", {"x", "w"}, {"y"}), {x, tensor<float>({3, 1, 1}, {0, 0, 0})}), Error);
 }
+
+TEST_CASE("CausalConvWithState: causal depthwise conv carrying the last k-1 positions") {
+  const Tensor x = tensor<float>({1, 2, 3}, {1, 2, 3, 10, 20, 30});
+  const Tensor w = tensor<float>({2, 1, 2}, {1, 1, 0, 1});  // channel 0 sums two taps, channel 1 is identity
+  struct Case { const char* what; Values inputs; Tensor y, state; };
+  const Case cases[] = {
+      {"no past state: zeros on the left", {x, w}, tensor<float>({1, 2, 3}, {1, 3, 5, 10, 20, 30}), tensor<float>({1, 2, 1}, {3, 30})},
+      {"past state and bias", {x, w, tensor<float>({2}, {100, 0}), tensor<float>({1, 2, 1}, {5, 7})},
+       tensor<float>({1, 2, 3}, {106, 103, 105, 10, 20, 30}), tensor<float>({1, 2, 1}, {3, 30})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    std::vector<std::string> names{"x", "w", "b", "p"};
+    names.resize(c.inputs.size());
+    auto out = run_node(node("CausalConvWithState", names, {"y", "s"}), c.inputs, 27);
+    check_equal(out[0], c.y);
+    check_equal(out[1], c.state);
+  }
+  auto silu = run_node(node("CausalConvWithState", {"x", "w"}, {"y", "s"}, {attr("activation", "silu")}),
+                       {tensor<float>({1, 1, 1}, {2}), tensor<float>({1, 1, 1}, {1})}, 27);
+  check_equal(silu[0], tensor<float>({1, 1, 1}, {float(2.0 / (1.0 + std::exp(-2.0)))}));
+  CHECK_THROWS_AS(run_node(node("CausalConvWithState", {"x", "w"}, {"y", "s"}, {attr("activation", "relu")}), {x, w}, 27), Error);
+}
