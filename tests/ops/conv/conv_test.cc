@@ -272,3 +272,40 @@ TEST_CASE("CausalConvWithState: causal depthwise conv carrying the last k-1 posi
   check_equal(silu[0], tensor<float>({1, 1, 1}, {float(2.0 / (1.0 + std::exp(-2.0)))}));
   CHECK_THROWS_AS(run_node(node("CausalConvWithState", {"x", "w"}, {"y", "s"}, {attr("activation", "relu")}), {x, w}, 27), Error);
 }
+
+TEST_CASE("DeformConv: zero offsets are Conv, offsets move the taps, the mask weights them") {
+  const Tensor x = tensor<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const Tensor w = tensor<float>({1, 1, 2, 2}, {1, 1, 1, 1});
+  std::vector<float> shift_w(32, 0.f);  // per tap t: channel 2t is dh, 2t+1 is dw, each 2x2
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < 4; ++i) shift_w[size_t((2 * t + 1) * 4 + i)] = 1.f;
+  struct Case { const char* what; Values inputs; Tensor expected; };
+  const Case cases[] = {
+      {"zero offsets", {x, w, tensor<float>({1, 8, 2, 2}, std::vector<float>(32, 0.f))}, tensor<float>({1, 1, 2, 2}, {12, 16, 24, 28})},
+      {"dw = 1 reads one column right (zero outside)", {x, w, tensor<float>({1, 8, 2, 2}, shift_w)},
+       tensor<float>({1, 1, 2, 2}, {16, 9, 28, 15})},
+      {"dw = 0.5 interpolates", {x, w, tensor<float>({1, 8, 2, 2}, [&] { auto v = shift_w; for (auto& f : v) f *= 0.5f; return v; }())},
+       tensor<float>({1, 1, 2, 2}, {14, 12.5f, 26, 21.5f})},
+      {"mask 0.5 and bias 1", {x, w, tensor<float>({1, 8, 2, 2}, std::vector<float>(32, 0.f)), tensor<float>({1}, {1}),
+                               tensor<float>({1, 4, 2, 2}, std::vector<float>(16, 0.5f))}, tensor<float>({1, 1, 2, 2}, {7, 9, 13, 15})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    std::vector<std::string> names{"x", "w", "o", "b", "m"};
+    names.resize(c.inputs.size());
+    check_equal(run_node(node("DeformConv", names, {"y"}), c.inputs)[0], c.expected);
+  }
+  CHECK_THROWS_AS(run_node(node("DeformConv", {"x", "w", "o"}, {"y"}), {x, w, tensor<float>({1, 2, 2, 2}, std::vector<float>(8))}), Error);
+}
+
+TEST_CASE("Col2Im adds each column entry back into its image position") {
+  // 1-D image of 3, blocks of 2: rows are taps, columns are the 2 block positions
+  check_equal(run_node(node("Col2Im", {"x", "i", "b"}, {"y"}), {tensor<float>({1, 2, 2}, {1, 2, 3, 4}), tensor<int64_t>({1}, {3}),
+                                                            tensor<int64_t>({1}, {2})})[0], tensor<float>({1, 1, 3}, {1, 5, 4}));
+  // int32 and a stride of 2 with padding 1 on both sides: positions -1..1 and 1..2
+  check_equal(run_node(node("Col2Im", {"x", "i", "b"}, {"y"}, {attr("strides", std::vector<int64_t>{2}), attr("pads", std::vector<int64_t>{1, 1})}),
+                       {tensor<int32_t>({1, 2, 2}, {1, 2, 3, 4}), tensor<int64_t>({1}, {3}), tensor<int64_t>({1}, {2})})[0],
+              tensor<int32_t>({1, 1, 3}, {3, 2, 4}));
+  CHECK_THROWS_AS(run_node(node("Col2Im", {"x", "i", "b"}, {"y"}), {tensor<float>({1, 2, 3}, std::vector<float>(6)), tensor<int64_t>({1}, {3}),
+                                                                tensor<int64_t>({1}, {2})}), Error);  // 3 columns, 2 positions
+}
