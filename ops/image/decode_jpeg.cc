@@ -23,6 +23,8 @@ void on_error(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
+void no_message(j_common_ptr) {}  // warnings ("Premature end of JPEG file") are not printed
+
 // Plain C-style decode: only trivially destructible locals live across setjmp. Returns false with
 // the library's message on error.
 bool decode(const uint8_t* data, size_t size, std::vector<uint8_t>& out, int64_t& h, int64_t& w, char* message) {
@@ -30,6 +32,7 @@ bool decode(const uint8_t* data, size_t size, std::vector<uint8_t>& out, int64_t
   ErrorManager err;
   cinfo.err = jpeg_std_error(&err.base);
   err.base.error_exit = on_error;
+  err.base.output_message = no_message;
   err.message[0] = 0;
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);

@@ -39,7 +39,7 @@ TEST_CASE("ImageDecoder decodes PNM and BMP into [H, W, C]") {
       {"PGM (P5) expands to three channels", std::string("P5 1 2 255 ") + "\x10\x20", "RGB", tensor<uint8_t>({2, 1, 3}, {16, 16, 16, 32, 32, 32})},
       {"PBM (P1): 1 is black", "P1\n2 1\n1 0\n", "RGB", tensor<uint8_t>({1, 2, 3}, {0, 0, 0, 255, 255, 255})},
       {"BGR swaps channels", std::string("P6 1 1 255\n") + "\x01\x02\x03", "BGR", tensor<uint8_t>({1, 1, 3}, {3, 2, 1})},
-      {"Grayscale uses the ITU-R 601 weights", std::string("P6 1 1 255\n") + "\xFF\x00\x00", "Grayscale", tensor<uint8_t>({1, 1, 1}, {76})},
+      {"Grayscale uses the ITU-R 601 weights", std::string("P6 1 1 255\n") + std::string("\xFF\x00\x00", 3), "Grayscale", tensor<uint8_t>({1, 1, 1}, {76})},
       // 24-bit BMP rows are bottom-up and BGR; a 2-pixel row is 6 bytes padded to 8
       {"24-bit BMP", bmp(2, 2, 24, "", std::string("\x03\x02\x01\x06\x05\x04\0\0\x0C\x0B\x0A\x0F\x0E\x0D\0\0", 16)), "RGB",
        tensor<uint8_t>({2, 2, 3}, {10, 11, 12, 13, 14, 15, 1, 2, 3, 4, 5, 6})},

@@ -1,0 +1,73 @@
+// Helpers of the pool family: the attributes of the windowed pools (AveragePool, MaxPool, LpPool),
+// their output geometry and a window walker.
+//
+// Output size per spatial axis, ek = (kernel - 1) * dilation + 1 the dilated kernel extent:
+//   NOTSET: floor or, with ceil_mode, ceil((in + pad_begin + pad_end - ek) / stride) + 1, where a
+//           last window that would start in the end padding is dropped (ceil_mode only);
+//   VALID:  floor((in - ek) / stride) + 1, no padding;
+//   SAME_UPPER / SAME_LOWER: ceil(in / stride), the needed padding split as for Conv.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../conv/conv_common.h"
+#include "refeval/op_run.h"
+
+namespace refeval::ops {
+
+struct PoolAttrs {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel_shape, pads, strides, dilations;
+  bool ceil_mode = false;
+  // Reads the attributes every windowed pool has; ceil_mode and dilations only when the op's
+  // version defines them (the caller says).
+  PoolAttrs(const NodeContext& ctx, bool has_ceil_mode, bool has_dilations);
+};
+
+// The geometry (ConvGeometry with M = C, group = C and kernel = kernel_shape) of pooling x.
+ConvGeometry pool_geometry(const PoolAttrs& a, const Shape& x);
+
+// Output shape [N, C, out...].
+Shape pool_output_shape(const ConvGeometry& g);
+
+// Calls f(out_index, taps, padded_count) for every output position of one (n, c) plane, in
+// row-major order: taps lists the input offsets (within the plane) of the window's taps that
+// fall inside the input, padded_count counts the taps inside the padded input
+// [-pad_begin, in + pad_end) on every axis (the count_include_pad divisor).
+template <class F>
+void for_each_window(const ConvGeometry& g, F&& f) {
+  const size_t D = g.in.size();
+  const int64_t out_n = g.out_size(), K = g.kernel_size();
+  std::vector<int64_t> o(D, 0), k(D, 0), taps;
+  taps.reserve(size_t(K));
+  for (int64_t oi = 0; oi < out_n; ++oi) {
+    taps.clear();
+    int64_t padded = 0;
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t t = 0; t < K; ++t) {
+      bool inside = true, in_padded = true;
+      int64_t off = 0;
+      for (size_t d = 0; d < D; ++d) {
+        const int64_t i = o[d] * g.strides[d] - g.pad_begin[d] + k[d] * g.dilations[d];
+        if (i < 0 || i >= g.in[d]) inside = false;
+        if (i < -g.pad_begin[d] || i >= g.in[d] + g.pad_end[d]) in_padded = false;
+        off = off * g.in[d] + i;
+      }
+      if (inside) taps.push_back(off);
+      if (in_padded) ++padded;
+      for (size_t d = D; d-- > 0;) {
+        if (++k[d] < g.kernel[d]) break;
+        k[d] = 0;
+      }
+    }
+    f(oi, taps, padded);
+    for (size_t d = D; d-- > 0;) {
+      if (++o[d] < g.out[d]) break;
+      o[d] = 0;
+    }
+  }
+}
+
+}  // namespace refeval::ops

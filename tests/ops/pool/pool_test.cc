@@ -1,0 +1,106 @@
+// The pools: output geometry (pads, ceil_mode, auto_pad, dilations), count_include_pad, MaxPool's
+// Indices with storage_order, LpPool, the global pools, MaxUnpool, MaxRoiPool; dtypes and errors.
+#include <cmath>
+#include <limits>
+
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+using V = std::vector<int64_t>;
+const Tensor x33 = tensor<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+}  // namespace
+
+TEST_CASE("AveragePool geometry and divisors") {
+  struct Case { const char* what; std::vector<Attribute> attrs; Tensor expected; };
+  const Case cases[] = {
+      {"2x2 windows", {attr("kernel_shape", V{2, 2})}, tensor<float>({1, 1, 2, 2}, {3, 4, 6, 7})},
+      {"pads excluded from the divisor", {attr("kernel_shape", V{2, 2}), attr("pads", V{1, 1, 0, 0})},
+       tensor<float>({1, 1, 3, 3}, {1, 1.5f, 2.5f, 2.5f, 3, 4, 5.5f, 6, 7})},
+      {"count_include_pad=1 counts them", {attr("kernel_shape", V{2, 2}), attr("pads", V{1, 1, 0, 0}), attr("count_include_pad", int64_t(1))},
+       tensor<float>({1, 1, 3, 3}, {0.25f, 0.75f, 1.25f, 1.25f, 3, 4, 2.75f, 6, 7})},
+      {"ceil_mode adds a partial window", {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2}), attr("ceil_mode", int64_t(1))},
+       tensor<float>({1, 1, 2, 2}, {3, 4.5f, 7.5f, 9})},
+      {"floor mode drops it", {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}, tensor<float>({1, 1, 1, 1}, {3})},
+      {"SAME_UPPER", {attr("kernel_shape", V{2, 2}), attr("auto_pad", "SAME_UPPER")},
+       tensor<float>({1, 1, 3, 3}, {3, 4, 4.5f, 6, 7, 7.5f, 7.5f, 8.5f, 9})},
+      {"dilations 2 (19)", {attr("kernel_shape", V{2, 2}), attr("dilations", V{2, 2})}, tensor<float>({1, 1, 1, 1}, {5})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    check_equal(run_node(node("AveragePool", {"x"}, {"y"}, c.attrs), {x33})[0], c.expected);
+  }
+  check_equal(run_node(node("AveragePool", {"x"}, {"y"}, {attr("kernel_shape", V{2})}), {tensor<double>({1, 1, 3}, {1, 2, 4})})[0],
+              tensor<double>({1, 1, 2}, {1.5, 3}));
+}
+
+TEST_CASE("MaxPool values, Indices and storage_order") {
+  const Tensor x = tensor<float>({1, 1, 2, 3}, {1, 9, 3, 4, 5, 8});
+  auto out = run_node(node("MaxPool", {"x"}, {"y", "i"}, {attr("kernel_shape", V{2, 2})}), {x});
+  check_equal(out[0], tensor<float>({1, 1, 1, 2}, {9, 9}));
+  check_equal(out[1], tensor<int64_t>({1, 1, 1, 2}, {1, 1}));
+  auto cm = run_node(node("MaxPool", {"x"}, {"y", "i"}, {attr("kernel_shape", V{2, 2}), attr("storage_order", int64_t(1))}), {x});
+  check_equal(cm[1], tensor<int64_t>({1, 1, 1, 2}, {2, 2}));  // (0, 1) column-major over 2 rows
+  // padding never wins, even over negative values
+  check_equal(run_node(node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{2}), attr("pads", V{1, 1})}),
+                       {tensor<float>({1, 1, 2}, {-3, -4})})[0], tensor<float>({1, 1, 3}, {-3, -3, -4}));
+  // int8 (12) and NaN propagation
+  check_equal(run_node(node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{2})}), {tensor<int8_t>({1, 1, 3}, {-5, 7, -128})})[0],
+              tensor<int8_t>({1, 1, 2}, {7, 7}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto yn = run_node(node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{2})}), {tensor<float>({1, 1, 2}, {1, nan})})[0];
+  CHECK(std::isnan(yn.tensor().data<float>()[0]));
+  // dilations and ceil_mode with Indices over a batch of 2 planes
+  auto d = run_node(node("MaxPool", {"x"}, {"y", "i"}, {attr("kernel_shape", V{2}), attr("dilations", V{2})}),
+                    {tensor<float>({2, 1, 3}, {1, 0, 2, 5, 0, 4})});
+  check_equal(d[0], tensor<float>({2, 1, 1}, {2, 5}));
+  check_equal(d[1], tensor<int64_t>({2, 1, 1}, {2, 3}));
+  CHECK_THROWS_AS(run_node(node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{2}), attr("storage_order", int64_t(2))}),
+                           {tensor<float>({1, 1, 2}, {1, 2})}), Error);
+  CHECK_THROWS_AS(run_node(node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{2, 2})}), {tensor<float>({1, 1, 2}, {1, 2})}), Error);
+  CHECK_THROWS_AS(run_node(node("MaxPool", {"x"}, {"y"}), {tensor<float>({1, 1, 2}, {1, 2})}), Error);  // kernel_shape required
+  CHECK_THROWS_AS(run_node(node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{2})}), {tensor<int8_t>({1, 1, 2}, {1, 2})}, 11), Error);
+}
+
+TEST_CASE("LpPool and the global pools") {
+  check_equal(run_node(node("LpPool", {"x"}, {"y"}, {attr("kernel_shape", V{2})}), {tensor<float>({1, 1, 3}, {3, -4, 0})})[0],
+              tensor<float>({1, 1, 2}, {5, 4}));
+  check_equal(run_node(node("LpPool", {"x"}, {"y"}, {attr("kernel_shape", V{2}), attr("p", int64_t(1))}),
+                       {tensor<float>({1, 1, 3}, {3, -4, 1})})[0], tensor<float>({1, 1, 2}, {7, 5}));
+  check_equal(run_node(node("GlobalAveragePool", {"x"}, {"y"}), {x33})[0], tensor<float>({1, 1, 1, 1}, {5}));
+  check_equal(run_node(node("GlobalMaxPool", {"x"}, {"y"}), {tensor<double>({1, 2, 2}, {1, 3, -1, -2})})[0],
+              tensor<double>({1, 2, 1}, {3, -1}));
+  check_equal(run_node(node("GlobalLpPool", {"x"}, {"y"}), {tensor<float>({1, 1, 2}, {3, 4})})[0], tensor<float>({1, 1, 1}, {5}));
+  check_equal(run_node(node("GlobalLpPool", {"x"}, {"y"}, {attr("p", int64_t(1))}), {tensor<float16>({1, 1, 2}, {float16(-1.f), float16(2.f)})})[0],
+              tensor<float16>({1, 1, 1}, {float16(3.f)}));
+  CHECK_THROWS_AS(run_node(node("GlobalAveragePool", {"x"}, {"y"}), {tensor<float>({2}, {1, 2})}), Error);
+}
+
+TEST_CASE("MaxUnpool scatters MaxPool's maxima back") {
+  const Tensor x = tensor<float>({1, 1, 1, 2}, {9, 8});
+  const Tensor i = tensor<int64_t>({1, 1, 1, 2}, {1, 5});
+  check_equal(run_node(node("MaxUnpool", {"x", "i"}, {"y"}, {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}), {x, i})[0],
+              tensor<float>({1, 1, 2, 4}, {0, 9, 0, 0, 0, 8, 0, 0}));
+  check_equal(run_node(node("MaxUnpool", {"x", "i", "s"}, {"y"}, {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}),
+                       {x, i, tensor<int64_t>({4}, {1, 1, 3, 4})})[0],
+              tensor<float>({1, 1, 3, 4}, {0, 9, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0}));  // indices address the default 2x4 shape
+  CHECK_THROWS_AS(run_node(node("MaxUnpool", {"x", "i", "s"}, {"y"}, {attr("kernel_shape", V{2, 2}), attr("strides", V{2, 2})}),
+                           {x, i, tensor<int64_t>({4}, {1, 1, 2, 3})}), Error);  // smaller than the default shape
+  CHECK_THROWS_AS(run_node(node("MaxUnpool", {"x", "i"}, {"y"}, {attr("kernel_shape", V{2, 2})}), {x, tensor<int64_t>({1, 1, 1, 2}, {1, 99})}), Error);
+}
+
+TEST_CASE("MaxRoiPool") {
+  const Tensor x = tensor<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // the whole image in 1x1 and 2x2 bins, and a region scaled by 0.5
+  check_equal(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{1, 1})}), {x, tensor<float>({1, 5}, {0, 0, 0, 2, 2})})[0],
+              tensor<float>({1, 1, 1, 1}, {9}));
+  check_equal(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{2, 2})}), {x, tensor<float>({1, 5}, {0, 0, 0, 2, 2})})[0],
+              tensor<float>({1, 1, 2, 2}, {5, 6, 8, 9}));
+  check_equal(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{1, 1}), attr("spatial_scale", 0.5f)}),
+                       {x, tensor<float>({1, 5}, {0, 0, 0, 2, 2})})[0], tensor<float>({1, 1, 1, 1}, {5}));
+  CHECK_THROWS_AS(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{1, 1})}), {x, tensor<float>({1, 5}, {3, 0, 0, 1, 1})}), Error);
+}
