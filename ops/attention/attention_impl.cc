@@ -2,6 +2,7 @@
 // of the new ones (present_key / present_value), the bias built from attn_mask, is_causal and
 // nonpad_kv_seqlen is added to the (soft-capped) scores, and each query head attends with its
 // key/value head (grouped-query attention: head h uses kv head h / (q_heads / kv_heads)).
+// A row whose keys are all masked gets zero probabilities and a zero output.
 #include "attention_impl.h"
 
 #include <algorithm>
@@ -156,6 +157,10 @@ Values compute(const AttentionAttrs& at, const Values& in) {
         C* row = scores.data() + s * T;
         C m = ninf;
         for (int64_t j = 0; j < T; ++j) m = std::max(m, row[j]);
+        if (m == ninf) {  // a fully masked row attends to nothing: zero probabilities
+          std::fill_n(row, T, C(0));
+          continue;
+        }
         C sum = 0;
         for (int64_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
         for (int64_t j = 0; j < T; ++j) row[j] /= sum;
