@@ -1,0 +1,194 @@
+// Attention: 3-D inputs are split into heads, past keys and values are concatenated in front
+// of the new ones (present_key / present_value), the bias built from attn_mask, is_causal and
+// nonpad_kv_seqlen is added to the (soft-capped) scores, and each query head attends with its
+// key/value head (grouped-query attention: head h uses kv head h / (q_heads / kv_heads)).
+// A row whose keys are all masked gets zero probabilities and a zero output.
+#include "attention_impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../linalg/linalg_common.h"
+#include "refeval/op_run.h"
+#include "attention_common.h"
+
+namespace refeval::ops {
+namespace {
+
+// [B, S, H*E] -> [B, H, S, E]
+template <class C>
+std::vector<C> split_heads(const std::vector<C>& v, int64_t B, int64_t S, int64_t H, int64_t E) {
+  std::vector<C> out(v.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t e = 0; e < E; ++e) out[size_t(((b * H + h) * S + s) * E + e)] = v[size_t(((b * S + s) * H + h) * E + e)];
+  return out;
+}
+
+// Concatenates [B, H, P, E] and [B, H, S, E] along the sequence axis.
+template <class C>
+std::vector<C> concat_seq(const std::vector<C>& past, const std::vector<C>& cur, int64_t BH, int64_t P, int64_t S, int64_t E) {
+  std::vector<C> out(size_t(BH * (P + S) * E));
+  for (int64_t i = 0; i < BH; ++i) {
+    std::copy_n(past.begin() + i * P * E, P * E, out.begin() + i * (P + S) * E);
+    std::copy_n(cur.begin() + i * S * E, S * E, out.begin() + i * (P + S) * E + P * E);
+  }
+  return out;
+}
+
+template <class C>
+void gemm_c(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const C* a, const C* b, C* c) {
+  gemm(ta, tb, M, N, K, a, b, c, false);
+}
+
+template <class C>
+Values compute(const AttentionAttrs& at, const Values& in) {
+  const Tensor &q = input_tensor(in, 0), &k = input_tensor(in, 1), &v = input_tensor(in, 2);
+  const size_t r = q.rank();
+  if ((r != 3 && r != 4) || k.rank() != r || v.rank() != r)
+    fail_runtime(fmt::format("Q, K and V must all be 3-D or all 4-D, got {}, {}, {}", shape_to_string(q.shape()),
+                             shape_to_string(k.shape()), shape_to_string(v.shape())));
+  if (k.dtype() != q.dtype()) fail_runtime("Q and K must have the same element type");
+  const int64_t B = q.dim(0);
+  int64_t Hq, Hkv, Sq, Skv, E, Ev;
+  std::vector<C> Q = to_compute_vec<C>(q), K = to_compute_vec<C>(k), V = to_compute_vec<C>(v);
+  if (r == 3) {
+    if (at.q_num_heads <= 0 || at.kv_num_heads <= 0) fail_runtime("3-D inputs need the q_num_heads and kv_num_heads attributes");
+    Hq = at.q_num_heads, Hkv = at.kv_num_heads, Sq = q.dim(1), Skv = k.dim(1);
+    if (q.dim(2) % Hq || k.dim(2) % Hkv || v.dim(2) % Hkv) fail_runtime("hidden sizes must be multiples of the head counts");
+    E = q.dim(2) / Hq, Ev = v.dim(2) / Hkv;
+    if (k.dim(2) / Hkv != E) fail_runtime("Q and K head sizes differ");
+    if (k.dim(0) != B || v.dim(0) != B || v.dim(1) != Skv) fail_runtime("Q, K and V shapes do not agree");
+    Q = split_heads(Q, B, Sq, Hq, E), K = split_heads(K, B, Skv, Hkv, E), V = split_heads(V, B, Skv, Hkv, Ev);
+  } else {
+    Hq = q.dim(1), Hkv = k.dim(1), Sq = q.dim(2), Skv = k.dim(2), E = q.dim(3), Ev = v.dim(3);
+    if (k.dim(0) != B || v.dim(0) != B || v.dim(1) != Hkv || v.dim(2) != Skv || k.dim(3) != E)
+      fail_runtime(fmt::format("Q, K and V shapes do not agree: {}, {}, {}", shape_to_string(q.shape()),
+                               shape_to_string(k.shape()), shape_to_string(v.shape())));
+  }
+  if (Hkv <= 0 || Hq % Hkv != 0) fail_runtime(fmt::format("q_num_heads {} is not a multiple of kv_num_heads {}", Hq, Hkv));
+  // KV cache.
+  int64_t P = 0;
+  const bool has_past = has_value(in, 4);
+  if (has_past != has_value(in, 5)) fail_runtime("past_key and past_value must be given together");
+  if (has_past) {
+    const Tensor &pk = input_tensor(in, 4), &pv = input_tensor(in, 5);
+    if (pk.shape().size() != 4 || pk.dim(0) != B || pk.dim(1) != Hkv || pk.dim(3) != E)
+      fail_runtime(fmt::format("past_key has shape {}, expected ({}, {}, past, {})", shape_to_string(pk.shape()), B, Hkv, E));
+    P = pk.dim(2);
+    if (pv.shape() != Shape{B, Hkv, P, Ev}) fail_runtime(fmt::format("past_value has shape {}", shape_to_string(pv.shape())));
+    K = concat_seq(to_compute_vec<C>(pk), K, B * Hkv, P, Skv, E);
+    V = concat_seq(to_compute_vec<C>(pv), V, B * Hkv, P, Skv, Ev);
+  }
+  const int64_t T = P + Skv;
+  // Bias [B, Hq, Sq, T].
+  const C ninf = -std::numeric_limits<C>::infinity();
+  const Shape full{B, Hq, Sq, T};
+  std::vector<C> bias(size_t(shape_size(full)), C(0));
+  if (has_value(in, 3)) {
+    const Tensor& m = input_tensor(in, 3);
+    if (m.rank() == 0) fail_runtime("attn_mask must have rank >= 1");
+    const int64_t ml = m.shape().back();
+    if (ml > T) fail_runtime(fmt::format("attn_mask's last dimension {} exceeds the total sequence length {}", ml, T));
+    // The last axis is padded to T (never broadcast); the others broadcast to (B, Hq, Sq).
+    const Shape lead(m.shape().begin(), m.shape().end() - 1);
+    const std::vector<int64_t> st = broadcast_strides(lead, {B, Hq, Sq}, "attn_mask");
+    std::vector<C> mv;
+    if (m.dtype() == DType::Bool) {
+      const bool* p = m.data<bool>();
+      mv.resize(size_t(m.size()));
+      for (size_t i = 0; i < mv.size(); ++i) mv[i] = p[i] ? C(0) : ninf;
+    } else {
+      if (m.dtype() != q.dtype()) fail_runtime("a float attn_mask must have the element type of Q");
+      mv = to_compute_vec<C>(m);
+    }
+    size_t i = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t s = 0; s < Sq; ++s) {
+          const C* row = mv.data() + (b * st[0] + h * st[1] + s * st[2]) * ml;
+          for (int64_t t = 0; t < T; ++t, ++i) bias[i] = t < ml ? row[t] : ninf;
+        }
+  }
+  std::vector<int64_t> nonpad;
+  if (has_value(in, 6)) {
+    const Tensor& n = input_tensor(in, 6);
+    if (n.dtype() != DType::Int64 || n.shape() != Shape{B}) fail_runtime("nonpad_kv_seqlen must be int64 of shape (batch_size)");
+    nonpad = n.to_vector<int64_t>();
+    for (int64_t x : nonpad)
+      if (x < 0 || x > T) fail_runtime(fmt::format("nonpad_kv_seqlen value {} is outside [0, {}]", x, T));
+  }
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t s = 0; s < Sq; ++s) {
+        C* row = bias.data() + ((b * Hq + h) * Sq + s) * T;
+        if (at.is_causal) {  // bottom-right aligned: query s sees keys j <= s + offset
+          const int64_t offset = has_past ? P : !nonpad.empty() ? nonpad[size_t(b)] - Sq : 0;
+          for (int64_t j = 0; j < T; ++j)
+            if (j > s + offset) row[j] += ninf;
+        }
+        if (!nonpad.empty())
+          for (int64_t j = nonpad[size_t(b)]; j < T; ++j) row[j] += ninf;
+      }
+  // Scores, softmax, output.
+  const C scale = C(std::sqrt(at.scale ? *at.scale : 1.0 / std::sqrt(double(E))));
+  std::vector<C> Ks = K;
+  for (C& x : Q) x *= scale;
+  for (C& x : Ks) x *= scale;
+  std::vector<C> qk_out(size_t(shape_size(full))), Y(size_t(B * Hq * Sq * Ev));
+  std::vector<C> scores(size_t(Sq * T));
+  const int64_t group = Hq / Hkv;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kh = b * Hkv + h / group;
+      gemm_c<C>(false, true, Sq, T, E, Q.data() + (b * Hq + h) * Sq * E, Ks.data() + kh * T * E, scores.data());
+      C* qo = qk_out.data() + (b * Hq + h) * Sq * T;
+      const C* bi = bias.data() + (b * Hq + h) * Sq * T;
+      for (int64_t i = 0; i < Sq * T; ++i) {
+        C x = scores[size_t(i)];
+        if (at.softcap > 0) x = C(at.softcap) * std::tanh(x / C(at.softcap));
+        const C with_bias = x + bi[i];
+        qo[i] = at.qk_matmul_output_mode == 2 ? with_bias : x;
+        scores[size_t(i)] = with_bias;
+      }
+      for (int64_t s = 0; s < Sq; ++s) {
+        C* row = scores.data() + s * T;
+        C m = ninf;
+        for (int64_t j = 0; j < T; ++j) m = std::max(m, row[j]);
+        if (m == ninf) {  // a fully masked row attends to nothing: zero probabilities
+          std::fill_n(row, T, C(0));
+          continue;
+        }
+        C sum = 0;
+        for (int64_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
+        for (int64_t j = 0; j < T; ++j) row[j] /= sum;
+      }
+      if (at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
+      gemm_c<C>(false, false, Sq, Ev, T, scores.data(), V.data() + kh * T * Ev, Y.data() + (b * Hq + h) * Sq * Ev);
+    }
+  Values out;
+  if (r == 3) {  // [B, Hq, Sq, Ev] -> [B, Sq, Hq*Ev]
+    std::vector<C> y3(Y.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t s = 0; s < Sq; ++s)
+          std::copy_n(Y.begin() + ((b * Hq + h) * Sq + s) * Ev, Ev, y3.begin() + ((b * Sq + s) * Hq + h) * Ev);
+    out.push_back(from_compute_vec<C>(q.dtype(), {B, Sq, Hq * Ev}, y3));
+  } else {
+    out.push_back(from_compute_vec<C>(q.dtype(), {B, Hq, Sq, Ev}, Y));
+  }
+  out.push_back(from_compute_vec<C>(k.dtype(), {B, Hkv, T, E}, K));
+  out.push_back(from_compute_vec<C>(v.dtype(), {B, Hkv, T, Ev}, V));
+  out.push_back(from_compute_vec<C>(q.dtype(), full, qk_out));
+  return out;
+}
+
+}  // namespace
+
+Values attention_compute(const AttentionAttrs& a, const Values& in) {
+  return with_compute_type(input_tensor(in, 0).dtype(), [&]<class C>() { return compute<C>(a, in); });
+}
+
+}  // namespace refeval::ops

@@ -1,0 +1,65 @@
+// Helpers of the rnn family: the activation functions named by the `activations` attribute of
+// RNN, GRU and LSTM, the attributes the three share, and the one recurrence driver they run on.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "refeval/op_run.h"
+
+namespace refeval::ops {
+
+// One activation of the `activations` list with its alpha and beta (spec defaults applied).
+struct Activation {
+  enum class Kind { Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus };
+  Kind kind = Kind::Tanh;
+  double alpha = 0, beta = 0;
+
+  template <class C>
+  C operator()(C x) const {
+    const C a = C(alpha), b = C(beta);
+    switch (kind) {
+      case Kind::Relu: return x > C(0) ? x : C(0);
+      case Kind::Tanh: return std::tanh(x);
+      case Kind::Sigmoid: return C(1) / (C(1) + std::exp(-x));
+      case Kind::Affine: return a * x + b;
+      case Kind::LeakyRelu: return x >= C(0) ? x : a * x;
+      case Kind::ThresholdedRelu: return x > a ? x : C(0);
+      case Kind::ScaledTanh: return a * std::tanh(b * x);
+      case Kind::HardSigmoid: return std::max(C(0), std::min(C(1), a * x + b));
+      case Kind::Elu: return x >= C(0) ? x : a * (std::exp(x) - C(1));
+      case Kind::Softsign: return x / (C(1) + std::abs(x));
+      case Kind::Softplus: return std::log1p(std::exp(x));
+    }
+    return x;
+  }
+};
+
+enum class CellKind { Rnn, Gru, Lstm };
+
+// The attributes of one RNN / GRU / LSTM node, read and checked at plan time.
+struct RecurrentConfig {
+  CellKind cell = CellKind::Rnn;
+  int64_t gates = 1;          // gate blocks in W and R: 1 (RNN), 3 (GRU: z r h), 4 (LSTM: i o f c)
+  int64_t hidden_size = -1;   // -1: taken from R
+  int num_directions = 1;
+  bool reverse = false;       // direction "reverse" (bidirectional runs both)
+  std::optional<double> clip;
+  std::vector<Activation> activations;  // per direction: f (, g (, h)), directions one after the other
+  bool linear_before_reset = false;     // GRU
+  bool input_forget = false;            // LSTM
+  int64_t layout = 0;
+};
+
+// Reads every attribute of the node for its since-version (1, 3 (GRU), 7, 14, 22).
+RecurrentConfig read_recurrent_config(const NodeContext& ctx, CellKind cell);
+
+// Runs the recurrence: inputs X, W, R, B, sequence_lens, initial_h (, initial_c, P for LSTM);
+// returns Y, Y_h (, Y_c).
+Values run_recurrent(const RecurrentConfig& cfg, const Values& in);
+
+}  // namespace refeval::ops
