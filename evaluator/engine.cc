@@ -83,7 +83,12 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
     StepContext ctx(*this, frame, step, event.depth);
     Values outs;
     try {
-      outs = step.op->run(args, ctx);
+      if (step.fold && step.folded) {
+        outs = *step.folded;
+      } else {
+        outs = step.op->run(args, ctx);
+        if (step.fold) step.folded = outs;
+      }
     } catch (const Error& e) {
       throw Error(e.kind() == ErrorKind::Model ? ErrorKind::Runtime : e.kind(), with_node(*step.node, e.what()));
     } catch (const std::bad_alloc&) {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,11 @@ struct Step {
   std::vector<int> release;   // slots whose last use is this step
   std::string id;             // qualified id (CLI.md node addressing)
   int index = 0;
+  // A deterministic built-in op whose inputs are all initializers or other folded outputs gives
+  // the same outputs on every run: they are computed once and reused (observers still see the
+  // node run, so traces do not change). A plan is run by one thread at a time.
+  bool fold = false;
+  mutable std::optional<Values> folded;
 };
 
 class Plan {

@@ -1,5 +1,6 @@
 // Stage 2, plan: resolve every node to an OpRun (attributes parsed once), give every value a
 // slot, find the last use of each value, and plan bodies and model-local functions recursively.
+#include <algorithm>
 #include <map>
 #include <queue>
 #include <set>
@@ -109,7 +110,24 @@ std::vector<size_t> execution_order(const Graph& g) {
   return order;
 }
 
-std::unique_ptr<OpRun> make_op(const Node& node, const PlanEnv& env, Scope& scope, const std::string& id) {
+// Operators whose outputs may differ between runs on the same inputs.
+bool is_random(const std::string& op_type) {
+  static const std::set<std::string> random = {"RandomUniform", "RandomNormal", "RandomUniformLike",
+                                               "RandomNormalLike", "Bernoulli", "Multinomial", "Dropout"};
+  return random.count(op_type) > 0;
+}
+
+// Only built-in, non-random operators without bodies are trusted to be deterministic.
+bool may_fold(const Node& node, const OpRegistration* reg) {
+  if (!reg || reg->origin != "builtin" || is_random(node.op_type)) return false;
+  for (const Attribute& a : node.attributes)
+    if (a.g || !a.graphs.empty()) return false;
+  return true;
+}
+
+std::unique_ptr<OpRun> make_op(const Node& node, const PlanEnv& env, Scope& scope, const std::string& id,
+                               bool& deterministic) {
+  deterministic = false;
   const auto opset_it = env.opsets.find(node.domain);
   const Function* fn = env.model ? env.model->find_function(node.domain, node.op_type, node.overload) : nullptr;
   if (opset_it == env.opsets.end()) {
@@ -125,6 +143,7 @@ std::unique_ptr<OpRun> make_op(const Node& node, const PlanEnv& env, Scope& scop
     fail_model(fmt::format("{}: no implementation for opset {} (refeval implements since-versions {})", node.describe(),
                            opset_it->second, fmt::join(versions, ", ")));
   }
+  deterministic = may_fold(node, reg);
   PlanNodeContext ctx(node, opset_it->second, reg->since_version, env, scope, id);
   std::unique_ptr<OpRun> op;
   try {
@@ -170,6 +189,10 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
     plan->input_slots.push_back(scope.define(in.name));
   }
   for (const auto& init : g.initializers) plan->initializer_slots.emplace_back(scope.define(init.name), init.value);
+  // Values that are the same on every run: initializers a feed cannot replace, and folded outputs.
+  std::set<int> constant;
+  for (const auto& init : g.initializers)
+    if (!g.find_input(init.name)) constant.insert(scope.lookup(init.name));
 
   std::vector<int> last_use;
   auto use = [&](int slot, int step) {
@@ -192,9 +215,15 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
       step.inputs.push_back(slot);
     }
     scope.captured_by_current_node().clear();
-    step.op = make_op(node, env, scope, step.id);
+    bool deterministic = false;
+    step.op = make_op(node, env, scope, step.id, deterministic);
     step.implicit = scope.captured_by_current_node();
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : scope.define(out));
+    step.fold = deterministic && step.implicit.empty() &&
+                std::all_of(step.inputs.begin(), step.inputs.end(), [&](int s) { return s < 0 || constant.count(s); });
+    if (step.fold)
+      for (int s : step.outputs)
+        if (s >= 0) constant.insert(s);
     for (int s : step.inputs) use(s, step.index);
     for (int s : step.implicit) use(s, step.index);
     plan->steps.push_back(std::move(step));
