@@ -15,7 +15,12 @@ int exit_code_of(const refeval::Error& e) {
   return e.kind() == refeval::ErrorKind::Runtime ? kEvalError : kUsageError;
 }
 
-void report(const std::string& message) { fmt::print(stderr, "refeval: error: {}\n", message); }
+// One line, whatever the message holds: names from a corrupt file may contain control characters.
+void report(const std::string& message) {
+  std::string line;
+  for (unsigned char c : message) line += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
+  fmt::print(stderr, "refeval: error: {}\n", line);
+}
 
 }  // namespace
 

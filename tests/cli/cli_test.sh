@@ -50,6 +50,9 @@ expect 2 "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-memory
 expect 2 "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
 expect 2 "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
 
+# A corrupt name with a carriage return (found by mutating linreg.onnx) still gives one line.
+expect 2 "input '/Add_output.x0d0' is not a graph input" -- run "$(dirname "$0")/../data/control_char_name.onnx"
+
 # An unknown operator: the linreg model with Sqrt renamed to an op that does not exist.
 sed 's/Sqrt/Sqxt/g' "$golden/linreg.onnx" >"$work/unknown_op.onnx"
 expect 2 "^refeval: error: .*\(Sqxt\): unknown operator" -- run "$work/unknown_op.onnx"
