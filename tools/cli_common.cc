@@ -1,6 +1,7 @@
 #include "cli_common.h"
 
 #include <filesystem>
+#include <charconv>
 #include <cmath>
 #include <random>
 #include <regex>
@@ -36,7 +37,12 @@ void apply_memory_cap(const GlobalOptions& g) {
   if (!std::regex_match(g.max_memory, m, size_re)) fail_usage(fmt::format("--max-memory: '{}' is not a size like 8G or 512M", g.max_memory));
   const std::string unit = m[2].str();
   const int shift = unit.empty() ? 0 : 10 * int(std::string("KMGT").find(char(std::toupper(unit[0]))) + 1);
-  set_memory_cap(std::stoull(m[1].str()) << shift);
+  uint64_t value = 0;
+  const std::string digits = m[1].str();
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc() || value > (UINT64_MAX >> shift))
+    fail_usage(fmt::format("--max-memory: '{}' does not fit in 64 bits", g.max_memory));
+  set_memory_cap(value << shift);
 }
 
 void InputOptions::add_to(CLI::App* app) {

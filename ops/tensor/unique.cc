@@ -24,7 +24,7 @@ class Unique : public OpRun {
  public:
   using Types = Concat<Numeric, TypeList<bool, std::string>>;
   explicit Unique(const NodeContext& ctx)
-      : axis_(ctx.optional_attr<int64_t>("axis")), sorted_(ctx.attr<int64_t>("sorted", 1) != 0), outputs_(ctx.num_outputs()) {}
+      : axis_(ctx.optional_attr<int64_t>("axis")), sorted_(ctx.attr<int64_t>("sorted", 1) != 0) {}
   Values run(const Values& in, RunContext&) override {
     const Tensor& x0 = input_tensor(in, 0);
     // Bring the axis to the front so that each "row" is one slice.
@@ -94,16 +94,14 @@ class Unique : public OpRun {
       for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
       y = transpose(y, inv);
     }
-    Values out{y, Tensor::from_vector<int64_t>({u}, group_first), Tensor::from_vector<int64_t>({n}, inverse),
-               Tensor::from_vector<int64_t>({u}, counts)};
-    out.resize(std::min(out.size(), outputs_));  // only the outputs the node declares
-    return out;
+    // The engine drops the outputs a node does not declare.
+    return {y, Tensor::from_vector<int64_t>({u}, group_first), Tensor::from_vector<int64_t>({n}, inverse),
+            Tensor::from_vector<int64_t>({u}, counts)};
   }
 
  private:
   std::optional<int64_t> axis_;
   bool sorted_;
-  size_t outputs_;
 };
 
 }  // namespace

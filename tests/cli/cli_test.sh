@@ -48,6 +48,7 @@ expect 2 "^refeval: error: cannot load custom-op library" -- --custom-ops "$work
 # Resource limits: a tensor beyond --max-memory is refused (exit 2), never an allocation crash.
 expect 2 "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-memory 16 run "$golden/linreg.onnx"
 expect 2 "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
+expect 2 "^refeval: error: --max-memory: '99999999999999999999T' does not fit in 64 bits" -- --max-memory 99999999999999999999T ops
 expect 2 "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
 
 # A corrupt name with a carriage return (found by mutating linreg.onnx) still gives one line.
