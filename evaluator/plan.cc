@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "engine.h"
+#include "refeval/address.h"
 
 namespace refeval {
 namespace {
@@ -70,10 +71,6 @@ class FunctionCall final : public OpRun {
   std::string name_;
   std::shared_ptr<const Plan> body_;
 };
-
-std::string node_id(const std::string& path, const Node& n, size_t index) {
-  return path + (n.name.empty() ? fmt::format("#{}", index) : n.name);
-}
 
 // Stable topological order: stored order wherever the stored order is valid.
 std::vector<size_t> execution_order(const Graph& g) {

@@ -24,6 +24,7 @@ void register_ml(Registry& reg);
 void register_random(Registry& reg);
 void register_training(Registry& reg);
 void register_image(Registry& reg);
+void register_contrib(Registry& reg);
 }  // namespace ops
 
 void register_builtin_ops(Registry& reg) {
@@ -47,6 +48,7 @@ void register_builtin_ops(Registry& reg) {
   ops::register_random(reg);
   ops::register_training(reg);
   ops::register_image(reg);
+  ops::register_contrib(reg);
 }
 
 }  // namespace refeval
