@@ -26,7 +26,8 @@ const Registry& registry(const GlobalOptions& g) {
   return *with_plugins;
 }
 
-void apply_memory_cap(const GlobalOptions& g) {
+void apply_limits(const GlobalOptions& g) {
+  set_loop_iteration_cap(g.max_loop_iterations);
   if (g.max_memory.empty()) {
     const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
     set_memory_cap(physical / 5 * 4);

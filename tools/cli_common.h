@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "refeval/evaluator.h"
+#include "refeval/limits.h"
 #include "refeval/registry.h"
 
 namespace refeval::cli {
@@ -20,10 +21,11 @@ enum ExitCode { kOk = 0, kEvalError = 1, kUsageError = 2, kCheckFailed = 3 };
 struct GlobalOptions {
   std::vector<std::string> custom_ops;
   std::string max_memory;  // "8G", "512M", "0" (no cap); default 80% of physical memory
+  uint64_t max_loop_iterations = kDefaultLoopIterationCap;  // 0: no limit
 };
 
-// Applies --max-memory to refeval::set_memory_cap.
-void apply_memory_cap(const GlobalOptions& g);
+// Applies --max-memory and --max-loop-iterations (refeval/tensor.h, refeval/limits.h).
+void apply_limits(const GlobalOptions& g);
 
 // The registry every evaluator of this process uses: the built-ins plus --custom-ops libraries.
 const Registry& registry(const GlobalOptions& g);

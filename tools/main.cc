@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   app.add_option("--custom-ops", global.custom_ops, "LIB: load custom operators from a shared library (repeatable)");
   app.add_option("--max-memory", global.max_memory, "SIZE: refuse any tensor larger than this (e.g. 8G; 0: no cap; default 80% of RAM)");
+  app.add_option("--max-loop-iterations", global.max_loop_iterations,
+                 fmt::format("N: refuse a Loop that would run more iterations (0: no limit; default {})",
+                             refeval::kDefaultLoopIterationCap));
 
   struct Entry { const char* name; const char* help; std::unique_ptr<Verb> verb; CLI::App* sub = nullptr; };
   std::vector<Entry> verbs;
@@ -61,7 +64,7 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
   try {
-    apply_memory_cap(global);
+    apply_limits(global);
     for (auto& v : verbs)
       if (v.sub->parsed()) return v.verb->execute(global);
   } catch (const refeval::Error& e) {

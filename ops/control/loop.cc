@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "control_common.h"
+#include "refeval/limits.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -44,9 +45,14 @@ class Loop : public OpRun {
     }
     const bool has_cond = has_value(in, 1);
     bool cond = has_cond ? condition_value(input_tensor(in, 1), "the condition") : true;
+    const uint64_t cap = loop_iteration_cap();
+    if (cap != 0 && trip_count && uint64_t(*trip_count) > cap && *trip_count > 0 && cond)
+      fail_iterations(fmt::format("the trip count M = {} exceeds the limit of {} iterations", *trip_count, cap));
     Values carried(in.begin() + 2, in.end());
     std::vector<std::vector<Tensor>> scans(scans_);
     for (int64_t i = 0; (!trip_count || i < *trip_count) && cond; ++i) {
+      if (cap != 0 && uint64_t(i) == cap)
+        fail_iterations(fmt::format("the loop is still running after {} iterations (the limit)", cap));
       Values body_in{Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(cond)};
       for (size_t k = 0; k < carried_; ++k) body_in.push_back(conform_to(carried[k], declared_in_[2 + k]));
       Values out = ctx.run_body(*body_, body_in, fmt::format("body iteration {}", i));
@@ -68,6 +74,11 @@ class Loop : public OpRun {
   }
 
  private:
+  // A resource error: the engine adds the node's name and op type.
+  [[noreturn]] static void fail_iterations(const std::string& what) {
+    throw Error(ErrorKind::Resource, what + "; raise it with --max-loop-iterations (0: no limit)");
+  }
+
   std::shared_ptr<const Plan> body_;
   std::vector<ValueType> declared_, declared_in_;
   size_t carried_ = 0, scans_ = 0, outputs_ = 0;

@@ -50,6 +50,13 @@ expect 2 "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-memory
 expect 2 "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
 expect 2 "^refeval: error: --max-memory: '99999999999999999999T' does not fit in 64 bits" -- --max-memory 99999999999999999999T ops
 expect 2 "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
+# A Loop whose trip count (here 2^60, as a corrupted input might hold) exceeds the iteration limit
+# is refused at once instead of hanging; the limit is configurable.
+loop11="$shared/onnx-backend-tests/node/test_loop11/model.onnx"
+expect 2 "^refeval: error: node .*\(Loop\): the trip count M = 1152921504606846976 exceeds the limit of 100000000 iterations" -- run "$loop11" --fill trip_count=1152921504606846976 --fill cond=1
+expect 2 "^refeval: error: .*M = 5 exceeds the limit of 3 iterations" -- --max-loop-iterations 3 run "$loop11" --fill trip_count=5 --fill cond=1
+expect 0 "" -- --max-loop-iterations 5 run "$loop11" --fill trip_count=5 --fill cond=1
+grep -q "res_scan: float32:(5, 1)" "$work/out" || { failed=$((failed + 1)); echo "FAIL: Loop at its iteration limit did not run 5 times"; }
 
 # A corrupt name with a carriage return (found by mutating linreg.onnx) still gives one line.
 expect 2 "input '/Add_output.x0d0' is not a graph input" -- run "$(dirname "$0")/../data/control_char_name.onnx"

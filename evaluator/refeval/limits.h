@@ -1,0 +1,15 @@
+// Run-time limits that keep a bad or hostile model from hanging the evaluator. (The memory cap,
+// which every tensor allocation checks, lives with the tensor: refeval/tensor.h.)
+#pragma once
+
+#include <cstdint>
+
+namespace refeval {
+
+// The most iterations one Loop node may run (0: no limit). A trip count above it, or a
+// condition-driven loop that reaches it, is an ErrorKind::Resource error naming the node.
+inline constexpr uint64_t kDefaultLoopIterationCap = 100'000'000;
+void set_loop_iteration_cap(uint64_t iterations);
+uint64_t loop_iteration_cap();
+
+}  // namespace refeval
