@@ -48,8 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const refeval::OpRegistration* op = ops[(size_t(r.byte()) << 8 | r.byte()) % ops.size()];
   const int n_inputs = r.byte() % 4, n_outputs = 1 + r.byte() % 3;
   std::vector<std::string> inputs, outputs;
-  for (int i = 0; i < n_inputs; ++i) inputs.push_back("x" + std::to_string(i));
-  for (int i = 0; i < n_outputs; ++i) outputs.push_back("y" + std::to_string(i));
+  for (int i = 0; i < n_inputs; ++i) inputs.push_back(std::string(1, 'x').append(std::to_string(i)));
+  for (int i = 0; i < n_outputs; ++i) outputs.push_back(std::string(1, 'y').append(std::to_string(i)));
   std::vector<refeval::Attribute> attrs;
   static const char* names[] = {"axis", "axes", "keepdims", "alpha", "to", "perm", "mode", "k"};
   const int n_attrs = r.byte() % 3;
