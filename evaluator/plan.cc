@@ -17,9 +17,12 @@ constexpr int kMaxFunctionDepth = 64;
 
 class PlanNodeContext final : public NodeContext {
  public:
-  PlanNodeContext(const Node& node, int64_t opset, int since, const PlanEnv& env, Scope& scope, std::string id)
-      : node_(node), opset_(opset), since_(since), env_(env), scope_(scope), id_(std::move(id)) {}
+  PlanNodeContext(const Node& node, const Graph& graph, int64_t opset, int since, const PlanEnv& env, Scope& scope,
+                  std::string id)
+      : node_(node), graph_(graph), opset_(opset), since_(since), env_(env), scope_(scope), id_(std::move(id)) {}
   const Node& node() const override { return node_; }
+  const Graph& graph() const override { return graph_; }
+  const OpsetMap& opsets() const override { return env_.opsets; }
   int64_t opset() const override { return opset_; }
   int since_version() const override { return since_; }
   std::shared_ptr<const Plan> subgraph(const std::string& attr_name) const override {
@@ -31,6 +34,7 @@ class PlanNodeContext final : public NodeContext {
 
  private:
   const Node& node_;
+  const Graph& graph_;
   int64_t opset_;
   int since_;
   const PlanEnv& env_;
@@ -122,8 +126,8 @@ bool may_fold(const Node& node, const OpRegistration* reg) {
   return true;
 }
 
-std::unique_ptr<OpRun> make_op(const Node& node, const PlanEnv& env, Scope& scope, const std::string& id,
-                               bool& deterministic) {
+std::unique_ptr<OpRun> make_op(const Node& node, const Graph& graph, const PlanEnv& env, Scope& scope,
+                               const std::string& id, bool& deterministic) {
   deterministic = false;
   const auto opset_it = env.opsets.find(node.domain);
   const Function* fn = env.model ? env.model->find_function(node.domain, node.op_type, node.overload) : nullptr;
@@ -141,7 +145,7 @@ std::unique_ptr<OpRun> make_op(const Node& node, const PlanEnv& env, Scope& scop
                            opset_it->second, fmt::join(versions, ", ")));
   }
   deterministic = may_fold(node, reg);
-  PlanNodeContext ctx(node, opset_it->second, reg->since_version, env, scope, id);
+  PlanNodeContext ctx(node, graph, opset_it->second, reg->since_version, env, scope, id);
   std::unique_ptr<OpRun> op;
   try {
     op = reg->factory.create(ctx);
@@ -213,7 +217,7 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
     }
     scope.captured_by_current_node().clear();
     bool deterministic = false;
-    step.op = make_op(node, env, scope, step.id, deterministic);
+    step.op = make_op(node, g, env, scope, step.id, deterministic);
     step.implicit = scope.captured_by_current_node();
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : scope.define(out));
     step.fold = deterministic && step.implicit.empty() &&

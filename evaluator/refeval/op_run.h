@@ -38,6 +38,10 @@ class NodeContext {
   virtual const Node& node() const = 0;
   virtual int64_t opset() const = 0;         // the model's opset version for this node's domain
   virtual int since_version() const = 0;     // the since-version this implementation resolved to
+  // The graph holding the node and the opsets in force, for the rare operator that looks beyond
+  // its inputs (Gradient differentiates the nodes that lead to its `y`).
+  virtual const Graph& graph() const = 0;
+  virtual const OpsetMap& opsets() const = 0;
   size_t num_inputs() const { return node().inputs.size(); }
   size_t num_outputs() const { return node().outputs.size(); }
   bool has_input(size_t i) const { return i < num_inputs() && !node().inputs[i].empty(); }
