@@ -1,12 +1,15 @@
 // ONNX Runtime's contrib operators (domain com.microsoft), written with the same public API a
 // custom operator uses (refeval/op_run.h), so they double as examples of it. Semantics:
-// shared/docs/ort-profiling-and-fusions.md section D.
+// shared/docs/ort-profiling-and-fusions.md section D and ORT's ContribOperators.md.
 #include "refeval/registry.h"
 
 namespace refeval::ops {
+namespace contrib {
+void register_layer_normalization(Registry& reg);
+}  // namespace contrib
 
 void register_contrib(Registry& reg) {
-  (void)reg;
+  contrib::register_layer_normalization(reg);
 }
 
 }  // namespace refeval::ops
