@@ -6,10 +6,12 @@
 namespace refeval::ops {
 namespace contrib {
 void register_layer_normalization(Registry& reg);
+void register_skip_layer_normalization(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
   contrib::register_layer_normalization(reg);
+  contrib::register_skip_layer_normalization(reg);
 }
 
 }  // namespace refeval::ops
