@@ -7,11 +7,15 @@ namespace refeval::ops {
 namespace contrib {
 void register_layer_normalization(Registry& reg);
 void register_skip_layer_normalization(Registry& reg);
+void register_gelu(Registry& reg);
+void register_bias_add(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
   contrib::register_layer_normalization(reg);
   contrib::register_skip_layer_normalization(reg);
+  contrib::register_gelu(reg);
+  contrib::register_bias_add(reg);
 }
 
 }  // namespace refeval::ops
