@@ -75,6 +75,9 @@ inline std::vector<int64_t> to_int64s(const Tensor& t, const std::string& name) 
 // The values of t broadcast unidirectionally (numpy rules, t's dims aligned right) to `target`.
 std::vector<double> expand_to(const Tensor& t, const Shape& target, const std::string& name);
 
+// Row-major values of shape `shape` transposed by `perm` (output dim d is input dim perm[d]).
+std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm);
+
 // Normalises `rows` rows of n values each: y = (x - mean) * inv_std * gamma + beta with
 // inv_std = 1 / sqrt(var + epsilon), or without the mean when `rms` (RMS normalisation:
 // inv_std = 1 / sqrt(mean(x^2) + epsilon)). beta may be empty; mean/inv_std receive one value

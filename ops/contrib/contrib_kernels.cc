@@ -41,6 +41,31 @@ std::vector<double> expand_to(const Tensor& t, const Shape& target, const std::s
   return out;
 }
 
+std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm) {
+  const size_t r = shape.size();
+  std::vector<int64_t> in_strides(r, 1);
+  for (size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * shape[d];
+  Shape out_shape(r);
+  std::vector<int64_t> strides(r);  // input stride of each output dimension
+  for (size_t d = 0; d < r; ++d) {
+    out_shape[d] = shape[perm[d]];
+    strides[d] = in_strides[perm[d]];
+  }
+  std::vector<double> out(v.size());
+  std::vector<int64_t> idx(r, 0);
+  int64_t off = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = v[size_t(off)];
+    for (size_t d = r; d-- > 0;) {
+      off += strides[d];
+      if (++idx[d] < out_shape[d]) break;
+      off -= strides[d] * out_shape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
 void normalize_rows(const std::vector<double>& x, int64_t n, double epsilon, bool rms, const std::vector<double>& gamma,
                     const std::vector<double>& beta, std::vector<double>& y, std::vector<double>* mean,
                     std::vector<double>* inv_std) {

@@ -9,6 +9,7 @@ void register_layer_normalization(Registry& reg);
 void register_skip_layer_normalization(Registry& reg);
 void register_gelu(Registry& reg);
 void register_bias_add(Registry& reg);
+void register_fused_matmul(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -16,6 +17,7 @@ void register_contrib(Registry& reg) {
   contrib::register_skip_layer_normalization(reg);
   contrib::register_gelu(reg);
   contrib::register_bias_add(reg);
+  contrib::register_fused_matmul(reg);
 }
 
 }  // namespace refeval::ops
