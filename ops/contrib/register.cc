@@ -10,6 +10,7 @@ void register_skip_layer_normalization(Registry& reg);
 void register_gelu(Registry& reg);
 void register_bias_add(Registry& reg);
 void register_fused_matmul(Registry& reg);
+void register_attention(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -18,6 +19,7 @@ void register_contrib(Registry& reg) {
   contrib::register_gelu(reg);
   contrib::register_bias_add(reg);
   contrib::register_fused_matmul(reg);
+  contrib::register_attention(reg);
 }
 
 }  // namespace refeval::ops
