@@ -11,6 +11,7 @@ void register_gelu(Registry& reg);
 void register_bias_add(Registry& reg);
 void register_fused_matmul(Registry& reg);
 void register_attention(Registry& reg);
+void register_embed_layer_normalization(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -20,6 +21,7 @@ void register_contrib(Registry& reg) {
   contrib::register_bias_add(reg);
   contrib::register_fused_matmul(reg);
   contrib::register_attention(reg);
+  contrib::register_embed_layer_normalization(reg);
 }
 
 }  // namespace refeval::ops
