@@ -12,6 +12,7 @@ void register_bias_add(Registry& reg);
 void register_fused_matmul(Registry& reg);
 void register_attention(Registry& reg);
 void register_embed_layer_normalization(Registry& reg);
+void register_rotary_embedding(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -22,6 +23,7 @@ void register_contrib(Registry& reg) {
   contrib::register_fused_matmul(reg);
   contrib::register_attention(reg);
   contrib::register_embed_layer_normalization(reg);
+  contrib::register_rotary_embedding(reg);
 }
 
 }  // namespace refeval::ops
