@@ -40,7 +40,7 @@ class Attention : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& w = input_tensor(in, 1);
-    visit<Types>(x.dtype(), [&]<class T>() {});  // refuses other element types, naming them
+    require_types<Types>(x.dtype());
     require_rank(x, 3, 3, "input");
     require_dtype(w, x.dtype(), "weights");
     require_rank(w, 2, 2, "weights");

@@ -13,7 +13,7 @@ class BiasAdd : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& skip = input_tensor(in, 2);
-    visit<Types>(x.dtype(), [&]<class T>() {});  // refuses other element types, naming them
+    require_types<Types>(x.dtype());
     require_rank(x, 3, 3, "X");
     require_dtype(skip, x.dtype(), "skip");
     require_shape(skip, x.shape(), "skip");

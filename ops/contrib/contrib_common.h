@@ -19,6 +19,9 @@ namespace refeval::ops::contrib {
 // The floating types ORT registers for most of these operators.
 using FloatTypes = Floats;
 
+// Refuses an element type outside List with an error naming it (the engine adds the node).
+template <class List> void require_types(DType t) { visit<List>(t, []<class T>() {}); }
+
 // A floating tensor's values as doubles.
 inline std::vector<double> to_doubles(const Tensor& t) {
   return visit<FloatTypes>(t.dtype(), [&]<class T>() {

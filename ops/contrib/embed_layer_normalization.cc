@@ -24,7 +24,7 @@ class EmbedLayerNormalization : public OpRun {
     const Tensor& ids = input_tensor(in, 0);
     const Tensor& word = input_tensor(in, 2);
     const Tensor& pos = input_tensor(in, 3);
-    visit<Types>(word.dtype(), [&]<class T>() {});  // refuses other element types, naming them
+    require_types<Types>(word.dtype());
     require_dtype(ids, DType::Int32, "input_ids");
     require_rank(ids, 2, 2, "input_ids");
     require_rank(word, 2, 2, "word_embedding");

@@ -29,7 +29,7 @@ class LayerNorm : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& scale = input_tensor(in, 1);
-    visit<Types>(x.dtype(), [&]<class T>() {});  // refuses non-floating X, naming its type
+    require_types<Types>(x.dtype());
     const int64_t r = int64_t(x.rank());
     if (axis_ < -r || axis_ >= r) fail_runtime(fmt::format("axis {} is out of range for X of rank {}", axis_, r));
     const size_t axis = size_t(axis_ < 0 ? axis_ + r : axis_);

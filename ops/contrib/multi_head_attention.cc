@@ -31,7 +31,7 @@ class MultiHeadAttention : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& query = input_tensor(in, 0);
     const DType dtype = query.dtype();
-    visit<Types>(dtype, [&]<class T>() {});  // refuses other element types, naming them
+    require_types<Types>(dtype);
     require_rank(query, 3, 5, "query");
     AttentionProblem p;
     p.batch = query.dim(0), p.heads = heads_, p.seq = query.dim(1);

@@ -31,7 +31,7 @@ class RotaryEmbedding : public OpRun {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& cos_t = input_tensor(in, 2);
     const Tensor& sin_t = input_tensor(in, 3);
-    visit<Types>(x.dtype(), [&]<class T>() {});  // refuses other element types, naming them
+    require_types<Types>(x.dtype());
     require_rank(x, 3, 4, "input");
     require_rank(cos_t, 2, 2, "cos_cache");
     require_dtype(cos_t, x.dtype(), "cos_cache");

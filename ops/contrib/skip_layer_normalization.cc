@@ -28,7 +28,7 @@ class SkipLayerNorm : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& skip = input_tensor(in, 1);
-    visit<Types>(x.dtype(), [&]<class T>() {});  // refuses non-floating input, naming its type
+    require_types<Types>(x.dtype());
     require_rank(x, 2, 3, "input");
     require_dtype(skip, x.dtype(), "skip");
     check_skip_shape(x.shape(), skip.shape());
