@@ -1,0 +1,109 @@
+// com.microsoft Attention (v1): multi-head self-attention with the Q/K/V input projection merged
+// into one weight, as ORT's GPT-2 and BERT fusions emit it (the output projection stays outside).
+//   Attention(input (B,S,Hin), weights (Hin, Dq+Dk+Dv), bias?, mask_index?, past?, attention_bias?,
+//             past_sequence_length?) -> output (B,S,Dv), present?
+//   QKV = input . weights + bias, split into Q|K|V and into N heads; with past (2,B,N,P,h) the keys
+//   and values are past followed by the new ones and present = stack(K, V) (2,B,N,P+S,h). The core
+//   (masks, unidirectional, softmax) is attention_core.h. qkv_hidden_sizes gives Dq, Dk, Dv when
+//   they differ (Dq must equal Dk); by default each is a third of the weight's columns.
+#include "attention_core.h"
+#include "refeval/registry.h"
+
+#include <cmath>
+
+namespace refeval::ops::contrib {
+namespace {
+
+class Attention : public OpRun {
+ public:
+  using Types = TypeList<float, float16, bfloat16>;
+  explicit Attention(const NodeContext& ctx)
+      : heads_(ctx.required<int64_t>("num_heads")),
+        unidirectional_(ctx.attr<int64_t>("unidirectional", 0) != 0),
+        mask_filter_value_(ctx.attr<float>("mask_filter_value", -10000.0f)),
+        scale_(ctx.optional_attr<float>("scale")),
+        sizes_(ctx.attr<std::vector<int64_t>>("qkv_hidden_sizes", {})),
+        wants_present_(ctx.has_output(1)) {
+    if (heads_ <= 0) ctx.fail(fmt::format("num_heads must be positive, got {}", heads_));
+    if (!sizes_.empty() && (sizes_.size() != 3 || sizes_[0] != sizes_[1] || sizes_[0] <= 0 || sizes_[2] <= 0))
+      ctx.fail("qkv_hidden_sizes must be three positive sizes with Q's equal to K's");
+    for (int64_t s : sizes_)
+      if (s % heads_ != 0) ctx.fail(fmt::format("qkv_hidden_sizes {} is not a multiple of num_heads {}", s, heads_));
+    // Buffer sharing (a preallocated past of max_sequence_length) and fused rotary embedding are
+    // GPU-side optimisations of ORT that this reference does not implement.
+    if (ctx.attr<int64_t>("past_present_share_buffer", 0) != 0) ctx.fail("past_present_share_buffer=1 is not supported");
+    if (ctx.attr<int64_t>("do_rotary", 0) != 0) ctx.fail("do_rotary=1 is not supported");
+    ctx.ignore("rotary_embedding_dim");
+    if (ctx.has_input(6)) ctx.fail("input past_sequence_length (buffer sharing) is not supported");
+  }
+
+  Values run(const Values& in, RunContext&) override {
+    const Tensor& x = input_tensor(in, 0);
+    const Tensor& w = input_tensor(in, 1);
+    require_types<Types>(x.dtype());
+    require_rank(x, 3, 3, "input");
+    require_dtype(w, x.dtype(), "weights");
+    require_rank(w, 2, 2, "weights");
+    const int64_t B = x.dim(0), S = x.dim(1), hin = x.dim(2), width = w.dim(1);
+    if (w.dim(0) != hin) fail_runtime(fmt::format("weights has shape {}, expected {} rows (input's hidden size)", shape_to_string(w.shape()), hin));
+    std::vector<int64_t> sizes = sizes_;
+    if (sizes.empty()) {
+      if (width % (3 * heads_) != 0)
+        fail_runtime(fmt::format("weights has {} columns, not 3 equal parts divisible by num_heads {}", width, heads_));
+      sizes = {width / 3, width / 3, width / 3};
+    }
+    const int64_t dq = sizes[0], dv = sizes[2], total_width = dq * 2 + dv;
+    if (width != total_width) fail_runtime(fmt::format("weights has {} columns, expected {} (qkv_hidden_sizes)", width, total_width));
+
+    // QKV = input . weights + bias: (B * S, Dq + Dk + Dv)
+    std::vector<double> qkv(size_t(B * S * width));
+    gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
+    const std::vector<double> bias = vector_input(in, 2, width, x.dtype(), "bias");
+    for (size_t i = 0; i < qkv.size() && !bias.empty(); ++i) qkv[i] += bias[i % size_t(width)];
+
+    AttentionProblem p;
+    p.batch = B, p.heads = heads_, p.seq = S, p.head_size = dq / heads_, p.v_head_size = dv / heads_;
+    p.causal = unidirectional_, p.mask_filter_value = mask_filter_value_;
+    p.scale = scale_ ? double(*scale_) : 1.0 / std::sqrt(double(p.head_size));
+    p.q = split_heads(qkv, width, 0, B, S, heads_, p.head_size);
+    p.k = split_heads(qkv, width, dq, B, S, heads_, p.head_size);
+    p.v = split_heads(qkv, width, 2 * dq, B, S, heads_, p.v_head_size);
+    if (has_value(in, 4)) {
+      const Tensor& past = input_tensor(in, 4);
+      require_dtype(past, x.dtype(), "past");
+      if (dq != dv) fail_runtime("past needs equal hidden sizes for Q, K and V");
+      if (past.rank() != 5 || past.dim(0) != 2 || past.dim(1) != B || past.dim(2) != heads_ || past.dim(4) != p.head_size)
+        fail_runtime(fmt::format("past has shape {}, expected (2, {}, {}, past_sequence_length, {})", shape_to_string(past.shape()),
+                                 B, heads_, p.head_size));
+      p.past = past.dim(3);
+      const std::vector<double> pv = to_doubles(past);
+      const size_t half = pv.size() / 2;
+      p.k = concat_sequence({pv.begin(), pv.begin() + long(half)}, p.k, B, heads_, p.past, S, p.head_size);
+      p.v = concat_sequence({pv.begin() + long(half), pv.end()}, p.v, B, heads_, p.past, S, p.head_size);
+    }
+    p.total = p.past + S;
+    if (has_value(in, 3)) p.hidden = key_padding_mask(input_tensor(in, 3), p, "mask_index");
+    if (has_value(in, 5)) set_attention_bias(p, input_tensor(in, 5), x.dtype());
+
+    Tensor out = from_doubles(x.dtype(), {B, S, dv}, attend(p));
+    if (!wants_present_) return {out};
+    if (dq != dv) fail_runtime("output present needs equal hidden sizes for K and V");
+    std::vector<double> present = p.k;
+    present.insert(present.end(), p.v.begin(), p.v.end());
+    return {out, from_doubles(x.dtype(), {2, B, heads_, p.total, p.head_size}, present)};
+  }
+
+ private:
+  int64_t heads_;
+  bool unidirectional_;
+  float mask_filter_value_;
+  std::optional<float> scale_;
+  std::vector<int64_t> sizes_;
+  bool wants_present_;
+};
+
+}  // namespace
+
+void register_attention(Registry& reg) { reg.add("com.microsoft", "Attention", {1}, make<Attention>); }
+
+}  // namespace refeval::ops::contrib

@@ -1,0 +1,100 @@
+// The attention core of attention_core.h.
+#include "attention_core.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace refeval::ops::contrib {
+
+std::vector<double> attend(const AttentionProblem& p) {
+  const int64_t B = p.batch, N = p.heads, S = p.seq, T = p.total, h = p.head_size, hv = p.v_head_size;
+  std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t bn = b * N + n;
+      gemm(false, true, S, T, h, p.q.data() + bn * S * h, p.k.data() + bn * T * h, score.data());
+      for (int64_t i = 0; i < S; ++i) {
+        double* row = score.data() + i * T;
+        for (int64_t j = 0; j < T; ++j) {
+          double s = row[j] * p.scale;
+          if (!p.hidden.empty() && p.hidden[size_t((b * S + i) * T + j)]) s += p.mask_filter_value;
+          if (p.causal && j > p.past + i) s = p.mask_filter_value;
+          if (!p.bias.empty()) {
+            const int64_t bb = p.bias_shape[0] == 1 ? 0 : b, bh = p.bias_shape[1] == 1 ? 0 : n;
+            s += p.bias[size_t(((bb * p.bias_shape[1] + bh) * S + i) * T + j)];
+          }
+          row[j] = s;
+        }
+        const double top = T == 0 ? 0.0 : *std::max_element(row, row + T);
+        double sum = 0;
+        for (int64_t j = 0; j < T; ++j) sum += row[j] = std::exp(row[j] - top);
+        for (int64_t j = 0; j < T; ++j) row[j] /= sum;
+        // out[b, i, n, :] = sum_j row[j] * v[b, n, j, :]
+        double* o = out.data() + ((b * S + i) * N + n) * hv;
+        const double* vb = p.v.data() + bn * T * hv;
+        for (int64_t j = 0; j < T; ++j)
+          for (int64_t d = 0; d < hv; ++d) o[d] += row[j] * vb[j * hv + d];
+      }
+    }
+  return out;
+}
+
+void set_attention_bias(AttentionProblem& p, const Tensor& bias, DType dtype) {
+  require_dtype(bias, dtype, "attention_bias");
+  const Shape& s = bias.shape();
+  if (s.size() != 4 || (s[0] != 1 && s[0] != p.batch) || (s[1] != 1 && s[1] != p.heads) || s[2] != p.seq || s[3] != p.total)
+    fail_runtime(fmt::format("attention_bias has shape {}, expected ({} or 1, {} or 1, {}, {})", shape_to_string(s), p.batch,
+                             p.heads, p.seq, p.total));
+  p.bias = to_doubles(bias);
+  p.bias_shape = s;
+}
+
+std::vector<char> key_padding_mask(const Tensor& mask, const AttentionProblem& p, const std::string& name) {
+  const int64_t B = p.batch, S = p.seq, T = p.total;
+  const std::vector<int64_t> m = to_int64s(mask, name);
+  const Shape& s = mask.shape();
+  std::vector<char> hidden(size_t(B * S * T), 0);
+  auto hide_if = [&](auto&& is_hidden) {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < T; ++j) hidden[size_t((b * S + i) * T + j)] = is_hidden(b, i, j) ? 1 : 0;
+    return hidden;
+  };
+  if (s == Shape{B}) return hide_if([&](int64_t b, int64_t, int64_t j) { return j >= m[size_t(b)]; });
+  if (s == Shape{2 * B})
+    return hide_if([&](int64_t b, int64_t, int64_t j) { return j >= m[size_t(b)] || j < m[size_t(B + b)]; });
+  if (s.size() == 2 && s[1] == 1 && T != 1 && (s[0] == 1 || s[0] == B)) return {};  // dummy mask
+  if (s == Shape{B, T}) return hide_if([&](int64_t b, int64_t, int64_t j) { return m[size_t(b * T + j)] == 0; });
+  if (s == Shape{B, S, T}) return hide_if([&](int64_t b, int64_t i, int64_t j) { return m[size_t((b * S + i) * T + j)] == 0; });
+  if (s.size() == 4 && s[0] == B && s[1] == 1 && s[2] == s[3] && s[2] >= p.past + S && s[3] >= T) {
+    const int64_t M = s[2];
+    return hide_if([&](int64_t b, int64_t i, int64_t j) { return m[size_t((b * M + p.past + i) * M + j)] == 0; });
+  }
+  fail_runtime(fmt::format("{} has shape {}; expected ({}), ({}), ({}, {}), ({}, {}, {}) or ({}, 1, M, M) with M >= {}", name,
+                           shape_to_string(s), B, 2 * B, B, T, B, S, T, B, p.past + S));
+}
+
+std::vector<double> split_heads(const std::vector<double>& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L,
+                                int64_t N, int64_t size) {
+  std::vector<double> out(size_t(B * N * L * size));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t d = 0; d < size; ++d)
+          out[size_t(((b * N + n) * L + l) * size + d)] = rows[size_t((b * L + l) * row_width + offset + n * size + d)];
+  return out;
+}
+
+std::vector<double> concat_sequence(const std::vector<double>& past, const std::vector<double>& now, int64_t B, int64_t N,
+                                    int64_t P, int64_t L, int64_t h) {
+  std::vector<double> out;
+  out.reserve(size_t(B * N * (P + L) * h));
+  for (int64_t bn = 0; bn < B * N; ++bn) {
+    out.insert(out.end(), past.begin() + bn * P * h, past.begin() + (bn + 1) * P * h);
+    out.insert(out.end(), now.begin() + bn * L * h, now.begin() + (bn + 1) * L * h);
+  }
+  return out;
+}
+
+}  // namespace refeval::ops::contrib

@@ -1,0 +1,54 @@
+// The scaled-dot-product core shared by com.microsoft Attention and MultiHeadAttention, after
+// their input projections: masks, softmax and the weighted sum of values, in double.
+//
+//   score[b,n,i,j] = scale * q[b,n,i] . k[b,n,j]
+//                    + mask_filter_value      where the key padding mask hides key j
+//   score[b,n,i,j] = mask_filter_value        where causal and j > past + i (replaced, as
+//                                             GPT-2's where(causal, score, -10000) does)
+//   score += attention_bias[b,n,i,j]          (broadcast from (B or 1, N or 1, S, T))
+//   out[b,i,n,:] = softmax_j(score) . v[b,n,j,:]
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "contrib_common.h"
+
+namespace refeval::ops::contrib {
+
+struct AttentionProblem {
+  int64_t batch = 0, heads = 0, seq = 0, total = 0, past = 0, head_size = 0, v_head_size = 0;
+  std::vector<double> q;     // (B, N, S, head_size)
+  std::vector<double> k;     // (B, N, T, head_size), past keys first
+  std::vector<double> v;     // (B, N, T, v_head_size)
+  std::vector<char> hidden;  // (B, S, T): 1 where the padding mask hides the key; empty: no mask
+  bool causal = false;
+  double scale = 1, mask_filter_value = -10000.0;
+  std::vector<double> bias;  // attention_bias values, empty if none
+  Shape bias_shape;          // (B or 1, N or 1, S, T)
+};
+
+// The attention output as (B, S, N * v_head_size).
+std::vector<double> attend(const AttentionProblem& p);
+
+// Reads an attention_bias input (B or 1, N or 1, S, T) into p.bias, naming it in errors.
+void set_attention_bias(AttentionProblem& p, const Tensor& bias, DType dtype);
+
+// The key padding mask of `mask` (int32 or int64, 1 = keep, 0 = hide) as (B, S, T) flags. Forms:
+//   (B)          key lengths: keys j >= length hidden (right padding)
+//   (2B)         exclusive ends then inclusive starts: keys outside [start, end) hidden
+//   (B, T)       one row per batch; (B, 1) or (1, 1) with T != 1 is a dummy that hides nothing
+//   (B, S, T)    one row per query
+//   (B, 1, M, M) Megatron style, M >= past + S: row past + i, columns [0, T)
+std::vector<char> key_padding_mask(const Tensor& mask, const AttentionProblem& p, const std::string& name);
+
+// Splits rows of a (B * L, offset + N * size + ...) row-major matrix into (B, N, L, size) heads,
+// taking the N * size columns that start at `offset`.
+std::vector<double> split_heads(const std::vector<double>& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L,
+                                int64_t N, int64_t size);
+
+// (B, N, P, h) followed by (B, N, L, h) along the sequence axis: (B, N, P + L, h).
+std::vector<double> concat_sequence(const std::vector<double>& past, const std::vector<double>& now, int64_t B, int64_t N,
+                                    int64_t P, int64_t L, int64_t h);
+
+}  // namespace refeval::ops::contrib

@@ -1,0 +1,96 @@
+// Helpers of the contrib family (ONNX Runtime's com.microsoft operators). Every kernel here
+// computes in double: values are widened on the way in and rounded once to the output type on
+// the way out, so a fused operator is at least as accurate as the unfused graph it replaces.
+// Only the public operator API is used, as a custom-operator author would.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "refeval/dispatch.h"
+#include "refeval/op_run.h"
+#include "refeval/tensor.h"
+
+namespace refeval::ops::contrib {
+
+// The floating types ORT registers for most of these operators.
+using FloatTypes = Floats;
+
+// Refuses an element type outside List with an error naming it (the engine adds the node).
+template <class List> void require_types(DType t) { visit<List>(t, []<class T>() {}); }
+
+// A floating tensor's values as doubles.
+inline std::vector<double> to_doubles(const Tensor& t) {
+  return visit<FloatTypes>(t.dtype(), [&]<class T>() {
+    std::vector<double> v(size_t(t.size()));
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double(compute_t<T>(p[i]));
+    return v;
+  });
+}
+
+// A new tensor of a floating type holding `v`, rounded once.
+inline Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& v) {
+  Tensor t(dtype, std::move(shape));
+  visit<FloatTypes>(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (size_t i = 0; i < v.size(); ++i) p[i] = from_compute<T>(v[i]);
+  });
+  return t;
+}
+
+// Errors name the input and say what was expected, e.g. "gamma has shape (3,), expected (4,)".
+inline void require_shape(const Tensor& t, const Shape& want, const std::string& name) {
+  if (t.shape() != want)
+    fail_runtime(fmt::format("{} has shape {}, expected {}", name, shape_to_string(t.shape()), shape_to_string(want)));
+}
+inline void require_rank(const Tensor& t, size_t lo, size_t hi, const std::string& name) {
+  if (t.rank() < lo || t.rank() > hi)
+    fail_runtime(lo == hi ? fmt::format("{} must have rank {}, got shape {}", name, lo, shape_to_string(t.shape()))
+                          : fmt::format("{} must have rank {} to {}, got shape {}", name, lo, hi, shape_to_string(t.shape())));
+}
+inline void require_dtype(const Tensor& t, DType want, const std::string& name) {
+  if (t.dtype() != want)
+    fail_runtime(fmt::format("{} has element type {}, expected {}", name, dtype_short_name(t.dtype()), dtype_short_name(want)));
+}
+// An optional 1-D parameter of length n (gamma, beta, bias), or an empty vector when absent.
+inline std::vector<double> vector_input(const Values& in, size_t i, int64_t n, DType dtype, const std::string& name) {
+  if (!has_value(in, i)) return {};
+  const Tensor& t = input_tensor(in, i);
+  require_dtype(t, dtype, name);
+  require_shape(t, {n}, name);
+  return to_doubles(t);
+}
+// Integer tensor values (int32 or int64) widened to int64.
+inline std::vector<int64_t> to_int64s(const Tensor& t, const std::string& name) {
+  if (t.dtype() != DType::Int32 && t.dtype() != DType::Int64)
+    fail_runtime(fmt::format("{} has element type {}, expected int32 or int64", name, dtype_short_name(t.dtype())));
+  return visit<TypeList<int32_t, int64_t>>(t.dtype(), [&]<class T>() {
+    std::vector<int64_t> v(size_t(t.size()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t(t.data<T>()[i]);
+    return v;
+  });
+}
+
+// The values of t broadcast unidirectionally (numpy rules, t's dims aligned right) to `target`.
+std::vector<double> expand_to(const Tensor& t, const Shape& target, const std::string& name);
+
+// Row-major values of shape `shape` transposed by `perm` (output dim d is input dim perm[d]).
+std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm);
+
+// Normalises `rows` rows of n values each: y = (x - mean) * inv_std * gamma + beta with
+// inv_std = 1 / sqrt(var + epsilon), or without the mean when `rms` (RMS normalisation:
+// inv_std = 1 / sqrt(mean(x^2) + epsilon)). beta may be empty; mean/inv_std receive one value
+// per row when not null.
+void normalize_rows(const std::vector<double>& x, int64_t n, double epsilon, bool rms, const std::vector<double>& gamma,
+                    const std::vector<double>& beta, std::vector<double>& y, std::vector<double>* mean,
+                    std::vector<double>* inv_std);
+
+// c (M x N, row-major) = op(a) * op(b), op(a) M x K and op(b) K x N; a transposed operand is
+// stored K x M (resp. N x K). Eigen's GEMM in double.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c);
+
+}  // namespace refeval::ops::contrib

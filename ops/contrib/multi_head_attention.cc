@@ -1,0 +1,155 @@
+// com.microsoft MultiHeadAttention (v1): self or cross attention on already projected Q, K, V.
+//   inputs: query (B,S,D) or packed QKV (B,S,N,3,h); key (B,L,D), packed KV (B,L,N,2,h) or
+//           BNSH (B,N,L,h); value (B,L,Dv) or BNSH (B,N,L,hv); bias (D+D+Dv)?; key_padding_mask?;
+//           attention_bias?; past_key? (B,N,P,h); past_value? (B,N,P,hv)
+//   outputs: output (B,S,Dv), present_key? (B,N,P+L,h), present_value? (B,N,P+L,hv)
+// bias adds to Q, K and V in their (B, S|L, hidden) forms; keys and values given in BNSH form are
+// used as they are. Keys and values follow the past ones. Masks, unidirectional and softmax are
+// the core of attention_core.h. Not implemented: buffer sharing (past_sequence_length), beam
+// search (cache_indirection) and the qk output.
+#include "attention_core.h"
+#include "refeval/registry.h"
+
+#include <cmath>
+
+namespace refeval::ops::contrib {
+namespace {
+
+class MultiHeadAttention : public OpRun {
+ public:
+  using Types = TypeList<float, float16, bfloat16>;
+  explicit MultiHeadAttention(const NodeContext& ctx)
+      : heads_(ctx.required<int64_t>("num_heads")),
+        unidirectional_(ctx.attr<int64_t>("unidirectional", 0) != 0),
+        mask_filter_value_(ctx.attr<float>("mask_filter_value", -10000.0f)),
+        scale_(ctx.optional_attr<float>("scale")) {
+    if (heads_ <= 0) ctx.fail(fmt::format("num_heads must be positive, got {}", heads_));
+    if (ctx.has_input(8) || ctx.has_input(9)) ctx.fail("inputs past_sequence_length and cache_indirection are not supported");
+    if (ctx.has_output(3)) ctx.fail("output qk is not supported");
+  }
+
+  Values run(const Values& in, RunContext&) override {
+    const Tensor& query = input_tensor(in, 0);
+    const DType dtype = query.dtype();
+    require_types<Types>(dtype);
+    require_rank(query, 3, 5, "query");
+    AttentionProblem p;
+    p.batch = query.dim(0), p.heads = heads_, p.seq = query.dim(1);
+    const int64_t B = p.batch, S = p.seq, N = heads_;
+    std::vector<double> bias;
+    auto take_bias = [&](int64_t width) { bias = vector_input(in, 3, width, dtype, "bias"); };
+    auto bias_at = [&](int64_t offset, int64_t width) {  // the bias slice of one projection, or zeros
+      return bias.empty() ? std::vector<double>(size_t(width), 0.0)
+                          : std::vector<double>(bias.begin() + offset, bias.begin() + offset + width);
+    };
+    // (B, L, width) rows plus a bias slice, split into (B, N, L, width / N)
+    auto heads_of = [&](std::vector<double> rows, int64_t L, int64_t width, const std::vector<double>& b) {
+      for (size_t i = 0; i < rows.size(); ++i) rows[i] += b[i % size_t(width)];
+      return split_heads(rows, width, 0, B, L, N, width / N);
+    };
+
+    int64_t L = 0;
+    if (query.rank() == 5) {  // packed QKV (B, S, N, 3, h)
+      if (has_value(in, 1) || has_value(in, 2)) fail_runtime("packed QKV query (rank 5) takes no key or value");
+      if (query.dim(2) != N || query.dim(3) != 3) fail_runtime(fmt::format("query has shape {}, expected (B, S, {}, 3, h)", shape_to_string(query.shape()), N));
+      const int64_t h = query.dim(4), D = N * h;
+      take_bias(3 * D);
+      const std::vector<double> qkv = to_doubles(query);  // rows of (N, 3, h) = 3D values, reordered below
+      std::vector<double> q(size_t(B * S * D)), k(q.size()), v(q.size());
+      for (size_t r = 0; r < size_t(B * S); ++r)
+        for (size_t n = 0; n < size_t(N); ++n)
+          for (size_t d = 0; d < size_t(h); ++d) {
+            const size_t src = ((r * size_t(N) + n) * 3) * size_t(h) + d, dst = r * size_t(D) + n * size_t(h) + d;
+            q[dst] = qkv[src], k[dst] = qkv[src + size_t(h)], v[dst] = qkv[src + 2 * size_t(h)];
+          }
+      L = S, p.head_size = p.v_head_size = h;
+      p.q = heads_of(q, S, D, bias_at(0, D)), p.k = heads_of(k, S, D, bias_at(D, D)), p.v = heads_of(v, S, D, bias_at(2 * D, D));
+    } else {
+      require_rank(query, 3, 3, "query");
+      const int64_t D = query.dim(2);
+      if (D % N != 0) fail_runtime(fmt::format("query's hidden size {} is not a multiple of num_heads {}", D, N));
+      p.head_size = D / N;
+      const Tensor& key = input_tensor(in, 1);
+      require_dtype(key, dtype, "key");
+      if (key.rank() == 5) {  // packed KV (B, L, N, 2, h)
+        if (has_value(in, 2)) fail_runtime("packed KV key (rank 5) takes no value");
+        if (key.dim(0) != B || key.dim(2) != N || key.dim(3) != 2 || key.dim(4) != p.head_size)
+          fail_runtime(fmt::format("key has shape {}, expected ({}, L, {}, 2, {})", shape_to_string(key.shape()), B, N, p.head_size));
+        L = key.dim(1), p.v_head_size = p.head_size;
+        take_bias(3 * D);
+        const std::vector<double> kv = to_doubles(key);
+        std::vector<double> k(size_t(B * L * D)), v(k.size());
+        for (size_t r = 0; r < size_t(B * L); ++r)
+          for (size_t n = 0; n < size_t(N); ++n)
+            for (size_t d = 0; d < size_t(p.head_size); ++d) {
+              const size_t src = ((r * size_t(N) + n) * 2) * size_t(p.head_size) + d, dst = r * size_t(D) + n * size_t(p.head_size) + d;
+              k[dst] = kv[src], v[dst] = kv[src + size_t(p.head_size)];
+            }
+        p.k = heads_of(k, L, D, bias_at(D, D)), p.v = heads_of(v, L, D, bias_at(2 * D, D));
+      } else {
+        const Tensor& value = input_tensor(in, 2);
+        require_dtype(value, dtype, "value");
+        if (key.rank() == 4) {  // BNSH key and value: used as given
+          if (key.dim(0) != B || key.dim(1) != N || key.dim(3) != p.head_size)
+            fail_runtime(fmt::format("key has shape {}, expected ({}, {}, L, {})", shape_to_string(key.shape()), B, N, p.head_size));
+          L = key.dim(2);
+          require_rank(value, 4, 4, "value");
+          if (value.dim(0) != B || value.dim(1) != N || value.dim(2) != L)
+            fail_runtime(fmt::format("value has shape {}, expected ({}, {}, {}, hv)", shape_to_string(value.shape()), B, N, L));
+          p.v_head_size = value.dim(3);
+          take_bias(2 * D + N * p.v_head_size);
+          p.k = to_doubles(key), p.v = to_doubles(value);
+          if (has_value(in, 6)) fail_runtime("past_key cannot be combined with key and value in (B, N, L, h) form");
+        } else {
+          require_rank(key, 3, 3, "key");
+          require_rank(value, 3, 3, "value");
+          L = key.dim(1);
+          if (key.dim(0) != B || key.dim(2) != D) fail_runtime(fmt::format("key has shape {}, expected ({}, L, {})", shape_to_string(key.shape()), B, D));
+          if (value.dim(0) != B || value.dim(1) != L || value.dim(2) % N != 0)
+            fail_runtime(fmt::format("value has shape {}, expected ({}, {}, a multiple of {})", shape_to_string(value.shape()), B, L, N));
+          const int64_t dv = value.dim(2);
+          p.v_head_size = dv / N;
+          take_bias(2 * D + dv);
+          p.k = heads_of(to_doubles(key), L, D, bias_at(D, D)), p.v = heads_of(to_doubles(value), L, dv, bias_at(2 * D, dv));
+        }
+      }
+      p.q = heads_of(to_doubles(query), S, D, bias_at(0, D));
+    }
+
+    if (has_value(in, 6) != has_value(in, 7)) fail_runtime("past_key and past_value must be given together");
+    if (has_value(in, 6)) {
+      const Tensor& pk = input_tensor(in, 6);
+      const Tensor& pv = input_tensor(in, 7);
+      require_dtype(pk, dtype, "past_key");
+      require_dtype(pv, dtype, "past_value");
+      require_rank(pk, 4, 4, "past_key");
+      p.past = pk.dim(2);
+      require_shape(pk, {B, N, p.past, p.head_size}, "past_key");
+      require_shape(pv, {B, N, p.past, p.v_head_size}, "past_value");
+      p.k = concat_sequence(to_doubles(pk), p.k, B, N, p.past, L, p.head_size);
+      p.v = concat_sequence(to_doubles(pv), p.v, B, N, p.past, L, p.v_head_size);
+    }
+    p.total = p.past + L;
+    p.causal = unidirectional_, p.mask_filter_value = mask_filter_value_;
+    p.scale = scale_ ? double(*scale_) : 1.0 / std::sqrt(double(p.head_size));
+    if (has_value(in, 4)) p.hidden = key_padding_mask(input_tensor(in, 4), p, "key_padding_mask");
+    if (has_value(in, 5)) set_attention_bias(p, input_tensor(in, 5), dtype);
+
+    return {from_doubles(dtype, {B, S, N * p.v_head_size}, attend(p)), from_doubles(dtype, {B, N, p.total, p.head_size}, p.k),
+            from_doubles(dtype, {B, N, p.total, p.v_head_size}, p.v)};
+  }
+
+ private:
+  int64_t heads_;
+  bool unidirectional_;
+  float mask_filter_value_;
+  std::optional<float> scale_;
+};
+
+}  // namespace
+
+void register_multi_head_attention(Registry& reg) {
+  reg.add("com.microsoft", "MultiHeadAttention", {1}, make<MultiHeadAttention>);
+}
+
+}  // namespace refeval::ops::contrib

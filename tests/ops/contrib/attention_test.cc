@@ -1,0 +1,114 @@
+// com.microsoft Attention: a hand-computed one-head case under every mask_index form,
+// unidirectional, past/present concatenation, attention_bias, and agreement with the GPT-2
+// subgraph (MatMul, Add, Split, Reshape, Transpose, MatMul, Div, Where, Softmax, MatMul) it fuses.
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+// One head of size 2 over two tokens x = identity rows, so Q = K = identity and V = [[1, 2], [3, 4]].
+// Unmasked, token 0 attends with softmax(1/sqrt2, 0) = (0.66976, 0.33024): out = (1.66048, 2.66048).
+const Tensor kX = tensor<float>({1, 2, 2}, {1, 0, 0, 1});
+const Tensor kW = tensor<float>({2, 6}, {1, 0, 1, 0, 1, 2,    // q0 | k0 | v0
+                                         0, 1, 0, 1, 3, 4});  // q1 | k1 | v1
+const Tensor kBoth = tensor<float>({1, 2, 2}, {1.6604769f, 2.6604769f, 2.3395231f, 3.3395231f});
+
+Values attention(std::vector<std::string> ins, Values feeds, std::vector<Attribute> attrs, std::vector<std::string> outs = {"y"}) {
+  attrs.push_back(attr("num_heads", int64_t(1)));
+  return run_node(node("Attention", std::move(ins), std::move(outs), std::move(attrs), "attn", "com.microsoft"), feeds);
+}
+Value masked(const Tensor& mask, std::vector<Attribute> attrs = {}) {
+  return attention({"x", "w", "", "mask"}, {kX, kW, Value(), mask}, std::move(attrs))[0];
+}
+// A standard op on its own.
+Value op(const char* type, Values feeds, std::vector<Attribute> attrs = {}, size_t outputs = 1) {
+  std::vector<std::string> ins, outs;
+  for (size_t i = 0; i < feeds.size(); ++i) ins.push_back("i" + std::to_string(i));
+  for (size_t i = 0; i < outputs; ++i) outs.push_back("o" + std::to_string(i));
+  return run_node(node(type, ins, outs, std::move(attrs)), feeds, 18)[0];
+}
+}  // namespace
+
+TEST_CASE("Attention: hand-computed head under each mask_index form") {
+  const Tensor first_only = tensor<float>({1, 2, 2}, {1, 2, 1, 2}), second_only = tensor<float>({1, 2, 2}, {3, 4, 3, 4});
+  struct Case { const char* what; Tensor mask; Tensor expected; };
+  const Case cases[] = {
+      {"(B) key length 1: only key 0", tensor<int32_t>({1}, {1}), first_only},
+      {"(2B) end 2, start 1: only key 1", tensor<int32_t>({2}, {2, 1}), second_only},
+      {"(B, T) raw mask hides key 0", tensor<int32_t>({1, 2}, {0, 1}), second_only},
+      {"(B, S, T) per query: token 1 loses key 1", tensor<int32_t>({1, 2, 2}, {1, 1, 1, 0}),
+       tensor<float>({1, 2, 2}, {1.6604769f, 2.6604769f, 1, 2})},
+      {"(1, 1) is a dummy mask: nothing hidden", tensor<int32_t>({1, 1}, {0}), kBoth},
+      {"(B, 1, M, M) Megatron mask, M = 3 > T", tensor<int32_t>({1, 1, 3, 3}, {1, 0, 0, 1, 1, 0, 1, 1, 1}),
+       tensor<float>({1, 2, 2}, {1, 2, 2.3395231f, 3.3395231f})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    check_equal(masked(c.mask), c.expected);
+  }
+  check_equal(attention({"x", "w"}, {kX, kW}, {})[0], kBoth);
+}
+
+TEST_CASE("Attention: unidirectional, bias, scale and attention_bias") {
+  // token 0 may only see itself
+  check_equal(attention({"x", "w"}, {kX, kW}, {attr("unidirectional", int64_t(1))})[0],
+              tensor<float>({1, 2, 2}, {1, 2, 2.3395231f, 3.3395231f}));
+  // a bias on V's columns shifts every output by it
+  check_equal(attention({"x", "w", "b"}, {kX, kW, tensor<float>({6}, {0, 0, 0, 0, 1, -1})}, {})[0],
+              tensor<float>({1, 2, 2}, {2.6604769f, 1.6604769f, 3.3395231f, 2.3395231f}));
+  // scale 0: uniform attention
+  check_equal(attention({"x", "w"}, {kX, kW}, {attr("scale", 0.0f)})[0], tensor<float>({1, 2, 2}, {2, 3, 2, 3}));
+  // attention_bias -1000 on (token 0, key 1)
+  check_equal(attention({"x", "w", "", "", "", "ab"}, {kX, kW, Value(), Value(), Value(), tensor<float>({1, 1, 2, 2}, {0, -1000, 0, 0})}, {})[0],
+              tensor<float>({1, 2, 2}, {1, 2, 2.3395231f, 3.3395231f}));
+}
+
+TEST_CASE("Attention: past keys and values come first, present stacks them") {
+  // one new token (q = k = [1, 0], v = [1, 2]) after a past key [2, 0] with value [10, 10]
+  const Tensor x = tensor<float>({1, 1, 2}, {1, 0});
+  const Tensor past = tensor<float>({2, 1, 1, 1, 2}, {2, 0, 10, 10});
+  for (int64_t uni : {0, 1}) {  // causal allows both: key j <= past + i
+    CAPTURE(uni);
+    const Values out = attention({"x", "w", "", "", "past"}, {x, kW, Value(), Value(), past}, {attr("unidirectional", uni)}, {"y", "present"});
+    REQUIRE(out.size() == 2);
+    check_equal(out[0], tensor<float>({1, 1, 2}, {7.0278539f, 7.3580924f}));
+    check_equal(out[1], tensor<float>({2, 1, 1, 2, 2}, {2, 0, 1, 0, 10, 10, 1, 2}));
+  }
+}
+
+TEST_CASE("Attention equals the unidirectional GPT-2 subgraph run as standard ops") {
+  // B 2, S 3, hidden 4, 2 heads of 2
+  std::vector<float> xv(24), wv(48), bv(12);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(float(i) * 0.7f);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(float(i) * 0.3f);
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = 0.1f * float(i) - 0.5f;
+  const Tensor x = tensor<float>({2, 3, 4}, xv), w = tensor<float>({4, 12}, wv), b = tensor<float>({12}, bv);
+  const Values fused = run_node(node("Attention", {"x", "w", "b"}, {"y"}, {attr("num_heads", int64_t(2)), attr("unidirectional", int64_t(1))},
+                                     "attn", "com.microsoft"), {x, w, b});
+
+  const Value qkv = op("Add", {op("MatMul", {x, w}), b});
+  Values parts = run_node(node("Split", {"x"}, {"q", "k", "v"}, {attr("axis", int64_t(2)), attr("num_outputs", int64_t(3))}), {qkv}, 18);
+  const Tensor heads_shape = tensor<int64_t>({4}, {2, 3, 2, 2});
+  auto to_heads = [&](const Value& t, std::vector<int64_t> perm) { return op("Transpose", {op("Reshape", {t, heads_shape})}, {attr("perm", perm)}); };
+  const Value q = to_heads(parts[0], {0, 2, 1, 3}), kt = to_heads(parts[1], {0, 2, 3, 1}), v = to_heads(parts[2], {0, 2, 1, 3});
+  const Value scores = op("Div", {op("MatMul", {q, kt}), Tensor::scalar<float>(std::sqrt(2.0f))});
+  const Tensor causal = tensor<bool>({3, 3}, {true, false, false, true, true, false, true, true, true});
+  const Value probs = op("Softmax", {op("Where", {causal, scores, Tensor::scalar<float>(-10000.0f)})}, {attr("axis", int64_t(-1))});
+  const Value ctx = op("Transpose", {op("MatMul", {probs, v})}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+  check_equal(fused[0], op("Reshape", {ctx, tensor<int64_t>({3}, {2, 3, 4})}), {1e-4, 1e-6});
+}
+
+TEST_CASE("Attention errors name the input and the expected shape") {
+  CHECK_THROWS_WITH_AS(masked(tensor<int32_t>({3}, {1, 1, 1})), doctest::Contains("mask_index has shape (3,); expected (1), (2)"), Error);
+  CHECK_THROWS_WITH_AS(attention({"x", "w"}, {kX, tensor<float>({3, 6}, std::vector<float>(18, 0))}, {}),
+                       doctest::Contains("weights has shape (3, 6), expected 2 rows"), Error);
+  CHECK_THROWS_WITH_AS(attention({"x", "w", "", "", "past"}, {kX, kW, Value(), Value(), tensor<float>({2, 1, 1, 1, 3}, std::vector<float>(6, 0))}, {}),
+                       doctest::Contains("past has shape (2, 1, 1, 1, 3), expected (2, 1, 1, past_sequence_length, 2)"), Error);
+  CHECK_THROWS_WITH_AS(attention({"x", "w"}, {kX, tensor<float>({2, 5}, std::vector<float>(10, 0))}, {}),
+                       doctest::Contains("not 3 equal parts"), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("Attention", {"x", "w"}, {"y"}, {}, "attn", "com.microsoft"), {kX, kW}),
+                       doctest::Contains("num_heads"), Error);
+}

@@ -1,0 +1,87 @@
+// com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu and BiasAdd: hand-computed values (erf vs
+// tanh form differ in the 4th digit), bias broadcast over the last dimension, agreement with the
+// standard ops they fuse, and errors.
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+const char* kMs = "com.microsoft";
+Value run1(const char* op, const Tensor& a, const Tensor& b = Tensor(), std::vector<Attribute> attrs = {}) {
+  std::vector<std::string> ins = {"a"};
+  Values feeds = {a};
+  if (b.defined()) { ins.push_back("b"); feeds.push_back(b); }
+  return run_node(node(op, ins, {"y"}, std::move(attrs), op, kMs), feeds)[0];
+}
+// The standard op `op` on its own, for the compositions.
+Value std_op(const char* op, Values feeds, std::vector<Attribute> attrs = {}, int64_t opset = 20) {
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < feeds.size(); ++i) ins.push_back("i" + std::to_string(i));
+  return run_node(node(op, ins, {"y"}, std::move(attrs)), feeds, opset)[0];
+}
+Tensor scalar(float v) { return Tensor::scalar<float>(v); }
+}  // namespace
+
+TEST_CASE("GELU variants: hand-computed values") {
+  const Tensor x = tensor<float>({7}, {-3, -1, -0.5f, 0, 0.5f, 1, 3});
+  struct Case { const char* op; std::vector<Attribute> attrs; Tensor expected; };
+  const Case cases[] = {
+      // 0.5 x (1 + erf(x / sqrt 2))
+      {"Gelu", {}, tensor<float>({7}, {-0.004049694f, -0.1586553f, -0.1542688f, 0, 0.3457312f, 0.8413447f, 2.99595f})},
+      // tanh approximation: close to, but not equal to, the erf form
+      {"FastGelu", {}, tensor<float>({7}, {-0.003637392f, -0.158808f, -0.154286f, 0, 0.345714f, 0.841192f, 2.996363f})},
+      // x * sigmoid(1.702 x)
+      {"QuickGelu", {}, tensor<float>({7}, {-0.01807131f, -0.1542042f, -0.1496116f, 0, 0.3503884f, 0.8457958f, 2.981929f})},
+      // alpha 1: x * sigmoid(x) (SiLU)
+      {"QuickGelu", {attr("alpha", 1.0f)}, tensor<float>({7}, {-0.1422776f, -0.2689414f, -0.1887703f, 0, 0.3112297f, 0.7310586f, 2.857722f})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.op);
+    check_equal(run1(c.op, x, Tensor(), c.attrs), c.expected, {1e-5, 1e-7});
+  }
+}
+
+TEST_CASE("BiasGelu and FastGelu add a bias over the last dimension first") {
+  const Tensor a = tensor<float>({2, 2}, {0, 2, -2, 0}), b = tensor<float>({2}, {1, -1});  // z = [[1, 1], [-1, -1]]
+  check_equal(run1("BiasGelu", a, b), tensor<float>({2, 2}, {0.8413447f, 0.8413447f, -0.1586553f, -0.1586553f}));
+  check_equal(run1("FastGelu", a, b), tensor<float>({2, 2}, {0.841192f, 0.841192f, -0.158808f, -0.158808f}));
+}
+
+TEST_CASE("GELU variants equal the standard-op graphs they replace") {
+  const Tensor x = tensor<float>({2, 3}, {-2.5f, -0.3f, 0.1f, 0.7f, 1.9f, 4}), bias = tensor<float>({3}, {0.5f, -0.25f, 1});
+  const Value z = std_op("Add", {x, bias});
+  SUBCASE("BiasGelu = Gelu-20(A + B)") { check_equal(run1("BiasGelu", x, bias), std_op("Gelu", {z})); }
+  SUBCASE("FastGelu = the GPT-2 tanh graph, and Gelu-20 approximate=tanh") {
+    const Value half = std_op("Mul", {z, scalar(0.5f)});
+    const Value cube = std_op("Pow", {z, scalar(3)});
+    const Value inner = std_op("Add", {z, std_op("Mul", {cube, scalar(0.044715f)})});
+    const Value t = std_op("Tanh", {std_op("Mul", {inner, scalar(0.7978845608f)})});
+    const Value graph = std_op("Mul", {half, std_op("Add", {t, scalar(1)})});
+    check_equal(run1("FastGelu", x, bias), graph, {1e-5, 1e-6});
+    check_equal(run1("FastGelu", x, bias), std_op("Gelu", {z}, {attr("approximate", "tanh")}), {1e-5, 1e-6});
+  }
+  SUBCASE("QuickGelu = x * Sigmoid(alpha x)") {
+    const Value sig = std_op("Sigmoid", {std_op("Mul", {x, scalar(1.5f)})});
+    check_equal(run1("QuickGelu", x, Tensor(), {attr("alpha", 1.5f)}), std_op("Mul", {x, sig}));
+  }
+}
+
+TEST_CASE("BiasAdd: X + bias + skip") {
+  const Tensor x = tensor<float>({1, 2, 2}, {1, 2, 3, 4}), skip = tensor<float>({1, 2, 2}, {10, 20, 30, 40});
+  const Value y = run_node(node("BiasAdd", {"x", "bias", "skip"}, {"y"}, {}, "ba", kMs), {x, tensor<float>({2}, {0.5f, -1}), skip})[0];
+  check_equal(y, tensor<float>({1, 2, 2}, {11.5f, 21, 33.5f, 43}));
+  CHECK_THROWS_WITH_AS(run_node(node("BiasAdd", {"x", "bias", "skip"}, {"y"}, {}, "ba", kMs),
+                                {x, tensor<float>({2}, {0, 0}), tensor<float>({2, 2}, {1, 2, 3, 4})}),
+                       doctest::Contains("skip has shape (2, 2), expected (1, 2, 2)"), Error);
+}
+
+TEST_CASE("GELU variants refuse a bias that is not X's last dimension, and non-float types") {
+  CHECK_THROWS_WITH_AS(run1("FastGelu", tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}), tensor<float>({2}, {1, 1})),
+                       doctest::Contains("bias has shape (2,), expected (3,)"), Error);
+  CHECK_THROWS_WITH_AS(run1("BiasGelu", tensor<float>({2}, {1, 2}), tensor<double>({2}, {1, 1})),
+                       doctest::Contains("bias has element type"), Error);
+  CHECK_THROWS_AS(run1("Gelu", tensor<int32_t>({1}, {1})), Error);
+}

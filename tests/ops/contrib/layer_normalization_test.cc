@@ -1,0 +1,96 @@
+// ORT's LayerNormalization / SimplifiedLayerNormalization (default domain v1 and com.microsoft):
+// hand-computed values, epsilon inside the square root, statistics outputs, and agreement with
+// ONNX's own LayerNormalization-17.
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+Node layer_norm(const char* op, std::vector<std::string> outs, float epsilon, const char* domain, int64_t axis = -1) {
+  std::vector<std::string> ins = {"x", "scale"};
+  if (std::string(op) == "LayerNormalization") ins.push_back("b");
+  return node(op, ins, outs, {attr("epsilon", epsilon), attr("axis", axis)}, "ln", domain);
+}
+}  // namespace
+
+TEST_CASE("contrib LayerNormalization: hand-computed rows, epsilon under the square root") {
+  struct Case { const char* what; Tensor x, scale, b, y, mean, inv; float epsilon; };
+  const Case cases[] = {
+      // mean 2.5, variance 1.25: y = (x - 2.5) / sqrt(1.25)
+      {"plain row", tensor<float>({1, 4}, {1, 2, 3, 4}), tensor<float>({4}, {1, 1, 1, 1}), tensor<float>({4}, {0, 0, 0, 0}),
+       tensor<float>({1, 4}, {-1.3416408f, -0.4472136f, 0.4472136f, 1.3416408f}), tensor<float>({1, 1}, {2.5f}),
+       tensor<float>({1, 1}, {0.8944272f}), 0.0f},
+      // variance 1 + epsilon 3 = 4 under the root: inv_std 0.5 (not 1 / (1 + 3))
+      {"epsilon placement", tensor<float>({2, 2}, {0, 2, 5, 5}), tensor<float>({2}, {2, 1}), tensor<float>({2}, {10, 0}),
+       tensor<float>({2, 2}, {9, 0.5f, 10, 0}), tensor<float>({2, 1}, {1, 5}), tensor<float>({2, 1}, {0.5f, 1 / std::sqrt(3.0f)}),
+       3.0f},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    for (const char* domain : {"", "com.microsoft"}) {
+      const Values out = run_node(layer_norm("LayerNormalization", {"y", "mean", "inv"}, c.epsilon, domain), {c.x, c.scale, c.b}, 13);
+      REQUIRE(out.size() == 3);
+      check_equal(out[0], c.y);
+      check_equal(out[1], c.mean);
+      check_equal(out[2], c.inv);
+    }
+  }
+}
+
+TEST_CASE("contrib LayerNormalization normalises over [axis, rank) with scale broadcast") {
+  // axis 1 of (1, 2, 2): the four values 1, 3, 5, 7 form one group (mean 4, variance 5)
+  const Tensor x = tensor<float>({1, 2, 2}, {1, 3, 5, 7});
+  const Values out = run_node(layer_norm("LayerNormalization", {"y"}, 0.0f, "", 1),
+                              {x, tensor<float>({2}, {1, 2}), tensor<float>({1}, {1})}, 11);
+  const float s = 1 / std::sqrt(5.0f);
+  check_equal(out[0], tensor<float>({1, 2, 2}, {1 - 3 * s, 1 - 2 * s, 1 + s, 1 + 6 * s}));
+}
+
+TEST_CASE("contrib LayerNormalization agrees with ONNX LayerNormalization-17 (float16 computes in float)") {
+  const Tensor x = tensor<float>({2, 3}, {0.5f, -1, 2, 3, 3.5f, -4});
+  const Tensor scale = tensor<float>({3}, {1, -2, 0.5f}), b = tensor<float>({3}, {0.1f, 0.2f, 0.3f});
+  const Node n = layer_norm("LayerNormalization", {"y", "mean", "inv"}, 1e-5f, "");
+  const Values contrib = run_node(n, {x, scale, b}, 16), onnx = run_node(n, {x, scale, b}, 17);
+  for (size_t i = 0; i < 3; ++i) check_equal(contrib[i], onnx[i]);
+
+  auto half = [](const Tensor& t) {
+    std::vector<float16> v;
+    for (float f : t.to_vector<float>()) v.push_back(float16(f));
+    return Tensor::from_vector<float16>(t.shape(), v);
+  };
+  const Values h = run_node(n, {half(x), half(scale), half(b)}, 16);
+  CHECK(h[0].tensor().dtype() == DType::Float16);
+  CHECK(h[1].tensor().dtype() == DType::Float);  // stash_type 1: statistics stay float
+  check_equal(h[0], half(onnx[0].tensor()), {1e-2, 1e-3});
+}
+
+TEST_CASE("SimplifiedLayerNormalization divides by the root mean square (no mean subtracted)") {
+  struct Case { const char* what; float epsilon; Tensor y, inv; };
+  const Case cases[] = {
+      {"rms of (1, 7) is 5", 0.0f, tensor<float>({1, 2}, {0.2f, 1.4f}), tensor<float>({1, 1}, {0.2f})},
+      {"epsilon 11 under the root: sqrt(25 + 11) = 6", 11.0f, tensor<float>({1, 2}, {1 / 6.0f, 7 / 6.0f}),
+       tensor<float>({1, 1}, {1 / 6.0f})},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const Values out = run_node(layer_norm("SimplifiedLayerNormalization", {"y", "inv"}, c.epsilon, ""),
+                                {tensor<float>({1, 2}, {1, 7}), tensor<float>({2}, {1, 1})}, 14);
+    REQUIRE(out.size() == 2);
+    check_equal(out[0], c.y);
+    check_equal(out[1], c.inv);
+  }
+}
+
+TEST_CASE("contrib LayerNormalization errors name the problem") {
+  const Tensor x = tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK_THROWS_WITH_AS(run_node(layer_norm("LayerNormalization", {"y"}, 1e-5f, ""), {x, tensor<float>({2}, {1, 1}), tensor<float>({3}, {0, 0, 0})}, 13),
+                       doctest::Contains("Scale of shape (2,) does not broadcast to (3,)"), Error);
+  CHECK_THROWS_WITH_AS(run_node(layer_norm("LayerNormalization", {"y"}, 1e-5f, "", 2), {x, tensor<float>({3}, {1, 1, 1}), tensor<float>({3}, {0, 0, 0})}, 13),
+                       doctest::Contains("axis 2 is out of range"), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("LayerNormalization", {"x", "scale"}, {"y"}, {attr("stash_type", int64_t(7))}, "ln"),
+                                {x, tensor<float>({3}, {1, 1, 1})}, 13),
+                       doctest::Contains("stash_type 7"), Error);
+}

@@ -1,0 +1,88 @@
+// com.microsoft MultiHeadAttention: the one-head example of attention_test.cc given as separate,
+// packed QKV, packed KV and BNSH inputs; bias, key_padding_mask, unidirectional, past/present;
+// cross attention (S != L) against Reshape/Transpose/MatMul/Softmax run as standard ops; errors.
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+// Q = K = identity rows, V = [[1, 2], [3, 4]], one head of 2: see attention_test.cc.
+const Tensor kQ = tensor<float>({1, 2, 2}, {1, 0, 0, 1}), kV = tensor<float>({1, 2, 2}, {1, 2, 3, 4});
+const Tensor kBoth = tensor<float>({1, 2, 2}, {1.6604769f, 2.6604769f, 2.3395231f, 3.3395231f});
+
+Values mha(std::vector<std::string> ins, Values feeds, std::vector<Attribute> attrs = {}, std::vector<std::string> outs = {"y"},
+           int64_t heads = 1) {
+  attrs.push_back(attr("num_heads", heads));
+  return run_node(node("MultiHeadAttention", std::move(ins), std::move(outs), std::move(attrs), "mha", "com.microsoft"), feeds);
+}
+Value op(const char* type, Values feeds, std::vector<Attribute> attrs = {}) {
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < feeds.size(); ++i) ins.push_back("i" + std::to_string(i));
+  return run_node(node(type, ins, {"o"}, std::move(attrs)), feeds, 18)[0];
+}
+}  // namespace
+
+TEST_CASE("MultiHeadAttention: the same head from every input layout") {
+  struct Case { const char* what; std::vector<std::string> ins; Values feeds; };
+  const Case cases[] = {
+      {"separate (B, L, D)", {"q", "k", "v"}, {kQ, kQ, kV}},
+      // (B, S, N, 3, h): per token q | k | v
+      {"packed QKV", {"qkv"}, {tensor<float>({1, 2, 1, 3, 2}, {1, 0, 1, 0, 1, 2, 0, 1, 0, 1, 3, 4})}},
+      // (B, L, N, 2, h): per token k | v
+      {"packed KV", {"q", "kv"}, {kQ, tensor<float>({1, 2, 1, 2, 2}, {1, 0, 1, 2, 0, 1, 3, 4})}},
+      {"BNSH key and value", {"q", "k", "v"}, {kQ, tensor<float>({1, 1, 2, 2}, {1, 0, 0, 1}), tensor<float>({1, 1, 2, 2}, {1, 2, 3, 4})}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    check_equal(mha(c.ins, c.feeds)[0], kBoth);
+  }
+}
+
+TEST_CASE("MultiHeadAttention: bias, key_padding_mask, unidirectional, past and present") {
+  check_equal(mha({"q", "k", "v", "b"}, {kQ, kQ, kV, tensor<float>({6}, {0, 0, 0, 0, 1, -1})})[0],
+              tensor<float>({1, 2, 2}, {2.6604769f, 1.6604769f, 3.3395231f, 2.3395231f}));
+  check_equal(mha({"q", "k", "v", "", "mask"}, {kQ, kQ, kV, Value(), tensor<int32_t>({1, 2}, {0, 1})})[0],
+              tensor<float>({1, 2, 2}, {3, 4, 3, 4}));
+  check_equal(mha({"q", "k", "v"}, {kQ, kQ, kV}, {attr("unidirectional", int64_t(1))})[0],
+              tensor<float>({1, 2, 2}, {1, 2, 2.3395231f, 3.3395231f}));
+  // one new token after a past key [2, 0] with value [10, 10]
+  const Tensor t = tensor<float>({1, 1, 2}, {1, 0});
+  const Values out = mha({"q", "k", "v", "", "", "", "pk", "pv"},
+                         {t, t, tensor<float>({1, 1, 2}, {1, 2}), Value(), Value(), Value(), tensor<float>({1, 1, 1, 2}, {2, 0}),
+                          tensor<float>({1, 1, 1, 2}, {10, 10})},
+                         {}, {"y", "present_key", "present_value"});
+  REQUIRE(out.size() == 3);
+  check_equal(out[0], tensor<float>({1, 1, 2}, {7.0278539f, 7.3580924f}));
+  check_equal(out[1], tensor<float>({1, 1, 2, 2}, {2, 0, 1, 0}));
+  check_equal(out[2], tensor<float>({1, 1, 2, 2}, {10, 10, 1, 2}));
+}
+
+TEST_CASE("MultiHeadAttention cross attention equals the standard-op graph") {
+  // B 1, S 2 queries, L 3 keys, 2 heads of 2
+  std::vector<float> qv(4 * 2), kv(4 * 3), vv(4 * 3);
+  for (size_t i = 0; i < qv.size(); ++i) qv[i] = std::sin(0.9f * float(i));
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = std::cos(0.4f * float(i));
+  for (size_t i = 0; i < vv.size(); ++i) vv[i] = 0.25f * float(i) - 1;
+  const Tensor q = tensor<float>({1, 2, 4}, qv), k = tensor<float>({1, 3, 4}, kv), v = tensor<float>({1, 3, 4}, vv);
+  const Value fused = mha({"q", "k", "v"}, {q, k, v}, {}, {"y"}, 2)[0];
+  auto heads = [&](const Tensor& t, int64_t len, std::vector<int64_t> perm) {
+    return op("Transpose", {op("Reshape", {t, tensor<int64_t>({4}, {1, len, 2, 2})})}, {attr("perm", perm)});
+  };
+  const Value scores = op("Div", {op("MatMul", {heads(q, 2, {0, 2, 1, 3}), heads(k, 3, {0, 2, 3, 1})}), Tensor::scalar<float>(std::sqrt(2.0f))});
+  const Value ctx = op("MatMul", {op("Softmax", {scores}, {attr("axis", int64_t(-1))}), heads(v, 3, {0, 2, 1, 3})});
+  const Value expected = op("Reshape", {op("Transpose", {ctx}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}), tensor<int64_t>({3}, {1, 2, 4})});
+  check_equal(fused, expected, {1e-4, 1e-6});
+}
+
+TEST_CASE("MultiHeadAttention errors name the input and the expected shape") {
+  CHECK_THROWS_WITH_AS(mha({"q", "k", "v"}, {kQ, tensor<float>({1, 2, 3}, {0, 0, 0, 0, 0, 0}), kV}),
+                       doctest::Contains("key has shape (1, 2, 3), expected (1, L, 2)"), Error);
+  CHECK_THROWS_WITH_AS(mha({"q", "k", "v", "", "", "", "pk", "pv"}, {kQ, kQ, kV, Value(), Value(), Value(), tensor<float>({1, 1, 1, 3}, {0, 0, 0}), tensor<float>({1, 1, 1, 2}, {0, 0})}),
+                       doctest::Contains("past_key has shape (1, 1, 1, 3), expected (1, 1, 1, 2)"), Error);
+  CHECK_THROWS_WITH_AS(mha({"q", "k", "v", "", "", "", "pk"}, {kQ, kQ, kV, Value(), Value(), Value(), tensor<float>({1, 1, 1, 2}, {0, 0})}),
+                       doctest::Contains("past_key and past_value must be given together"), Error);
+  CHECK_THROWS_WITH_AS(mha({"q", "k", "v"}, {kQ, kQ, kV}, {}, {"y", "", "", "qk"}), doctest::Contains("output qk is not supported"), Error);
+}
