@@ -3,8 +3,8 @@
 // in A's execution order. Names the first value beyond tolerance and the node that made it.
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +13,7 @@
 #include "refeval/dump.h"
 #include "refeval/format.h"
 #include "refeval/model_io.h"
+#include "refeval/run_diff.h"
 #include "verbs.h"
 
 namespace refeval::cli {
@@ -32,33 +33,30 @@ struct Side {
   }
 };
 
-struct Row {
-  std::string name;      // A's name
-  const ValueRecord* a;
-  const ValueRecord* b;
-  Comparison c;
-};
-
 std::string node_text(const ValueRecord& r) {
   return r.node.empty() ? std::string("a feed") : fmt::format("node '{}' ({})", r.node, r.op_type);
 }
 
-json row_json(const Row& r) {
-  json j = {{"name", r.name}, {"equal", r.c.equal}, {"max_abs", r.c.max_abs}, {"max_rel", r.c.max_rel},
-            {"mismatches", r.c.mismatches}, {"reason", r.c.reason}};
-  j["node"] = r.a->node.empty() ? json(nullptr) : json(r.a->node);
-  j["op_type"] = r.a->op_type.empty() ? json(nullptr) : json(r.a->op_type);
-  if (r.b->name != r.name) j["name_in_b"] = r.b->name;
+json diff_json(const ValueDiff& d) {
+  json j = {{"name", d.a->name}, {"equal", d.c.equal}, {"max_abs", d.c.max_abs}, {"max_rel", d.c.max_rel},
+            {"mismatches", d.c.mismatches}, {"reason", d.c.reason}};
+  j["node"] = d.a->node.empty() ? json(nullptr) : json(d.a->node);
+  j["op_type"] = d.a->op_type.empty() ? json(nullptr) : json(d.a->op_type);
+  if (d.b->name != d.a->name) j["name_in_b"] = d.b->name;
   return j;
 }
 
-std::string row_text(const Row& r) {
-  std::string text = fmt::format("  {} {}", r.c.equal ? "ok  " : "DIFF", r.name);
-  if (r.b->name != r.name) text += fmt::format(" (B: {})", r.b->name);
-  if (!r.a->node.empty()) text += fmt::format(" from {}", node_text(*r.a));
-  text += fmt::format(": max abs {}, max rel {}", python_float(r.c.max_abs), python_float(r.c.max_rel));
-  if (!r.c.equal) text += fmt::format(", {} beyond tolerance; {}", r.c.mismatches, r.c.reason);
+std::string diff_text(const ValueDiff& d) {
+  std::string text = fmt::format("  {} {}", d.c.equal ? "ok  " : "DIFF", d.a->name);
+  if (d.b->name != d.a->name) text += fmt::format(" (B: {})", d.b->name);
+  if (!d.a->node.empty()) text += fmt::format(" from {}", node_text(*d.a));
+  text += fmt::format(": max abs {}, max rel {}", python_float(d.c.max_abs), python_float(d.c.max_rel));
+  if (!d.c.equal) text += fmt::format(", {} beyond tolerance; {}", d.c.mismatches, d.c.reason);
   return text;
+}
+
+size_t count_different(const std::vector<ValueDiff>& diffs) {
+  return size_t(std::count_if(diffs.begin(), diffs.end(), [](const ValueDiff& d) { return !d.c.equal; }));
 }
 
 class CompareVerb : public Verb {
@@ -79,56 +77,40 @@ class CompareVerb : public Verb {
     run_models();
     if (a_.records.empty() || b_.records.empty()) fail_usage("nothing to compare: a side holds no values");
 
-    // Pair values by name in A's order; initializers apart, as they are causes, not effects.
-    std::vector<Row> initializers, values;
-    std::set<std::string> in_a;
-    for (const ValueRecord& r : a_.records) {
-      in_a.insert(r.name);
-      const ValueRecord* other = b_.find(r.name);
-      if (!other) continue;
-      Row row{r.name, &r, other, compare_values(r.value, other->value, tol_)};
-      (r.source == ValueRecord::Source::Initializer ? initializers : values).push_back(std::move(row));
-    }
-    const std::vector<Row> outputs = compare_outputs();
-    if (initializers.empty() && values.empty() && outputs.empty()) fail_usage(fmt::format("{} and {} share no value names", a_.path, b_.path));
-    size_t only_b = 0;
-    for (const ValueRecord& r : b_.records) only_b += !in_a.count(r.name);
-
-    auto differing = [](const std::vector<Row>& rows) {
-      return size_t(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.c.equal; }));
-    };
-    const Row* first = nullptr;
-    for (const Row& r : values)
-      if (!r.c.equal && r.a->source == ValueRecord::Source::Node) { first = &r; break; }
-    const size_t init_diffs = differing(initializers), output_diffs = differing(outputs), value_diffs = differing(values);
+    const RunDiff diff = diff_runs(a_.records, b_.records, tol_);
+    const std::vector<ValueDiff> outputs = compare_outputs();
+    if (diff.initializers.empty() && diff.values.empty() && outputs.empty())
+      fail_usage(fmt::format("{} and {} share no value names", a_.path, b_.path));
+    const ValueDiff* first = diff.first_difference();
+    const size_t init_diffs = count_different(diff.initializers), output_diffs = count_different(outputs),
+                 value_diffs = count_different(diff.values);
     const bool equal = init_diffs == 0 && output_diffs == 0 && (!per_tensor_ || value_diffs == 0);
 
     fmt::print("A: {} ({} values)\nB: {} ({} values)\n", a_.path, a_.records.size(), b_.path, b_.records.size());
-    fmt::print("shared: {} values, {} initializers; only in A: {}, only in B: {}; rtol {}, atol {}\n", values.size(),
-               initializers.size(), a_.records.size() - values.size() - initializers.size(), only_b,
-               python_float(tol_.rtol), python_float(tol_.atol));
-    fmt::print("initializers: {} of {} differ\n", init_diffs, initializers.size());
-    for (const Row& r : initializers)
-      if (!r.c.equal) fmt::print("{}\n", row_text(r));
+    fmt::print("shared: {} values, {} initializers; only in A: {}, only in B: {}; rtol {}, atol {}\n", diff.values.size(),
+               diff.initializers.size(), diff.only_in_a, diff.only_in_b, python_float(tol_.rtol), python_float(tol_.atol));
+    fmt::print("initializers: {} of {} differ\n", init_diffs, diff.initializers.size());
+    for (const ValueDiff& d : diff.initializers)
+      if (!d.c.equal) fmt::print("{}\n", diff_text(d));
     if (per_tensor_) {
-      fmt::print("values: {} of {} differ\n", value_diffs, values.size());
-      for (const Row& r : values) fmt::print("{}\n", row_text(r));
+      fmt::print("values: {} of {} differ\n", value_diffs, diff.values.size());
+      for (const ValueDiff& d : diff.values) fmt::print("{}\n", diff_text(d));
     }
     fmt::print("outputs: {} of {} differ\n", output_diffs, outputs.size());
-    for (const Row& r : outputs) fmt::print("{}\n", row_text(r));
+    for (const ValueDiff& d : outputs) fmt::print("{}\n", diff_text(d));
     for (const auto& m : missing_outputs_) fmt::print("  missing {}\n", m);
-    if (first && (!equal || per_tensor_))
-      fmt::print("first difference: '{}' from {}: {}\n", first->name, node_text(*first->a), first->c.reason);
+    if (first && !equal)
+      fmt::print("first difference: '{}' from {}: {}\n", first->a->name, node_text(*first->a), first->c.reason);
     fmt::print("result: {}\n", equal ? "equal within tolerance" : "different");
 
     if (!json_path_.empty()) {
       json j = {{"a", a_.path}, {"b", b_.path}, {"rtol", tol_.rtol}, {"atol", tol_.atol}, {"equal", equal},
                 {"outputs", json::array()}, {"initializers", json::array()}, {"values", json::array()}};
-      for (const Row& r : outputs) j["outputs"].push_back(row_json(r));
-      for (const Row& r : initializers) j["initializers"].push_back(row_json(r));
+      for (const ValueDiff& d : outputs) j["outputs"].push_back(diff_json(d));
+      for (const ValueDiff& d : diff.initializers) j["initializers"].push_back(diff_json(d));
       if (per_tensor_)
-        for (const Row& r : values) j["values"].push_back(row_json(r));
-      j["first_difference"] = first ? row_json(*first) : json(nullptr);
+        for (const ValueDiff& d : diff.values) j["values"].push_back(diff_json(d));
+      j["first_difference"] = first ? diff_json(*first) : json(nullptr);
       std::ofstream out(json_path_);
       out << j.dump(2) << "\n";
       if (!out) fail_input(fmt::format("--json: cannot write '{}'", json_path_));
@@ -187,9 +169,9 @@ class CompareVerb : public Verb {
 
   // A model's graph outputs against the same names on the other side; two models whose output
   // names differ are paired by position.
-  std::vector<Row> compare_outputs() {
+  std::vector<ValueDiff> compare_outputs() {
     const Side* model = a_.ev ? &a_ : b_.ev ? &b_ : nullptr;
-    std::vector<Row> rows;
+    std::vector<ValueDiff> rows;
     if (!model) return rows;
     const auto names = model->ev->output_names();
     const auto b_names = b_.ev ? b_.ev->output_names() : std::vector<std::string>{};
@@ -201,7 +183,7 @@ class CompareVerb : public Verb {
         missing_outputs_.push_back(fmt::format("{} (not in {})", names[k], !a ? a_.path : b_.path));
         continue;
       }
-      rows.push_back({names[k], a, b, compare_values(a->value, b->value, tol_)});
+      rows.push_back({a, b, compare_values(a->value, b->value, tol_)});
     }
     return rows;
   }
