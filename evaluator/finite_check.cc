@@ -75,7 +75,9 @@ std::string format_finding(const NonFinite& f) {
     out += fmt::format("{} '{}' holds NaN or Inf before any node runs\n",
                        f.source == NonFinite::Source::Initializer ? "initializer" : "input", f.value);
   } else {
-    out += fmt::format("first NaN or Inf: node '{}' ({}), id {}\n", f.node->name, f.node->op_type, f.node_id);
+    // An unnamed node is known by its id alone ("#3", "loop/body/#1").
+    if (f.node->name.empty()) out += fmt::format("first NaN or Inf: node {} ({})\n", f.node_id, f.node->op_type);
+    else out += fmt::format("first NaN or Inf: node '{}' ({}), id {}\n", f.node->name, f.node->op_type, f.node_id);
     for (const auto& body : f.bodies) out += fmt::format("  inside {}\n", body);
   }
   out += fmt::format("  {} '{}': {}\n", f.source == NonFinite::Source::Node ? "output" : "value", f.value, format_stats(f.tensor));

@@ -38,7 +38,7 @@ class StopBefore : public Observer {
   std::string id_;
 };
 
-const NodeMatch pick_one(const Graph& g, const std::string& address) {
+NodeMatch pick_one(const Graph& g, const std::string& address) {
   const auto matches = find_nodes(g, address);
   if (matches.size() > 1) {
     std::vector<std::string> ids;
@@ -93,7 +93,8 @@ class NodeVerb : public Verb {
 
     if (verbose_ >= 1) {
       const int level = verbose_ >= 4 ? 4 : 3;
-      fmt::print("{}, id {} of {}\n", node.describe(), match.id, model_);
+      if (node.name.empty()) fmt::print("node {} ({}) of {}\n", match.id, node.op_type, model_);
+      else fmt::print("{}, id {} of {}\n", node.describe(), match.id, model_);
       for (const auto& name : reads) fmt::print(" +I {}: {}\n", name, describe(values[name], level));
       for (size_t k = 0; k < outs.size(); ++k) fmt::print(" + {}: {}\n", out_names[k], describe(outs[k], level));
     }
