@@ -50,6 +50,8 @@ std::string diff_text(const ValueDiff& d) {
   std::string text = fmt::format("  {} {}", d.c.equal ? "ok  " : "DIFF", d.a->name);
   if (d.b->name != d.a->name) text += fmt::format(" (B: {})", d.b->name);
   if (!d.a->node.empty()) text += fmt::format(" from {}", node_text(*d.a));
+  // A kind, type or shape mismatch has no element errors to show, only its reason.
+  if (!d.c.equal && d.c.mismatches == 0) return text + ": " + d.c.reason;
   text += fmt::format(": max abs {}, max rel {}", python_float(d.c.max_abs), python_float(d.c.max_rel));
   if (!d.c.equal) text += fmt::format(", {} beyond tolerance; {}", d.c.mismatches, d.c.reason);
   return text;
