@@ -2,8 +2,8 @@
 // files (--input NAME=FILE for the node's input names), from initializers, or from running the
 // model up to the node. --extract DIR writes the node as a standalone model with a
 // test_data_set_0/, a bug report that `refeval test DIR` and other runtimes can run.
+#include <algorithm>
 #include <filesystem>
-#include <set>
 
 #include <fmt/format.h>
 
