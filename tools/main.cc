@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   verbs.push_back({"run", "run a model and print its trace and outputs", make_run_verb()});
   verbs.push_back({"test", "run ONNX backend test folders and compare with their expected outputs", make_test_verb()});
   verbs.push_back({"ops", "list the operator registry", make_ops_verb()});
+  verbs.push_back({"node", "evaluate one node, its inputs from files or from the model; --extract a one-node model", make_node_verb()});
+  verbs.push_back({"compare", "compare two models, or a model and a dump folder, value by value", make_compare_verb()});
   for (auto& v : verbs) {
     v.sub = app.add_subcommand(v.name, v.help);
     v.verb->setup(v.sub);

@@ -19,5 +19,7 @@ class Verb {
 std::unique_ptr<Verb> make_run_verb();
 std::unique_ptr<Verb> make_ops_verb();
 std::unique_ptr<Verb> make_test_verb();
+std::unique_ptr<Verb> make_node_verb();
+std::unique_ptr<Verb> make_compare_verb();
 
 }  // namespace refeval::cli
