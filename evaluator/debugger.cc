@@ -144,7 +144,10 @@ const NodeLocation* Debugger::locate(const std::string& id) const {
 }
 
 void Debugger::graph_begin(const GraphEvent& e) {
-  if (e.depth == 0) frames_.clear();  // a new run; until then the last run's values stay readable
+  if (e.depth == 0) {
+    frames_.clear();  // a new run; until then the last run's values stay readable
+    interrupted_ = false;
+  }
   auto f = std::make_unique<Frame>();
   f->info = {e.depth, e.path, e.label};
   for (const NamedValues* bound : {e.initializers, e.inputs})
@@ -182,7 +185,9 @@ bool Debugger::breakpoint_hit(const std::string& id, int& number) {
 
 void Debugger::before_node(const NodeEvent& e) {
   Stop s;
-  if (breakpoint_hit(e.id, s.breakpoint))
+  if (interrupted_.exchange(false))
+    s.reason = StopReason::Interrupt;
+  else if (breakpoint_hit(e.id, s.breakpoint))
     s.reason = StopReason::Breakpoint;
   else if (action_ == DebugAction::Step || (action_ == DebugAction::Next && e.depth <= action_depth_))
     s.reason = StopReason::Step;
@@ -258,6 +263,7 @@ void Debugger::stop_here(Stop s) {
   stopped_ = true;
   const DebugAction next = on_stop_ ? on_stop_(*this, stop_) : DebugAction::Continue;
   set_action(next);
+  interrupted_ = false;  // a Ctrl-C typed at the stop's prompt is not meant for the resumed run
   stopped_ = false;
   stopped_outputs_ = nullptr;
   if (next == DebugAction::Quit) throw DebugQuit{};

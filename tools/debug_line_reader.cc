@@ -1,5 +1,6 @@
 #include "debug_line_reader.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,7 +19,13 @@ class TerminalReader final : public LineReader {
   TerminalReader() { using_history(); }
   std::optional<std::string> read(const std::string& prompt) override {
     std::fflush(stdout);
-    char* raw = readline(prompt.c_str());
+    char* raw = nullptr;
+    for (;;) {
+      errno = 0;
+      raw = readline(prompt.c_str());
+      if (raw || errno != EINTR) break;
+      fmt::print("\n");  // Ctrl-C at the prompt drops the line, as in a shell
+    }
     if (!raw) return std::nullopt;
     std::string line(raw);
     std::free(raw);

@@ -74,6 +74,7 @@ std::string stop_header(const Stop& stop, const Debugger& dbg) {
   switch (stop.reason) {
     case StopReason::Breakpoint: out = fmt::format("Breakpoint {}, before {}", stop.breakpoint, line); break;
     case StopReason::Step: out = fmt::format("Before {}", line); break;
+    case StopReason::Interrupt: out = fmt::format("Interrupted, before {}", line); break;
     case StopReason::Finish: out = fmt::format("Finished {}", line); break;
     case StopReason::Watch: out = fmt::format("NaN/Inf appeared: {}\n  after {}", stop.detail, line); break;
   }

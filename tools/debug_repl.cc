@@ -1,5 +1,6 @@
 #include "debug_repl.h"
 
+#include <csignal>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -22,6 +23,30 @@ std::vector<std::string> split_words(const std::string& line) {
   for (std::string w; in >> w;) words.push_back(w);
   return words;
 }
+
+// Ctrl-C during a run stops it at the next node, as in gdb, instead of ending the session.
+Debugger* g_interruptible = nullptr;
+extern "C" void on_sigint(int) {
+  if (g_interruptible) g_interruptible->interrupt();
+}
+
+class CtrlCStopsTheRun {
+ public:
+  explicit CtrlCStopsTheRun(Debugger& dbg) {
+    g_interruptible = &dbg;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~CtrlCStopsTheRun() {
+    sigaction(SIGINT, &previous_, nullptr);
+    g_interruptible = nullptr;
+  }
+
+ private:
+  struct sigaction previous_ {};
+};
 
 void expect_args(const Repl::Args& args, size_t min, size_t max, const char* usage) {
   if (args.size() < min || args.size() > max) fail_usage(fmt::format("usage: {}", usage));
@@ -66,6 +91,8 @@ Repl::Repl(ReferenceEvaluator& ev, std::map<std::string, Value> feeds, LineReade
 }
 
 int Repl::session() {
+  std::optional<CtrlCStopsTheRun> ctrl_c;
+  if (reader_.interactive()) ctrl_c.emplace(dbg_);
   const Model& m = ev_.model();
   fmt::print("{}: {} nodes, inputs {}. Type help for the commands, run or step to start.\n", m.path, m.graph.nodes.size(),
              fmt::join(ev_.input_names(), ", "));
@@ -172,8 +199,9 @@ std::optional<DebugAction> Repl::cmd_help(const Args& args) {
     fmt::print("{}{}\n  {}\n", c->usage, *c->alias ? fmt::format("  (or {})", c->alias) : "", c->help);
     return std::nullopt;
   }
-  for (const auto& c : commands()) fmt::print("  {:<40} {}\n", c.usage, c.help);
-  fmt::print("Enter repeats step or next. VALUE is any value name; ADDR as in `refeval node`.\n");
+  for (const auto& c : commands()) fmt::print("  {:<3} {:<40} {}\n", c.alias, c.usage, c.help);
+  fmt::print("Enter repeats step or next. VALUE is any value name: inputs, initializers, node outputs, and\n"
+             "inside a body its own values too.\n");
   return std::nullopt;
 }
 

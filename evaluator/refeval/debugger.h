@@ -23,6 +23,7 @@
 // For a callback around every node (progress, logging), add a plain Observer next to it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,7 +49,7 @@ enum class DebugAction {
 // nothing on the way (ops running bodies, the engine's error wrapping) turns it into an Error.
 struct DebugQuit {};
 
-enum class StopReason { Breakpoint, Step, Finish, Watch };
+enum class StopReason { Breakpoint, Step, Finish, Watch, Interrupt };
 
 // Where and why the run stopped. Before a node (its inputs are known and it has not run) or,
 // for Finish and Watch, after it (its outputs are known, not yet seen by any other node).
@@ -113,6 +114,10 @@ class Debugger : public Observer {
   void watch_nonfinite(bool on) { watch_nonfinite_ = on; }
   bool watching_nonfinite() const { return watch_nonfinite_; }
 
+  // Stops the run before its next node (StopReason::Interrupt). Safe to call from a signal
+  // handler or another thread: the way a Ctrl-C reaches a long run.
+  void interrupt() { interrupted_ = true; }
+
   // The current stop, or null while running or before the first stop of a run.
   const Stop* stop() const { return stopped_ ? &stop_ : nullptr; }
   // Innermost first: the body being run, then its callers, then the main graph. After a failed
@@ -158,6 +163,7 @@ class Debugger : public Observer {
   std::vector<Breakpoint> breakpoints_;
   int next_number_ = 1;
   bool watch_nonfinite_ = false;
+  std::atomic<bool> interrupted_ = false;
   std::vector<std::unique_ptr<Frame>> frames_;
   std::map<std::string, Value> pending_;  // set() of names not computed yet
   bool stopped_ = false;

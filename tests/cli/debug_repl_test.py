@@ -104,6 +104,24 @@ def test_terminal():
     check(f"terminal: quit exits 0 (got {code})", code == 0, "")
 
 
+def test_ctrl_c_interrupts_a_long_run():
+    t = Terminal(["debug", LOOP, "--fill", "trip_count=1000000000", "--fill", "cond=1"])  # 10^9 iterations
+    t.read_until(PROMPT)
+    os.write(t.fd, b"run\r")
+    t.read_until(b"run")
+    time.sleep(0.5)
+    os.write(t.fd, b"\x03")
+    out = t.read_until(PROMPT)
+    check("Ctrl-C: the run stops at the next node", "Interrupted, before" in out and "body iteration" in out, out)
+    out = t.type("half-typed\x03")  # at the prompt, Ctrl-C only drops the line
+    check("Ctrl-C: drops a half-typed line", "unknown command" not in out, out)
+    out = t.type("print trip_count\r")
+    check("Ctrl-C: the session goes on", "trip_count: int64:() in [1000000000, 1000000000]" in out, out)
+    os.write(t.fd, b"quit\r")
+    code = t.exit_code()
+    check(f"Ctrl-C: quit exits 0 (got {code})", code == 0, "")
+
+
 def test_commands_file(work):
     commands = os.path.join(work, "session.txt")
     fix = os.path.join(work, "ones.npy")
@@ -177,6 +195,7 @@ def test_usage_errors(work):
 
 with tempfile.TemporaryDirectory() as work:
     test_terminal()
+    test_ctrl_c_interrupts_a_long_run()
     test_commands_file(work)
     test_stdin_pipe_and_mistakes()
     test_watch_nan_and_runtime_error(work)

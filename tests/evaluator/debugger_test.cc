@@ -49,7 +49,7 @@ struct Script {
 
   void attach(Debugger& d) {
     d.on_stop([this](Debugger& dbg, const Stop& s) {
-      static const char* reasons[] = {"break", "step", "finish", "watch"};
+      static const char* reasons[] = {"break", "step", "finish", "watch", "interrupt"};
       stops.push_back(fmt::format("{} {}{}", reasons[int(s.reason)], s.after ? "after " : "", s.id));
       inspect(dbg, s);
       const size_t k = stops.size() - 1;
@@ -204,6 +204,24 @@ TEST_CASE("the NaN watch stops where NaN appears, not where it spreads") {
   const Values out = ev.run({}, {{"X", tensor<float>({2}, {1, -1})}});
   CHECK(std::isnan(out[0].tensor().data<float>()[1]));
   CHECK(script.stops == std::vector<std::string>{"watch after root"});  // "scale" only spreads it
+}
+
+TEST_CASE("interrupt stops a running model before its next node") {
+  ReferenceEvaluator ev(chain_model());
+  Debugger dbg(ev.model());
+  struct CtrlC : Observer {  // stands for the SIGINT handler of a terminal client
+    Debugger* dbg = nullptr;
+    void after_node(const NodeEvent& e, Values&) override {
+      if (e.id == "double") dbg->interrupt();
+    }
+  } ctrl_c;
+  ctrl_c.dbg = &dbg;
+  ev.add_observer(&dbg);
+  ev.add_observer(&ctrl_c);
+  Script script;
+  script.attach(dbg);
+  ev.run({}, {{"X", tensor<float>({2}, {2, 8})}});
+  CHECK(script.stops == std::vector<std::string>{"interrupt root"});
 }
 
 TEST_CASE("breakpoint addresses and quitting") {
