@@ -21,6 +21,8 @@
 //   }
 //
 // For a callback around every node (progress, logging), add a plain Observer next to it.
+// The debugger holds on to every value of the graphs being run (that is what lets a client print
+// any of them), so a model's intermediates stay in memory until its run ends.
 #pragma once
 
 #include <atomic>
