@@ -60,6 +60,11 @@ std::string tensor_stats_text(const Tensor& t) {
 
 }  // namespace
 
+std::string value_summary(const Value& v) {
+  if (v.is_sequence()) return v.sequence().items.empty() ? "an empty sequence" : fmt::format("a sequence: {}", describe(v, 3));
+  return v.is_absent() ? "absent" : describe(v, 3);
+}
+
 std::string node_line(const Node& node, const std::string& id, const Debugger& dbg) {
   const NodeLocation* where = dbg.locate(id);
   const std::string index = where ? fmt::format("#{}", where->index) : "";
@@ -82,7 +87,7 @@ std::string stop_header(const Stop& stop, const Debugger& dbg) {
   if (!frames.empty() && frames[0].depth > 0) out += fmt::format("\n  in {}: {}", frames[0].caller, frames[0].label);
   if (stop.after)
     for (size_t k = 0; k < stop.outputs->size() && k < stop.node->outputs.size(); ++k)
-      if (!stop.node->outputs[k].empty()) out += fmt::format("\n  {}: {}", stop.node->outputs[k], describe((*stop.outputs)[k], 3));
+      if (!stop.node->outputs[k].empty()) out += fmt::format("\n  {}: {}", stop.node->outputs[k], value_summary((*stop.outputs)[k]));
   return out;
 }
 
@@ -90,11 +95,11 @@ std::string value_text(const std::string& name, const Value& v, ValueDetail deta
   if (v.is_sequence()) {
     const auto& items = v.sequence().items;
     std::string out = fmt::format("{}: a sequence of {}", name, items.size());
-    for (size_t i = 0; i < items.size(); ++i) out += "\n" + value_text(fmt::format("{}[{}]", name, i), items[i], detail);
+    for (size_t i = 0; i < items.size(); ++i) out += fmt::format("\n{}", value_text(fmt::format("{}[{}]", name, i), items[i], detail));
     return out;
   }
   if (v.is_optional()) return v.optional().has_value() ? value_text(name, *v.optional().value, detail) : name + ": None (an empty optional)";
-  if (!v.is_tensor()) return fmt::format("{}: {}", name, v.is_absent() ? "absent" : describe(v, 3));
+  if (!v.is_tensor()) return fmt::format("{}: {}", name, value_summary(v));
   const Tensor& t = v.tensor();
   const std::string head = fmt::format("{}: {}", name, describe(v, 3));
   switch (detail) {

@@ -140,7 +140,7 @@ bool Repl::run_model(DebugAction first) {
     running_ = false;
     fmt::print("The run finished.\n");
     const auto names = ev_.output_names();
-    for (size_t k = 0; k < out.size() && k < names.size(); ++k) fmt::print("  {}: {}\n", names[k], describe(out[k], 3));
+    for (size_t k = 0; k < out.size() && k < names.size(); ++k) fmt::print("  {}: {}\n", names[k], value_summary(out[k]));
   } catch (const DebugQuit&) {
     running_ = false;
     return false;
@@ -285,7 +285,7 @@ std::optional<DebugAction> Repl::cmd_info(const Args& args) {
     return std::nullopt;
   }
   if (what == "values") {
-    for (const auto& name : dbg_.value_names()) fmt::print("  {}: {}\n", name, describe(*dbg_.value(name), 3));
+    for (const auto& name : dbg_.value_names()) fmt::print("  {}: {}\n", name, value_summary(*dbg_.value(name)));
     return std::nullopt;
   }
   if (what != "node" && what != "inputs" && what != "outputs") fail_usage(fmt::format("info: '{}' is not node, inputs, outputs, breaks or values", what));
@@ -298,12 +298,12 @@ std::optional<DebugAction> Repl::cmd_info(const Args& args) {
       const std::string& name = s->node->inputs[k];
       if (name.empty()) continue;
       const Value* v = dbg_.value(name);  // what set() left, which the node will read
-      fmt::print("  {}: {}\n", name, describe(v ? *v : (*s->inputs)[k], 3));
+      fmt::print("  {}: {}\n", name, value_summary(v ? *v : (*s->inputs)[k]));
     }
   } else {
     for (size_t k = 0; k < s->node->outputs.size(); ++k)
       if (!s->node->outputs[k].empty())
-        fmt::print("  {}: {}\n", s->node->outputs[k], s->after ? describe((*s->outputs)[k], 3) : "not computed yet (next)");
+        fmt::print("  {}: {}\n", s->node->outputs[k], s->after ? value_summary((*s->outputs)[k]) : "not computed yet (next)");
   }
   return std::nullopt;
 }
@@ -340,7 +340,7 @@ std::optional<DebugAction> Repl::cmd_set(const Args& args) {
   const bool computed = dbg_.value(args[0]) != nullptr;
   Value v = read_value_file(args[1], ev_.declared_type(args[0]));
   dbg_.set(args[0], v);
-  fmt::print("{} = {}{}\n", args[0], describe(v, 3),
+  fmt::print("{} = {}{}\n", args[0], value_summary(v),
              computed ? "" : fmt::format(" (takes effect when {} is computed)", args[0]));
   return std::nullopt;
 }
