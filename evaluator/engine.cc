@@ -80,6 +80,7 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
     }
     NodeEvent ne{event.depth, *step.node, step.id, step.index, args};
     for (Observer* o : observers) o->before_node(ne);
+    for (Observer* o : observers) o->replace_inputs(ne, args);
     StepContext ctx(*this, frame, step, event.depth);
     Values outs;
     try {

@@ -7,6 +7,7 @@ packages=(
   libeigen3-dev libspdlog-dev libfmt-dev
   doctest-dev libcli11-dev nlohmann-json3-dev
   libre2-dev libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev
+  libedit-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -16,6 +16,13 @@
 namespace refeval::cli {
 namespace fs = std::filesystem;
 
+void print_error(const std::string& message) {
+  std::string line;
+  for (unsigned char c : message) line += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
+  std::fflush(stdout);  // keeps the order of output and errors on one terminal
+  fmt::print(stderr, "refeval: error: {}\n", line);
+}
+
 const Registry& registry(const GlobalOptions& g) {
   static std::unique_ptr<Registry> with_plugins;
   if (g.custom_ops.empty()) return Registry::builtin();

@@ -42,6 +42,10 @@ struct InputOptions {
 // Feeds for every model input: from files, constants, or generated reproducibly.
 std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt);
 
+// "refeval: error: MESSAGE" on one line of stderr, whatever the message holds: names from a
+// corrupt file may contain control characters, which are escaped.
+void print_error(const std::string& message);
+
 // Splits "a,b,c" (empty parts dropped).
 std::vector<std::string> split_list(const std::string& s);
 // Splits "NAME=VALUE"; ErrorKind::Usage naming `option` otherwise.

@@ -15,13 +15,6 @@ int exit_code_of(const refeval::Error& e) {
   return e.kind() == refeval::ErrorKind::Runtime ? kEvalError : kUsageError;
 }
 
-// One line, whatever the message holds: names from a corrupt file may contain control characters.
-void report(const std::string& message) {
-  std::string line;
-  for (unsigned char c : message) line += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
-  fmt::print(stderr, "refeval: error: {}\n", line);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,6 +40,7 @@ int main(int argc, char** argv) {
   verbs.push_back({"ops", "list the operator registry", make_ops_verb()});
   verbs.push_back({"node", "evaluate one node, its inputs from files or from the model; --extract a one-node model", make_node_verb()});
   verbs.push_back({"compare", "compare two models, or a model and a dump folder, value by value", make_compare_verb()});
+  verbs.push_back({"debug", "step through a model: breakpoints, values, set, NaN watch", make_debug_verb()});
   for (auto& v : verbs) {
     v.sub = app.add_subcommand(v.name, v.help);
     v.verb->setup(v.sub);
@@ -62,7 +56,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    report(e.what());
+    print_error(e.what());
     return kUsageError;
   }
   try {
@@ -70,10 +64,10 @@ int main(int argc, char** argv) {
     for (auto& v : verbs)
       if (v.sub->parsed()) return v.verb->execute(global);
   } catch (const refeval::Error& e) {
-    report(e.what());
+    print_error(e.what());
     return exit_code_of(e);
   } catch (const std::exception& e) {
-    report(e.what());
+    print_error(e.what());
     return kEvalError;
   }
   return kOk;

@@ -21,5 +21,6 @@ std::unique_ptr<Verb> make_ops_verb();
 std::unique_ptr<Verb> make_test_verb();
 std::unique_ptr<Verb> make_node_verb();
 std::unique_ptr<Verb> make_compare_verb();
+std::unique_ptr<Verb> make_debug_verb();
 
 }  // namespace refeval::cli

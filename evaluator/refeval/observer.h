@@ -38,6 +38,9 @@ class Observer {
   virtual void graph_begin(const GraphEvent&) {}
   virtual void graph_end(const GraphEvent&) {}
   virtual void before_node(const NodeEvent&) {}
+  // Called after every observer's before_node: the node's inputs may be replaced (the debugger's
+  // `set` of a value computed earlier). The node runs on, and after_node sees, what is left here.
+  virtual void replace_inputs(const NodeEvent&, Values& /*inputs*/) {}
   // Outputs may be replaced (the debugger's `set`).
   virtual void after_node(const NodeEvent&, Values& /*outputs*/) {}
   // True keeps every value alive until the run ends instead of freeing it after its last use.
