@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   verbs.push_back({"run", "run a model and print its trace and outputs", make_run_verb()});
   verbs.push_back({"test", "run ONNX backend test folders and compare with their expected outputs", make_test_verb()});
   verbs.push_back({"ops", "list the operator registry", make_ops_verb()});
+  verbs.push_back({"check-fusion", "check a fused operator or model against its unfused form", make_check_fusion_verb()});
   for (auto& v : verbs) {
     v.sub = app.add_subcommand(v.name, v.help);
     v.verb->setup(v.sub);

@@ -19,5 +19,6 @@ class Verb {
 std::unique_ptr<Verb> make_run_verb();
 std::unique_ptr<Verb> make_ops_verb();
 std::unique_ptr<Verb> make_test_verb();
+std::unique_ptr<Verb> make_check_fusion_verb();
 
 }  // namespace refeval::cli
