@@ -20,7 +20,7 @@ using namespace refeval::build;
 
 namespace {
 
-constexpr int64_t kBatch = 64, kIn = 256, kOut = 1024;
+constexpr int64_t kBatch = 64, kIn = 64, kOut = 512;
 
 // Seeded weights in [-0.1, 0.1), so the GELU sees both signs.
 Tensor weights(Shape shape, uint64_t seed) {
