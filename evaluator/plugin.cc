@@ -14,9 +14,11 @@ void load_plugin(Registry& registry, const std::string& path) {
   auto fn = reinterpret_cast<RegisterFn>(dlsym(handle, "refeval_register_ops"));
   if (!fn) fail_usage(fmt::format("custom-op library '{}' does not export refeval_register_ops", path));
   const int status = fn(&registry, kPluginApiVersion);
-  if (status != 0)
-    fail_usage(fmt::format("custom-op library '{}' refused to register (status {}); was it built for plugin API version {}?",
-                           path, status, kPluginApiVersion));
+  if (status == 0) return;
+  if (status > 0 && status != kPluginApiVersion)
+    fail_usage(fmt::format("custom-op library '{}' was built for plugin API version {}, but this refeval provides version {}; "
+                           "rebuild it against this refeval's headers", path, status, kPluginApiVersion));
+  fail_usage(fmt::format("custom-op library '{}' failed to register its operators (status {})", path, status));
 }
 
 }  // namespace refeval

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   verbs.push_back({"node", "evaluate one node, its inputs from files or from the model; --extract a one-node model", make_node_verb()});
   verbs.push_back({"compare", "compare two models, or a model and a dump folder, value by value", make_compare_verb()});
   verbs.push_back({"debug", "step through a model: breakpoints, values, set, NaN watch", make_debug_verb()});
+  verbs.push_back({"check-fusion", "check a fused operator or model against its unfused form", make_check_fusion_verb()});
   for (auto& v : verbs) {
     v.sub = app.add_subcommand(v.name, v.help);
     v.verb->setup(v.sub);

@@ -22,5 +22,6 @@ std::unique_ptr<Verb> make_test_verb();
 std::unique_ptr<Verb> make_node_verb();
 std::unique_ptr<Verb> make_compare_verb();
 std::unique_ptr<Verb> make_debug_verb();
+std::unique_ptr<Verb> make_check_fusion_verb();
 
 }  // namespace refeval::cli

@@ -2,8 +2,10 @@
 //
 //   extern "C" int refeval_register_ops(refeval::Registry* registry, int api_version);
 //
-// returning 0 on success. The library should refuse (return non-zero) an api_version it was not
-// built for; refeval passes kPluginApiVersion.
+// refeval passes kPluginApiVersion. The library returns 0 after registering its operators. When
+// api_version is not the version it was built for, it registers nothing and returns the version
+// it was built for (its kPluginApiVersion), so refeval can say which one; any other non-zero
+// value is a failure of the library's own. docs/custom-ops.md walks through writing one.
 #pragma once
 
 #include <string>

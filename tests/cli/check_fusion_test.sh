@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `refeval check-fusion` as a user runs it (CLI.md exit codes: 0 equivalent, 3 not, 2 usage or
+# model error): wrong fusions are caught, right ones pass, in both forms, and the README's
+# example with the plugin works.
+# Usage: check_fusion_test.sh REFEVAL MAKE_TEST_MODELS EXAMPLE_PLUGIN EXAMPLE_DIR
+set -u
+refeval=$1
+make_models=$2
+plugin=$3
+example=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$make_models" "$work" || exit 1
+passed=0
+failed=0
+
+# expect CODE STDOUT_PATTERN STDERR_PATTERN -- ARGS...
+expect() {
+  local code=$1 out_pattern=$2 err_pattern=$3
+  shift 4
+  "$refeval" "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  if [[ $got -eq $code ]] && { [[ -z $out_pattern ]] || grep -qE -- "$out_pattern" "$work/out"; } &&
+     { [[ -z $err_pattern ]] || { [[ $(wc -l <"$work/err") -eq 1 ]] && grep -qE -- "$err_pattern" "$work/err"; }; }; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: refeval $* -> exit $got (want $code)"
+    sed 's/^/    /' "$work/out" "$work/err"
+  fi
+}
+
+m=$work
+# Model form: wrong fusions exit 3 and name the first failing input set.
+expect 3 "NOT equivalent: first failing input set 'random 1', output 'Y'" "" -- check-fusion --fused $m/gelu_tanh.onnx --unfused $m/gelu_erf_unfused.onnx
+expect 3 "NOT equivalent: first failing input set 'tiny'" "" -- check-fusion --fused $m/layer_norm.onnx --unfused $m/layer_norm_eps_outside_sqrt.onnx
+expect 3 "NOT equivalent: first failing input set 'given'" "" -- check-fusion --fused $m/attention.onnx --unfused $m/attention_mask_off_by_one.onnx
+# ... right ones exit 0.
+expect 0 "equivalent: 7 input sets x 1 outputs" "" -- check-fusion --fused $m/gelu_erf.onnx --unfused $m/gelu_erf_unfused.onnx
+expect 0 "equivalent" "" -- check-fusion --fused $m/layer_norm.onnx --unfused $m/layer_norm_unfused.onnx
+expect 0 "equivalent" "" -- check-fusion --fused $m/attention.onnx --unfused $m/attention_unfused.onnx
+# Looser tolerances let the tanh approximation through; without edge cases only the given set runs.
+expect 0 "equivalent" "" -- check-fusion --fused $m/gelu_tanh.onnx --unfused $m/gelu_erf_unfused.onnx --atol 1e-3 --rtol 1
+expect 0 "equivalent: 1 input sets" "" -- check-fusion --fused $m/layer_norm.onnx --unfused $m/layer_norm_eps_outside_sqrt.onnx --random-sets 0 --no-edge-cases
+
+# Node form: the built-in kernel against the built-in decomposition, by name and by op type.
+expect 0 "unfused: built-in decomposition" "" -- check-fusion $m/layer_norm.onnx --node ln
+expect 0 "fused:   Gelu kernel \(builtin\)" "" -- check-fusion $m/gelu_tanh.onnx --op Gelu
+expect 0 "equivalent" "" -- check-fusion $m/gelu_erf.onnx --node '#0' --seed 7 --repeat 2
+
+# JSON.
+expect 3 "" "" -- check-fusion --fused $m/layer_norm.onnx --unfused $m/layer_norm_eps_outside_sqrt.onnx --json $work/r.json
+grep -q '"first_failing_set": "tiny"' $work/r.json && grep -q '"equivalent": false' $work/r.json || { failed=$((failed + 1)); echo "FAIL: JSON report"; cat $work/r.json; }
+
+# The README example: the plugin's kernel against the model-local function, and the two models.
+expect 0 "unfused: model-local function" "" -- --custom-ops "$plugin" check-fusion "$example/fused.onnx" --node op:MyFusedGelu
+expect 0 "equivalent: 7 input sets x 2 outputs" "" -- --custom-ops "$plugin" check-fusion --fused "$example/fused.onnx" --unfused "$example/unfused.onnx"
+
+# Usage and model errors exit 2 with one line.
+expect 2 "" "no kernel is registered for example.fused:MyFusedGelu at opset 1; load one with --custom-ops" -- check-fusion "$example/fused.onnx" --node op:MyFusedGelu
+expect 2 "" "node 'attention' \(Attention\): nothing to check against" -- check-fusion $m/attention.onnx --op Attention
+expect 2 "" "give either MODEL with --node or --op, or --fused" -- check-fusion
+expect 2 "" "give either MODEL" -- check-fusion $m/gelu_erf.onnx --node '#0' --fused $m/gelu_erf.onnx
+expect 2 "" "the model form needs both --fused and --unfused" -- check-fusion --fused $m/gelu_erf.onnx
+expect 2 "" "give exactly one of --node ADDR and --op" -- check-fusion $m/gelu_erf.onnx
+expect 2 "" "no node matches 'nope'" -- check-fusion $m/gelu_erf.onnx --node nope
+expect 2 "" "missing.onnx" -- check-fusion --fused $m/missing.onnx --unfused $m/gelu_erf.onnx
+
+echo "check-fusion: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
