@@ -18,8 +18,8 @@ std::vector<double> attend(const AttentionProblem& p) {
         double* row = score.data() + i * T;
         for (int64_t j = 0; j < T; ++j) {
           double s = row[j] * p.scale;
-          if (!p.hidden.empty() && p.hidden[size_t((b * S + i) * T + j)]) s += p.mask_filter_value;
-          if (p.causal && j > p.past + i) s = p.mask_filter_value;
+          const bool padded = !p.hidden.empty() && p.hidden[size_t((b * S + i) * T + j)];
+          if (padded || (p.causal && j > p.past + i)) s += p.mask_filter_value;
           if (!p.bias.empty()) {
             const int64_t bb = p.bias_shape[0] == 1 ? 0 : b, bh = p.bias_shape[1] == 1 ? 0 : n;
             s += p.bias[size_t(((bb * p.bias_shape[1] + bh) * S + i) * T + j)];

@@ -2,9 +2,10 @@
 // their input projections: masks, softmax and the weighted sum of values, in double.
 //
 //   score[b,n,i,j] = scale * q[b,n,i] . k[b,n,j]
-//                    + mask_filter_value      where the key padding mask hides key j
-//   score[b,n,i,j] = mask_filter_value        where causal and j > past + i (replaced, as
-//                                             GPT-2's where(causal, score, -10000) does)
+//                    + mask_filter_value      where the key padding mask hides key j, or
+//                                             causal and j > past + i (added once, as ORT's
+//                                             mask buffer does; GPT-2's own graph replaces the
+//                                             score instead, which softmax makes ~equal)
 //   score += attention_bias[b,n,i,j]          (broadcast from (B or 1, N or 1, S, T))
 //   out[b,i,n,:] = softmax_j(score) . v[b,n,j,:]
 #pragma once

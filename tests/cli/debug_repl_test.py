@@ -106,7 +106,7 @@ def test_terminal():
 
 
 def test_ctrl_c_interrupts_a_long_run():
-    t = Terminal(["debug", LOOP, "--fill", "trip_count=1000000000", "--fill", "cond=1"])  # 10^9 iterations
+    t = Terminal(["--max-loop-iterations", "0", "debug", LOOP, "--fill", "trip_count=1000000000", "--fill", "cond=1"])  # 10^9 iterations, beyond the default limit
     t.read_until(PROMPT)
     os.write(t.fd, b"run\r")
     t.read_until(b"run")
