@@ -11,24 +11,7 @@ example=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$make_models" "$work" || exit 1
-passed=0
-failed=0
-
-# expect CODE STDOUT_PATTERN STDERR_PATTERN -- ARGS...
-expect() {
-  local code=$1 out_pattern=$2 err_pattern=$3
-  shift 4
-  "$refeval" "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  if [[ $got -eq $code ]] && { [[ -z $out_pattern ]] || grep -qE -- "$out_pattern" "$work/out"; } &&
-     { [[ -z $err_pattern ]] || { [[ $(wc -l <"$work/err") -eq 1 ]] && grep -qE -- "$err_pattern" "$work/err"; }; }; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: refeval $* -> exit $got (want $code)"
-    sed 's/^/    /' "$work/out" "$work/err"
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 m=$work
 # Model form: wrong fusions exit 3 and name the first failing input set.
@@ -66,5 +49,4 @@ expect 2 "" "give exactly one of --node ADDR and --op" -- check-fusion $m/gelu_e
 expect 2 "" "no node matches 'nope'" -- check-fusion $m/gelu_erf.onnx --node nope
 expect 2 "" "missing.onnx" -- check-fusion --fused $m/missing.onnx --unfused $m/gelu_erf.onnx
 
-echo "check-fusion: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -8,62 +8,44 @@ shared=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 golden=$shared/docs/verbose-golden
-passed=0
-failed=0
-
-# expect CODE PATTERN -- ARGS...: the exit code is CODE, stderr is one line matching PATTERN.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  "$refeval" "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  local lines
-  lines=$(wc -l <"$work/err")
-  if [[ $got -eq $code ]] && { [[ -z $pattern ]] || { [[ $lines -eq 1 ]] && grep -qE -- "$pattern" "$work/err"; }; }; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: refeval $* -> exit $got (want $code), stderr:"
-    sed 's/^/    /' "$work/err"
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 head -c 300 "$golden/linreg.onnx" >"$work/truncated.onnx"
 head -c 4096 /dev/urandom >"$work/random.onnx"
 printf '\x08\x07' >"$work/nograph.onnx"  # ir_version 7 and nothing else
 
-expect 0 "" -- run "$golden/linreg.onnx" --input "X=$golden/X.npy" --no-timing
-expect 0 "" -- "$golden/linreg.onnx" --no-timing
-expect 2 "^refeval: error: .*truncated.onnx" -- run "$work/truncated.onnx"
-expect 2 "^refeval: error: .*random.onnx" -- run "$work/random.onnx"
-expect 2 "^refeval: error: .*nograph.onnx: the model has no graph" -- run "$work/nograph.onnx"
-expect 2 "^refeval: error: .*missing.onnx" -- run "$work/missing.onnx"
-expect 2 "^refeval: error: .*input 'X': expected tensor\(float\)" -- run "$golden/linreg.onnx" --input "X=$shared/onnx-backend-tests/node/test_add_uint8/test_data_set_0/input_0.pb"
-expect 2 "^refeval: error: .*no input named 'Nope'" -- run "$golden/linreg.onnx" --input "Nope=$golden/X.npy"
-expect 2 "^refeval: error: .*--bogus" -- run "$golden/linreg.onnx" --bogus
-expect 2 "^refeval: error: .*--fill X: 'abc' is not a number" -- run "$golden/linreg.onnx" --fill X=abc
-expect 0 "" -- ops
-expect 2 "^refeval: error: cannot load custom-op library" -- --custom-ops "$work/nothing.so" ops
+expect 0 "" "" -- run "$golden/linreg.onnx" --input "X=$golden/X.npy" --no-timing
+expect 0 "" "" -- "$golden/linreg.onnx" --no-timing
+expect 2 "" "^refeval: error: .*truncated.onnx" -- run "$work/truncated.onnx"
+expect 2 "" "^refeval: error: .*random.onnx" -- run "$work/random.onnx"
+expect 2 "" "^refeval: error: .*nograph.onnx: the model has no graph" -- run "$work/nograph.onnx"
+expect 2 "" "^refeval: error: .*missing.onnx" -- run "$work/missing.onnx"
+expect 2 "" "^refeval: error: .*input 'X': expected tensor\(float\)" -- run "$golden/linreg.onnx" --input "X=$shared/onnx-backend-tests/node/test_add_uint8/test_data_set_0/input_0.pb"
+expect 2 "" "^refeval: error: .*no input named 'Nope'" -- run "$golden/linreg.onnx" --input "Nope=$golden/X.npy"
+expect 2 "" "^refeval: error: .*--bogus" -- run "$golden/linreg.onnx" --bogus
+expect 2 "" "^refeval: error: .*--fill X: 'abc' is not a number" -- run "$golden/linreg.onnx" --fill X=abc
+expect 0 "" "" -- ops
+expect 2 "" "^refeval: error: cannot load custom-op library" -- --custom-ops "$work/nothing.so" ops
 
 # Resource limits: a tensor beyond --max-memory is refused (exit 2), never an allocation crash.
-expect 2 "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-memory 16 run "$golden/linreg.onnx"
-expect 2 "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
-expect 2 "^refeval: error: --max-memory: '99999999999999999999T' does not fit in 64 bits" -- --max-memory 99999999999999999999T ops
-expect 2 "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
+expect 2 "" "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-memory 16 run "$golden/linreg.onnx"
+expect 2 "" "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
+expect 2 "" "^refeval: error: --max-memory: '99999999999999999999T' does not fit in 64 bits" -- --max-memory 99999999999999999999T ops
+expect 2 "" "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
 # A Loop whose trip count (here 2^60, as a corrupted input might hold) exceeds the iteration limit
 # is refused at once instead of hanging; the limit is configurable.
 loop11="$shared/onnx-backend-tests/node/test_loop11/model.onnx"
-expect 2 "^refeval: error: node .*\(Loop\): the trip count M = 1152921504606846976 exceeds the limit of 100000000 iterations" -- run "$loop11" --fill trip_count=1152921504606846976 --fill cond=1
-expect 2 "^refeval: error: .*M = 5 exceeds the limit of 3 iterations" -- --max-loop-iterations 3 run "$loop11" --fill trip_count=5 --fill cond=1
-expect 0 "" -- --max-loop-iterations 5 run "$loop11" --fill trip_count=5 --fill cond=1
-grep -q "res_scan: float32:(5, 1)" "$work/out" || { failed=$((failed + 1)); echo "FAIL: Loop at its iteration limit did not run 5 times"; }
+expect 2 "" "^refeval: error: node .*\(Loop\): the trip count M = 1152921504606846976 exceeds the limit of 100000000 iterations" -- run "$loop11" --fill trip_count=1152921504606846976 --fill cond=1
+expect 2 "" "^refeval: error: .*M = 5 exceeds the limit of 3 iterations" -- --max-loop-iterations 3 run "$loop11" --fill trip_count=5 --fill cond=1
+expect 0 "" "" -- --max-loop-iterations 5 run "$loop11" --fill trip_count=5 --fill cond=1
+check "a Loop at its iteration limit runs all 5 iterations" grep -q "res_scan: float32:(5, 1)" "$work/out"
 
 # A corrupt name with a carriage return (found by mutating linreg.onnx) still gives one line.
-expect 2 "input '/Add_output.x0d0' is not a graph input" -- run "$(dirname "$0")/../data/control_char_name.onnx"
+expect 2 "" "input '/Add_output.x0d0' is not a graph input" -- run "$(dirname "$0")/../data/control_char_name.onnx"
 
 # An unknown operator: the linreg model with Sqrt renamed to an op that does not exist.
 sed 's/Sqrt/Sqxt/g' "$golden/linreg.onnx" >"$work/unknown_op.onnx"
-expect 2 "^refeval: error: .*\(Sqxt\): unknown operator" -- run "$work/unknown_op.onnx"
+expect 2 "" "^refeval: error: .*\(Sqxt\): unknown operator" -- run "$work/unknown_op.onnx"
 
 # The golden trace, through the CLI.
 for level in 2 3 4; do
@@ -72,5 +54,4 @@ for level in 2 3 4; do
     failed=$((failed + 1)); echo "FAIL: --verbose $level differs from the golden trace"; diff "$work/trace" "$golden/verbose_$level.txt" | head -5; fi
 done
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish
