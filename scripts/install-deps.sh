@@ -8,6 +8,7 @@ packages=(
   doctest-dev libcli11-dev nlohmann-json3-dev
   libre2-dev libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev
   libedit-dev
+  python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -32,6 +32,10 @@ struct NodeEvent {
   const Values& inputs;
 };
 
+// To abandon a run (a breakpoint that quits, a NaN found, the node the user asked for reached),
+// an observer throws a type of its own that does not derive from std::exception: the engine turns
+// std::exceptions from operators into refeval::Error naming the node, but lets such a type pass
+// untouched, even out of bodies, to the caller of ReferenceEvaluator::run.
 class Observer {
  public:
   virtual ~Observer() = default;
