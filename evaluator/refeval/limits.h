@@ -2,7 +2,9 @@
 // which every tensor allocation checks, lives with the tensor: refeval/tensor.h.)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace refeval {
 
@@ -11,5 +13,10 @@ namespace refeval {
 inline constexpr uint64_t kDefaultLoopIterationCap = 100'000'000;
 void set_loop_iteration_cap(uint64_t iterations);
 uint64_t loop_iteration_cap();
+
+// Scratch memory an operator sizes from input data (a window length, a DFT length) before any
+// output tensor exists: an ErrorKind::Resource error naming `what` when `count` elements of
+// `element_size` bytes exceed the memory cap or 64 bits, so the cap guards it as it guards tensors.
+void check_scratch(int64_t count, size_t element_size, const std::string& what);
 
 }  // namespace refeval

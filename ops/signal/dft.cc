@@ -41,6 +41,8 @@ class DFT : public OpRun {
     out_shape[size_t(axis)] = out_len;
     out_shape.back() = out_comps;
 
+    check_scratch(n, sizeof(cdouble), "dft_length");
+    check_scratch(shape_size(out_shape), sizeof(double), "the DFT output");
     const std::vector<double> xs = as_doubles(x);
     std::vector<double> ys(size_t(shape_size(out_shape)));
     std::vector<cdouble> line(static_cast<size_t>(n));

@@ -12,6 +12,7 @@
 
 #include "../nn/nn_common.h"
 #include "refeval/dispatch.h"
+#include "refeval/limits.h"
 #include "refeval/op_run.h"
 #include "refeval/registry.h"
 #include "refeval/tensor.h"

@@ -38,6 +38,7 @@ class STFT : public OpRun {
 
     const int64_t frames = 1 + (length - frame) / step, bins = onesided_ ? frame / 2 + 1 : frame;
     const Shape out_shape{batch, frames, bins, 2};
+    check_scratch(shape_size(out_shape), sizeof(double), "the STFT output");
     const std::vector<double> xs = as_doubles(signal);
     std::vector<double> ys(size_t(shape_size(out_shape)));
     std::vector<cdouble> line(static_cast<size_t>(frame));

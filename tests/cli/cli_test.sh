@@ -32,6 +32,9 @@ expect 2 "" "^refeval: error: .*exceeds the memory cap of 16 bytes" -- --max-mem
 expect 2 "" "^refeval: error: --max-memory: 'lots' is not a size" -- --max-memory lots ops
 expect 2 "" "^refeval: error: --max-memory: '99999999999999999999T' does not fit in 64 bits" -- --max-memory 99999999999999999999T ops
 expect 2 "" "^refeval: error: .*ConstantOfShape.*(64 bits|memory cap)" -- run "$shared/onnx-backend-tests/node/test_constantofshape_float_ones/model.onnx" --fill x=1000000000 --max-memory 1G
+# Scratch buffers sized by input data are capped like tensors (found by fuzzing: a BlackmanWindow
+# of 2^31 points filled gigabytes before its output tensor was checked).
+expect 2 "" "^refeval: error: node .*\(BlackmanWindow\): the window: 2000000000 elements \(16000000000 bytes\) exceed the memory cap" -- --max-memory 1G run "$shared/onnx-backend-tests/node/test_blackmanwindow/model.onnx" --fill x=2000000000
 # A Loop whose trip count (here 2^60, as a corrupted input might hold) exceeds the iteration limit
 # is refused at once instead of hanging; the limit is configurable.
 loop11="$shared/onnx-backend-tests/node/test_loop11/model.onnx"
