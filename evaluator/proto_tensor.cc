@@ -119,7 +119,7 @@ void from_typed_fields(onnx::TensorProto& p, Tensor& t, const std::string& what)
       return;
     case DType::Complex64:
       check_count(p.float_data(), 2 * n, what, "float_data");
-      std::memcpy(t.raw_data(), p.float_data().data(), size_t(n) * 8);
+      if (n > 0) std::memcpy(t.raw_data(), p.float_data().data(), size_t(n) * 8);  // an empty field's data() is null
       return;
     case DType::Double:
       check_count(p.double_data(), n, what, "double_data");
@@ -127,7 +127,7 @@ void from_typed_fields(onnx::TensorProto& p, Tensor& t, const std::string& what)
       return;
     case DType::Complex128:
       check_count(p.double_data(), 2 * n, what, "double_data");
-      std::memcpy(t.raw_data(), p.double_data().data(), size_t(n) * 16);
+      if (n > 0) std::memcpy(t.raw_data(), p.double_data().data(), size_t(n) * 16);
       return;
     case DType::Int64:
       check_count(p.int64_data(), n, what, "int64_data");

@@ -109,3 +109,15 @@ TEST_CASE("external data is read relative to the model and may not leave its fol
   testing::check_equal(m.graph.initializers.at(0).value, tensor<float>({2, 3}, {0, 1, 2, 3, 4, 5}));
   CHECK_THROWS_WITH_AS(load_model(dir + "escape.onnx"), doctest::Contains("leaves the model's folder"), Error);
 }
+
+TEST_CASE("model_io: an empty complex tensor from typed fields decodes to zero elements") {
+  // Found by fuzzing: complex64 with dims [0] and no float_data copied from a null pointer
+  // (undefined behaviour, reported by UBSan). The file is the fuzzer's input, kept as a regression.
+  const std::string file = std::string(REFEVAL_SOURCE_DIR) + "/tests/fuzz/regressions/tensor/empty_complex_typed_field";
+  ValueType t;
+  t.kind = ValueType::Kind::Tensor;
+  const Value v = read_value_pb(file, &t);
+  REQUIRE(v.is_tensor());
+  CHECK(v.tensor().dtype() == DType::Complex64);
+  CHECK(v.tensor().size() == 0);
+}
