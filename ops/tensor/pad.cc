@@ -44,21 +44,32 @@ class Pad : public OpRun {
       begin[size_t(axes[i])] = pads[i];
       end[size_t(axes[i])] = pads[i + na];
     }
-    // Per axis: map each output coordinate to an input coordinate, or -1 for the constant.
+    // The output shape first: the tensor is checked against the memory cap (and returned at once
+    // when empty) before any per-axis map of output size is built.
     Shape out(static_cast<size_t>(rank));
-    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+    std::vector<int64_t> lo(static_cast<size_t>(rank)), kept(lo), before(lo);
     for (size_t d = 0; d < size_t(rank); ++d) {
       const int64_t dim = x.dim(d);
-      const int64_t lo = std::max<int64_t>(0, -begin[d]), hi = dim - std::max<int64_t>(0, -end[d]);
-      const int64_t e = hi - lo, pb = std::max<int64_t>(0, begin[d]), pe = std::max<int64_t>(0, end[d]);
+      lo[d] = std::max<int64_t>(0, -begin[d]);
+      const int64_t hi = dim - std::max<int64_t>(0, -end[d]);
+      const int64_t e = hi - lo[d], pb = std::max<int64_t>(0, begin[d]), pe = std::max<int64_t>(0, end[d]);
       if (e < 0) fail_runtime(fmt::format("Pad: negative pads crop more than axis {} holds", d));
       if (__builtin_add_overflow(e, pb, &out[d]) || __builtin_add_overflow(out[d], pe, &out[d]))
         fail_runtime("Pad: the padded size overflows");
       if (e == 0 && out[d] > 0 && mode_ != PadMode::Constant)
         fail_runtime(fmt::format("Pad: cannot pad an empty axis {} in this mode", d));
+      kept[d] = e;
+      before[d] = pb;
+    }
+    Tensor y(x.dtype(), out);
+    if (y.size() == 0) return {y};
+    // Per axis: map each output coordinate to an input coordinate, or -1 for the constant.
+    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+    for (size_t d = 0; d < size_t(rank); ++d) {
+      const int64_t e = kept[d];
       maps[d].resize(size_t(out[d]));
       for (int64_t o = 0; o < out[d]; ++o) {
-        int64_t j = o - pb;
+        int64_t j = o - before[d];
         if (j < 0 || j >= e) {
           switch (mode_) {
             case PadMode::Constant: j = -1; break;
@@ -74,11 +85,9 @@ class Pad : public OpRun {
               break;
           }
         }
-        maps[d][size_t(o)] = j < 0 ? -1 : j + lo;
+        maps[d][size_t(o)] = j < 0 ? -1 : j + lo[d];
       }
     }
-    Tensor y(x.dtype(), out);
-    if (y.size() == 0) return {y};
     visit_by_width(x.dtype(), [&]<class W>() {
       const W value = constant_value<W>(in, x.dtype());
       const W* src = raw_as<W>(x);

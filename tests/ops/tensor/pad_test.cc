@@ -49,6 +49,20 @@ TEST_CASE("Pad errors") {
   CHECK_THROWS_AS(run_node(node("Pad", {"x", "p", "v"}, {"y"}), {x, ints({1, 1}), tensor<double>({}, {0})}), Error);
 }
 
+TEST_CASE("Pad checks its output against the memory cap before building per-axis maps") {
+  // Found by fuzzing: an empty axis beside a 2^40 pad once built a 2^40-entry coordinate map
+  // (seconds of work, or an allocation beyond the cap) for an output with no elements.
+  const Tensor empty = tensor<float>({0, 1}, {});
+  const Values out = run_node(node("Pad", {"x", "p"}, {"y"}), {empty, ints({0, 0, 0, int64_t(1) << 40})});
+  CHECK(out[0].tensor().shape() == Shape{0, (int64_t(1) << 40) + 1});
+  const uint64_t saved = memory_cap();
+  set_memory_cap(uint64_t(1) << 30);
+  const Tensor x = tensor<float>({1}, {1});
+  CHECK_THROWS_WITH_AS(run_node(node("Pad", {"x", "p"}, {"y"}), {x, ints({0, int64_t(1) << 40})}),
+                       doctest::Contains("exceeds the memory cap"), Error);
+  set_memory_cap(saved);
+}
+
 TEST_CASE("CenterCropPad crops and pads around the centre") {
   const Tensor x = tensor<int64_t>({5}, {1, 2, 3, 4, 5});
   check_equal(run_node(node("CenterCropPad", {"x", "s"}, {"y"}), {x, ints({2})}, 18)[0], tensor<int64_t>({2}, {2, 3}));
