@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "refeval/limits.h"
 #include "vision_common.h"
 
 namespace refeval::ops {
@@ -181,14 +182,19 @@ Tensor resize_tensor(const Tensor& x, const std::vector<ResizeAxis>& axes, const
   if (axes.size() != x.rank()) fail_runtime("resize: one axis description per dimension is needed");
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
     fail_runtime(fmt::format("unknown resize mode '{}'", p.mode));
-  Shape out_shape(x.rank());
-  std::vector<AxisTaps> taps;
+  Shape out_shape(x.rank()), largest(x.rank());
   for (size_t d = 0; d < axes.size(); ++d) {
     if (axes[d].out_len < 0) fail_runtime("resize: negative output size");
     if (axes[d].in_len == 0 && axes[d].out_len > 0) fail_runtime("resize: cannot resample an empty dimension to a non-empty one");
     out_shape[d] = axes[d].out_len;
-    taps.push_back(make_taps(axes[d], p));
+    largest[d] = std::max(axes[d].in_len, axes[d].out_len);
   }
+  // The result and the axis-by-axis intermediates meet the memory cap before any per-axis tap
+  // table of output length is built (an empty result needs none).
+  if (shape_size(out_shape) == 0) return Tensor(x.dtype(), out_shape);
+  check_scratch(shape_size(largest), sizeof(double), "resize");
+  std::vector<AxisTaps> taps;
+  for (size_t d = 0; d < axes.size(); ++d) taps.push_back(make_taps(axes[d], p));
   if (p.mode == "nearest") {
     using Types = Concat<Numeric, TypeList<bool, std::string>, Complex>;
     return visit<Types>(x.dtype(), [&]<class T>() { return resize_nearest<T>(x, taps, out_shape, p.extrapolation_value); });

@@ -71,3 +71,17 @@ TEST_CASE("Resize: bad inputs are refused") {
                            {tensor<float>({1}, {1}), none(), tensor<float>({1}, {2})}),
                   Error);
 }
+
+TEST_CASE("Resize checks its output against the memory cap before building per-axis tap tables") {
+  // Found by fuzzing: a 2^40 target size beside a target size of 0 built a 2^40-entry table (an
+  // allocation ASan refuses) for a result with no elements.
+  const Node resize = node("Resize", {"x", "", "", "sizes"}, {"y"});
+  const Tensor x = tensor<float>({1, 1}, {1});
+  const Values out = run_node(resize, {x, Value(), Value(), tensor<int64_t>({2}, {0, int64_t(1) << 40})});
+  CHECK(out[0].tensor().shape() == Shape{0, int64_t(1) << 40});
+  const uint64_t saved = memory_cap();
+  set_memory_cap(uint64_t(1) << 30);
+  CHECK_THROWS_WITH_AS(run_node(resize, {x, Value(), Value(), tensor<int64_t>({2}, {1, int64_t(1) << 40})}),
+                       doctest::Contains("exceed the memory cap"), Error);
+  set_memory_cap(saved);
+}
