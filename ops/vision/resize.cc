@@ -35,6 +35,9 @@ std::vector<ResizeAxis> plan_axes(const Tensor& x, const std::vector<int64_t>& a
       if (!(scales[i] > 0)) fail_runtime(fmt::format("scale {} must be positive", scales[i]));
       r.scale = scales[i];
       r.out_width = double(r.in_len) * r.scale * (crop ? r.roi_end - r.roi_start : 1.0);
+      // Checked before the conversion, which is undefined for values beyond int64 (found by fuzzing).
+      if (!(r.out_width >= 0 && r.out_width < 0x1p62))
+        fail_runtime(fmt::format("scale {} gives an output size of {} along axis {}", scales[i], r.out_width, axes[i]));
       r.out_len = int64_t(std::floor(r.out_width));
     }
     return a;
@@ -63,6 +66,8 @@ std::vector<ResizeAxis> plan_axes(const Tensor& x, const std::vector<int64_t>& a
     ResizeAxis& r = a[size_t(axes[i])];
     r.scale = s;
     r.out_width = s * double(r.in_len);
+    if (!(r.out_width >= 0 && r.out_width < 0x1p62))
+      fail_runtime(fmt::format("sizes give an output size of {} along axis {}", r.out_width, axes[i]));
     r.out_len = int64_t(std::floor(r.out_width + 0.5));
   }
   return a;

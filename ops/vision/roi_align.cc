@@ -10,6 +10,8 @@
 namespace refeval::ops {
 namespace {
 
+constexpr double kMaxSamplesPerBin = 1 << 24;
+
 class RoiAlign : public OpRun {
  public:
   using Types = Floats;
@@ -27,6 +29,8 @@ class RoiAlign : public OpRun {
     if (mode_ != "avg" && mode_ != "max") ctx.fail("mode must be avg or max, got " + mode_);
     if (out_h_ < 1 || out_w_ < 1) ctx.fail("output_height and output_width must be positive");
     if (sampling_ratio_ < 0) ctx.fail("sampling_ratio must not be negative");
+    if (double(sampling_ratio_) * double(sampling_ratio_) > kMaxSamplesPerBin)
+      ctx.fail(fmt::format("sampling_ratio {} means more than {} samples per bin", sampling_ratio_, kMaxSamplesPerBin));
   }
 
   Values run(const Values& in, RunContext&) override {
@@ -51,8 +55,14 @@ class RoiAlign : public OpRun {
       double roi_w = roi[2] * spatial_scale_ - offset - x0, roi_h = roi[3] * spatial_scale_ - offset - y0;
       if (!half_pixel_) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
       const double bin_h = roi_h / double(out_h_), bin_w = roi_w / double(out_w_);
-      const int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : int64_t(std::ceil(roi_h / double(out_h_)));
-      const int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : int64_t(std::ceil(roi_w / double(out_w_)));
+      const double adaptive_h = std::ceil(roi_h / double(out_h_)), adaptive_w = std::ceil(roi_w / double(out_w_));
+      // An adaptive grid follows the box's size: a huge or non-finite box would mean an unbounded
+      // number of samples (a hang) or an undefined conversion, so it is refused instead.
+      if (sampling_ratio_ <= 0 && !(adaptive_h * adaptive_w <= kMaxSamplesPerBin))
+        fail_runtime(fmt::format("roi {} of size {} x {} needs more than {} samples per bin; give sampling_ratio", r,
+                                 roi_h, roi_w, kMaxSamplesPerBin));
+      const int64_t grid_h = sampling_ratio_ > 0 ? sampling_ratio_ : int64_t(adaptive_h);
+      const int64_t grid_w = sampling_ratio_ > 0 ? sampling_ratio_ : int64_t(adaptive_w);
       const double count = double(std::max<int64_t>(grid_h * grid_w, 1));
       for (int64_t c = 0; c < channels; ++c) {
         const double* plane = &xs[size_t((batch[size_t(r)] * channels + c) * height * width)];

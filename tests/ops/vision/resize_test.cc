@@ -85,3 +85,12 @@ TEST_CASE("Resize checks its output against the memory cap before building per-a
                        doctest::Contains("exceed the memory cap"), Error);
   set_memory_cap(saved);
 }
+
+TEST_CASE("Resize and Upsample refuse a scale whose output size does not fit in 64 bits") {
+  // Found by fuzzing (UBSan): the size was converted from a double beyond int64's range.
+  const Tensor x = tensor<float>({1, 2}, {1, 2});
+  CHECK_THROWS_WITH_AS(run_node(node("Resize", {"x", "", "s"}, {"y"}), {x, Value(), tensor<float>({2}, {1, 1e30f})}),
+                       doctest::Contains("gives an output size of"), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("Upsample", {"x", "s"}, {"y"}), {x, tensor<float>({2}, {1, 1e30f})}, 9),
+                       doctest::Contains("gives an output size of"), Error);
+}

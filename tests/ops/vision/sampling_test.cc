@@ -1,5 +1,7 @@
 // GridSample, AffineGrid, RoiAlign and NonMaxSuppression: identities, padding modes, integer
 // element types and edge cases the backend tests leave out.
+#include <limits>
+
 #include "test_util.h"
 
 using namespace refeval;
@@ -44,6 +46,12 @@ TEST_CASE("RoiAlign of a constant image is the constant; bad batch indices are r
   const Node n = node("RoiAlign", {"x", "r", "b"}, {"y"}, {attr("output_height", int64_t(2)), attr("output_width", int64_t(2))});
   check_equal(run_node(n, {x, rois, tensor<int64_t>({1}, {0})}, 16)[0], tensor<float>({1, 1, 2, 2}, {3, 3, 3, 3}));
   CHECK_THROWS_AS(run_node(n, {x, rois, tensor<int64_t>({1}, {1})}, 16), Error);
+  // A huge or infinite box with the adaptive grid would need unbounded samples: refused, not hung.
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH_AS(run_node(n, {x, tensor<float>({1, 4}, {0, 0, 1e9f, 1e9f}), tensor<int64_t>({1}, {0})}, 16),
+                       doctest::Contains("samples per bin"), Error);
+  CHECK_THROWS_WITH_AS(run_node(n, {x, tensor<float>({1, 4}, {0, 0, inf, 3}), tensor<int64_t>({1}, {0})}, 16),
+                       doctest::Contains("samples per bin"), Error);
 }
 
 TEST_CASE("NonMaxSuppression: limits and thresholds") {
