@@ -67,7 +67,7 @@ class FusedMatMul : public OpRun {
       if (da != db && da != 1 && db != 1)
         fail_runtime(fmt::format("batch dimensions of op(A) {} and op(B) {} do not broadcast", shape_to_string(a.shape),
                                  shape_to_string(b.shape)));
-      batch[rank - 1 - k] = std::max(da, db);
+      batch[rank - 1 - k] = da == 1 ? db : da;  // 1 broadcasts to the other, even to 0 (not max: found by fuzzing)
     }
     const int64_t count = shape_size(batch);
     std::vector<double> y(size_t(count * M * N));

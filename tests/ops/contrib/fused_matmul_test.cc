@@ -70,3 +70,10 @@ TEST_CASE("FusedMatMul errors say which dimensions disagree") {
   CHECK_THROWS_WITH_AS(fused(iota({2, 1, 3}), iota({3, 3, 1}), {}), doctest::Contains("do not broadcast"), Error);
   CHECK_THROWS_WITH_AS(fused(iota({2, 2}), tensor<double>({2, 2}, {1, 2, 3, 4}), {}), doctest::Contains("B has element type"), Error);
 }
+
+TEST_CASE("FusedMatMul: a batch of 0 broadcast against a batch of 1 gives an empty result") {
+  // Found by fuzzing: the broadcast batch size was max(0, 1) = 1, and the kernel read the empty A.
+  const Node n = node("FusedMatMul", {"a", "b"}, {"y"}, {}, "", "com.microsoft");
+  const Values y = run_node(n, {tensor<float>({0, 2, 3}, {}), tensor<float>({1, 3, 2}, {1, 2, 3, 4, 5, 6})}, 1);
+  CHECK(y[0].tensor().shape() == Shape{0, 2, 2});
+}
