@@ -50,6 +50,9 @@ class Pad : public OpRun {
     std::vector<int64_t> lo(static_cast<size_t>(rank)), kept(lo), before(lo);
     for (size_t d = 0; d < size_t(rank); ++d) {
       const int64_t dim = x.dim(d);
+      // Checked before negating or subtracting, which would overflow for pads near INT64_MIN.
+      if (begin[d] < -dim || end[d] < -dim)
+        fail_runtime(fmt::format("Pad: negative pads crop more than axis {} holds", d));
       lo[d] = std::max<int64_t>(0, -begin[d]);
       const int64_t hi = dim - std::max<int64_t>(0, -end[d]);
       const int64_t e = hi - lo[d], pb = std::max<int64_t>(0, begin[d]), pe = std::max<int64_t>(0, end[d]);

@@ -1,4 +1,6 @@
 // Pad and CenterCropPad: every mode, negative pads, axes, legacy attribute versions, errors.
+#include <limits>
+
 #include "test_util.h"
 
 using namespace refeval;
@@ -47,6 +49,9 @@ TEST_CASE("Pad errors") {
   CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}, {attr("mode", "wrap")}), {x, ints({1, 1})}, 18), Error);  // wrap is 19+
   CHECK_THROWS_AS(run_node(node("Pad", {"x", "p"}, {"y"}, {attr("mode", "edge")}), {tensor<float>({0}, {}), ints({1, 1})}), Error);
   CHECK_THROWS_AS(run_node(node("Pad", {"x", "p", "v"}, {"y"}), {x, ints({1, 1}), tensor<double>({}, {0})}), Error);
+  // Pads near INT64_MIN once overflowed when negated (UBSan, found by fuzzing): now a crop error.
+  CHECK_THROWS_WITH_AS(run_node(node("Pad", {"x", "p"}, {"y"}), {x, ints({0, std::numeric_limits<int64_t>::min()})}),
+                       doctest::Contains("crop more than axis 0 holds"), Error);
 }
 
 TEST_CASE("Pad checks its output against the memory cap before building per-axis maps") {
