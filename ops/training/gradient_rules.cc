@@ -6,17 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "../nn/nn_common.h"
 #include "refeval/dispatch.h"
 
 namespace refeval::ops {
 
-Dense to_dense(const Tensor& t) {
-  Dense d{t.shape(), std::vector<double>(size_t(t.size()))};
-  visit<Floats>(t.dtype(), [&]<class T>() {
-    for (int64_t i = 0; i < t.size(); ++i) d.v[size_t(i)] = double(t.data<T>()[i]);
-  });
-  return d;
-}
+Dense to_dense(const Tensor& t) { return Dense{t.shape(), as_doubles(t)}; }
 
 Tensor from_dense(const Dense& d, DType dtype) {
   Tensor t(dtype, d.shape);
