@@ -2,7 +2,7 @@
 // Commands come from the terminal (libedit editing and history), a pipe, or --commands FILE.
 #include <unistd.h>
 
-#include "debug_repl.h"
+#include "debug/repl.h"
 #include "refeval/model_io.h"
 #include "verbs.h"
 

@@ -1,5 +1,5 @@
-// Private to the evaluator: the planned form of a graph and the run loop that executes it.
-// plan.cc builds Plans (stage 2), engine.cc runs them (stage 3).
+// Private to the evaluator: the planned form of a graph (stage 2). plan.cc builds Plans from a
+// loaded Graph; run/engine.cc executes them.
 #pragma once
 
 #include <map>
@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "refeval/observer.h"
+#include "refeval/ir.h"
 #include "refeval/op_run.h"
 #include "refeval/registry.h"
 
@@ -74,21 +74,5 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
 // Substitutes attributes that refer to a function call's attributes (ref_attr_name), in `nodes`
 // and every nested body.
 void bind_attribute_refs(std::vector<Node>& nodes, const std::map<std::string, Attribute>& values);
-
-struct Frame {
-  std::vector<Value> slots;
-  const Frame* parent = nullptr;
-};
-
-class Engine {
- public:
-  std::vector<Observer*> observers;
-  // Runs `plan` with `inputs` bound to its formal inputs (positionally; Absent = not given, which
-  // is only allowed for inputs that have an initializer). Returns the values of `wanted` slots
-  // (kept alive throughout), or of the graph outputs when null. `all`, when given, receives every
-  // value in execution order.
-  Values run(const Plan& plan, const Frame* parent, const Values& inputs, GraphEvent event,
-             const std::vector<int>* wanted = nullptr, NamedValues* all = nullptr);
-};
 
 }  // namespace refeval

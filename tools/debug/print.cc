@@ -1,4 +1,4 @@
-#include "debug_print.h"
+#include "debug/print.h"
 
 #include <algorithm>
 

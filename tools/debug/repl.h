@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "debug_line_reader.h"
+#include "debug/line_reader.h"
 #include "refeval/debugger.h"
 #include "refeval/evaluator.h"
 

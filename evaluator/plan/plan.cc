@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "engine.h"
+#include "plan/plan.h"
 #include "refeval/address.h"
 
 namespace refeval {

@@ -2,7 +2,7 @@
 // about every graph and node; values are freed after their last use unless an observer keeps them.
 #include <fmt/format.h>
 
-#include "engine.h"
+#include "run/engine.h"
 
 namespace refeval {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "proto_convert.h"
+#include "load/proto_convert.h"
 
 namespace refeval::proto {
 namespace {

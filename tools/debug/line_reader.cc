@@ -1,4 +1,4 @@
-#include "debug_line_reader.h"
+#include "debug/line_reader.h"
 
 #include <cerrno>
 #include <cstdio>

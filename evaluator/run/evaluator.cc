@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "engine.h"
+#include "run/engine.h"
 
 namespace refeval {
 

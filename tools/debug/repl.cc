@@ -1,4 +1,4 @@
-#include "debug_repl.h"
+#include "debug/repl.h"
 
 #include <csignal>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "debug_print.h"
+#include "debug/print.h"
 #include "refeval/address.h"
 #include "refeval/format.h"
 #include "refeval/model_io.h"
