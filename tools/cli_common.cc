@@ -1,7 +1,9 @@
 #include "cli_common.h"
 
-#include <filesystem>
 #include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <optional>
 #include <cmath>
 #include <random>
 #include <regex>
@@ -9,19 +11,14 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include "refeval/format.h"
 #include "refeval/model_io.h"
 #include "refeval/plugin.h"
 
 namespace refeval::cli {
 namespace fs = std::filesystem;
-
-void print_error(const std::string& message) {
-  std::string line;
-  for (unsigned char c : message) line += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
-  std::fflush(stdout);  // keeps the order of output and errors on one terminal
-  fmt::print(stderr, "refeval: error: {}\n", line);
-}
 
 const Registry& registry(const GlobalOptions& g) {
   static std::unique_ptr<Registry> with_plugins;
@@ -94,6 +91,13 @@ Shape concrete_shape(const std::string& name, const ValueType& t, const std::map
   return s;
 }
 
+bool names_a_dimension(const Graph& g, const std::string& symbol) {
+  for (const ValueInfo* vi : g.feed_inputs())
+    for (const Dim& d : vi->type.dims)
+      if (d.param == symbol) return true;
+  return false;
+}
+
 // refeval's documented generator (README, "Generated inputs"): one std::mt19937_64 seeded with
 // --seed, drawn in input order. Floats: (x >> 11) * 2^-53, converted to the element type and
 // never rounded up to 1; integers: x % 10; bool: x & 1; strings: "s<k>" for element k.
@@ -146,6 +150,17 @@ Tensor filled(DType dtype, const Shape& shape, const std::string& text, const st
 
 }  // namespace
 
+Model open_model(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t bytes = fs::file_size(path, ec);
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<Progress> note;
+  if (!ec && bytes >= kLargeModelBytes) note.emplace(fmt::format("loading {} ({} MB)", path, bytes >> 20));
+  Model m = load_model(path);
+  spdlog::debug("loaded {} in {:.3f} s", path, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return m;
+}
+
 std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt) {
   const Graph& g = ev.model().graph;
   std::map<std::string, Value> feeds;
@@ -160,7 +175,11 @@ std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const Inpu
     const auto feedable = g.feed_inputs();
     for (size_t k = 0; k < feedable.size(); ++k) {
       const std::string file = (fs::path(opt.inputs_dir) / fmt::format("input_{}.pb", k)).string();
-      if (!fs::exists(file)) continue;
+      if (!fs::exists(file)) {
+        if (!feeds.count(feedable[k]->name))
+          spdlog::warn("--inputs {}: no input_{}.pb for input '{}'; it is generated", opt.inputs_dir, k, feedable[k]->name);
+        continue;
+      }
       if (!feeds.count(feedable[k]->name)) feeds[feedable[k]->name] = read_value_pb(file, &feedable[k]->type);
     }
   }
@@ -169,6 +188,7 @@ std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const Inpu
     auto [name, value] = split_assignment(spec, "--dim");
     try { dims[name] = std::stoll(value); } catch (...) { fail_usage(fmt::format("--dim {}: '{}' is not an integer", name, value)); }
     if (dims[name] < 0) fail_usage(fmt::format("--dim {}: must not be negative", name));
+    if (!names_a_dimension(g, name)) spdlog::warn("--dim {}: no model input has a dimension named '{}'", spec, name);
   }
   std::map<std::string, std::string> fills;
   for (const auto& spec : opt.fills) {
@@ -183,6 +203,7 @@ std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const Inpu
     if (vi->type.dtype == DType::Undefined) fail_input(fmt::format("input '{}' has no element type; give it with --input", vi->name));
     auto f = fills.find(vi->name);
     feeds[vi->name] = f != fills.end() ? filled(vi->type.dtype, shape, f->second, vi->name) : generate(vi->type.dtype, shape, rng);
+    spdlog::debug("input '{}' {} ({})", vi->name, f != fills.end() ? "filled" : "generated", describe(feeds[vi->name], 3));
   }
   for (const auto& [name, value] : fills)
     if (!feeds.count(name) || g.find_initializer(name)) {

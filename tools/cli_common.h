@@ -13,6 +13,7 @@
 #include "refeval/evaluator.h"
 #include "refeval/limits.h"
 #include "refeval/registry.h"
+#include "log.h"
 
 namespace refeval::cli {
 
@@ -22,6 +23,8 @@ struct GlobalOptions {
   std::vector<std::string> custom_ops;
   std::string max_memory;  // "8G", "512M", "0" (no cap); default 80% of physical memory
   uint64_t max_loop_iterations = kDefaultLoopIterationCap;  // 0: no limit
+  std::string log_level = "info";
+  bool quiet = false;  // -q: errors only
 };
 
 // Applies --max-memory and --max-loop-iterations (refeval/tensor.h, refeval/limits.h).
@@ -39,12 +42,12 @@ struct InputOptions {
   void add_to(CLI::App* app);
 };
 
+// load_model (refeval/model_io.h) with a progress note while a large model loads.
+inline constexpr uintmax_t kLargeModelBytes = 64 << 20;
+Model open_model(const std::string& path);
+
 // Feeds for every model input: from files, constants, or generated reproducibly.
 std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt);
-
-// "refeval: error: MESSAGE" on one line of stderr, whatever the message holds: names from a
-// corrupt file may contain control characters, which are escaped.
-void print_error(const std::string& message);
 
 // Splits "a,b,c" (empty parts dropped).
 std::vector<std::string> split_list(const std::string& s);

@@ -72,7 +72,7 @@ class CheckFusionVerb : public Verb {
   std::vector<fusion::FusionReport> check_nodes(const GlobalOptions& g) {
     if (model_.empty()) fail_usage("check-fusion: --node and --op need the MODEL argument");
     if (node_.empty() == op_.empty()) fail_usage("check-fusion: give exactly one of --node ADDR and --op DOMAIN:TYPE");
-    const Model model = load_model(model_);
+    const Model model = open_model(model_);
     const auto matches = find_nodes(model.graph, node_.empty() ? "op:" + op_ : node_);
     ReferenceEvaluator ev(model, {&registry(g)});
     const auto feeds = make_feeds(ev, inputs_);
@@ -83,7 +83,7 @@ class CheckFusionVerb : public Verb {
 
   fusion::FusionReport check_models(const GlobalOptions& g) {
     if (fused_.empty() || unfused_.empty()) fail_usage("check-fusion: the model form needs both --fused and --unfused");
-    const Model fused = load_model(fused_), unfused = load_model(unfused_);
+    const Model fused = open_model(fused_), unfused = open_model(unfused_);
     ReferenceEvaluator a(fused, {&registry(g)}), b(unfused, {&registry(g)});
     // Shared input names get the fused model's values; the unfused model's own inputs are generated too.
     auto feeds = make_feeds(b, inputs_);

@@ -126,7 +126,7 @@ class CompareVerb : public Verb {
     if (fs::is_directory(s.path)) {
       s.records = read_dump(s.path);
     } else {
-      s.ev.emplace(load_model(s.path), EvaluatorOptions{&registry(g)});
+      s.ev.emplace(open_model(s.path), EvaluatorOptions{&registry(g)});
     }
   }
 

@@ -18,7 +18,7 @@ class DebugVerb : public Verb {
   }
 
   int execute(const GlobalOptions& g) override {
-    ReferenceEvaluator ev(load_model(model_), {&registry(g)});
+    ReferenceEvaluator ev(open_model(model_), {&registry(g)});
     auto feeds = make_feeds(ev, inputs_);
     auto reader = !commands_.empty() ? make_file_reader(commands_) : isatty(STDIN_FILENO) ? make_terminal_reader() : make_stdin_reader();
     Repl repl(ev, std::move(feeds), *reader);

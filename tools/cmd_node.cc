@@ -6,12 +6,14 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "refeval/address.h"
 #include "refeval/dump.h"
 #include "refeval/format.h"
 #include "refeval/model_io.h"
 #include "refeval/node_extract.h"
+#include "refeval/trace.h"
 #include "verbs.h"
 
 namespace refeval::cli {
@@ -59,13 +61,15 @@ class NodeVerb : public Verb {
     sub->add_option("model", model_, "the .onnx model")->required();
     sub->add_option("--node", address_, "ADDR: the node (name, #INDEX, op:TYPE if only one)")->required();
     inputs_.add_to(sub);
-    sub->add_option("--verbose,-v", verbose_, "0 nothing; 1-3 summaries of inputs and outputs (default); 4 values")
+    sub->add_option("--verbose,-v", verbose_,
+                    "0 nothing; 1 a summary of inputs and outputs (default); 2-4 the trace `run` prints for the "
+                    "extracted one-node model at that level")
         ->check(CLI::Range(0, 100));
     sub->add_option("--extract", extract_dir_, "DIR: write the node as model.onnx + test_data_set_0/");
   }
 
   int execute(const GlobalOptions& g) override {
-    Model model = load_model(model_);
+    Model model = open_model(model_);
     const NodeMatch match = pick_one(model.graph, address_);
     const Node node = *match.node;
     const std::vector<std::string> reads = node_reads(node);
@@ -85,18 +89,20 @@ class NodeVerb : public Verb {
     for (auto& vi : one.graph.inputs)
       if (const ValueType* t = declared_in(model.graph, vi.name)) vi.type = *t;
     ReferenceEvaluator ev(std::move(one), {&registry(g)});
+    // At 2-4 the node is traced as `run` traces the model --extract writes: the same bytes.
+    TraceObserver trace(verbose_);
+    if (verbose_ >= 2) ev.add_observer(&trace);
     std::map<std::string, Value> feeds;
     for (const auto& name : reads) feeds[name] = values[name];
     const Values outs = ev.run({}, feeds);
     const auto out_names = ev.output_names();
     for (size_t k = 0; k < outs.size(); ++k) values[out_names[k]] = outs[k];
 
-    if (verbose_ >= 1) {
-      const int level = verbose_ >= 4 ? 4 : 3;
+    if (verbose_ == 1) {
       if (node.name.empty()) fmt::print("node {} ({}) of {}\n", match.id, node.op_type, model_);
       else fmt::print("{}, id {} of {}\n", node.describe(), match.id, model_);
-      for (const auto& name : reads) fmt::print(" +I {}: {}\n", name, describe(values[name], level));
-      for (size_t k = 0; k < outs.size(); ++k) fmt::print(" + {}: {}\n", out_names[k], describe(outs[k], level));
+      for (const auto& name : reads) fmt::print(" +I {}: {}\n", name, describe(values[name], 3));
+      for (size_t k = 0; k < outs.size(); ++k) fmt::print(" + {}: {}\n", out_names[k], describe(outs[k], 3));
     }
     if (!extract_dir_.empty()) extract(model, node, values);
     std::fflush(stdout);
@@ -157,16 +163,18 @@ class NodeVerb : public Verb {
       const std::string& name = one.graph.outputs[k].name;
       write_value_pb((data / fmt::format("output_{}.pb", k)).string(), name, values.at(name));
     }
-    if (verbose_ >= 1)
-      fmt::print("extracted: {} (model.onnx, test_data_set_0/ with {} inputs, {} outputs)\n", extract_dir_,
-                 one.graph.inputs.size(), one.graph.outputs.size());
+    const std::string done = fmt::format("extracted: {} (model.onnx, test_data_set_0/ with {} inputs, {} outputs)",
+                                         extract_dir_, one.graph.inputs.size(), one.graph.outputs.size());
+    // At trace levels stdout carries the trace alone (CLI.md), so the note goes to the log.
+    if (verbose_ == 1) fmt::print("{}\n", done);
+    else if (verbose_ >= 2) spdlog::info(done);
   }
 
   std::string model_;
   std::string address_;
   InputOptions inputs_;
   InputOptions model_inputs_;  // the --input options that name model inputs
-  int verbose_ = 3;
+  int verbose_ = 1;
   std::string extract_dir_;
 };
 

@@ -44,7 +44,7 @@ class RunVerb : public Verb {
   }
 
   int execute(const GlobalOptions& g) override {
-    ReferenceEvaluator ev(load_model(model_), {&registry(g)});
+    ReferenceEvaluator ev(open_model(model_), {&registry(g)});
     const auto feeds = make_feeds(ev, inputs_);
     const std::vector<std::string> names = outputs_.empty() ? ev.output_names() : split_list(outputs_);
     TraceObserver trace(verbose_);
@@ -55,7 +55,10 @@ class RunVerb : public Verb {
     if (check_finite_) ev.add_observer(&finite);
     Values results;
     std::vector<double> times;
+    std::optional<Progress> progress;
+    if (repeat_ > 1) progress.emplace("run", size_t(repeat_));
     for (int i = 0; i < repeat_; ++i) {
+      if (progress) progress->step();
       if (i == 1) {  // trace and dump the first run only
         ev.remove_observer(&trace);
         if (dump) ev.remove_observer(&*dump);
@@ -75,6 +78,7 @@ class RunVerb : public Verb {
       }
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
+    progress.reset();
     std::sort(times.begin(), times.end());
     if (verbose_ == 1) {
       print_summary(ev, feeds);

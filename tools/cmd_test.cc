@@ -207,8 +207,13 @@ class TestVerb : public Verb {
     int passed = 0, failed = 0, skipped = 0, expected_failures = 0, no_data = 0;
     std::vector<std::string> unexpected_failures, unexpected_passes;
     nlohmann::json results = nlohmann::json::array();
-    for (const TestCase& t : tests) {
-      if (!std::regex_search(t.name, filter)) continue;
+    std::vector<const TestCase*> selected;
+    for (const TestCase& t : tests)
+      if (std::regex_search(t.name, filter)) selected.push_back(&t);
+    Progress progress("test", selected.size());
+    for (const TestCase* tp : selected) {
+      const TestCase& t = *tp;
+      progress.step(t.name);
       const Outcome o = run_test(t, reg, 0);
       const auto x = xfail.find(t.name);
       std::string status;
@@ -217,6 +222,7 @@ class TestVerb : public Verb {
       else if (o.status == Outcome::Pass) { status = "unexpected-pass"; ++failed; unexpected_passes.push_back(t.name); }
       else if (x != xfail.end()) { status = "expected-failure"; ++skipped; ++expected_failures; }
       else { status = "failed"; ++failed; unexpected_failures.push_back(t.name); }
+      if (list_ || status == "failed" || status == "unexpected-pass") Progress::clear();
       if (list_) fmt::print("{:<16} {} ({:.3f} s){}\n", status, t.name, o.seconds, o.reason.empty() ? "" : ": " + o.reason);
       else if (status == "failed") fmt::print("FAIL {}: {}\n", t.name, o.reason);
       else if (status == "unexpected-pass") fmt::print("UNEXPECTED PASS {} (listed as {})\n", t.name, x->second);
@@ -227,6 +233,7 @@ class TestVerb : public Verb {
       results.push_back({{"name", t.name}, {"status", status}, {"reason", o.reason}, {"seconds", o.seconds},
                          {"expected_failure", x == xfail.end() ? "" : x->second}});
     }
+    Progress::clear();
     if (!json_file_.empty()) {
       std::ofstream out(json_file_);
       out << results.dump(2) << "\n";

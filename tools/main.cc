@@ -1,6 +1,7 @@
 // refeval [GLOBAL] VERB [OPTIONS] ARGS. `refeval MODEL.onnx ...` means `refeval run MODEL.onnx ...`.
 // Every error is one line on stderr, "refeval: error: ...", and maps to the exit codes of CLI.md.
 #include <cstring>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -15,12 +16,21 @@ int exit_code_of(const refeval::Error& e) {
   return e.kind() == refeval::ErrorKind::Runtime ? kEvalError : kUsageError;
 }
 
+// `refeval [GLOBAL] MODEL.onnx ...` means `refeval [GLOBAL] run MODEL.onnx ...`: the first
+// argument after the global options names a model instead of a verb.
+void insert_implicit_run(std::vector<std::string>& args) {
+  static const std::set<std::string> with_value = {"--custom-ops", "--max-memory", "--max-loop-iterations", "--log-level"};
+  size_t i = 0;
+  while (i < args.size() && args[i].starts_with('-')) i += with_value.count(args[i]) ? 2 : 1;
+  if (i < args.size() && args[i].size() > 5 && args[i].ends_with(".onnx")) args.insert(args.begin() + long(i), "run");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  init_logging();
   std::vector<std::string> args(argv + 1, argv + argc);
-  const bool has_verb_like = !args.empty() && args[0].size() > 5 && args[0].rfind(".onnx") == args[0].size() - 5;
-  if (has_verb_like) args.insert(args.begin(), "run");
+  insert_implicit_run(args);
 
   CLI::App app{"refeval: a reference evaluator and graph debugger for ONNX models", "refeval"};
   app.set_version_flag("--version", std::string("refeval ") + REFEVAL_VERSION);
@@ -32,6 +42,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-loop-iterations", global.max_loop_iterations,
                  fmt::format("N: refuse a Loop that would run more iterations (0: no limit; default {})",
                              refeval::kDefaultLoopIterationCap));
+
+  app.add_option("--log-level", global.log_level, "LEVEL: diagnostics shown on stderr: trace, debug, info (default), warning, error, off");
+  app.add_flag("-q,--quiet", global.quiet, "errors only on stderr (no warnings, notes or progress)");
 
   struct Entry { const char* name; const char* help; std::unique_ptr<Verb> verb; CLI::App* sub = nullptr; };
   std::vector<Entry> verbs;
@@ -61,6 +74,7 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
   try {
+    set_log_level(global.quiet ? "error" : global.log_level);
     apply_limits(global);
     for (auto& v : verbs)
       if (v.sub->parsed()) return v.verb->execute(global);

@@ -39,6 +39,18 @@ expect 0 "extracted: .*with 2 inputs, 1 outputs" "" -- node "$linreg" --node /Ma
 expect 0 "1 passed, 0 failed" "" -- test "$work/extract"
 expect 0 "extracted:" "" -- node "$nodes/test_if/model.onnx" --node '#0' --extract "$work/extract_if"
 expect 0 "1 passed, 0 failed" "" -- test "$work/extract_if"
+# At --verbose 2-4 a node's trace is the trace `run` prints for its extracted model, byte for byte
+# (one node with an initializer input, and an If whose branches are traced one level down).
+for level in 2 3 4; do
+  for case in "linreg|$linreg|/MatMul|--input X=$golden/X.npy" "if|$nodes/test_if/model.onnx|#0|"; do
+    IFS='|' read -r tag model node extra <<<"$case"
+    # shellcheck disable=SC2086
+    "$refeval" node "$model" --node "$node" $extra --verbose "$level" --extract "$work/trace_$tag$level" >"$work/node_trace" 2>/dev/null
+    "$refeval" run "$work/trace_$tag$level/model.onnx" --inputs "$work/trace_$tag$level/test_data_set_0" --verbose "$level" >"$work/run_trace"
+    check "node --verbose $level traces $tag's $node as run traces its extract" cmp -s "$work/node_trace" "$work/run_trace"
+    check "the $tag trace at $level is not empty" grep -q '^[A-Z][A-Za-z]*(.*) -> ' "$work/node_trace"
+  done
+done
 expect 2 "" "^refeval: error: no node matches 'nope'" -- node "$linreg" --node nope
 expect 2 "" "^refeval: error: --node op:Add: matches 2 nodes \(/Add, /Add_1\)" -- node "$linreg" --node op:Add
 expect 2 "" "is inside a body .*main-graph nodes only" -- node "$nodes/test_if/model.onnx" --node '#0/then_branch/#0'
