@@ -17,14 +17,15 @@ constexpr int kMaxFunctionDepth = 64;
 
 class PlanNodeContext final : public NodeContext {
  public:
-  PlanNodeContext(const Node& node, const Graph& graph, int64_t opset, int since, const PlanEnv& env, Scope& scope,
-                  std::string id)
-      : node_(node), graph_(graph), opset_(opset), since_(since), env_(env), scope_(scope), id_(std::move(id)) {}
+  PlanNodeContext(const Node& node, const Graph& graph, int64_t opset, const OpRegistration& reg, const PlanEnv& env,
+                  Scope& scope, std::string id)
+      : node_(node), graph_(graph), opset_(opset), reg_(reg), env_(env), scope_(scope), id_(std::move(id)) {}
   const Node& node() const override { return node_; }
   const Graph& graph() const override { return graph_; }
   const OpsetMap& opsets() const override { return env_.opsets; }
   int64_t opset() const override { return opset_; }
-  int since_version() const override { return since_; }
+  int since_version() const override { return reg_.since_version; }
+  Determinism determinism() const override { return reg_.determinism; }
   std::shared_ptr<const Plan> subgraph(const std::string& attr_name) const override {
     ignore(attr_name);
     const Attribute* a = node_.find_attribute(attr_name);
@@ -36,7 +37,7 @@ class PlanNodeContext final : public NodeContext {
   const Node& node_;
   const Graph& graph_;
   int64_t opset_;
-  int since_;
+  const OpRegistration& reg_;
   const PlanEnv& env_;
   Scope& scope_;
   std::string id_;
@@ -111,16 +112,10 @@ std::vector<size_t> execution_order(const Graph& g) {
   return order;
 }
 
-// Operators whose outputs may differ between runs on the same inputs.
-bool is_random(const std::string& op_type) {
-  static const std::set<std::string> random = {"RandomUniform", "RandomNormal", "RandomUniformLike",
-                                               "RandomNormalLike", "Bernoulli", "Multinomial", "Dropout"};
-  return random.count(op_type) > 0;
-}
-
-// Only built-in, non-random operators without bodies are trusted to be deterministic.
+// A node folds when its registration is Deterministic and it has no bodies (which may hold
+// anything).
 bool may_fold(const Node& node, const OpRegistration* reg) {
-  if (!reg || reg->origin != "builtin" || is_random(node.op_type)) return false;
+  if (!reg || reg->determinism != Determinism::Deterministic) return false;
   for (const Attribute& a : node.attributes)
     if (a.g || !a.graphs.empty()) return false;
   return true;
@@ -145,7 +140,7 @@ std::unique_ptr<OpRun> make_op(const Node& node, const Graph& graph, const PlanE
                            opset_it->second, fmt::join(versions, ", ")));
   }
   deterministic = may_fold(node, reg);
-  PlanNodeContext ctx(node, graph, opset_it->second, reg->since_version, env, scope, id);
+  PlanNodeContext ctx(node, graph, opset_it->second, *reg, env, scope, id);
   std::unique_ptr<OpRun> op;
   try {
     op = reg->factory.create(ctx);

@@ -7,16 +7,27 @@ namespace refeval {
 
 void register_builtin_ops(Registry& reg);  // ops/register_all.cc
 
+namespace {
+constexpr const char* kBuiltinOrigin = "builtin";
+}
+
 Registry::Registry(const Registry* parent, std::string origin) : parent_(parent), origin_(std::move(origin)) {}
+
+void Registry::add_entry(const std::string& domain, const std::string& op_type, int since_version, bool any_version,
+                         const OpFactory& factory) {
+  Determinism d = factory.determinism;
+  if (d == Determinism::Unknown && origin_ == kBuiltinOrigin) d = Determinism::Deterministic;
+  entries_.push_back(std::make_unique<OpRegistration>(
+      OpRegistration{normalize_domain(domain), op_type, since_version, any_version, factory, origin_, d}));
+}
 
 void Registry::add(const std::string& domain, const std::string& op_type, std::initializer_list<int> since_versions,
                    const OpFactory& factory) {
-  for (int v : since_versions)
-    entries_.push_back(std::make_unique<OpRegistration>(OpRegistration{normalize_domain(domain), op_type, v, false, factory, origin_}));
+  for (int v : since_versions) add_entry(domain, op_type, v, false, factory);
 }
 
 void Registry::add_any_version(const std::string& domain, const std::string& op_type, const OpFactory& factory) {
-  entries_.push_back(std::make_unique<OpRegistration>(OpRegistration{normalize_domain(domain), op_type, 0, true, factory, origin_}));
+  add_entry(domain, op_type, 0, true, factory);
 }
 
 const OpRegistration* Registry::resolve(const std::string& domain_in, const std::string& op_type, int64_t opset) const {
@@ -51,7 +62,7 @@ std::vector<int> Registry::versions_of(const std::string& domain, const std::str
 
 const Registry& Registry::builtin() {
   static const Registry* reg = [] {
-    auto* r = new Registry(nullptr, "builtin");
+    auto* r = new Registry(nullptr, kBuiltinOrigin);
     register_builtin_ops(*r);
     return r;
   }();

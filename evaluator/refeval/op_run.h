@@ -20,6 +20,14 @@
 
 namespace refeval {
 
+// Whether an operator's outputs depend on its inputs and attributes alone. The planner folds a
+// Deterministic node whose inputs are all constant (it runs once and its outputs are reused);
+// Random and Unknown nodes run every time. An operator declares it in its class:
+//   static constexpr refeval::Determinism determinism = refeval::Determinism::Deterministic;
+// Built-in operators are Deterministic unless they declare Random; a user or plugin operator that
+// declares nothing is Unknown, so it opts in to folding by declaring Deterministic.
+enum class Determinism { Unknown, Deterministic, Random };
+
 class Plan;  // a planned graph (a subgraph body or a function body); opaque to operators
 
 class OpRun {
@@ -38,6 +46,7 @@ class NodeContext {
   virtual const Node& node() const = 0;
   virtual int64_t opset() const = 0;         // the model's opset version for this node's domain
   virtual int since_version() const = 0;     // the since-version this implementation resolved to
+  virtual Determinism determinism() const = 0;  // as registered (OpRegistration::determinism)
   // The graph holding the node and the opsets in force, for the rare operator that looks beyond
   // its inputs (Gradient differentiates the nodes that lead to its `y`).
   virtual const Graph& graph() const = 0;

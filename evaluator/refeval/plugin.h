@@ -14,7 +14,7 @@
 
 namespace refeval {
 
-inline constexpr int kPluginApiVersion = 1;
+inline constexpr int kPluginApiVersion = 2;  // 2: OpFactory::determinism
 
 // Loads the library and lets it register its operators into `registry`. ErrorKind::Usage on
 // failure, naming the library and the reason.

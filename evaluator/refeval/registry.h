@@ -24,6 +24,7 @@ namespace refeval {
 struct OpFactory {
   std::function<std::unique_ptr<OpRun>(const NodeContext&)> create;
   std::vector<DType> types;  // element types the op accepts, for `refeval ops`; empty: not declared
+  Determinism determinism = Determinism::Unknown;
 };
 
 namespace detail {
@@ -31,14 +32,19 @@ template <class Op, class = void> struct DeclaredTypes { static std::vector<DTyp
 template <class Op> struct DeclaredTypes<Op, std::void_t<typename Op::Types>> {
   static std::vector<DType> get() { return Op::Types::dtypes(); }
 };
+template <class Op, class = void> struct DeclaredDeterminism { static constexpr Determinism value = Determinism::Unknown; };
+template <class Op> struct DeclaredDeterminism<Op, std::void_t<decltype(Op::determinism)>> {
+  static constexpr Determinism value = Op::determinism;
+};
 }  // namespace detail
 
 // make<Op>: the factory of an OpRun subclass constructible from a NodeContext. If Op declares
-// `using Types = <TypeList>;` those element types are advertised.
+// `using Types = <TypeList>;` those element types are advertised; if it declares
+// `static constexpr Determinism determinism = ...;` that is its determinism (see op_run.h).
 template <class Op>
 inline const OpFactory make{
     [](const NodeContext& ctx) -> std::unique_ptr<OpRun> { return std::make_unique<Op>(ctx); },
-    detail::DeclaredTypes<Op>::get()};
+    detail::DeclaredTypes<Op>::get(), detail::DeclaredDeterminism<Op>::value};
 
 struct OpRegistration {
   std::string domain;
@@ -47,6 +53,9 @@ struct OpRegistration {
   bool any_version = false;
   OpFactory factory;
   std::string origin;  // "builtin", or the plugin / user that added it
+  // The factory's declaration, with Unknown read as Deterministic for built-in operators (each
+  // random one declares Random) and left Unknown, never folded, for user and plugin operators.
+  Determinism determinism = Determinism::Unknown;
 };
 
 class Registry {
@@ -69,6 +78,8 @@ class Registry {
   static const Registry& builtin();
 
  private:
+  void add_entry(const std::string& domain, const std::string& op_type, int since_version, bool any_version,
+                 const OpFactory& factory);
   const Registry* parent_;
   std::string origin_;
   std::vector<std::unique_ptr<OpRegistration>> entries_;

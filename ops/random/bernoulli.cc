@@ -11,6 +11,7 @@ namespace {
 
 class Bernoulli : public OpRun {
  public:
+  static constexpr Determinism determinism = Determinism::Random;
   using Types = Floats;
   using OutTypes = NumericAndBool;
   explicit Bernoulli(const NodeContext& ctx) : rng_(ctx) {

@@ -11,6 +11,7 @@ namespace {
 
 class Dropout : public OpRun {
  public:
+  static constexpr Determinism determinism = Determinism::Random;
   using Types = Concat<Floats, Float8s>;
   explicit Dropout(const NodeContext& ctx) : rng_(ctx), version_(ctx.since_version()) {
     if (version_ < 12) ratio_ = ctx.attr<float>("ratio", 0.5f);

@@ -9,6 +9,7 @@ namespace {
 
 class Multinomial : public OpRun {
  public:
+  static constexpr Determinism determinism = Determinism::Random;
   using Types = Floats;
   explicit Multinomial(const NodeContext& ctx)
       : rng_(ctx),

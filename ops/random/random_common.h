@@ -37,7 +37,7 @@ struct RandomState {
 // Where one run of a node draws its numbers from: its own state (seeded nodes) or the locked
 // process-wide state.
 class Draw {
- public:
+  friend class RandomSource;  // the only way to a Draw, so every random op declares itself Random
   explicit Draw(std::optional<uint32_t> seed) {
     if (seed) {
       own_.emplace(*seed);
@@ -47,6 +47,8 @@ class Draw {
       state_ = &shared_state();
     }
   }
+
+ public:
   // A uniform double in [0, 1) from 53 random bits of two 32-bit outputs (numpy's random_sample).
   double uniform() {
     const uint32_t a = state_->engine() >> 5, b = state_->engine() >> 6;
@@ -85,10 +87,14 @@ class Draw {
 };
 
 // The node's `seed` attribute, as an integer. A seeded node restarts its generator at every run,
-// so each run of it gives the same numbers, as the ONNX reference evaluator does.
+// so each run of it gives the same numbers, as the ONNX reference evaluator does. Only an
+// operator registered as Determinism::Random may draw: one that forgot to declare it would be
+// folded on constant inputs, so constructing this fails for it at once, in every test.
 class RandomSource {
  public:
   explicit RandomSource(const NodeContext& ctx) {
+    if (ctx.determinism() != Determinism::Random)
+      ctx.fail("draws random numbers but its class does not declare Determinism::Random");
     if (auto s = ctx.optional_attr<float>("seed")) {
       if (!std::isfinite(*s)) ctx.fail("seed must be finite");
       seed_ = uint32_t(int64_t(*s));

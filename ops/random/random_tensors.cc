@@ -12,6 +12,7 @@ enum class Dist { Uniform, Normal };
 template <Dist D, bool Like>
 class RandomTensor : public OpRun {
  public:
+  static constexpr Determinism determinism = Determinism::Random;
   using Types = Floats;
   explicit RandomTensor(const NodeContext& ctx) : rng_(ctx) {
     if constexpr (D == Dist::Uniform) {

@@ -27,7 +27,7 @@ grep -q 'in \[-1.0, -1.0\]' <<<"$out" || fail "--custom-ops after the verb was i
 "$refeval" --custom-ops "$future_plugin" ops >"$work/out" 2>"$work/err"
 code=$?
 [[ $code -eq 2 ]] || fail "a plugin for another API version exited $code (want 2)"
-[[ $(wc -l <"$work/err") -eq 1 ]] && grep -q '^refeval: error: custom-op library .* was built for plugin API version 2, but this refeval provides version 1' "$work/err" \
+[[ $(wc -l <"$work/err") -eq 1 ]] && grep -q '^refeval: error: custom-op library .* was built for plugin API version 3, but this refeval provides version 2' "$work/err" \
   || fail "unclear API-version error: $(cat "$work/err")"
 
 echo "custom-ops: $((4 * 2 + 2 - failed)) checks passed, $failed failed"
