@@ -53,7 +53,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   if (k.dtype() != q.dtype()) fail_runtime("Q and K must have the same element type");
   const int64_t B = q.dim(0);
   int64_t Hq, Hkv, Sq, Skv, E, Ev;
-  std::vector<C> Q = to_compute_vec<C>(q), K = to_compute_vec<C>(k), V = to_compute_vec<C>(v);
+  std::vector<C> Q = to_compute<C>(q), K = to_compute<C>(k), V = to_compute<C>(v);
   if (r == 3) {
     if (at.q_num_heads <= 0 || at.kv_num_heads <= 0) fail_runtime("3-D inputs need the q_num_heads and kv_num_heads attributes");
     Hq = at.q_num_heads, Hkv = at.kv_num_heads, Sq = q.dim(1), Skv = k.dim(1);
@@ -79,8 +79,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       fail_runtime(fmt::format("past_key has shape {}, expected ({}, {}, past, {})", shape_to_string(pk.shape()), B, Hkv, E));
     P = pk.dim(2);
     if (pv.shape() != Shape{B, Hkv, P, Ev}) fail_runtime(fmt::format("past_value has shape {}", shape_to_string(pv.shape())));
-    K = concat_seq(to_compute_vec<C>(pk), K, B * Hkv, P, Skv, E);
-    V = concat_seq(to_compute_vec<C>(pv), V, B * Hkv, P, Skv, Ev);
+    K = concat_seq(to_compute<C>(pk), K, B * Hkv, P, Skv, E);
+    V = concat_seq(to_compute<C>(pv), V, B * Hkv, P, Skv, Ev);
   }
   const int64_t T = P + Skv;
   // Bias [B, Hq, Sq, T].
@@ -102,7 +102,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       for (size_t i = 0; i < mv.size(); ++i) mv[i] = p[i] ? C(0) : ninf;
     } else {
       if (m.dtype() != q.dtype()) fail_runtime("a float attn_mask must have the element type of Q");
-      mv = to_compute_vec<C>(m);
+      mv = to_compute<C>(m);
     }
     size_t i = 0;
     for (int64_t b = 0; b < B; ++b)
@@ -175,13 +175,13 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       for (int64_t h = 0; h < Hq; ++h)
         for (int64_t s = 0; s < Sq; ++s)
           std::copy_n(Y.begin() + ((b * Hq + h) * Sq + s) * Ev, Ev, y3.begin() + ((b * Sq + s) * Hq + h) * Ev);
-    out.push_back(from_compute_vec<C>(q.dtype(), {B, Sq, Hq * Ev}, y3));
+    out.push_back(tensor_from_compute<C>(q.dtype(), {B, Sq, Hq * Ev}, y3));
   } else {
-    out.push_back(from_compute_vec<C>(q.dtype(), {B, Hq, Sq, Ev}, Y));
+    out.push_back(tensor_from_compute<C>(q.dtype(), {B, Hq, Sq, Ev}, Y));
   }
-  out.push_back(from_compute_vec<C>(k.dtype(), {B, Hkv, T, E}, K));
-  out.push_back(from_compute_vec<C>(v.dtype(), {B, Hkv, T, Ev}, V));
-  out.push_back(from_compute_vec<C>(q.dtype(), full, qk_out));
+  out.push_back(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K));
+  out.push_back(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V));
+  out.push_back(tensor_from_compute<C>(q.dtype(), full, qk_out));
   return out;
 }
 

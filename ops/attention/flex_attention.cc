@@ -41,7 +41,7 @@ class FlexAttention : public OpRun {
     if (Hkv <= 0 || Hq % Hkv) ctx.fail(fmt::format("q_num_heads {} is not a multiple of kv_num_heads {}", Hq, Hkv));
     const Shape score_shape{B, Hq, L, S};
     return with_compute_type(q.dtype(), [&]<class C>() -> Values {
-      const std::vector<C> Q = to_compute_vec<C>(q), K = to_compute_vec<C>(k), V = to_compute_vec<C>(v);
+      const std::vector<C> Q = to_compute<C>(q), K = to_compute<C>(k), V = to_compute<C>(v);
       const C scale = C(scale_ ? *scale_ : 1.0 / std::sqrt(double(E)));
       std::vector<C> scores(size_t(shape_size(score_shape)));
       const int64_t group = Hq / Hkv;
@@ -53,12 +53,12 @@ class FlexAttention : public OpRun {
         }
       auto apply = [&](const std::shared_ptr<const Plan>& body, std::vector<C>& data, const char* label) {
         if (!body) return;
-        const Values out = ctx.run_body(*body, {from_compute_vec<C>(q.dtype(), score_shape, data)}, label);
+        const Values out = ctx.run_body(*body, {tensor_from_compute<C>(q.dtype(), score_shape, data)}, label);
         if (out.empty() || !out[0].is_tensor()) ctx.fail(fmt::format("{} must return a tensor", label));
         const Tensor& t = out[0].tensor();
         if (t.shape() != score_shape)
           ctx.fail(fmt::format("{} returned shape {}, expected {}", label, shape_to_string(t.shape()), shape_to_string(score_shape)));
-        data = to_compute_vec<C>(t);
+        data = to_compute<C>(t);
       };
       apply(score_mod_, scores, "score_mod");
       for (int64_t r = 0; r < B * Hq * L; ++r) {
@@ -75,7 +75,7 @@ class FlexAttention : public OpRun {
         for (int64_t h = 0; h < Hq; ++h)
           gemm(false, false, L, Ev, S, scores.data() + (b * Hq + h) * L * S, V.data() + (b * Hkv + h / group) * S * Ev,
                Y.data() + (b * Hq + h) * L * Ev, false);
-      return {from_compute_vec<C>(q.dtype(), {B, Hq, L, Ev}, Y)};
+      return {tensor_from_compute<C>(q.dtype(), {B, Hq, L, Ev}, Y)};
     });
   }
 

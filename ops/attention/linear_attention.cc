@@ -54,13 +54,13 @@ class LinearAttention : public OpRun {
                            shape_to_string(q.shape())));
     const Shape state_shape{B, Hk, Dk, Dv};
     return with_compute_type(q.dtype(), [&]<class C>() -> Values {
-      const std::vector<C> Q = to_compute_vec<C>(q), K = to_compute_vec<C>(k), V = to_compute_vec<C>(v);
+      const std::vector<C> Q = to_compute<C>(q), K = to_compute<C>(k), V = to_compute<C>(v);
       std::vector<C> S(size_t(shape_size(state_shape)), C(0));
       DType state_dtype = q.dtype();
       if (has_value(in, 3)) {
         const Tensor& p = input_tensor(in, 3);
         if (p.shape() != state_shape) ctx.fail(fmt::format("past_state has shape {}, expected {}", shape_to_string(p.shape()), shape_to_string(state_shape)));
-        S = to_compute_vec<C>(p);
+        S = to_compute<C>(p);
         state_dtype = p.dtype();
       }
       std::vector<C> G, Be, Er;
@@ -70,18 +70,18 @@ class LinearAttention : public OpRun {
         g_last = g.rank() == 3 ? g.dim(2) : -1;
         if (g.rank() != 3 || g.dim(0) != B || g.dim(1) != T || (g_last != Hk && g_last != Hk * Dk))
           ctx.fail(fmt::format("decay has shape {}, expected ({}, {}, {} or {})", shape_to_string(g.shape()), B, T, Hk, Hk * Dk));
-        G = to_compute_vec<C>(g);
+        G = to_compute<C>(g);
       }
       if (delta_) {
         const Tensor& be = input_tensor(in, 5);
         b_last = be.rank() == 3 ? be.dim(2) : -1;
         if (be.rank() != 3 || be.dim(0) != B || be.dim(1) != T || (b_last != Hk && b_last != 1))
           ctx.fail(fmt::format("beta has shape {}, expected ({}, {}, {} or 1)", shape_to_string(be.shape()), B, T, Hk));
-        Be = to_compute_vec<C>(be);
+        Be = to_compute<C>(be);
         if (has_value(in, 6)) {
           const Tensor& e = input_tensor(in, 6);
           if (e.shape() != k.shape()) ctx.fail("erase_gate must have the shape of key");
-          Er = to_compute_vec<C>(e);
+          Er = to_compute<C>(e);
         }
       }
       const C scale = scale_ != 0.0f ? C(scale_) : C(1) / std::sqrt(C(Dk));
@@ -124,7 +124,7 @@ class LinearAttention : public OpRun {
             }
           }
         }
-      return {from_compute_vec<C>(q.dtype(), {B, T, Hq * Dv}, out), from_compute_vec<C>(state_dtype, state_shape, S)};
+      return {tensor_from_compute<C>(q.dtype(), {B, T, Hq * Dv}, out), tensor_from_compute<C>(state_dtype, state_shape, S)};
     });
   }
 

@@ -9,22 +9,15 @@
 #include "attention_core.h"
 #include "refeval/registry.h"
 
-#include <cmath>
-
 namespace refeval::ops::contrib {
 namespace {
 
 class Attention : public OpRun {
  public:
-  using Types = TypeList<float, float16, bfloat16>;
+  using Types = AttentionTypes;
   explicit Attention(const NodeContext& ctx)
-      : heads_(ctx.required<int64_t>("num_heads")),
-        unidirectional_(ctx.attr<int64_t>("unidirectional", 0) != 0),
-        mask_filter_value_(ctx.attr<float>("mask_filter_value", -10000.0f)),
-        scale_(ctx.optional_attr<float>("scale")),
-        sizes_(ctx.attr<std::vector<int64_t>>("qkv_hidden_sizes", {})),
+      : attrs_(ctx), heads_(attrs_.heads), sizes_(ctx.attr<std::vector<int64_t>>("qkv_hidden_sizes", {})),
         wants_present_(ctx.has_output(1)) {
-    if (heads_ <= 0) ctx.fail(fmt::format("num_heads must be positive, got {}", heads_));
     if (!sizes_.empty() && (sizes_.size() != 3 || sizes_[0] != sizes_[1] || sizes_[0] <= 0 || sizes_[2] <= 0))
       ctx.fail("qkv_hidden_sizes must be three positive sizes with Q's equal to K's");
     for (int64_t s : sizes_)
@@ -63,8 +56,6 @@ class Attention : public OpRun {
 
     AttentionProblem p;
     p.batch = B, p.heads = heads_, p.seq = S, p.head_size = dq / heads_, p.v_head_size = dv / heads_;
-    p.causal = unidirectional_, p.mask_filter_value = mask_filter_value_;
-    p.scale = scale_ ? double(*scale_) : 1.0 / std::sqrt(double(p.head_size));
     p.q = split_heads(qkv, width, 0, B, S, heads_, p.head_size);
     p.k = split_heads(qkv, width, dq, B, S, heads_, p.head_size);
     p.v = split_heads(qkv, width, 2 * dq, B, S, heads_, p.v_head_size);
@@ -75,15 +66,12 @@ class Attention : public OpRun {
       if (past.rank() != 5 || past.dim(0) != 2 || past.dim(1) != B || past.dim(2) != heads_ || past.dim(4) != p.head_size)
         fail_runtime(fmt::format("past has shape {}, expected (2, {}, {}, past_sequence_length, {})", shape_to_string(past.shape()),
                                  B, heads_, p.head_size));
-      p.past = past.dim(3);
       const std::vector<double> pv = to_doubles(past);
-      const size_t half = pv.size() / 2;
-      p.k = concat_sequence({pv.begin(), pv.begin() + long(half)}, p.k, B, heads_, p.past, S, p.head_size);
-      p.v = concat_sequence({pv.begin() + long(half), pv.end()}, p.v, B, heads_, p.past, S, p.head_size);
+      const auto half = pv.begin() + long(pv.size() / 2);
+      prepend_past(p, {pv.begin(), half}, {half, pv.end()}, past.dim(3), S);
     }
-    p.total = p.past + S;
-    if (has_value(in, 3)) p.hidden = key_padding_mask(input_tensor(in, 3), p, "mask_index");
-    if (has_value(in, 5)) set_attention_bias(p, input_tensor(in, 5), x.dtype());
+    finish_problem(p, S, attrs_, in, {.key_padding_mask = 3, .key_padding_mask_name = "mask_index", .attention_bias = 5},
+                   x.dtype());
 
     Tensor out = from_doubles(x.dtype(), {B, S, dv}, attend(p));
     if (!wants_present_) return {out};
@@ -94,10 +82,8 @@ class Attention : public OpRun {
   }
 
  private:
+  AttentionAttrs attrs_;
   int64_t heads_;
-  bool unidirectional_;
-  float mask_filter_value_;
-  std::optional<float> scale_;
   std::vector<int64_t> sizes_;
   bool wants_present_;
 };

@@ -7,6 +7,41 @@
 
 namespace refeval::ops::contrib {
 
+AttentionAttrs::AttentionAttrs(const NodeContext& ctx)
+    : heads(ctx.required<int64_t>("num_heads")),
+      unidirectional(ctx.attr<int64_t>("unidirectional", 0) != 0),
+      mask_filter_value(ctx.attr<float>("mask_filter_value", -10000.0f)),
+      scale(ctx.optional_attr<float>("scale")) {
+  if (heads <= 0) ctx.fail(fmt::format("num_heads must be positive, got {}", heads));
+}
+
+void finish_problem(AttentionProblem& p, int64_t kv_length, const AttentionAttrs& a, const Values& in,
+                    const AttentionMaskInputs& inputs, DType dtype) {
+  p.total = p.past + kv_length;
+  p.causal = a.unidirectional, p.mask_filter_value = a.mask_filter_value;
+  p.scale = a.scale ? double(*a.scale) : 1.0 / std::sqrt(double(p.head_size));
+  if (has_value(in, inputs.key_padding_mask))
+    p.hidden = key_padding_mask(input_tensor(in, inputs.key_padding_mask), p, inputs.key_padding_mask_name);
+  if (has_value(in, inputs.attention_bias)) set_attention_bias(p, input_tensor(in, inputs.attention_bias), dtype);
+}
+
+void prepend_past(AttentionProblem& p, const std::vector<double>& past_k, const std::vector<double>& past_v, int64_t P,
+                  int64_t L) {
+  p.past = P;
+  p.k = concat_sequence(past_k, p.k, p.batch, p.heads, P, L, p.head_size);
+  p.v = concat_sequence(past_v, p.v, p.batch, p.heads, P, L, p.v_head_size);
+}
+
+std::vector<std::vector<double>> unpack_interleaved(const std::vector<double>& packed, int64_t rows, int64_t N,
+                                                    int64_t parts, int64_t h) {
+  std::vector<std::vector<double>> out(size_t(parts), std::vector<double>(size_t(rows * N * h)));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t part = 0; part < parts; ++part)
+        std::copy_n(packed.begin() + ((r * N + n) * parts + part) * h, h, out[size_t(part)].begin() + (r * N + n) * h);
+  return out;
+}
+
 std::vector<double> attend(const AttentionProblem& p) {
   const int64_t B = p.batch, N = p.heads, S = p.seq, T = p.total, h = p.head_size, hv = p.v_head_size;
   std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T));

@@ -10,12 +10,16 @@
 //   out[b,i,n,:] = softmax_j(score) . v[b,n,j,:]
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "contrib_common.h"
 
 namespace refeval::ops::contrib {
+
+// The element types ORT registers both operators for.
+using AttentionTypes = TypeList<float, float16, bfloat16>;
 
 struct AttentionProblem {
   int64_t batch = 0, heads = 0, seq = 0, total = 0, past = 0, head_size = 0, v_head_size = 0;
@@ -28,6 +32,38 @@ struct AttentionProblem {
   std::vector<double> bias;  // attention_bias values, empty if none
   Shape bias_shape;          // (B or 1, N or 1, S, T)
 };
+
+// The attributes Attention and MultiHeadAttention share, checked.
+struct AttentionAttrs {
+  int64_t heads;
+  bool unidirectional;
+  float mask_filter_value;
+  std::optional<float> scale;
+  explicit AttentionAttrs(const NodeContext& ctx);
+};
+
+// The inputs both ops read after their projections, by index and by the name errors use.
+struct AttentionMaskInputs {
+  size_t key_padding_mask;
+  const char* key_padding_mask_name;
+  size_t attention_bias;
+};
+
+// Completes p once q, k, v (past keys and values included), batch, heads, seq, past and the head
+// sizes are set, kv_length new keys following the past ones: total length, the attributes (scale 1/sqrt(head_size) unless given), the key
+// padding mask and attention_bias inputs when present.
+void finish_problem(AttentionProblem& p, int64_t kv_length, const AttentionAttrs& a, const Values& in,
+                    const AttentionMaskInputs& inputs, DType dtype);
+
+// Sets p.past = P and puts past keys (B, N, P, h) and values (B, N, P, hv) before p.k and p.v,
+// which hold L new positions each.
+void prepend_past(AttentionProblem& p, const std::vector<double>& past_k, const std::vector<double>& past_v, int64_t P,
+                  int64_t L);
+
+// Separates `parts` interleaved projections: rows of (N, parts, h) values (ORT's packed QKV and KV
+// layouts) become `parts` row-major (rows, N * h) matrices.
+std::vector<std::vector<double>> unpack_interleaved(const std::vector<double>& packed, int64_t rows, int64_t N,
+                                                    int64_t parts, int64_t h);
 
 // The attention output as (B, S, N * v_head_size).
 std::vector<double> attend(const AttentionProblem& p);

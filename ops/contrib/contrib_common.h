@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "refeval/compute_vector.h"
 #include "refeval/dispatch.h"
 #include "refeval/op_run.h"
 #include "refeval/tensor.h"
@@ -21,26 +22,6 @@ using FloatTypes = Floats;
 
 // Refuses an element type outside List with an error naming it (the engine adds the node).
 template <class List> void require_types(DType t) { visit<List>(t, []<class T>() {}); }
-
-// A floating tensor's values as doubles.
-inline std::vector<double> to_doubles(const Tensor& t) {
-  return visit<FloatTypes>(t.dtype(), [&]<class T>() {
-    std::vector<double> v(size_t(t.size()));
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < v.size(); ++i) v[i] = double(compute_t<T>(p[i]));
-    return v;
-  });
-}
-
-// A new tensor of a floating type holding `v`, rounded once.
-inline Tensor from_doubles(DType dtype, Shape shape, const std::vector<double>& v) {
-  Tensor t(dtype, std::move(shape));
-  visit<FloatTypes>(dtype, [&]<class T>() {
-    T* p = t.data<T>();
-    for (size_t i = 0; i < v.size(); ++i) p[i] = from_compute<T>(v[i]);
-  });
-  return t;
-}
 
 // Errors name the input and say what was expected, e.g. "gamma has shape (3,), expected (4,)".
 inline void require_shape(const Tensor& t, const Shape& want, const std::string& name) {
@@ -74,9 +55,6 @@ inline std::vector<int64_t> to_int64s(const Tensor& t, const std::string& name) 
     return v;
   });
 }
-
-// The values of t broadcast unidirectionally (numpy rules, t's dims aligned right) to `target`.
-std::vector<double> expand_to(const Tensor& t, const Shape& target, const std::string& name);
 
 // Row-major values of shape `shape` transposed by `perm` (output dim d is input dim perm[d]).
 std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm);

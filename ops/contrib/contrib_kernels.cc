@@ -12,35 +12,6 @@
 
 namespace refeval::ops::contrib {
 
-std::vector<double> expand_to(const Tensor& t, const Shape& target, const std::string& name) {
-  const Shape& s = t.shape();
-  const size_t r = target.size();
-  bool ok = s.size() <= r;
-  std::vector<int64_t> strides(r, 0);
-  int64_t stride = 1;
-  for (size_t k = 0; ok && k < s.size(); ++k) {  // k counts dimensions from the right
-    const int64_t dim = s[s.size() - 1 - k], want = target[r - 1 - k];
-    ok = dim == 1 || dim == want;
-    strides[r - 1 - k] = dim == 1 ? 0 : stride;
-    stride *= dim;
-  }
-  if (!ok)
-    fail_runtime(fmt::format("{} of shape {} does not broadcast to {}", name, shape_to_string(s), shape_to_string(target)));
-  const std::vector<double> src = to_doubles(t);
-  std::vector<double> out(size_t(shape_size(target)));
-  std::vector<int64_t> idx(r, 0);
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t off = 0;
-    for (size_t d = 0; d < r; ++d) off += idx[d] * strides[d];
-    out[i] = src[size_t(off)];
-    for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < target[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
 std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm) {
   const size_t r = shape.size();
   std::vector<int64_t> in_strides(r, 1);

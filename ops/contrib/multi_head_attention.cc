@@ -10,20 +10,14 @@
 #include "attention_core.h"
 #include "refeval/registry.h"
 
-#include <cmath>
-
 namespace refeval::ops::contrib {
 namespace {
 
 class MultiHeadAttention : public OpRun {
  public:
-  using Types = TypeList<float, float16, bfloat16>;
+  using Types = AttentionTypes;
   explicit MultiHeadAttention(const NodeContext& ctx)
-      : heads_(ctx.required<int64_t>("num_heads")),
-        unidirectional_(ctx.attr<int64_t>("unidirectional", 0) != 0),
-        mask_filter_value_(ctx.attr<float>("mask_filter_value", -10000.0f)),
-        scale_(ctx.optional_attr<float>("scale")) {
-    if (heads_ <= 0) ctx.fail(fmt::format("num_heads must be positive, got {}", heads_));
+      : attrs_(ctx), heads_(attrs_.heads) {
     if (ctx.has_input(8) || ctx.has_input(9)) ctx.fail("inputs past_sequence_length and cache_indirection are not supported");
     if (ctx.has_output(3)) ctx.fail("output qk is not supported");
   }
@@ -54,16 +48,10 @@ class MultiHeadAttention : public OpRun {
       if (query.dim(2) != N || query.dim(3) != 3) fail_runtime(fmt::format("query has shape {}, expected (B, S, {}, 3, h)", shape_to_string(query.shape()), N));
       const int64_t h = query.dim(4), D = N * h;
       take_bias(3 * D);
-      const std::vector<double> qkv = to_doubles(query);  // rows of (N, 3, h) = 3D values, reordered below
-      std::vector<double> q(size_t(B * S * D)), k(q.size()), v(q.size());
-      for (size_t r = 0; r < size_t(B * S); ++r)
-        for (size_t n = 0; n < size_t(N); ++n)
-          for (size_t d = 0; d < size_t(h); ++d) {
-            const size_t src = ((r * size_t(N) + n) * 3) * size_t(h) + d, dst = r * size_t(D) + n * size_t(h) + d;
-            q[dst] = qkv[src], k[dst] = qkv[src + size_t(h)], v[dst] = qkv[src + 2 * size_t(h)];
-          }
+      const auto qkv = unpack_interleaved(to_doubles(query), B * S, N, 3, h);
       L = S, p.head_size = p.v_head_size = h;
-      p.q = heads_of(q, S, D, bias_at(0, D)), p.k = heads_of(k, S, D, bias_at(D, D)), p.v = heads_of(v, S, D, bias_at(2 * D, D));
+      p.q = heads_of(qkv[0], S, D, bias_at(0, D)), p.k = heads_of(qkv[1], S, D, bias_at(D, D));
+      p.v = heads_of(qkv[2], S, D, bias_at(2 * D, D));
     } else {
       require_rank(query, 3, 3, "query");
       const int64_t D = query.dim(2);
@@ -77,15 +65,8 @@ class MultiHeadAttention : public OpRun {
           fail_runtime(fmt::format("key has shape {}, expected ({}, L, {}, 2, {})", shape_to_string(key.shape()), B, N, p.head_size));
         L = key.dim(1), p.v_head_size = p.head_size;
         take_bias(3 * D);
-        const std::vector<double> kv = to_doubles(key);
-        std::vector<double> k(size_t(B * L * D)), v(k.size());
-        for (size_t r = 0; r < size_t(B * L); ++r)
-          for (size_t n = 0; n < size_t(N); ++n)
-            for (size_t d = 0; d < size_t(p.head_size); ++d) {
-              const size_t src = ((r * size_t(N) + n) * 2) * size_t(p.head_size) + d, dst = r * size_t(D) + n * size_t(p.head_size) + d;
-              k[dst] = kv[src], v[dst] = kv[src + size_t(p.head_size)];
-            }
-        p.k = heads_of(k, L, D, bias_at(D, D)), p.v = heads_of(v, L, D, bias_at(2 * D, D));
+        const auto kv = unpack_interleaved(to_doubles(key), B * L, N, 2, p.head_size);
+        p.k = heads_of(kv[0], L, D, bias_at(D, D)), p.v = heads_of(kv[1], L, D, bias_at(2 * D, D));
       } else {
         const Tensor& value = input_tensor(in, 2);
         require_dtype(value, dtype, "value");
@@ -123,27 +104,21 @@ class MultiHeadAttention : public OpRun {
       require_dtype(pk, dtype, "past_key");
       require_dtype(pv, dtype, "past_value");
       require_rank(pk, 4, 4, "past_key");
-      p.past = pk.dim(2);
-      require_shape(pk, {B, N, p.past, p.head_size}, "past_key");
-      require_shape(pv, {B, N, p.past, p.v_head_size}, "past_value");
-      p.k = concat_sequence(to_doubles(pk), p.k, B, N, p.past, L, p.head_size);
-      p.v = concat_sequence(to_doubles(pv), p.v, B, N, p.past, L, p.v_head_size);
+      const int64_t P = pk.dim(2);
+      require_shape(pk, {B, N, P, p.head_size}, "past_key");
+      require_shape(pv, {B, N, P, p.v_head_size}, "past_value");
+      prepend_past(p, to_doubles(pk), to_doubles(pv), P, L);
     }
-    p.total = p.past + L;
-    p.causal = unidirectional_, p.mask_filter_value = mask_filter_value_;
-    p.scale = scale_ ? double(*scale_) : 1.0 / std::sqrt(double(p.head_size));
-    if (has_value(in, 4)) p.hidden = key_padding_mask(input_tensor(in, 4), p, "key_padding_mask");
-    if (has_value(in, 5)) set_attention_bias(p, input_tensor(in, 5), dtype);
+    finish_problem(p, L, attrs_, in,
+                   {.key_padding_mask = 4, .key_padding_mask_name = "key_padding_mask", .attention_bias = 5}, dtype);
 
     return {from_doubles(dtype, {B, S, N * p.v_head_size}, attend(p)), from_doubles(dtype, {B, N, p.total, p.head_size}, p.k),
             from_doubles(dtype, {B, N, p.total, p.v_head_size}, p.v)};
   }
 
  private:
+  AttentionAttrs attrs_;
   int64_t heads_;
-  bool unidirectional_;
-  float mask_filter_value_;
-  std::optional<float> scale_;
 };
 
 }  // namespace

@@ -13,8 +13,8 @@ class NegativeLogLikelihoodLoss : public OpRun {
     const Tensor& x = input_tensor(in, 0);
     visit<Types>(x.dtype(), [&]<class T>() {});
     std::optional<std::vector<double>> w;
-    if (has_value(in, 2)) w = as_doubles(input_tensor(in, 2));
-    return {nll_loss(x.dtype(), x.shape(), as_doubles(x), input_tensor(in, 1), w, attrs_)};
+    if (has_value(in, 2)) w = to_doubles(input_tensor(in, 2));
+    return {nll_loss(x.dtype(), x.shape(), to_doubles(x), input_tensor(in, 1), w, attrs_)};
   }
  private:
   LossAttrs attrs_;

@@ -17,7 +17,7 @@ class SoftmaxCrossEntropyLoss : public OpRun {
     const Tensor& scores = input_tensor(in, 0);
     visit<Types>(scores.dtype(), [&]<class T>() {});
     if (scores.rank() < 2) fail_runtime("scores must have at least 2 dimensions (N, C)");
-    std::vector<double> lp = as_doubles(scores);
+    std::vector<double> lp = to_doubles(scores);
     const int64_t c = scores.dim(1), outer = scores.dim(0), inner = scores.size() / std::max<int64_t>(1, outer * c);
     for (int64_t b = 0; b < outer; ++b)
       for (int64_t i = 0; i < inner; ++i) {
@@ -29,7 +29,7 @@ class SoftmaxCrossEntropyLoss : public OpRun {
         for (int64_t k = 0; k < c; ++k) p[k * inner] -= log_sum;
       }
     std::optional<std::vector<double>> w;
-    if (has_value(in, 2)) w = as_doubles(input_tensor(in, 2));
+    if (has_value(in, 2)) w = to_doubles(input_tensor(in, 2));
     Tensor loss = nll_loss(scores.dtype(), scores.shape(), lp, input_tensor(in, 1), w, attrs_);
     return {loss, from_doubles(scores.dtype(), scores.shape(), lp)};
   }

@@ -33,10 +33,10 @@ class BatchNormalization : public OpRun {
     const int64_t P = spatial_ ? C : C * inner;  // parameters per position of the channel block
     std::vector<std::vector<double>> p;
     for (size_t i = 1; i <= 4; ++i) {
-      p.push_back(as_doubles(input_tensor(in, i)));
+      p.push_back(to_doubles(input_tensor(in, i)));
       if (int64_t(p.back().size()) != P) ctx.fail(fmt::format("input {} must hold {} values, got {}", i, P, p.back().size()));
     }
-    const std::vector<double> xv = as_doubles(x);
+    const std::vector<double> xv = to_doubles(x);
     auto param = [&](int64_t c, int64_t s) { return size_t(spatial_ ? c : c * inner + s); };
     std::vector<double> mean = p[2], var = p[3];
     if (training_) {

@@ -16,7 +16,7 @@ Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int6
   if (x.rank() < 2) fail_runtime(fmt::format("X must be [N, C, ...], got {}", shape_to_string(x.shape())));
   const int64_t N = x.dim(0), C = x.dim(1), inner = N * C == 0 ? 0 : x.size() / (N * C);
   if (groups <= 0 || C % groups != 0) fail_runtime(fmt::format("{} channels do not split into {} groups", C, groups));
-  const std::vector<double> xv = as_doubles(x), s = as_doubles(scale), b = as_doubles(bias);
+  const std::vector<double> xv = to_doubles(x), s = to_doubles(scale), b = to_doubles(bias);
   const size_t want = size_t(per_channel ? C : groups);
   if (s.size() != want || b.size() != want)
     fail_runtime(fmt::format("scale and bias must hold {} values, got {} and {}", want, s.size(), b.size()));

@@ -24,7 +24,7 @@ class LpNormalization : public OpRun {
       if (d < axis) outer *= x.dim(d);
       if (d > axis) inner *= x.dim(d);
     }
-    std::vector<double> v = as_doubles(x);
+    std::vector<double> v = to_doubles(x);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         const size_t base = size_t(o * n * inner + i);

@@ -25,7 +25,7 @@ class LRN : public OpRun {
     if (x.rank() < 2) ctx.fail(fmt::format("X must be [N, C, ...], got {}", shape_to_string(x.shape())));
     const int64_t N = x.dim(0), C = x.dim(1), inner = N * C == 0 ? 0 : x.size() / (N * C);
     const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
-    const std::vector<double> v = as_doubles(x);
+    const std::vector<double> v = to_doubles(x);
     std::vector<double> y(v.size());
     for (int64_t n = 0; n < N; ++n)
       for (int64_t c = 0; c < C; ++c)

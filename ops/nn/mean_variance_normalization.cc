@@ -23,7 +23,7 @@ class MeanVarianceNormalization : public OpRun {
       reduced[d] = true;
     }
     const ReducePlan p = plan_reduce(x.shape(), reduced, true);
-    const std::vector<double> xv = as_doubles(x);
+    const std::vector<double> xv = to_doubles(x);
     std::vector<double> mean(size_t(p.out_size), 0.0), var(size_t(p.out_size), 0.0);
     accumulate<double, double>(p, xv.data(), mean, [](double a, double v, int64_t) { return a + v; });
     for (double& m : mean) m /= double(p.group);

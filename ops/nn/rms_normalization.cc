@@ -24,7 +24,7 @@ class RMSNormalization : public OpRun {
     const size_t axis = normalize_axis(axis_, x.rank());
     const Shape norm_shape(x.shape().begin() + long(axis), x.shape().end());
     const int64_t n = shape_size(norm_shape), outer = n == 0 ? 0 : x.size() / n;
-    const std::vector<double> s = expand_to(scale, norm_shape, "scale"), xv = as_doubles(x);
+    const std::vector<double> s = expand_to(scale, norm_shape, "scale"), xv = to_doubles(x);
     std::vector<double> y(xv.size());
     for (int64_t o = 0; o < outer; ++o) {
       double sq = 0;

@@ -17,23 +17,10 @@ class AveragePool : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const ConvGeometry g = pool_geometry(attrs_, x.shape());
-    Tensor y(x.dtype(), pool_output_shape(g));
-    visit<Types>(x.dtype(), [&]<class T>() {
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      const int64_t in_n = g.in_size(), out_n = g.out_size();
-      for (int64_t p = 0; p < g.N * g.C; ++p) {
-        const T* plane = px + p * in_n;
-        T* out = py + p * out_n;
-        for_each_window(g, [&](int64_t o, const std::vector<int64_t>& taps, int64_t padded) {
-          double sum = 0;
-          for (int64_t t : taps) sum += double(plane[t]);
-          const int64_t count = count_include_pad_ ? padded : int64_t(taps.size());
-          out[o] = from_compute<T>(compute_t<T>(count > 0 ? sum / double(count) : 0.0));
-        });
-      }
-    });
-    return {y};
+    return {sum_pool(x, g, [](double v) { return v; }, [&](double sum, int64_t inside, int64_t padded) {
+      const int64_t count = count_include_pad_ ? padded : inside;
+      return count > 0 ? sum / double(count) : 0.0;
+    })};
   }
 
  private:

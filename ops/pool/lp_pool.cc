@@ -19,21 +19,9 @@ class LpPool : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const ConvGeometry g = pool_geometry(attrs_, x.shape());
-    Tensor y(x.dtype(), pool_output_shape(g));
-    visit<Types>(x.dtype(), [&]<class T>() {
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      const int64_t in_n = g.in_size(), out_n = g.out_size();
-      for (int64_t p = 0; p < g.N * g.C; ++p) {
-        const T* plane = px + p * in_n;
-        for_each_window(g, [&](int64_t o, const std::vector<int64_t>& taps, int64_t) {
-          double sum = 0;
-          for (int64_t t : taps) sum += std::pow(std::fabs(double(plane[t])), p_);
-          py[p * out_n + o] = from_compute<T>(compute_t<T>(std::pow(sum, 1.0 / p_)));
-        });
-      }
-    });
-    return {y};
+    return {sum_pool(
+        x, g, [&](double v) { return std::pow(std::fabs(v), p_); },
+        [&](double sum, int64_t, int64_t) { return std::pow(sum, 1.0 / p_); })};
   }
 
  private:

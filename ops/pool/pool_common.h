@@ -1,5 +1,5 @@
 // Helpers of the pool family: the attributes of the windowed pools (AveragePool, MaxPool, LpPool),
-// their output geometry and a window walker.
+// their output geometry, a window walker and the summing pool AveragePool and LpPool share.
 //
 // Output size per spatial axis, ek = (kernel - 1) * dilation + 1 the dilated kernel extent:
 //   NOTSET: floor or, with ceil_mode, ceil((in + pad_begin + pad_end - ek) / stride) + 1, where a
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../conv/conv_common.h"
+#include "refeval/dispatch.h"
 #include "refeval/op_run.h"
 
 namespace refeval::ops {
@@ -68,6 +69,28 @@ void for_each_window(const ConvGeometry& g, F&& f) {
       o[d] = 0;
     }
   }
+}
+
+// A floating pool that sums term(x) over the taps of each window inside the input, in double,
+// and writes finish(sum, taps_inside, taps_in_padded_input) rounded once to x's type:
+// AveragePool is term x, finish sum / count; LpPool is term |x|^p, finish sum^(1/p).
+template <class Term, class Finish>
+Tensor sum_pool(const Tensor& x, const ConvGeometry& g, Term term, Finish finish) {
+  Tensor y(x.dtype(), pool_output_shape(g));
+  visit<Floats>(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    const int64_t in_n = g.in_size(), out_n = g.out_size();
+    for (int64_t p = 0; p < g.N * g.C; ++p) {
+      const T* plane = px + p * in_n;
+      for_each_window(g, [&](int64_t o, const std::vector<int64_t>& taps, int64_t padded) {
+        double sum = 0;
+        for (int64_t t : taps) sum += term(double(plane[t]));
+        py[p * out_n + o] = from_compute<T>(compute_t<T>(finish(sum, int64_t(taps.size()), padded)));
+      });
+    }
+  });
+  return y;
 }
 
 }  // namespace refeval::ops

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "../linalg/linalg_common.h"
+#include "refeval/compute_vector.h"
 #include "refeval/dispatch.h"
 #include "rnn_common.h"
 
@@ -36,24 +37,6 @@ Activation make_activation(const NodeContext& ctx, const std::string& name, cons
     return a;
   }
   ctx.fail(fmt::format("unknown activation function '{}'", name));
-}
-
-template <class C>
-std::vector<C> to_compute(const Tensor& t) {
-  return visit<Floats>(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>();
-    std::vector<C> v(size_t(t.size()));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = C(compute_t<T>(p[i]));
-    return v;
-  });
-}
-
-template <class C>
-void write_tensor(Tensor& t, const std::vector<C>& v) {
-  visit<Floats>(t.dtype(), [&]<class T>() {
-    T* p = t.data<T>();
-    for (size_t i = 0; i < v.size(); ++i) p[i] = from_compute<T>(v[i]);
-  });
 }
 
 void check_shape(const Tensor& t, const Shape& want, const char* name) {
@@ -188,7 +171,7 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
   Values out;
   if (cfg.layout == 0) {
     Tensor ty(dtype, {S, D, B, H});
-    write_tensor(ty, Y);
+    write_compute(ty, Y);
     out.push_back(ty);
   } else {  // [S, D, B, H] -> [B, S, D, H]
     std::vector<C> y1(Y.size());
@@ -197,12 +180,12 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
         for (int64_t b = 0; b < B; ++b)
           std::copy_n(Y.begin() + ((s * D + d) * B + b) * H, H, y1.begin() + ((b * S + s) * D + d) * H);
     Tensor ty(dtype, {B, S, D, H});
-    write_tensor(ty, y1);
+    write_compute(ty, y1);
     out.push_back(ty);
   }
   auto state_out = [&](const std::vector<C>& v) {
     Tensor t(dtype, state_shape);
-    write_tensor(t, cfg.layout == 1 ? swap01(v, D, B, H) : v);
+    write_compute(t, cfg.layout == 1 ? swap01(v, D, B, H) : v);
     return t;
   };
   out.push_back(state_out(Yh));

@@ -41,11 +41,9 @@ class DFT : public OpRun {
     out_shape[size_t(axis)] = out_len;
     out_shape.back() = out_comps;
 
-    check_scratch(n, sizeof(cdouble), "dft_length");
-    check_scratch(shape_size(out_shape), sizeof(double), "the DFT output");
-    const std::vector<double> xs = as_doubles(x);
-    std::vector<double> ys(size_t(shape_size(out_shape)));
-    std::vector<cdouble> line(static_cast<size_t>(n));
+    std::vector<cdouble> line = scratch_vector<cdouble>(n, "dft_length");
+    std::vector<double> ys = scratch_vector<double>(shape_size(out_shape), "the DFT output");
+    const std::vector<double> xs = to_doubles(x);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         auto at = [&](int64_t j) {

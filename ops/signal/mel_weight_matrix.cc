@@ -26,13 +26,12 @@ class MelWeightMatrix : public OpRun {
     auto to_mel = [](double hz) { return 2595 * std::log10(1 + hz / 700); };
     const double low_mel = to_mel(lower), high_mel = to_mel(upper);
     const double step = (high_mel - low_mel) / double(mel_bins + 2);
-    check_scratch(shape_size({spectrum_bins, mel_bins}), sizeof(double), "the mel weight matrix");
+    std::vector<double> w = scratch_vector<double>(shape_size({spectrum_bins, mel_bins}), "the mel weight matrix");
     std::vector<int64_t> point(size_t(mel_bins + 2));
     for (int64_t i = 0; i < mel_bins + 2; ++i) {
       const double hz = 700 * (std::pow(10.0, (double(i) * step + low_mel) / 2595) - 1);
       point[size_t(i)] = int64_t(std::floor(double(dft_length + 1) * hz / double(sample_rate)));
     }
-    std::vector<double> w(size_t(spectrum_bins * mel_bins), 0.0);  // checked above
     auto set = [&](int64_t row, int64_t col, double v) {
       if (row < 0 || row >= spectrum_bins) fail_runtime(fmt::format("mel filter edge {} is outside the spectrum", row));
       w[size_t(row * mel_bins + col)] = v;

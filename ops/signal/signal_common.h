@@ -43,7 +43,7 @@ inline int64_t scalar_int(const Tensor& t, const char* what) {
 
 inline double scalar_double(const Tensor& t, const char* what) {
   if (t.size() != 1) fail_runtime(fmt::format("{} must hold one value, got shape {}", what, shape_to_string(t.shape())));
-  return as_doubles(t)[0];
+  return to_doubles(t)[0];
 }
 
 // Doubles stored into any numeric type: floats round, integers truncate toward zero (as a cast).

@@ -21,7 +21,7 @@ class STFT : public OpRun {
     if (has_value(in, 2)) {
       const Tensor& w = input_tensor(in, 2);
       if (w.rank() != 1) fail_runtime("window must be 1-D");
-      window = as_doubles(w);
+      window = to_doubles(w);
     }
     int64_t frame = int64_t(window.size());
     if (has_value(in, 3)) {
@@ -38,9 +38,8 @@ class STFT : public OpRun {
 
     const int64_t frames = 1 + (length - frame) / step, bins = onesided_ ? frame / 2 + 1 : frame;
     const Shape out_shape{batch, frames, bins, 2};
-    check_scratch(shape_size(out_shape), sizeof(double), "the STFT output");
-    const std::vector<double> xs = as_doubles(signal);
-    std::vector<double> ys(size_t(shape_size(out_shape)));
+    std::vector<double> ys = scratch_vector<double>(shape_size(out_shape), "the STFT output");
+    const std::vector<double> xs = to_doubles(signal);
     std::vector<cdouble> line(static_cast<size_t>(frame));
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t f = 0; f < frames; ++f) {

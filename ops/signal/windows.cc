@@ -22,8 +22,7 @@ class Window : public OpRun {
     const int64_t size = scalar_int(input_tensor(in, 0), "size");
     if (size < 0) fail_runtime(fmt::format("size must not be negative, got {}", size));
     const double n = double(periodic_ ? size : size - 1);
-    check_scratch(size, sizeof(double), "the window");
-    std::vector<double> w(static_cast<size_t>(size));
+    std::vector<double> w = scratch_vector<double>(size, "the window");
     for (int64_t k = 0; k < size; ++k) {
       const double angle = n == 0 ? 0.0 : 2 * std::numbers::pi * double(k) / n;  // a 1-point symmetric window
       w[size_t(k)] = W::a[0] + W::a[1] * std::cos(angle) + W::a[2] * std::cos(2 * angle);

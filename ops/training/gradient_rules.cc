@@ -11,7 +11,7 @@
 
 namespace refeval::ops {
 
-Dense to_dense(const Tensor& t) { return Dense{t.shape(), as_doubles(t)}; }
+Dense to_dense(const Tensor& t) { return Dense{t.shape(), to_doubles(t)}; }
 
 Tensor from_dense(const Dense& d, DType dtype) {
   Tensor t(dtype, d.shape);

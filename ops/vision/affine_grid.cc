@@ -27,7 +27,7 @@ class AffineGrid : public OpRun {
       if (align_corners_) return len <= 1 ? -1.0 : -1.0 + 2.0 * double(i) / (len - 1);
       return (2.0 * double(i) + 1.0) / len - 1.0;
     };
-    const std::vector<double> th = as_doubles(theta);
+    const std::vector<double> th = to_doubles(theta);
     Shape out_shape{size[0]};
     out_shape.insert(out_shape.end(), spatial.begin(), spatial.end());
     out_shape.push_back(int64_t(r));

@@ -13,7 +13,7 @@ namespace {
 using ResizeTypes = Concat<Numeric, TypeList<bool, std::string>, Complex>;
 
 std::vector<double> doubles_of(const Values& in, size_t i) {
-  return has_value(in, i) ? as_doubles(input_tensor(in, i)) : std::vector<double>{};
+  return has_value(in, i) ? to_doubles(input_tensor(in, i)) : std::vector<double>{};
 }
 
 // Output sizes, scales and crop box of every dimension of x.
@@ -127,7 +127,7 @@ class Resize : public OpRun {
     const bool crop = p_.coordinate_mode == "tf_crop_and_resize";
     std::vector<ResizeAxis> plan;
     if (since_ == 10) {
-      plan = plan_axes(x, axes, as_doubles(input_tensor(in, 1)), {}, {}, policy_, false);
+      plan = plan_axes(x, axes, to_doubles(input_tensor(in, 1)), {}, {}, policy_, false);
     } else {
       const std::vector<int64_t> sizes = has_value(in, 3) ? ints_of(input_tensor(in, 3)) : std::vector<int64_t>{};
       plan = plan_axes(x, axes, doubles_of(in, 2), sizes, crop ? doubles_of(in, 1) : std::vector<double>{}, policy_, crop);
@@ -158,7 +158,7 @@ class Upsample : public OpRun {
   }
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
-    const std::vector<double> scales = scales_ ? *scales_ : as_doubles(input_tensor(in, 1));
+    const std::vector<double> scales = scales_ ? *scales_ : to_doubles(input_tensor(in, 1));
     for (double s : scales)
       if (!(s >= 1)) fail_runtime(fmt::format("Upsample scale {} must be at least 1", s));
     return {resize_tensor(x, plan_axes(x, all_axes(x.rank()), scales, {}, {}, "stretch", false), p_)};

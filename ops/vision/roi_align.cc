@@ -44,7 +44,7 @@ class RoiAlign : public OpRun {
     const int64_t num = rois_t.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
     if ((height == 0 || width == 0) && num * channels > 0) fail_runtime("cannot pool from an empty image");
     if (int64_t(batch.size()) != num) fail_runtime("batch_indices must have one entry per roi");
-    const std::vector<double> xs = as_doubles(x), rois = as_doubles(rois_t);
+    const std::vector<double> xs = to_doubles(x), rois = to_doubles(rois_t);
     std::vector<double> ys(size_t(num * channels * out_h_ * out_w_));
     const double offset = half_pixel_ ? 0.5 : 0.0;
     for (int64_t r = 0; r < num; ++r) {
