@@ -23,5 +23,7 @@ std::unique_ptr<Verb> make_node_verb();
 std::unique_ptr<Verb> make_compare_verb();
 std::unique_ptr<Verb> make_debug_verb();
 std::unique_ptr<Verb> make_check_fusion_verb();
+std::unique_ptr<Verb> make_profile_verb();
+std::unique_ptr<Verb> make_report_verb();
 
 }  // namespace refeval::cli

@@ -1,0 +1,90 @@
+// `refeval profile MODEL`: W warm-up and N profiled runs with every node timed (bodies too),
+// written as ONNX Runtime's profile JSON (chrome://tracing, Perfetto and ORT's scripts read it),
+// then the per-op-type table of the profiled runs as `refeval report` prints it.
+#include <chrono>
+#include <ctime>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "aggregate.h"
+#include "profile_file.h"
+#include "profiler.h"
+#include "render.h"
+#include "verbs.h"
+
+namespace refeval::cli {
+namespace {
+
+using namespace refeval::profile;
+
+// ORT's file name, with refeval's prefix: refeval_profile_2026-12-03_05-40-00.json (local time).
+std::string default_file_name() {
+  return fmt::format("refeval_profile_{:%Y-%m-%d_%H-%M-%S}.json", fmt::localtime(std::time(nullptr)));
+}
+
+class ProfileVerb : public Verb {
+ public:
+  void setup(CLI::App* sub) override {
+    sub->add_option("model", model_, "the .onnx model")->required();
+    inputs_.add_to(sub);
+    sub->add_option("--warmup", warmup_, "W: warm-up runs before the profiled ones (default 1; in the file, as ORT's)")->check(CLI::Range(0, 1000000));
+    sub->add_option("--repeat", repeat_, "N: profiled runs (default 10)")->check(CLI::Range(1, 1000000));
+    sub->add_option("-o,--output", output_, "FILE.json (default refeval_profile_<date>_<time>.json)");
+    sub->add_option("--by", by_, "the table printed at the end: op (default), node or provider")->check(CLI::IsMember({"op", "node", "provider"}));
+    sub->add_option("--top", top_, "N: only the N costliest rows of that table (0: all)");
+  }
+
+  int execute(const GlobalOptions& g) override {
+    using Clock = Profiler::Clock;
+    Profiler profiler;  // time 0 of the file
+    const auto load_start = Clock::now();
+    Model model = open_model(model_);
+    const auto init_start = Clock::now();
+    profiler.add_session_event("model_loading_uri", load_start, init_start);
+    ReferenceEvaluator ev(std::move(model), {&registry(g)});
+    profiler.add_session_event("session_initialization", init_start, Clock::now());
+    const auto feeds = make_feeds(ev, inputs_);
+    ev.add_observer(&profiler);
+    std::optional<Progress> progress;
+    progress.emplace("profile run", size_t(warmup_ + repeat_));
+    for (int i = 0; i < warmup_ + repeat_; ++i) {
+      progress->step();
+      profiler.begin_run();
+      ev.run({}, feeds);
+      profiler.end_run();
+    }
+    progress.reset();
+
+    std::vector<Event> events = profiler.events();
+    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+      return a.ts != b.ts ? a.ts < b.ts : (a.kind == EventKind::Session && b.kind != EventKind::Session);
+    });
+    const std::string path = output_.empty() ? default_file_name() : output_;
+    write_profile(path, events);
+    fmt::print("profile: {} ({} warm-up + {} profiled runs, {} events)\n", path, warmup_, repeat_, events.size());
+
+    const LoadedProfiles loaded = loaded_from({path, std::move(events), {}}, {false, fmt::format("{}:", warmup_)});
+    std::vector<double> walls;
+    for (const Run& r : loaded.runs) walls.push_back(double(r.dur) / 1000);
+    std::sort(walls.begin(), walls.end());
+    fmt::print("model_run: median {:.3f} ms, min {:.3f} ms over {} profiled runs\n", walls[walls.size() / 2], walls[0], walls.size());
+    Table t = aggregate(path, loaded.runs_in_files, loaded.runs, parse_group_by(by_));
+    keep_top(t, top_);
+    fmt::print("{}", render_table(t, Format::Text));
+    std::fflush(stdout);
+    return kOk;
+  }
+
+ private:
+  std::string model_, output_, by_ = "op";
+  InputOptions inputs_;
+  int warmup_ = 1, repeat_ = 10;
+  size_t top_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Verb> make_profile_verb() { return std::make_unique<ProfileVerb>(); }
+
+}  // namespace refeval::cli

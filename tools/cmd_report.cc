@@ -1,0 +1,78 @@
+// `refeval report PROFILE.json...`: ONNX Runtime's (or refeval's) profile files as per-op-type,
+// per-node or per-provider tables (text, CSV, JSON, Markdown) or a self-contained HTML page with
+// charts; `--compare OTHER.json` puts a second profile (an optimized model's) beside the first.
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "aggregate.h"
+#include "html_report.h"
+#include "render.h"
+#include "verbs.h"
+
+namespace refeval::cli {
+namespace {
+
+using namespace refeval::profile;
+
+class ReportVerb : public Verb {
+ public:
+  void setup(CLI::App* sub) override {
+    sub->add_option("profiles", profiles_, "profile JSON files (ONNX Runtime's or refeval's); several are read as one")->required();
+    sub->add_option("--by", by_, "op (default), node or provider")->check(CLI::IsMember({"op", "node", "provider"}));
+    sub->add_option("--top", top_, "N: only the N costliest rows (0: all)");
+    sub->add_option("--format", format_, "text (default), csv, json, md or html")->check(CLI::IsMember({"text", "csv", "json", "md", "html"}));
+    sub->add_option("-o,--output", output_, "FILE: write there instead of stdout");
+    sub->add_option("--compare", compare_, "OTHER.json: before (PROFILE) / after (OTHER) table per op type, or per node with --by node");
+    sub->add_flag("--include-warmup", selection_.include_warmup, "keep the first run (left out as warm-up by default)");
+    sub->add_option("--runs", selection_.range, "a:b: the runs to read, 0-based and half-open (0 is the warm-up; -1 the last)");
+  }
+
+  int execute(const GlobalOptions&) override {
+    const GroupBy by = parse_group_by(by_);
+    const Format format = parse_format(format_);
+    const LoadedProfiles before = load_profiles(profiles_, selection_);
+    for (const auto& w : before.warnings) spdlog::warn("{}", w);
+    std::string text;
+    if (compare_.empty()) {
+      text = format == Format::Html ? html_report(view(before), top_) : render_table(top(table(before, by)), format);
+    } else {
+      const LoadedProfiles after = load_profiles({compare_}, selection_);
+      for (const auto& w : after.warnings) spdlog::warn("{}", w);
+      const GroupBy compare_by = format == Format::Html ? GroupBy::Op : by;
+      Comparison c = compare(table(before, compare_by), table(after, compare_by));
+      if (top_ && c.rows.size() > top_) c.rows.resize(top_);
+      text = format == Format::Html ? html_comparison(view(before), view(after), c, top_) : render_comparison(c, format);
+    }
+    if (output_.empty()) {
+      fmt::print("{}", text);
+      std::fflush(stdout);
+      return kOk;
+    }
+    std::ofstream out(output_, std::ios::binary);
+    out << text;
+    if (!out) fail_input(fmt::format("{}: cannot write the report", output_));
+    spdlog::info("report written to {}", output_);
+    return kOk;
+  }
+
+ private:
+  static Table table(const LoadedProfiles& p, GroupBy by) { return aggregate(p.label, p.runs_in_files, p.runs, by); }
+  static ProfileView view(const LoadedProfiles& p) { return {table(p, GroupBy::Op), table(p, GroupBy::Node), p.runs}; }
+  Table top(Table t) const {
+    keep_top(t, top_);
+    return t;
+  }
+
+  std::vector<std::string> profiles_;
+  std::string by_ = "op", format_ = "text", output_, compare_;
+  size_t top_ = 0;
+  RunSelection selection_;
+};
+
+}  // namespace
+
+std::unique_ptr<Verb> make_report_verb() { return std::make_unique<ReportVerb>(); }
+
+}  // namespace refeval::cli

@@ -1,0 +1,65 @@
+// Per-operator, per-node and per-provider tables of the selected runs of a profile (the
+// chapter's three views: total duration, call count, share), and the before/after comparison of
+// two profiles. Kernel events only: fence events are counted apart, Session events give the
+// wall time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runs.h"
+
+namespace refeval::profile {
+
+enum class GroupBy { Op, Node, Provider };
+GroupBy parse_group_by(const std::string& s);  // "op", "node", "provider"; ErrorKind::Usage otherwise
+const char* group_by_name(GroupBy by);          // the key column: "op_type", "node", "provider"
+
+struct Row {
+  std::string key;       // op type, node name or provider
+  std::string op_type;   // by node: the node's op type; by provider: ""
+  std::string provider;  // by node: the node's provider
+  double total_ms = 0;
+  int64_t count = 0;
+  double mean_ms = 0, pct = 0;  // pct: share of the kernel time of all rows (0-100)
+};
+
+struct Summary {
+  std::string path;
+  int runs_in_file = 0, runs_used = 0, first_run = 0;
+  double wall_ms = 0;          // sum of the used runs' model_run durations
+  double kernel_ms = 0;        // kernel time of the main graph's nodes (bodies run inside their callers)
+  double fence_ms = 0;         // fence events (ORT before 1.20)
+  int64_t kernel_events = 0, fence_events = 0;
+  std::vector<std::string> providers;
+};
+
+struct Table {
+  GroupBy by = GroupBy::Op;
+  Summary summary;
+  std::vector<Row> rows;  // by total time, largest first; ties by key
+};
+
+Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run>& runs, GroupBy by);
+// Keeps the first n rows (0: all).
+void keep_top(Table& t, size_t n);
+
+// One key on both sides, per run (the sides may have profiled different numbers of runs).
+struct CompareRow {
+  std::string key, op_type;
+  double before_ms = 0, after_ms = 0;        // per run
+  double before_count = 0, after_count = 0;  // per run
+  char status = '=';                         // '=' on both sides, '-' only before (vanished), '+' only after (appeared)
+  double delta_ms() const { return after_ms - before_ms; }
+  double speedup() const;  // before / after; 0 when a side is 0
+};
+
+struct Comparison {
+  GroupBy by = GroupBy::Op;
+  Summary before, after;
+  std::vector<CompareRow> rows;  // by before time then after time, largest first
+};
+
+Comparison compare(const Table& before, const Table& after);
+
+}  // namespace refeval::profile

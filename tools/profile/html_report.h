@@ -1,0 +1,23 @@
+// `refeval report --format html`: one self-contained page (no script or style from the network)
+// with the chapter's three views as inline-SVG bar charts (duration, count and share per op
+// type), the per-node table, a drill-down of every call of each op type with its shapes and
+// times, and the timeline of one run; with a second profile, both sides side by side.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aggregate.h"
+
+namespace refeval::profile {
+
+struct ProfileView {
+  Table by_op, by_node;   // untrimmed
+  std::vector<Run> runs;  // the selected runs
+};
+
+// top: rows shown in charts and tables (0: all).
+std::string html_report(const ProfileView& view, size_t top);
+std::string html_comparison(const ProfileView& before, const ProfileView& after, const Comparison& by_op, size_t top);
+
+}  // namespace refeval::profile

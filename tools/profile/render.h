@@ -1,0 +1,20 @@
+// Tables and comparisons as text (aligned columns), CSV, JSON and Markdown. HTML is html_report.h.
+#pragma once
+
+#include <string>
+
+#include "aggregate.h"
+
+namespace refeval::profile {
+
+enum class Format { Text, Csv, Json, Md, Html };
+Format parse_format(const std::string& s);  // ErrorKind::Usage for an unknown name
+
+// Not Html (its page needs the calls too).
+std::string render_table(const Table& t, Format f);
+std::string render_comparison(const Comparison& c, Format f);
+
+// "f.json: runs 1-10 of 11 (the first, a warm-up, left out)" and the wall / kernel / fence line.
+std::string summary_lines(const Summary& s);
+
+}  // namespace refeval::profile
