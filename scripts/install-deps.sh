@@ -9,6 +9,7 @@ packages=(
   libre2-dev libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev
   libedit-dev
   python3
+  chromium fonts-dejavu-core
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -43,9 +43,10 @@ struct Bar {
 };
 
 // A horizontal bar chart; one bar per series per label (before/after in a comparison).
+// With one series, `bar_colours` (if given) colours each bar (by op type, as the timeline does).
 std::string bar_chart(const std::string& title, const std::vector<Bar>& bars, const std::vector<std::string>& colours,
-                      const std::string& css_class) {
-  const int label_w = 220, bar_w = 420, text_w = 110, series = int(colours.size()), bar_h = 14, gap = 6;
+                      const std::string& css_class, const std::map<std::string, std::string>* bar_colours = nullptr) {
+  const int label_w = 150, bar_w = 300, text_w = 90, series = int(colours.size()), bar_h = 14, gap = 6;
   const int row_h = series * bar_h + gap, height = int(bars.size()) * row_h + 30;
   double top = 0;
   for (const Bar& b : bars)
@@ -64,7 +65,8 @@ std::string bar_chart(const std::string& title, const std::vector<Bar>& bars, co
       svg += fmt::format(
           "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>"
           "<text x=\"{:.1f}\" y=\"{}\" class=\"value\">{}</text>\n",
-          label_w, y + s * bar_h, w, bar_h - 2, colours[size_t(s)], escape(bars[i].label), escape(bars[i].texts[size_t(s)]),
+          label_w, y + s * bar_h, w, bar_h - 2,
+          bar_colours && bar_colours->count(bars[i].label) ? bar_colours->at(bars[i].label) : colours[size_t(s)], escape(bars[i].label), escape(bars[i].texts[size_t(s)]),
           label_w + w + 4, y + s * bar_h + bar_h - 4, escape(bars[i].texts[size_t(s)]));
     }
   }
@@ -84,9 +86,10 @@ std::string three_views(const Table& by_op, size_t top) {
     count.push_back({r.key, {double(r.count)}, {std::to_string(r.count)}});
     share.push_back({r.key, {r.pct}, {fmt::format("{:.1f}%", r.pct)}});
   }
-  return "<div class=\"charts\">\n" + bar_chart("Duration per op type (ms)", dur, {kAfter}, "duration") +
-         bar_chart("Calls per op type", count, {kAfter}, "count") + bar_chart("Share of kernel time (%)", share, {kAfter}, "share") +
-         "</div>\n";
+  const auto colours = op_colours(by_op);
+  return "<div class=\"charts\">\n" + bar_chart("Duration per op type (ms)", dur, {kAfter}, "duration", &colours) +
+         bar_chart("Calls per op type", count, {kAfter}, "count", &colours) +
+         bar_chart("Share of kernel time (%)", share, {kAfter}, "share", &colours) + "</div>\n";
 }
 
 std::string table_html(const Table& t, size_t top, const std::string& id) {
@@ -96,7 +99,7 @@ std::string table_html(const Table& t, size_t top, const std::string& id) {
                               id, group_by_name(t.by), node ? "<th>op type</th><th>provider</th>" : "");
   for (const Row& r : top_rows(t, top))
     h += fmt::format("<tr><td>{}</td>{}<td>{:.3f}</td><td>{}</td><td>{:.6f}</td><td>{:.2f}</td></tr>\n", escape(r.key),
-                     node ? fmt::format("<td>{}</td><td>{}</td>", escape(r.op_type), escape(r.provider)) : "", r.total_ms,
+                     node ? fmt::format("<td class=\"l\">{}</td><td class=\"l\">{}</td>", escape(r.op_type), escape(r.provider)) : "", r.total_ms,
                      r.count, r.mean_ms, r.pct);
   return h + "</tbody></table>\n";
 }
@@ -130,12 +133,12 @@ std::string timeline(const ProfileView& v) {
   const auto colours = op_colours(v.by_op);
   std::map<std::string, int> lane;
   for (const Row& r : v.by_op.rows) lane.emplace(r.key, int(lane.size()));
-  const int label_w = 180, width = 960, lane_h = 16;
+  const int label_w = 150, width = 1000, lane_h = 16;
   const int height = int(lane.size()) * lane_h + 40;
   const double span = std::max<int64_t>(1, run.dur);
   std::string svg = fmt::format(
-      "<figure class=\"timeline\"><figcaption>Timeline of run {} ({:.3f} ms, the median run)</figcaption>\n"
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">\n",
+      "<figure class=\"timeline\"><figcaption>Timeline of run {0} ({1:.3f} ms, the median run)</figcaption>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{2}\" height=\"{3}\" viewBox=\"0 0 {2} {3}\" class=\"fit\">\n",
       run.index, double(run.dur) / 1000, label_w + width + 10, height);
   for (const auto& [op, i] : lane)
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"label\">{}</text>\n", label_w - 6,
@@ -158,14 +161,15 @@ std::string page(const std::string& title, const std::string& body) {
 <style>
 body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }}
 h1 {{ font-size: 20px; }} h2 {{ font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }}
-pre.summary {{ background: #f6f8fa; padding: 8px 12px; }}
+pre.summary {{ background: #f6f8fa; padding: 8px 12px; white-space: pre-wrap; }}
+svg.fit {{ max-width: 100%; height: auto; }}
 .charts {{ display: flex; flex-wrap: wrap; gap: 16px; }}
 figure {{ margin: 0; }} figcaption {{ font-weight: 600; margin-bottom: 4px; }}
 svg text {{ font: 11px system-ui, sans-serif; fill: #333; }}
 table {{ border-collapse: collapse; font-size: 12px; }}
 td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: right; }}
 td:first-child, th:first-child {{ text-align: left; }}
-table.calls td:nth-child(2), table.calls td:nth-child(3), table.calls td:nth-child(4) {{ text-align: left; }}
+table.calls td:nth-child(2), table.calls td:nth-child(3), table.calls td:nth-child(4), td.l {{ text-align: left; }}
 details {{ margin: 2px 0; }} summary {{ cursor: pointer; }}
 .side {{ display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }}
 .side > div {{ min-width: 0; overflow-x: auto; }}
@@ -179,17 +183,17 @@ details {{ margin: 2px 0; }} summary {{ cursor: pointer; }}
 }
 
 std::string side_html(const ProfileView& v, size_t top) {
-  return fmt::format("<pre class=\"summary\">{}</pre>\n<h2>Per node</h2>\n{}<h2>Calls by op type</h2>\n{}<h2>Timeline</h2>\n{}",
-                     escape(summary_lines(v.by_op.summary)), table_html(v.by_node, top, "nodes"), drill_down(v), timeline(v));
+  return fmt::format("<pre class=\"summary\">{}</pre>\n<h2>Timeline</h2>\n{}<h2>Calls by op type</h2>\n{}<h2>Per node</h2>\n{}",
+                     escape(summary_lines(v.by_op.summary)), timeline(v), drill_down(v), table_html(v.by_node, top, "nodes"));
 }
 
 }  // namespace
 
 std::string html_report(const ProfileView& v, size_t top) {
-  const std::string body = fmt::format("<h1>Profile: {}</h1>\n<pre class=\"summary\">{}</pre>\n<h2>Per op type</h2>\n{}{}<h2>Per node</h2>\n{}"
-                                       "<h2>Calls by op type</h2>\n{}<h2>Timeline</h2>\n{}",
+  const std::string body = fmt::format("<h1>Profile: {}</h1>\n<pre class=\"summary\">{}</pre>\n<h2>Per op type</h2>\n{}{}<h2>Timeline</h2>\n{}"
+                                       "<h2>Calls by op type</h2>\n{}<h2>Per node</h2>\n{}",
                                        escape(v.by_op.summary.path), escape(summary_lines(v.by_op.summary)), three_views(v.by_op, top),
-                                       table_html(v.by_op, top, "ops"), table_html(v.by_node, top, "nodes"), drill_down(v), timeline(v));
+                                       table_html(v.by_op, top, "ops"), timeline(v), drill_down(v), table_html(v.by_node, top, "nodes"));
   return page("refeval report: " + v.by_op.summary.path, body);
 }
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `refeval profile` and `refeval report` as a user runs them: ORT's file layout from refeval's
+# profiler, ORT's real files read (fences or not), every format, --compare, and bad files as
+# one-line errors with exit 2.
+# Usage: profile_report_test.sh REFEVAL SOURCE_DIR
+set -u
+refeval=$(realpath "$1")
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+fixtures=$src/tests/data/profiles
+totals="python3 $src/tests/tools/profile/ort_profile_totals.py"
+
+# profile: W warm-up + N runs, the file named, the per-op table printed.
+expect 0 "^profile: $work/lr.json \(2 warm-up \+ 3 profiled runs, 27 events\)" "" -- \
+  profile $src/examples/linreg.onnx --input X=$src/examples/X.npy --warmup 2 --repeat 3 -o $work/lr.json
+check "profile prints the per-op table of the profiled runs" grep -qE "^Add +[0-9.]+ +6 " $work/out
+check "the file is a JSON array of ORT events" python3 -c "
+import json, sys
+ev = json.load(open('$work/lr.json'))
+runs = [e for e in ev if e['name'] == 'model_run']
+nodes = [e for e in ev if e['cat'] == 'Node']
+assert [e['name'] for e in ev if e['cat'] == 'Session'][:2] == ['model_loading_uri', 'session_initialization']
+assert len(runs) == 5 and len(nodes) == 20, (len(runs), len(nodes))
+keys = {'op_name', 'provider', 'node_index', 'input_type_shape', 'output_type_shape', 'activation_size', 'parameter_size', 'output_size'}
+for n in nodes:
+    assert n['ph'] == 'X' and n['name'].endswith('_kernel_time') and keys <= set(n['args']), n
+    assert n['args']['provider'] == 'refeval'
+    assert any(r['ts'] <= n['ts'] and n['ts'] + n['dur'] <= r['ts'] + r['dur'] for r in runs), n
+"
+# Default file name as ORT's, in the current folder.
+(cd $work && "$refeval" profile $src/examples/linreg.onnx --input X=$src/examples/X.npy --repeat 1 >/dev/null)
+check "default name refeval_profile_<date>_<time>.json" bash -c "ls $work | grep -qE '^refeval_profile_[0-9]{4}-[0-9]{2}-[0-9]{2}_[0-9]{2}-[0-9]{2}-[0-9]{2}\.json$'"
+
+# report: ORT's own files give the totals an independent script computes.
+for f in ort-1.30-linreg-disabled ort-1.30-linreg-all ort-web-1.16.3-linreg-fences; do
+  "$refeval" report $fixtures/$f.json --format csv | cut -d, -f1-3 >$work/ours.csv
+  $totals $fixtures/$f.json >$work/theirs.csv
+  check "$f: report equals the independent totals" cmp -s $work/ours.csv $work/theirs.csv
+done
+expect 0 "fence 0.000 ms \(24 events\)" "" -- report $fixtures/ort-web-1.16.3-linreg-fences.json
+expect 0 "^op_type,total_ms,count,mean_ms,pct$" "" -- report $fixtures/ort-1.30-linreg-disabled.json --format csv
+expect 0 "^/Add_1 +Add +CPUExecutionProvider " "" -- report $fixtures/ort-1.30-linreg-disabled.json --by node
+expect 0 "^CPUExecutionProvider " "" -- report $fixtures/ort-1.30-linreg-disabled.json --by provider
+expect 0 "^\| op_type \| total_ms" "" -- report $fixtures/ort-1.30-linreg-disabled.json --format md
+expect 0 "\"runs_used\": 4" "" -- report $fixtures/ort-1.30-linreg-disabled.json --format json --include-warmup
+expect 0 "runs 2-3 of 4" "" -- report $fixtures/ort-1.30-linreg-disabled.json --runs 2:
+check "--top 1 keeps one row" bash -c "[[ \$('$refeval' report $fixtures/ort-1.30-linreg-disabled.json --format csv --top 1 | wc -l) -eq 2 ]]"
+# refeval's file and ORT's read together, and compared.
+expect 0 "runs 1-4 of 5" "" -- report $work/lr.json
+expect 0 "^MatMul .* vanished$" "" -- report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json
+expect 0 "^Gemm .* appeared$" "" -- report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json
+expect 0 "^op_type,before_ms,before_count,after_ms,after_count,delta_ms,speedup,status$" "" -- \
+  report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json --format csv
+expect 0 "" "report written to $work/r.md" -- report $fixtures/ort-1.30-linreg-disabled.json --format md -o $work/r.md
+check "-o writes the file" grep -q "| Add |" $work/r.md
+
+# A file cut short: its complete events, a warning; bad files: one line, exit 2.
+head -c 5000 $fixtures/ort-1.30-linreg-disabled.json >$work/cut.json
+"$refeval" report $work/cut.json >$work/out 2>$work/err
+check "a cut file: its complete events reported" grep -q "^Add " $work/out
+check "a cut file: a warning says what was skipped" grep -q "warning: .*cut.json: 1 line(s) that are not complete JSON events were skipped" $work/err
+: >$work/empty.json
+expect 2 "" "error: .*empty.json: empty file, not a profile" -- report $work/empty.json
+echo '[]' >$work/none.json
+expect 2 "" "error: .*none.json: no events" -- report $work/none.json
+echo 'garbage' >$work/garbage.json
+expect 2 "" "error: .*garbage.json: not a profile" -- report $work/garbage.json
+expect 2 "" "error: .*missing.json: cannot open the profile" -- report $work/missing.json
+expect 2 "" "error: --runs: '9:' .*empty|selection is empty" -- report $fixtures/ort-1.30-linreg-disabled.json --runs 9:
+expect 2 "" "" -- report $fixtures/ort-1.30-linreg-disabled.json --by color
+finish

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `refeval report --format html` as a person sees it: the page is rendered by headless Chromium
+# with every network name unresolvable (it must open offline), the screenshot must show ink and
+# the charts' colours, and the rendered DOM must hold the three charts, the tables, the
+# drill-down and the timeline. Exit 77 (skipped) without Chromium; scripts/install-deps.sh installs it.
+# Usage: report_html_test.sh REFEVAL SOURCE_DIR
+set -u
+refeval=$(realpath "$1")
+src=$2
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -z $browser ]]; then echo "chromium not found: skipped (scripts/install-deps.sh installs it)"; exit 77; fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+fixtures=$src/tests/data/profiles
+
+# Chromium, headless and offline: no sandbox (root in CI), no GPU, a private profile folder.
+render() {  # render HTML WIDTH HEIGHT (writes $work/shot.png and $work/dom.html)
+  local args=(--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/chromium"
+              --host-resolver-rules="MAP * ~NOTFOUND" --window-size="$2,$3")
+  timeout 60 "$browser" "${args[@]}" --screenshot="$work/shot.png" "file://$1" >/dev/null 2>&1
+  timeout 60 "$browser" "${args[@]}" --dump-dom "file://$1" 2>/dev/null >"$work/dom.html"
+}
+count() { grep -o "$1" "$work/dom.html" | wc -l; }
+
+expect 0 "" "report written" -- report $fixtures/ort-1.30-linreg-disabled.json --format html -o $work/single.html
+check "the page names no network resource" bash -c "! grep -qE '(src|href)=|@import|url\(' $work/single.html"
+render $work/single.html 1200 1400
+check "single: the screenshot shows the page" python3 $src/tests/tools/png_check.py $work/shot.png 3 3
+check "single: three charts of three op types each" bash -c "[[ \$(grep -o 'class=\"bar\"' $work/dom.html | wc -l) -eq 9 ]]"
+check "single: duration, count and share charts" bash -c "grep -q 'class=\"chart duration\"' $work/dom.html && grep -q 'class=\"chart count\"' $work/dom.html && grep -q 'class=\"chart share\"' $work/dom.html"
+check "single: a drill-down per op type listing every call" bash -c "[[ \$(grep -o '<details' $work/dom.html | wc -l) -eq 3 && \$(grep -c '^<tr><td>[0-9]</td><td>/' $work/dom.html) -eq 12 ]]"
+check "single: the per-node table" grep -q '<table class="rows" id="nodes">' $work/dom.html
+check "single: a timeline of the median run" grep -q 'Timeline of run' $work/dom.html
+
+expect 0 "" "report written" -- report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json --format html -o $work/compare.html
+render $work/compare.html 1400 1400
+check "compare: the screenshot shows the page" python3 $src/tests/tools/png_check.py $work/shot.png 3 2
+check "compare: before and after bars for each of 4 op types in 2 charts" bash -c "[[ \$(grep -o 'class=\"bar\"' $work/dom.html | wc -l) -eq 16 ]]"
+check "compare: MatMul vanished, Gemm appeared" bash -c "grep -q '<td>MatMul</td>.*vanished' $work/dom.html && grep -q '<td>Gemm</td>.*appeared' $work/dom.html"
+check "compare: both sides side by side" bash -c "[[ \$(grep -o '<h2>Before: \|<h2>After: ' $work/dom.html | wc -l) -eq 2 ]]"
+finish
