@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   verbs.push_back({"check-fusion", "check a fused operator or model against its unfused form", make_check_fusion_verb()});
   verbs.push_back({"profile", "time every node of W warm-up and N runs; write ONNX Runtime's profile JSON and print per-op totals", make_profile_verb()});
   verbs.push_back({"report", "per-op, per-node or per-provider tables, charts and comparisons of profile files (ORT's or refeval's)", make_report_verb()});
+  verbs.push_back({"optimize", "fold constants, remove redundant nodes and fuse as ONNX Runtime does; --verify proves it equivalent", make_optimize_verb()});
   for (auto& v : verbs) {
     v.sub = app.add_subcommand(v.name, v.help);
     v.verb->setup(v.sub);

@@ -1,0 +1,116 @@
+// `refeval optimize IN.onnx -o OUT.onnx`: constant folding and redundant-node removal (basic),
+// then ONNX Runtime's transformer fusions (extended), with ORT-style counters; --verify proves
+// the result equivalent with the evaluator (exit 3 if not), --verify-each names the first pass
+// that broke equivalence.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "optimizer.h"
+#include "refeval/model_io.h"
+#include "report.h"
+#include "verbs.h"
+#include "verify.h"
+
+namespace refeval::cli {
+namespace {
+
+using namespace refeval::optimize;
+
+std::string megabytes(uint64_t bytes) { return fmt::format("{:.1f} MB", double(bytes) / 1e6); }
+
+class OptimizeVerb : public Verb {
+ public:
+  void setup(CLI::App* sub) override {
+    sub->add_option("model", in_, "the .onnx model")->required();
+    sub->add_option("-o,--output", out_, "OUT.onnx: the optimized model")->required();
+    sub->add_option("--level", level_, "basic, extended or all (default all)");
+    sub->add_option("--model-type", model_type_, "gpt2 or bert: the transformer pass order (ORT's optimizer)");
+    sub->add_option("--only", only_, "PASS,...: run only these passes (and dead-code removal)");
+    sub->add_option("--disable", disable_, "PASS,...: skip these passes");
+    sub->add_option("--opset", opset_, "N: the output's ai.onnx opset (refused if an operator's version would change)");
+    sub->add_flag("--verify", verify_, "check the output against the input with the evaluator (exit 3 if not equivalent)");
+    sub->add_flag("--verify-each", verify_each_, "check after every pass that changed the model; name the first that broke it");
+    sub->add_flag("--list-passes", list_, "print the pass names and exit");
+    // Looser than check-fusion's atol (1e-7): a 12-layer float model's outputs near zero differ by
+    // ~1e-6 between float decompositions and fused kernels that compute in double.
+    check_.tolerance.atol = 1e-4;
+    sub->add_option("--rtol", check_.tolerance.rtol, "relative tolerance of --verify (default 1e-3)");
+    sub->add_option("--atol", check_.tolerance.atol, "absolute tolerance of --verify (default 1e-4)");
+    inputs_.add_to(sub);
+  }
+
+  int execute(const GlobalOptions& g) override {
+    if (list_) {
+      for (const std::string& p : pass_names()) fmt::print("{}\n", p);
+      return kOk;
+    }
+    const Model original = open_model(in_);
+    OptimizeOptions options;
+    options.level = parse_level(level_);
+    options.model_type = model_type_;
+    for (const std::string& p : split_list(only_)) options.only.insert(p);
+    for (const std::string& p : split_list(disable_)) options.disable.insert(p);
+    if (opset_) options.opset = opset_;
+    check_.repeat = 1;
+    std::map<std::string, Value> feeds;
+    if (verify_ || verify_each_) feeds = make_feeds(ReferenceEvaluator(original, {&registry(g)}), inputs_);
+    std::string failure;
+    if (verify_each_)
+      options.check_each = [&](const Model& before, const Model& after, const std::string& pass) {
+        const fusion::FusionReport r = verify(before, after, registry(g), feeds, check_);
+        if (r.equivalent()) return true;
+        failure = fusion::format_report(r);
+        return false;
+      };
+
+    const OptimizeResult result = optimize::optimize(original, registry(g), options);
+    std::map<std::string, int> totals;
+    std::vector<std::string> order;
+    for (const PassStats& p : result.passes) {
+      if (!totals.count(p.counter)) order.push_back(p.counter);
+      totals[p.counter] += p.count;
+    }
+    fmt::print("optimize: {} -> {} (level {}{})\n", in_, out_, level_, model_type_.empty() ? "" : ", model type " + model_type_);
+    for (const std::string& c : order)
+      if (totals[c] > 0) fmt::print("  {}: {}\n", c, totals[c]);
+    const Graph& before = original.graph;
+    const Graph& after = result.model.graph;
+    fmt::print("nodes: {} -> {}; initializers: {} ({}) -> {} ({})\n", before.nodes.size(), after.nodes.size(),
+               before.initializers.size(), megabytes(weight_bytes(before)), after.initializers.size(), megabytes(weight_bytes(after)));
+    std::vector<std::string> ops;
+    for (const auto& [op, n] : op_counts(after)) ops.push_back(fmt::format("{} {}", op, n));
+    fmt::print("operators: {}\n", fmt::join(ops, ", "));
+    if (!result.broken_by.empty()) {
+      fmt::print("verify-each: pass '{}' broke equivalence; the model before it is written\n{}", result.broken_by, failure);
+      std::fflush(stdout);
+      return kCheckFailed;
+    }
+    save_model(result.model, out_);
+    if (verify_each_) fmt::print("verify-each: every pass kept the model equivalent\n");
+    if (verify_) {
+      const fusion::FusionReport r = verify(original, result.model, registry(g), feeds, check_);
+      if (!r.equivalent()) {
+        fmt::print("verify: NOT equivalent\n{}", fusion::format_report(r));
+        std::fflush(stdout);
+        return kCheckFailed;
+      }
+      fmt::print("verify: equivalent on {} input sets x {} outputs (rtol {}, atol {})\n", r.sets.size(), r.outputs.size(),
+                 check_.tolerance.rtol, check_.tolerance.atol);
+    }
+    std::fflush(stdout);
+    return kOk;
+  }
+
+ private:
+  std::string in_, out_, level_ = "all", model_type_, only_, disable_;
+  int64_t opset_ = 0;
+  bool verify_ = false, verify_each_ = false, list_ = false;
+  fusion::CheckOptions check_;
+  InputOptions inputs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Verb> make_optimize_verb() { return std::make_unique<OptimizeVerb>(); }
+
+}  // namespace refeval::cli

@@ -1,0 +1,113 @@
+#include "graph_edit.h"
+
+#include <fmt/format.h>
+
+namespace refeval::optimize {
+namespace {
+
+void collect_body_reads(const Graph& body, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const ValueInfo& v : body.inputs) defined.insert(v.name);
+  for (const Initializer& i : body.initializers) defined.insert(i.name);
+  for (const Node& n : body.nodes)
+    for (const std::string& o : n.outputs) defined.insert(o);
+  for (const Node& n : body.nodes)
+    for (const std::string& r : reads_of(n))
+      if (!defined.count(r)) out.insert(r);
+  for (const ValueInfo& v : body.outputs)
+    if (!defined.count(v.name)) out.insert(v.name);
+}
+
+template <class F>
+void for_each_body(Node& n, F&& f) {
+  for (Attribute& a : n.attributes) {
+    if (a.g) f(*a.g);
+    for (auto& g : a.graphs)
+      if (g) f(*g);
+  }
+}
+
+bool defines(const Graph& body, const std::string& name) {
+  for (const ValueInfo& v : body.inputs)
+    if (v.name == name) return true;
+  for (const Initializer& i : body.initializers)
+    if (i.name == name) return true;
+  for (const Node& n : body.nodes)
+    for (const std::string& o : n.outputs)
+      if (o == name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::set<std::string> reads_of(const Node& n) {
+  std::set<std::string> out;
+  for (const std::string& i : n.inputs)
+    if (!i.empty()) out.insert(i);
+  for (const Attribute& a : n.attributes) {
+    if (a.g) collect_body_reads(*a.g, out);
+    for (const auto& g : a.graphs)
+      if (g) collect_body_reads(*g, out);
+  }
+  return out;
+}
+
+void rename_uses(Graph& g, const std::string& from, const std::string& to) {
+  for (Node& n : g.nodes) {
+    for (std::string& i : n.inputs)
+      if (i == from) i = to;
+    for_each_body(n, [&](Graph& body) {
+      if (!defines(body, from)) rename_uses(body, from, to);
+    });
+  }
+  for (ValueInfo& o : g.outputs)
+    if (o.name == from) o.name = to;
+}
+
+int remove_dead(Graph& g) {
+  std::set<std::string> live;
+  for (const ValueInfo& o : g.outputs) live.insert(o.name);
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {  // graph order is topological: one backward sweep
+    const Node& n = g.nodes[i];
+    for (const std::string& o : n.outputs)
+      if (!o.empty() && live.count(o)) keep[i] = true;
+    if (keep[i])
+      for (const std::string& r : reads_of(n)) live.insert(r);
+  }
+  std::vector<Node> nodes;
+  int removed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (keep[i]) nodes.push_back(std::move(g.nodes[i]));
+    else ++removed;
+  }
+  g.nodes = std::move(nodes);
+  std::set<std::string> inputs;
+  for (const ValueInfo& v : g.inputs) inputs.insert(v.name);
+  std::erase_if(g.initializers, [&](const Initializer& i) { return !live.count(i.name) && !inputs.count(i.name); });
+  std::erase_if(g.value_info, [&](const ValueInfo& v) { return !live.count(v.name); });
+  return removed;
+}
+
+NameGen::NameGen(const Graph& g) {
+  for (const ValueInfo& v : g.inputs) values_.insert(v.name);
+  for (const Initializer& i : g.initializers) values_.insert(i.name);
+  for (const Node& n : g.nodes) {
+    nodes_.insert(n.name);
+    for (const std::string& o : n.outputs) values_.insert(o);
+  }
+}
+
+namespace {
+std::string fresh(std::set<std::string>& used, const std::string& base) {
+  std::string name = base;
+  for (int k = 1; used.count(name); ++k) name = fmt::format("{}_{}", base, k);
+  used.insert(name);
+  return name;
+}
+}  // namespace
+
+std::string NameGen::value(const std::string& base) { return fresh(values_, base); }
+std::string NameGen::node(const std::string& base) { return fresh(nodes_, base); }
+
+}  // namespace refeval::optimize

@@ -1,0 +1,131 @@
+#include "optimizer.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "refeval/error.h"
+#include "shape_inference.h"
+
+namespace refeval::optimize {
+namespace {
+
+// The basic level runs in rounds until nothing changes (a fold exposes more to fold).
+constexpr int kBasicRounds = 4;
+
+std::vector<Pass> basic_passes() {
+  return {identity_elimination_pass(), dropout_elimination_pass(), noop_elimination_pass(), transpose_chain_pass(),
+          identity_elimination_pass(), shape_folding_pass(),       constant_folding_pass(), cse_pass(),
+          conv_bn_pass(),              matmul_add_gemm_pass(),      dead_code_pass()};
+}
+
+// ORT's transformer optimizer order (C.2): normalisations, GELUs, reshapes, skip layer norms,
+// attention, then the bias fusions; fused MatMul last.
+std::vector<Pass> extended_passes(const std::string& model_type) {
+  std::vector<Pass> passes = {layer_norm_pass(), simplified_layer_norm_pass(), gelu_pass(), fast_gelu_pass(),
+                              reshape_fusion_pass(), skip_layer_norm_pass()};
+  if (model_type != "bert") passes.push_back(attention_pass());  // BERT's attention pattern is not implemented
+  for (Pass p : {bias_gelu_pass(), bias_skip_layer_norm_pass(), fused_matmul_pass(), dead_code_pass()}) passes.push_back(p);
+  return passes;
+}
+
+bool enabled(const Pass& p, const OptimizeOptions& o) {
+  if (!o.only.empty() && !o.only.count(p.name) && p.name != "dead-code") return false;
+  return !o.disable.count(p.name);
+}
+
+void set_opset(Model& m, const Registry& registry, int64_t opset) {
+  const int64_t from = m.opsets.count("") ? m.opsets.at("") : 0;
+  for (const Node& n : m.graph.nodes) {
+    if (!n.domain.empty()) continue;
+    const OpRegistration* a = registry.resolve("", n.op_type, from);
+    const OpRegistration* b = registry.resolve("", n.op_type, opset);
+    if (a != b)
+      fail_usage(fmt::format("--opset {}: {} is version {} at opset {} and {} at opset {}; convert the model first", opset,
+                             n.describe(), a ? a->since_version : 0, from, b ? b->since_version : 0, opset));
+  }
+  m.opsets[""] = opset;
+}
+
+}  // namespace
+
+std::vector<std::string> pass_names() {
+  std::vector<std::string> names;
+  for (const auto& list : {basic_passes(), extended_passes("gpt2")})
+    for (const Pass& p : list)
+      if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  return names;
+}
+
+Level parse_level(const std::string& s) {
+  if (s == "basic") return Level::Basic;
+  if (s == "extended" || s == "all") return Level::Extended;
+  fail_usage(fmt::format("--level: '{}' is not basic, extended or all", s));
+}
+
+void check_pass_names(const std::set<std::string>& names) {
+  const std::vector<std::string> known = pass_names();
+  for (const std::string& n : names)
+    if (std::find(known.begin(), known.end(), n) == known.end())
+      fail_usage(fmt::format("unknown pass '{}'; passes: {}", n, fmt::join(known, ", ")));
+}
+
+std::map<std::string, int> op_counts(const Graph& g) {
+  std::map<std::string, int> c;
+  for (const Node& n : g.nodes) ++c[n.op_type];
+  return c;
+}
+
+uint64_t weight_bytes(const Graph& g) {
+  uint64_t b = 0;
+  for (const Initializer& i : g.initializers) b += i.value.nbytes();
+  return b;
+}
+
+OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOptions& options) {
+  if (!options.model_type.empty() && options.model_type != "gpt2" && options.model_type != "bert")
+    fail_usage(fmt::format("--model-type: '{}' is not gpt2 or bert", options.model_type));
+  check_pass_names(options.only);
+  check_pass_names(options.disable);
+  OptimizeResult result;
+  Inference inference;
+  PassContext ctx{registry, &inference};
+  // Runs one pass; false when the check after it failed.
+  auto run = [&](const Pass& pass) {
+    if (!enabled(pass, options)) return true;
+    const Model before = options.check_each ? model : Model{};
+    const auto start = std::chrono::steady_clock::now();
+    const int count = pass.run(model, ctx);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result.passes.push_back({pass.name, pass.counter, count, ms, model.graph.nodes.size()});
+    spdlog::debug("pass {}: {} ({:.1f} ms), {} nodes", pass.name, count, ms, model.graph.nodes.size());
+    if (count > 0 && options.check_each && !options.check_each(before, model, pass.name)) {
+      result.broken_by = pass.name;
+      return false;
+    }
+    return true;
+  };
+  for (int round = 0; round < kBasicRounds; ++round) {
+    inference = infer(model);
+    const size_t passes_before = result.passes.size();
+    for (const Pass& p : basic_passes())
+      if (!run(p)) return result.model = std::move(model), result;
+    bool changed = false;
+    for (size_t i = passes_before; i < result.passes.size(); ++i) changed = changed || result.passes[i].count > 0;
+    if (!changed) break;
+  }
+  if (options.level >= Level::Extended) {
+    inference = infer(model);  // once: fusions keep every surviving value's name and type
+    for (const Pass& p : extended_passes(options.model_type))
+      if (!run(p)) return result.model = std::move(model), result;
+  }
+  if (options.opset) set_opset(model, registry, *options.opset);
+  bool microsoft = false;
+  for (const Node& n : model.graph.nodes) microsoft = microsoft || n.domain == "com.microsoft";
+  if (microsoft && !model.opsets.count("com.microsoft")) model.opsets["com.microsoft"] = 1;
+  result.model = std::move(model);
+  return result;
+}
+
+}  // namespace refeval::optimize

@@ -1,0 +1,11 @@
+#include "pass.h"
+
+namespace refeval::optimize {
+
+Pass rewrite_pass(std::string name, Level level, Rewrite rewrite) {
+  const std::string counter = "Fused " + rewrite.counter;
+  return {std::move(name), counter, level,
+          [r = std::move(rewrite)](Model& m, PassContext& ctx) { return apply(r, m, ctx.inference); }};
+}
+
+}  // namespace refeval::optimize

@@ -1,0 +1,54 @@
+// An optimization pass: a name the command line uses, the counter it reports, its level, and a
+// function that rewrites the model and says how many times it did. Pattern rewrites become
+// passes through rewrite_pass(); graph-wide passes (folding, CSE, dead code) are functions.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph_index.h"
+#include "refeval/registry.h"
+#include "rewrite.h"
+
+namespace refeval::optimize {
+
+enum class Level { Basic = 1, Extended = 2 };
+
+struct PassContext {
+  const Registry& registry;
+  const Inference* inference = nullptr;  // types of the values at the start of the level
+};
+
+struct Pass {
+  std::string name;     // "fast-gelu"
+  std::string counter;  // the statistics line: "Fused FastGelu", "Removed Identity"
+  Level level = Level::Basic;
+  std::function<int(Model&, PassContext&)> run;
+};
+
+Pass rewrite_pass(std::string name, Level level, Rewrite rewrite);
+
+// Every pass, by file (passes/*.cc); optimizer.cc orders them.
+Pass identity_elimination_pass();
+Pass dropout_elimination_pass();
+Pass noop_elimination_pass();      // Cast to the same type, Reshape/Expand to the same shape, identity Transpose
+Pass transpose_chain_pass();       // Transpose of Transpose composed; Unsqueeze then Squeeze of the same axes
+Pass constant_folding_pass();
+Pass shape_folding_pass();
+Pass cse_pass();
+Pass dead_code_pass();
+Pass conv_bn_pass();
+Pass matmul_add_gemm_pass();
+Pass layer_norm_pass();
+Pass simplified_layer_norm_pass();
+Pass gelu_pass();
+Pass fast_gelu_pass();
+Pass reshape_fusion_pass();
+Pass skip_layer_norm_pass();
+Pass attention_pass();
+Pass bias_gelu_pass();
+Pass bias_skip_layer_norm_pass();
+Pass fused_matmul_pass();
+
+}  // namespace refeval::optimize

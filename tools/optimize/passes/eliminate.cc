@@ -1,0 +1,102 @@
+// Basic removals (ORT's EliminateIdentity, EliminateDropout, CastElimination, ExpandElimination
+// and friends): a node that passes its input through unchanged is dropped and its readers read
+// the input. A node whose output is a graph output stays (the output keeps its name).
+#include <map>
+#include <numeric>
+
+#include "../pass.h"
+
+namespace refeval::optimize {
+namespace {
+
+// Drops node i, its readers reading `input` instead of its single output.
+bool bypass(Graph& g, const GraphIndex& index, size_t i, const std::string& input, std::vector<bool>& drop) {
+  const Node& n = g.nodes[i];
+  if (n.outputs.empty() || n.outputs[0].empty() || index.is_graph_output(n.outputs[0]) || input.empty()) return false;
+  for (size_t k = 1; k < n.outputs.size(); ++k)
+    if (!n.outputs[k].empty() && index.is_used(n.outputs[k])) return false;
+  drop[i] = true;
+  return true;
+}
+
+int bypass_all(Model& m, const Inference* inference, const std::function<std::string(const Node&, const GraphIndex&)>& passes_through) {
+  Graph& g = m.graph;
+  const GraphIndex index(g, inference);
+  std::vector<bool> drop(g.nodes.size(), false);
+  std::vector<std::pair<std::string, std::string>> renames;
+  std::map<std::string, std::string> alias;  // a dropped output -> the value its readers read now
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::string input = passes_through(g.nodes[i], index);
+    if (auto it = alias.find(input); it != alias.end()) input = it->second;  // chains, in graph order
+    if (!input.empty() && bypass(g, index, i, input, drop)) {
+      renames.emplace_back(g.nodes[i].outputs[0], input);
+      alias[g.nodes[i].outputs[0]] = input;
+    }
+  }
+  int count = 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (drop[i]) ++count;
+    else kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  for (const auto& [from, to] : renames) rename_uses(g, from, to);
+  return count;
+}
+
+bool standard(const Node& n) { return n.domain.empty(); }
+
+}  // namespace
+
+Pass identity_elimination_pass() {
+  return {"identity", "Removed Identity", Level::Basic, [](Model& m, PassContext& ctx) {
+            return bypass_all(m, ctx.inference, [](const Node& n, const GraphIndex&) {
+              return standard(n) && n.op_type == "Identity" && n.inputs.size() == 1 ? n.inputs[0] : std::string();
+            });
+          }};
+}
+
+Pass dropout_elimination_pass() {
+  // Dropout from opset 7 is the identity outside training; from 12 only when training_mode is
+  // absent or a constant false. Its mask output must be unused.
+  return {"dropout", "Removed Dropout", Level::Basic, [](Model& m, PassContext& ctx) {
+            const int64_t opset = m.opsets.count("") ? m.opsets.at("") : 0;
+            return bypass_all(m, ctx.inference, [opset](const Node& n, const GraphIndex& g) {
+              if (!standard(n) || n.op_type != "Dropout" || opset < 7 || n.inputs.empty()) return std::string();
+              if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+                const auto training = g.scalar(n.inputs[2]);
+                if (!training || *training != 0) return std::string();
+              }
+              return n.inputs[0];
+            });
+          }};
+}
+
+Pass noop_elimination_pass() {
+  return {"noop", "Removed no-op node", Level::Basic, [](Model& m, PassContext& ctx) {
+            return bypass_all(m, ctx.inference, [](const Node& n, const GraphIndex& g) -> std::string {
+              if (!standard(n) || n.inputs.empty() || n.outputs.empty()) return "";
+              const std::string& x = n.inputs[0];
+              if (n.op_type == "Cast") {
+                const ValueType* t = g.type(x);
+                const int64_t to = int_attr(n, "to", -1);
+                return t && t->kind == ValueType::Kind::Tensor && int64_t(t->dtype) == to ? x : "";
+              }
+              if (n.op_type == "Reshape" || n.op_type == "Expand" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze" ||
+                  n.op_type == "Flatten") {
+                const auto* in = g.dims(x);
+                const auto* out = g.dims(n.outputs[0]);
+                return in && out && same_shape(*in, *out) ? x : "";
+              }
+              if (n.op_type == "Transpose") {
+                const std::vector<int64_t> perm = ints_attr(n, "perm");
+                std::vector<int64_t> id(perm.size());
+                std::iota(id.begin(), id.end(), 0);
+                return !perm.empty() && perm == id ? x : "";
+              }
+              return "";
+            });
+          }};
+}
+
+}  // namespace refeval::optimize

@@ -1,0 +1,83 @@
+// Declarative graph patterns, in the spirit of MLIR's and TVM's pattern languages: a pattern is a
+// list of operator nodes whose inputs are captures (any value, named), outputs of other pattern
+// nodes, or scalar constants; the last node is the root. The matcher walks up from a root
+// candidate, tries both operand orders of commutative operators (Add, Mul), binds each capture
+// once (a capture used twice must be the same value) and each pattern node to a distinct graph
+// node. Example, the tanh GELU of GPT-2:
+//
+//   Pattern p{{
+//       {"half", "Mul", {cap("x"), val(0.5)}},
+//       {"cube", "Pow", {cap("x"), val(3.0)}},
+//       {"scaled_cube", "Mul", {node("cube"), val(0.044715, 1e-4)}},
+//       ...
+//       {"y", "Mul", {node("half"), node("one_plus")}},
+//   }};
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph_index.h"
+
+namespace refeval::optimize {
+
+struct Operand {
+  enum class Kind { Capture, Constant, NodeOutput, Scalar, Any, Optional };
+  Kind kind = Kind::Any;
+  std::string name;  // capture name, or pattern node id
+  int output = 0;    // which output of that node
+  double value = 0, tolerance = 0;
+};
+Operand cap(const std::string& name);
+// A capture that only binds a constant (an initializer or Constant node): with a commutative
+// operator this picks the constant operand whichever side it is on.
+Operand konst(const std::string& name);
+Operand node(const std::string& id, int output = 0);
+// A constant holding one element within `tolerance` of v (absolute; relative for |v| > 1).
+Operand val(double v, double tolerance = 1e-6);
+Operand any();
+// Any value or an omitted trailing input (Split's sizes, Slice's steps).
+Operand opt();
+
+struct PatternNode {
+  std::string id, op_type;
+  std::vector<Operand> inputs;
+  // Attribute and arity conditions on the graph node; null accepts any.
+  std::function<bool(const Node&)> accept = nullptr;
+  std::string domain = "";
+};
+
+struct Pattern {
+  std::vector<PatternNode> nodes;  // the root last
+  // Pattern nodes besides the root whose first output may be read outside the match, because
+  // the replacement writes it too (SkipLayerNormalization's sum output).
+  std::vector<std::string> may_escape = {};
+  const PatternNode& root() const { return nodes.back(); }
+};
+
+struct Match {
+  const Pattern* pattern = nullptr;
+  std::map<std::string, int> nodes;             // pattern node id -> graph node index
+  std::map<std::string, std::string> captures;  // capture name -> value name
+  const Node& node(const GraphIndex& g, const std::string& id) const { return g.graph().nodes[size_t(nodes.at(id))]; }
+  const std::string& value(const std::string& capture) const { return captures.at(capture); }
+};
+
+// Matches `p` rooted at graph node `root`; nodes in `claimed` (already rewritten in this pass)
+// never match. The first match in operand-order search order, or nullopt.
+std::optional<Match> match(const Pattern& p, const GraphIndex& g, int root, const std::vector<bool>& claimed);
+
+// True when every output of every matched node except the root is read only by matched nodes
+// and is no graph output: removing them changes nothing else (an intermediate also used
+// elsewhere blocks the fusion).
+bool only_root_escapes(const Match& m, const GraphIndex& g);
+
+// Attribute helpers for `accept`.
+int64_t int_attr(const Node& n, const std::string& name, int64_t fallback);
+float float_attr(const Node& n, const std::string& name, float fallback);
+std::vector<int64_t> ints_attr(const Node& n, const std::string& name);
+
+}  // namespace refeval::optimize

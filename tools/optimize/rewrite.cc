@@ -1,0 +1,61 @@
+#include "rewrite.h"
+
+#include <algorithm>
+
+namespace refeval::optimize {
+
+std::string RewriteContext::fused_name(const Match& m, const std::string& op_type) const {
+  std::vector<std::string> replaced;
+  for (const auto& [id, gi] : m.nodes) replaced.push_back(index.graph().nodes[size_t(gi)].name);
+  std::string prefix = replaced.empty() ? "" : replaced[0];
+  for (const std::string& n : replaced) {
+    size_t k = 0;
+    while (k < prefix.size() && k < n.size() && prefix[k] == n[k]) ++k;
+    prefix.resize(k);
+  }
+  prefix.resize(prefix.rfind('/') == std::string::npos ? 0 : prefix.rfind('/') + 1);
+  return names.node(prefix + op_type);
+}
+
+Node make_node(const std::string& op_type, const std::string& domain, std::vector<std::string> inputs,
+               std::vector<std::string> outputs, std::vector<Attribute> attributes, const std::string& name) {
+  Node n;
+  n.op_type = op_type, n.domain = domain, n.inputs = std::move(inputs), n.outputs = std::move(outputs);
+  n.attributes = std::move(attributes), n.name = name;
+  return n;
+}
+
+int apply(const Rewrite& r, Model& model, const Inference* inference) {
+  Graph& g = model.graph;
+  const GraphIndex index(g, inference);
+  NameGen names(g);
+  RewriteContext ctx{index, names, model.opsets};
+  std::vector<bool> claimed(g.nodes.size(), false);
+  std::map<int, Replacement> replacements;  // by root index
+  for (int root = 0; root < int(g.nodes.size()); ++root) {
+    for (const Pattern& p : r.patterns) {
+      if (claimed[size_t(root)] || p.root().op_type != g.nodes[size_t(root)].op_type) continue;
+      std::optional<Match> m = match(p, index, root, claimed);
+      if (!m || !only_root_escapes(*m, index)) continue;
+      std::optional<Replacement> rep = r.build(*m, ctx);
+      if (!rep) continue;
+      for (const auto& [id, gi] : m->nodes) claimed[size_t(gi)] = true;
+      replacements.emplace(root, std::move(*rep));
+      break;
+    }
+  }
+  if (replacements.empty()) return 0;
+  std::vector<Node> nodes;
+  for (int i = 0; i < int(g.nodes.size()); ++i) {
+    if (auto it = replacements.find(i); it != replacements.end()) {
+      for (Node& n : it->second.nodes) nodes.push_back(std::move(n));
+      for (Initializer& init : it->second.initializers) g.initializers.push_back(std::move(init));
+    } else if (!claimed[size_t(i)]) {
+      nodes.push_back(std::move(g.nodes[size_t(i)]));
+    }
+  }
+  g.nodes = std::move(nodes);
+  return int(replacements.size());
+}
+
+}  // namespace refeval::optimize

@@ -1,0 +1,16 @@
+// Types and shapes of every value, from ONNX's own shape inference (Debian's libonnx) with data
+// propagation, so dims are symbols ("batch", "seq") or sizes exactly as ONNX defines them, and a
+// value computed from shapes (Shape -> Gather -> Concat) is known element by element. Operators
+// ONNX does not know (com.microsoft) leave their outputs untyped; nothing is guessed.
+#pragma once
+
+#include "graph_index.h"
+#include "refeval/ir.h"
+
+namespace refeval::optimize {
+
+// Large initializers are declared as typed inputs for the inference (their values are not
+// needed), so a 600 MB model costs little. Never throws for a graph ONNX cannot fully infer.
+Inference infer(const Model& model);
+
+}  // namespace refeval::optimize
