@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
   save_model(causal_attention_model(), dir + "/attention.onnx");
   save_model(causal_attention_unfused(0), dir + "/attention_unfused.onnx");
   save_model(causal_attention_unfused(1), dir + "/attention_mask_off_by_one.onnx");
+  save_model(fast_gelu_unfused(0.044715f), dir + "/fast_gelu_unfused.onnx");
+  save_model(fast_gelu_unfused(0.05f), dir + "/fast_gelu_wrong_coefficient.onnx");
+  save_model(gpt2_attention_unfused(0), dir + "/gpt2_attention_unfused.onnx");
+  save_model(gpt2_attention_unfused(1), dir + "/gpt2_attention_mask_shifted.onnx");
   for (int64_t opset : {6, 13, 14, 21}) save_model(relu_model(opset), fmt::format("{}/relu_{}.onnx", dir, opset));
   return 0;
 }

@@ -21,6 +21,13 @@ Tensor ramp(Shape shape, float start, float step) {
   return Tensor::from_vector<float>(std::move(shape), v);
 }
 
+// A ramp that repeats every 23 values, so larger weights stay small.
+Tensor ramp2(Shape shape, float start, float step) {
+  std::vector<float> v(size_t(shape_size(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+
 }  // namespace
 
 Model gelu_model(const char* approximate) {
@@ -86,6 +93,50 @@ Model causal_attention_unfused(int shift) {
                      qkv, {tensor_info("Y", DType::Float, {1, 2, 6, 8})},
                      {scalar("scale", float(1 / std::sqrt(8.0))), {"mask", Tensor::from_vector<float>({6, 6}, mask)}}),
                {{"", 23}});
+}
+
+// GPT-2's tanh GELU as torch exports it, with a chosen cubic coefficient.
+Model fast_gelu_unfused(float cubic, bool expose_tanh) {
+  std::vector<ValueInfo> outputs = {tensor_info("y", DType::Float, {2, 8})};
+  if (expose_tanh) outputs.push_back(tensor_info("t", DType::Float, {2, 8}));
+  return model(graph("fast_gelu",
+                     {node("Mul", {"x", "half"}, {"h"}), node("Pow", {"x", "three"}, {"p"}), node("Mul", {"p", "cubic"}, {"pc"}),
+                      node("Add", {"x", "pc"}, {"inner"}), node("Mul", {"inner", "k"}, {"arg"}), node("Tanh", {"arg"}, {"t"}),
+                      node("Add", {"t", "one"}, {"s"}), node("Mul", {"h", "s"}, {"y"})},
+                     {tensor_info("x", DType::Float, {2, 8})}, outputs,
+                     {scalar("half", 0.5f), scalar("three", 3.0f), scalar("cubic", cubic), scalar("k", 0.7978845834732056f),
+                      scalar("one", 1.0f)}));
+}
+
+// One GPT-2 attention block without past, as torch exports it (symbolic batch and sequence).
+Model gpt2_attention_unfused(int mask_shift) {
+  std::vector<bool> causal(16 * 16);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) causal[size_t(i * 16 + j)] = j <= i + mask_shift;
+  auto perm = [](std::vector<int64_t> p) { return attr("perm", p); };
+  std::vector<Node> nodes = {
+      node("MatMul", {"x", "W"}, {"mm"}), node("Add", {"bias", "mm"}, {"qkv"}),
+      node("Split", {"qkv", "sizes"}, {"q", "k", "v"}, {attr("axis", int64_t(2))}),
+      node("Shape", {"x"}, {"shape"}), node("Gather", {"shape", "i0"}, {"b"}), node("Gather", {"shape", "i1"}, {"s"}),
+      node("Unsqueeze", {"b", "axis0"}, {"ub"}), node("Unsqueeze", {"s", "axis0"}, {"us"}),
+      node("Concat", {"ub", "us", "heads", "hsize"}, {"hshape"}, {attr("axis", int64_t(0))}),
+      node("Reshape", {"q", "hshape"}, {"rq"}), node("Transpose", {"rq"}, {"tq"}, {perm({0, 2, 1, 3})}),
+      node("Reshape", {"k", "hshape"}, {"rk"}), node("Transpose", {"rk"}, {"tk"}, {perm({0, 2, 3, 1})}),
+      node("Reshape", {"v", "hshape"}, {"rv"}), node("Transpose", {"rv"}, {"tv"}, {perm({0, 2, 1, 3})}),
+      node("MatMul", {"tq", "tk"}, {"qk"}), node("Div", {"qk", "root_h"}, {"scores"}),
+      node("Slice", {"causal", "zero", "us", "axis2", "one"}, {"rows"}), node("Slice", {"rows", "zero", "us", "axis3", "one"}, {"block"}),
+      node("Not", {"block"}, {"future"}), node("Cast", {"future"}, {"hide"}, {attr("to", int64_t(DType::Bool))}),
+      node("Where", {"hide", "lowest", "scores"}, {"masked"}), node("Softmax", {"masked"}, {"probs"}, {attr("axis", int64_t(-1))}),
+      node("MatMul", {"probs", "tv"}, {"o"}), node("Transpose", {"o"}, {"to"}, {perm({0, 2, 1, 3})}),
+      node("Concat", {"ub", "us", "d"}, {"oshape"}, {attr("axis", int64_t(0))}), node("Reshape", {"to", "oshape"}, {"y"})};
+  return model(graph("attention", nodes, {tensor_info("x", DType::Float, {"batch", "seq", 8})},
+                     {tensor_info("y", DType::Float, {"batch", "seq", 8})},
+                     {{"W", ramp2({8, 24}, -0.3f, 0.03f)}, {"bias", ramp2({24}, -0.1f, 0.01f)}, ints("sizes", {8, 8, 8}),
+                      {"i0", Tensor::scalar<int64_t>(0)}, {"i1", Tensor::scalar<int64_t>(1)}, ints("axis0", {0}),
+                      ints("heads", {2}), ints("hsize", {4}), ints("d", {8}), scalar("root_h", 2.0f),
+                      {"causal", Tensor::from_vector<bool>({1, 1, 16, 16}, causal)}, ints("zero", {0}), ints("one", {1}),
+                      ints("axis2", {2}), ints("axis3", {3}), scalar("lowest", -3.4028234663852886e38f)}),
+               {{"", 17}});
 }
 
 Model relu_model(int64_t opset) {

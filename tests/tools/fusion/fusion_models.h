@@ -25,6 +25,13 @@ Model causal_attention_model();
 Model causal_attention_unfused(int shift);
 
 // Y = Relu(X), X [1, 4], at the given opset.
+// GPT-2's tanh GELU as torch exports it (x: (2, 8)), with a chosen cubic coefficient; the tanh
+// optionally a graph output too (which must block a fusion).
+Model fast_gelu_unfused(float cubic, bool expose_tanh = false);
+// One GPT-2 self-attention block without past as torch exports it: x (batch, seq, 8), 2 heads of
+// 4, causal mask by Where over a 16 x 16 lower-triangular buffer; `mask_shift` 1 lets each
+// query see one future key (not the causal mask: must not become Attention).
+Model gpt2_attention_unfused(int mask_shift = 0);
 Model relu_model(int64_t opset);
 
 }  // namespace refeval::testing

@@ -1,5 +1,5 @@
 // LayerNormalization from its decomposition (exports before opset 17, ORT's LayerNormFusion):
-//   d = x - ReduceMean(x); y = d / Sqrt(ReduceMean(d^2) + eps) * gamma + beta
+//   d = x - ReduceMean(x); y = d / Sqrt(ReduceMean(d^2) + eps) * gamma + beta   (d^2 as Pow or d*d)
 // and SimplifiedLayerNormalization (RMSNorm): y = x / Sqrt(ReduceMean(x^2) + eps) * gamma.
 // Fused only when both ReduceMeans reduce the last axis alone with keepdims, the exponent is 2,
 // epsilon sits inside the square root and is positive, and gamma (and beta) are 1-D constants.
@@ -44,16 +44,18 @@ std::optional<float> epsilon(const Match& m, const GraphIndex& g) {
 }  // namespace
 
 Pass layer_norm_pass() {
-  Pattern p{{{"mean", "ReduceMean", {cap("x"), opt()}},
-             {"d", "Sub", {cap("x"), node("mean")}},
-             {"sq", "Pow", {node("d"), val(2.0)}},
-             {"var", "ReduceMean", {node("sq"), opt()}},
-             {"ve", "Add", {node("var"), konst("eps")}},
-             {"std", "Sqrt", {node("ve")}},
-             {"n", "Div", {node("d"), node("std")}},
-             {"g", "Mul", {node("n"), konst("gamma")}},
-             {"y", "Add", {node("g"), konst("beta")}}}};
-  Rewrite r{"LayerNormalization", {p}, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
+  std::vector<Pattern> patterns;
+  for (const PatternNode& square : {PatternNode{"sq", "Pow", {node("d"), val(2.0)}}, PatternNode{"sq", "Mul", {node("d"), node("d")}}})
+    patterns.push_back(Pattern{{{"mean", "ReduceMean", {cap("x"), opt()}},
+                                {"d", "Sub", {cap("x"), node("mean")}},
+                                square,
+                                {"var", "ReduceMean", {node("sq"), opt()}},
+                                {"ve", "Add", {node("var"), konst("eps")}},
+                                {"std", "Sqrt", {node("ve")}},
+                                {"n", "Div", {node("d"), node("std")}},
+                                {"g", "Mul", {node("n"), konst("gamma")}},
+                                {"y", "Add", {node("g"), konst("beta")}}}});
+  Rewrite r{"LayerNormalization", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
               const GraphIndex& g = ctx.index;
               const auto eps = epsilon(m, g);
               if (!eps || !last_axis_mean(m.node(g, "mean"), g) || !last_axis_mean(m.node(g, "var"), g)) return std::nullopt;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `refeval optimize` as a user runs it: fusions reported with ORT-style counters, the output a
+# model refeval runs, --verify (exit 3 when not equivalent), --verify-each, look-alike patterns
+# left alone and still equivalent at --level all, and usage errors (exit 2).
+# Usage: optimize_test.sh REFEVAL MAKE_TEST_MODELS
+set -u
+refeval=$1
+make_models=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$make_models" "$work" || exit 1
+source "$(dirname "$0")/expect.sh"
+m=$work
+
+expect 0 "Fused Attention: 1" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/att.onnx --model-type gpt2 --verify
+check "attention: the dynamic shapes folded, one node left" grep -qE "^nodes: 27 -> 1;" $work/out
+check "attention: verified" grep -q "^verify: equivalent on" $work/out
+expect 0 "\+ y: float32:\(1, 5, 8\)" "" -- run $m/att.onnx --dim batch=1 --dim seq=5 --no-timing
+expect 0 "Fused FastGelu: 1" "" -- optimize $m/fast_gelu_unfused.onnx -o $m/fg.onnx --verify
+expect 0 "Fused LayerNormalization: 1" "" -- optimize $m/layer_norm_unfused.onnx -o $m/ln.onnx --verify-each
+check "verify-each: every pass checked" grep -q "every pass kept the model equivalent" $work/out
+
+# Look-alikes are not the fused operator: nothing fused, still equivalent.
+for look_alike in fast_gelu_wrong_coefficient layer_norm_eps_outside_sqrt gpt2_attention_mask_shifted; do
+  expect 0 "^verify: equivalent" "" -- optimize $m/$look_alike.onnx -o $m/la.onnx --level all --verify
+  check "$look_alike: no fused operator" bash -c "! grep -qE '^  Fused (Attention|FastGelu|LayerNormalization)' $work/out"
+done
+
+# Levels, --only, --disable.
+expect 0 "" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/basic.onnx --level basic
+check "basic: no com.microsoft operator" bash -c "! grep -qE 'Attention|FastGelu' $work/out"
+# The three head reshapes; the output's input has no inferred shape past the Where (ONNX's
+# inference gives up there), so it keeps its computed shape until Attention replaces it.
+expect 0 "Fused Reshape shape: 3" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/only.onnx --only reshape-fusion
+expect 0 "" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/no_att.onnx --disable attention
+check "--disable attention: Softmax stays" grep -q "Softmax 1" $work/out
+expect 0 "^fast-gelu$" "" -- optimize --list-passes $m/gpt2_attention_unfused.onnx -o $m/x.onnx
+
+# Errors: usage and model errors exit 2 with one line.
+expect 2 "" "error: --level: 'max' is not basic, extended or all" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --level max
+expect 2 "" "error: unknown pass 'warp'" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --only warp
+expect 2 "" "error: --model-type: 'llama' is not gpt2 or bert" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --model-type llama
+head -c 100 $m/gpt2_attention_unfused.onnx >$m/cut.onnx
+expect 2 "" "error: .*cut.onnx" -- optimize $m/cut.onnx -o $m/x.onnx
+expect 2 "" "error: --opset 12: node '' \(MatMul\) is version 13 at opset 17 and 9 at opset 12; convert the model first" -- \
+  optimize $m/gpt2_attention_unfused.onnx -o $m/x.onnx --disable attention --opset 12
+expect 0 "" "" -- optimize $m/fast_gelu_wrong_coefficient.onnx -o $m/o18.onnx --opset 18
+expect 0 "opsets ai.onnx 18" "" -- run $m/o18.onnx --no-timing
+finish

@@ -1,0 +1,56 @@
+// Helpers of the optimizer tests: run passes on a small model, count operators, and check the
+// result against the original with the evaluator on deterministic inputs.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "optimizer.h"
+#include "refeval/builder.h"
+#include "refeval/evaluator.h"
+#include "test_util.h"
+#include "verify.h"
+
+namespace refeval::testing {
+
+inline int count_ops(const Model& m, const std::string& op) {
+  int n = 0;
+  for (const Node& node : m.graph.nodes) n += node.op_type == op;
+  return n;
+}
+
+// Feeds for every graph input: a ramp of values in about [-2, 2] (symbolic dims as 3).
+inline std::map<std::string, Value> ramp_feeds(const Model& m) {
+  std::map<std::string, Value> feeds;
+  for (const ValueInfo* in : m.graph.feed_inputs()) {
+    Shape shape;
+    for (const Dim& d : in->type.dims) shape.push_back(d.fixed() ? d.value : 3);
+    const int64_t n = shape_size(shape);
+    if (in->type.dtype == DType::Int64) {
+      std::vector<int64_t> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[size_t(i)] = i % 5;
+      feeds.emplace(in->name, Tensor::from_vector<int64_t>(shape, v));
+    } else {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float((i * 37) % 41) / 10.0f - 2.0f;
+      feeds.emplace(in->name, Tensor::from_vector<float>(shape, v));
+    }
+  }
+  return feeds;
+}
+
+// Optimizes with only `passes` (all when empty) and checks the result equivalent to `m`.
+inline Model optimized(const Model& m, std::set<std::string> passes = {}, const std::string& model_type = "") {
+  optimize::OptimizeOptions o;
+  o.only = std::move(passes);
+  o.model_type = model_type;
+  Model out = optimize::optimize(m, Registry::builtin(), o).model;
+  fusion::CheckOptions check;
+  check.repeat = 1;
+  check.tolerance.atol = 1e-5;
+  const fusion::FusionReport r = optimize::verify(m, out, Registry::builtin(), ramp_feeds(m), check);
+  CHECK_MESSAGE(r.equivalent(), "the optimized model differs from the original");
+  return out;
+}
+
+}  // namespace refeval::testing

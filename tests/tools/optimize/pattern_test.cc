@@ -1,0 +1,74 @@
+// The pattern language and matcher on their own: commutative operands, captures bound once,
+// scalar constants within tolerance, optional inputs, and intermediates read elsewhere.
+#include <doctest/doctest.h>
+
+#include "pattern.h"
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::build;
+using namespace refeval::optimize;
+
+namespace {
+
+Graph scaled_sum(std::vector<Node> nodes, std::vector<ValueInfo> outputs) {
+  return graph("g", std::move(nodes), {tensor_info("x", DType::Float, {4}), tensor_info("y", DType::Float, {4})}, std::move(outputs),
+               {{"half", Tensor::scalar<float>(0.5f)}, {"third", Tensor::scalar<float>(0.333f)}});
+}
+
+// (x + y) * 0.5, the constant on either side.
+const Pattern kHalfSum{{{"sum", "Add", {cap("a"), cap("b")}}, {"out", "Mul", {node("sum"), val(0.5)}}}};
+
+}  // namespace
+
+TEST_CASE("pattern: a commutative operator matches with its operands in either order") {
+  for (bool constant_first : {false, true}) {
+    const Graph g = scaled_sum({node("Add", {"x", "y"}, {"s"}), node("Mul", constant_first ? std::vector<std::string>{"half", "s"}
+                                                                                           : std::vector<std::string>{"s", "half"},
+                                                             {"z"})},
+                               {tensor_info("z", DType::Float, {4})});
+    const GraphIndex index(g);
+    const auto m = match(kHalfSum, index, 1, std::vector<bool>(2, false));
+    REQUIRE(m);
+    CHECK(m->value("a") == "x");
+    CHECK(m->nodes.at("sum") == 0);
+    CHECK(only_root_escapes(*m, index));
+  }
+}
+
+TEST_CASE("pattern: constants must match within tolerance; a capture used twice must be one value") {
+  const Graph g = scaled_sum({node("Add", {"x", "y"}, {"s"}), node("Mul", {"s", "third"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
+  CHECK_FALSE(match(kHalfSum, GraphIndex(g), 1, std::vector<bool>(2, false)));
+  const Pattern square{{{"sq", "Mul", {cap("v"), cap("v")}}}};
+  const Graph xy = scaled_sum({node("Mul", {"x", "y"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
+  const Graph xx = scaled_sum({node("Mul", {"x", "x"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
+  CHECK_FALSE(match(square, GraphIndex(xy), 0, {false}));
+  CHECK(match(square, GraphIndex(xx), 0, {false}));
+}
+
+TEST_CASE("pattern: an intermediate read elsewhere or a graph output blocks the rewrite") {
+  const Graph used = scaled_sum({node("Add", {"x", "y"}, {"s"}), node("Mul", {"s", "half"}, {"z"}), node("Neg", {"s"}, {"n"})},
+                                {tensor_info("z", DType::Float, {4}), tensor_info("n", DType::Float, {4})});
+  const GraphIndex a(used);
+  const auto m = match(kHalfSum, a, 1, std::vector<bool>(3, false));
+  REQUIRE(m);
+  CHECK_FALSE(only_root_escapes(*m, a));
+  const Graph output = scaled_sum({node("Add", {"x", "y"}, {"s"}), node("Mul", {"s", "half"}, {"z"})},
+                                  {tensor_info("z", DType::Float, {4}), tensor_info("s", DType::Float, {4})});
+  const GraphIndex b(output);
+  CHECK_FALSE(only_root_escapes(*match(kHalfSum, b, 1, {false, false}), b));
+  // ... unless the pattern says the replacement writes it too.
+  Pattern escaping = kHalfSum;
+  escaping.may_escape = {"sum"};
+  CHECK(only_root_escapes(*match(escaping, a, 1, std::vector<bool>(3, false)), a));
+}
+
+TEST_CASE("pattern: a node claimed by an earlier rewrite never matches; optional trailing inputs") {
+  const Graph g = scaled_sum({node("Add", {"x", "y"}, {"s"}), node("Mul", {"s", "half"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
+  CHECK_FALSE(match(kHalfSum, GraphIndex(g), 1, {true, false}));
+  const Pattern split{{{"sp", "Split", {cap("v"), opt()}}}};
+  const Graph one = scaled_sum({node("Split", {"x"}, {"a", "b"})}, {tensor_info("a", DType::Float, {2})});
+  const Graph two = scaled_sum({node("Split", {"x", "half"}, {"a", "b"})}, {tensor_info("a", DType::Float, {2})});
+  CHECK(match(split, GraphIndex(one), 0, {false}));
+  CHECK(match(split, GraphIndex(two), 0, {false}));
+}
