@@ -26,5 +26,6 @@ std::unique_ptr<Verb> make_check_fusion_verb();
 std::unique_ptr<Verb> make_profile_verb();
 std::unique_ptr<Verb> make_report_verb();
 std::unique_ptr<Verb> make_optimize_verb();
+std::unique_ptr<Verb> make_show_verb();
 
 }  // namespace refeval::cli

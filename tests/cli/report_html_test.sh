@@ -7,21 +7,12 @@
 set -u
 refeval=$(realpath "$1")
 src=$2
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [[ -z $browser ]]; then echo "chromium not found: skipped (scripts/install-deps.sh installs it)"; exit 77; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "$0")/expect.sh"
+source "$(dirname "$0")/chromium.sh"
 fixtures=$src/tests/data/profiles
 
-# Chromium, headless and offline: no sandbox (root in CI), no GPU, a private profile folder.
-render() {  # render HTML WIDTH HEIGHT (writes $work/shot.png and $work/dom.html)
-  local args=(--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/chromium"
-              --host-resolver-rules="MAP * ~NOTFOUND" --window-size="$2,$3")
-  timeout 60 "$browser" "${args[@]}" --screenshot="$work/shot.png" "file://$1" >/dev/null 2>&1
-  timeout 60 "$browser" "${args[@]}" --dump-dom "file://$1" 2>/dev/null >"$work/dom.html"
-}
-count() { grep -o "$1" "$work/dom.html" | wc -l; }
 
 expect 0 "" "report written" -- report $fixtures/ort-1.30-linreg-disabled.json --format html -o $work/single.html
 check "the page names no network resource" bash -c "! grep -qE '(src|href)=|@import|url\(' $work/single.html"

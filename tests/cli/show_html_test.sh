@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `refeval show --format html` as a person sees it, in headless Chromium, offline: the graph
+# drawn (screenshot ink and node colours), a node's panel opened by #select= (attributes,
+# inputs, outputs), the profile heat, and the diff's two panes with removed and added nodes.
+# Usage: show_html_test.sh REFEVAL MAKE_TEST_MODELS
+set -u
+refeval=$1
+make_models=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+source "$(dirname "$0")/chromium.sh"
+"$make_models" "$work" || exit 1
+m=$work
+
+"$refeval" -q profile $m/gpt2_attention_unfused.onnx --repeat 2 -o $m/p.json >/dev/null
+expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/p.json -o $m/view.html
+render "$m/view.html#select=n9" 1400 900
+check "view: the screenshot shows the graph" python3 "$(dirname "$0")/../tools/png_check.py" $work/shot.png 3 2
+check "view: #select opens the node's panel" bash -c "grep -q 'id=\"panel\" data-node=\"n9\"' $work/dom.html && grep -q '<h3>Reshape</h3>' $work/dom.html"
+check "view: the panel lists inputs and outputs with shapes" bash -c "grep -q '<h4>Inputs</h4>' $work/dom.html && grep -q 'float\[batch,seq,2,4\]' $work/dom.html"
+check "view: the script ran (load time recorded)" grep -qE 'data-load-ms="[0-9]+"' $work/dom.html
+check "view: nodes coloured by time" grep -q 'fill="#ff' $work/dom.html
+
+"$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx >/dev/null
+expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
+render "$m/diff.html" 1400 900
+check "diff: the screenshot shows both graphs (pastel marks: ink only)" python3 "$(dirname "$0")/../tools/png_check.py" $work/shot.png 3 0
+check "diff: two panes" bash -c "[[ \$(grep -o 'class=\"pane\"' $work/dom.html | wc -l) -eq 2 ]]"
+check "diff: removed nodes red, the fused node green and linked" bash -c "grep -q 'fill=\"#f8c9c9\"' $work/dom.html && grep -q 'fill=\"#c8e6c9\"' $work/dom.html"
+finish

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `refeval show` as a user runs it: ONNX text that Debian's ONNX parser reads back (plain names),
+# quoted names, DOT that Graphviz renders, SVG, HTML holding every node, profile heat, diff, and
+# errors. Usage: show_test.sh REFEVAL MAKE_TEST_MODELS PARSE_ONNX_TEXT SOURCE_DIR
+set -u
+refeval=$1
+make_models=$2
+parse=$3
+src=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$make_models" "$work" || exit 1
+source "$(dirname "$0")/expect.sh"
+m=$work
+
+# Text: plain names read back with libonnx 1.12's parser, node for node.
+expect 0 "^attention \(float\[batch,seq,8\] x\) => \(float\[batch,seq,8\] y\)" "" -- show $m/gpt2_attention_unfused.onnx --full
+"$refeval" show $m/gpt2_attention_unfused.onnx --full >$m/att.txt
+check "text: Debian's parser reads it back, 27 nodes, 16 initializers" bash -c "'$parse' $m/att.txt | grep -q '^nodes 27 initializers 16 inputs 1 outputs 1 ops MatMul,Add,Split,'"
+"$refeval" show $m/gpt2_attention_unfused.onnx >$m/att_short.txt
+check "text: large initializers summarised as comments, still parses" bash -c "grep -q '# float\[8,24\] W: 192 values' $m/att_short.txt && '$parse' $m/att_short.txt | grep -q '^nodes 27 '"
+expect 0 '"/MatMul_output_0" = MatMul\("/Sqrt_output_0", coef\)  # /MatMul' "" -- show $src/examples/linreg.onnx
+expect 0 '\[ "?/MatMul"? \] "/MatMul_output_0" = MatMul|\["/MatMul"\] "/MatMul_output_0"' "" -- show $src/examples/linreg.onnx --labels
+
+# DOT renders with Graphviz; SVG directly.
+expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format dot -o $m/att.dot
+check "dot: Graphviz renders it" bash -c "dot -Tsvg $m/att.dot -o $m/att.svg && grep -q '<svg' $m/att.svg"
+expect 0 "<svg" "" -- show $src/examples/linreg.onnx --format svg
+check "dot: shapes from inference label the nodes" grep -q 'float\[batch,seq,24\]' $m/att.dot
+
+# HTML: every node in the page, offline (no src/href to anything).
+expect 0 "" "html written to" -- show $m/gpt2_attention_unfused.onnx --format html -o $m/att.html
+check "html: 27 nodes drawn" bash -c "[[ \$(grep -o 'class=\"node\"' $m/att.html | wc -l) -eq 29 ]]"  # 27 nodes + input + output
+check "html: nothing from the network" bash -c "! grep -qE '(src|href)=\"(https?:)?//' $m/att.html"
+# Profile heat (refeval's own profile of the model) and diff against its optimized form.
+"$refeval" profile $m/gpt2_attention_unfused.onnx --repeat 2 -o $m/p.json >/dev/null
+expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/p.json -o $m/heat.html
+check "heat: costliest nodes listed" grep -q '<table class="counts" id="top">' $m/heat.html
+"$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx >/dev/null
+expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
+check "diff: removed and added counted" grep -q "27 nodes -> 1 nodes: 27 removed" $m/diff.html
+
+# Errors.
+expect 2 "" "error: " -- show $m/missing.onnx
+expect 2 "" "" -- show $m/att.onnx --format pdf
+finish

@@ -1,0 +1,109 @@
+// `refeval show MODEL`: the graph as ONNX's textual syntax, Graphviz DOT or SVG, or an offline
+// HTML viewer (pan, zoom, search, node panel), with a profile's time per node as heat and a
+// second model (the optimized one) beside it.
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "dot_format.h"
+#include "html_view.h"
+#include "refeval/observer.h"
+#include "text_format.h"
+#include "verbs.h"
+
+namespace refeval::cli {
+namespace {
+
+using namespace refeval::show;
+
+// Output types of every node of the main graph, from a run.
+class ShapeRecorder : public Observer {
+ public:
+  std::map<std::string, std::string> shapes;
+  void after_node(const NodeEvent& e, Values& outputs) override {
+    if (e.depth != 0) return;
+    for (size_t k = 0; k < outputs.size() && k < e.node.outputs.size(); ++k)
+      if (outputs[k].is_tensor())
+        shapes[e.node.outputs[k]] =
+            fmt::format("{}[{}]", dtype_short_name(outputs[k].tensor().dtype()), fmt::join(outputs[k].tensor().shape(), ","));
+  }
+};
+
+class ShowVerb : public Verb {
+ public:
+  void setup(CLI::App* sub) override {
+    sub->add_option("model", model_, "the .onnx model")->required();
+    sub->add_option("--format", format_, "text (default), dot, svg or html")->check(CLI::IsMember({"text", "dot", "svg", "html"}));
+    sub->add_option("-o,--output", output_, "FILE: write there instead of stdout");
+    sub->add_flag("--full", text_.full, "text: print every initializer's values");
+    sub->add_flag("--labels", text_.labels, "text: node names as [name] labels (ONNX 1.16+ parsers) instead of comments");
+    sub->add_option("--profile", profile_, "P.json: colour nodes by their share of time (refeval's or ORT's profile; html, dot, svg)");
+    sub->add_option("--diff", diff_, "OTHER.onnx: side by side with another model (html)");
+    sub->add_flag("--run", run_, "shapes from a run of the model with the input options instead of shape inference");
+    inputs_.add_to(sub);
+  }
+
+  int execute(const GlobalOptions& g) override {
+    const Model model = open_model(model_);
+    std::string out;
+    if (format_ == "text") {
+      out = model_text(model, text_);
+    } else {
+      const auto shapes = shapes_of(model, g);
+      if (format_ == "html" && !diff_.empty()) {
+        const Model other = open_model(diff_);
+        out = html_diff(model, shapes, other, inferred_shapes(other));
+      } else if (format_ == "html") {
+        std::optional<NodeTimes> times;
+        if (!profile_.empty()) times = node_times(profile_);
+        out = html_view(model, shapes, times ? &*times : nullptr);
+      } else {
+        DotOptions dot;
+        dot.shapes = &shapes;
+        if (!profile_.empty()) {
+          const NodeTimes times = node_times(profile_);
+          for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
+            const Node& n = model.graph.nodes[i];
+            auto it = times.ms.find(n.name.empty() ? fmt::format("{}_{}", n.op_type, i) : n.name);
+            if (it != times.ms.end()) dot.note[i] = fmt::format("{:.1f}% {:.3f} ms", 100 * it->second / times.total_ms, it->second);
+          }
+        }
+        out = graph_dot(model.graph, dot);
+        if (format_ == "svg") out = render_svg(out);
+      }
+      if (!diff_.empty() && format_ != "html") spdlog::warn("--diff is shown by --format html only");
+    }
+    if (output_.empty()) {
+      fmt::print("{}", out);
+      std::fflush(stdout);
+      return kOk;
+    }
+    std::ofstream f(output_, std::ios::binary);
+    f << out;
+    if (!f) fail_input(fmt::format("{}: cannot write", output_));
+    spdlog::info("{} written to {}", format_, output_);
+    return kOk;
+  }
+
+ private:
+  std::map<std::string, std::string> shapes_of(const Model& m, const GlobalOptions& g) {
+    if (!run_) return inferred_shapes(m);
+    ReferenceEvaluator ev(m, {&registry(g)});
+    ShapeRecorder rec;
+    ev.add_observer(&rec);
+    ev.run({}, make_feeds(ev, inputs_));
+    return rec.shapes;
+  }
+
+  std::string model_, format_ = "text", output_, profile_, diff_;
+  TextOptions text_;
+  bool run_ = false;
+  InputOptions inputs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Verb> make_show_verb() { return std::make_unique<ShowVerb>(); }
+
+}  // namespace refeval::cli
