@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "refeval/dtype.h"
@@ -85,7 +86,22 @@ std::vector<Event> Profiler::events() const {
     dim += t.rank;
     return ts;
   };
-  for (const NodeRecord& r : nodes_) {
+  // Records are written as nodes finish (a body's before its caller's); events go in start order,
+  // a caller before the body nodes that start in the same microsecond.
+  std::vector<size_t> first_tensor(nodes_.size() + 1, 0), first_dim(nodes_.size() + 1, 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    first_tensor[i + 1] = first_tensor[i] + nodes_[i].inputs + nodes_[i].outputs;
+    first_dim[i + 1] = first_dim[i];
+    for (size_t k = first_tensor[i]; k < first_tensor[i + 1]; ++k) first_dim[i + 1] += tensors_[k].rank;
+  }
+  std::vector<size_t> order(nodes_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return nodes_[a].start != nodes_[b].start ? nodes_[a].start < nodes_[b].start : nodes_[a].depth < nodes_[b].depth;
+  });
+  for (size_t i : order) {
+    const NodeRecord& r = nodes_[i];
+    tensor = first_tensor[i], dim = first_dim[i];
     // ORT names a node without a name "<OpType>_<index>"; a body's nodes carry their qualified id.
     const bool unnamed_top = r.depth == 0 && r.node->name.empty();
     const std::string node = unnamed_top ? fmt::format("{}_{}", r.node->op_type, r.index) : *r.id;
