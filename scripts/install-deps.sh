@@ -10,6 +10,7 @@ packages=(
   libedit-dev
   python3
   chromium fonts-dejavu-core
+  graphviz
 )
 missing=()
 for p in "${packages[@]}"; do
