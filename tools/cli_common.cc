@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <cmath>
 #include <random>
@@ -211,6 +212,18 @@ std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const Inpu
       feeds[name] = filled(vi->type.dtype, concrete_shape(name, vi->type, dims), value, name);
     }
   return feeds;
+}
+
+void write_output(const std::string& path, const std::string& text, const std::string& what) {
+  if (path.empty()) {
+    fmt::print("{}", text);
+    std::fflush(stdout);
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) fail_input(fmt::format("{}: cannot write the {}", path, what));
+  spdlog::info("{} written to {}", what, path);
 }
 
 }  // namespace refeval::cli

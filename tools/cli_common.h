@@ -49,6 +49,9 @@ Model open_model(const std::string& path);
 // Feeds for every model input: from files, constants, or generated reproducibly.
 std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt);
 
+// Writes a verb's result to `path`, or to stdout when `path` is empty; says where at info level.
+void write_output(const std::string& path, const std::string& text, const std::string& what);
+
 // Splits "a,b,c" (empty parts dropped).
 std::vector<std::string> split_list(const std::string& s);
 // Splits "NAME=VALUE"; ErrorKind::Usage naming `option` otherwise.

@@ -45,15 +45,7 @@ class ReportVerb : public Verb {
       if (top_ && c.rows.size() > top_) c.rows.resize(top_);
       text = format == Format::Html ? html_comparison(view(before), view(after), c, top_) : render_comparison(c, format);
     }
-    if (output_.empty()) {
-      fmt::print("{}", text);
-      std::fflush(stdout);
-      return kOk;
-    }
-    std::ofstream out(output_, std::ios::binary);
-    out << text;
-    if (!out) fail_input(fmt::format("{}: cannot write the report", output_));
-    spdlog::info("report written to {}", output_);
+    write_output(output_, text, "report");
     return kOk;
   }
 

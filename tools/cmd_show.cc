@@ -74,15 +74,7 @@ class ShowVerb : public Verb {
       }
       if (!diff_.empty() && format_ != "html") spdlog::warn("--diff is shown by --format html only");
     }
-    if (output_.empty()) {
-      fmt::print("{}", out);
-      std::fflush(stdout);
-      return kOk;
-    }
-    std::ofstream f(output_, std::ios::binary);
-    f << out;
-    if (!f) fail_input(fmt::format("{}: cannot write", output_));
-    spdlog::info("{} written to {}", format_, output_);
+    write_output(output_, out, format_);
     return kOk;
   }
 

@@ -64,6 +64,18 @@ void rename_uses(Graph& g, const std::string& from, const std::string& to) {
     if (o.name == from) o.name = to;
 }
 
+int drop_nodes(Graph& g, const std::vector<bool>& drop, const std::vector<std::pair<std::string, std::string>>& renames) {
+  int removed = 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (drop[i]) ++removed;
+    else kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  for (const auto& [from, to] : renames) rename_uses(g, from, to);
+  return removed;
+}
+
 int remove_dead(Graph& g) {
   std::set<std::string> live;
   for (const ValueInfo& o : g.outputs) live.insert(o.name);

@@ -15,6 +15,10 @@ void rename_uses(Graph& g, const std::string& from, const std::string& to);
 // Names a node reads, including outer-scope names its bodies read.
 std::set<std::string> reads_of(const Node& n);
 
+// Removes the nodes marked in `drop` (by index), then makes every reader of each `from` read its
+// `to` (in order, so chains resolved by the caller stay resolved). Returns the nodes removed.
+int drop_nodes(Graph& g, const std::vector<bool>& drop, const std::vector<std::pair<std::string, std::string>>& renames = {});
+
 // Removes nodes no graph output depends on (nodes with no outputs kept only if they have
 // side effects: none in ONNX) and initializers nothing reads. Returns the nodes removed.
 int remove_dead(Graph& g);

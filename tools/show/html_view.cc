@@ -5,6 +5,8 @@
 #include <set>
 
 #include <fmt/format.h>
+
+#include "html.h"
 #include <nlohmann/json.hpp>
 
 #include "aggregate.h"
@@ -17,19 +19,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view s) { return html_escape(s); }
 
 // JSON inside <script>: "</" must not close the element.
 std::string script_json(const json& j) {

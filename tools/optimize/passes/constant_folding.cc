@@ -69,10 +69,7 @@ int fold(Model& m, const Registry& registry) {
       spdlog::debug("constant folding: {} left as is: {}", n.describe(), e.what());
     }
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
+  drop_nodes(g, drop);
   return folded;
 }
 

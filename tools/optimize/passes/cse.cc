@@ -68,15 +68,7 @@ Pass cse_pass() {
                 if (!n.outputs[k].empty()) renames.emplace_back(n.outputs[k], first.outputs[k]), alias[n.outputs[k]] = first.outputs[k];
               drop[i] = true;
             }
-            int merged = 0;
-            std::vector<Node> kept;
-            for (size_t i = 0; i < g.nodes.size(); ++i) {
-              if (drop[i]) ++merged;
-              else kept.push_back(std::move(g.nodes[i]));
-            }
-            g.nodes = std::move(kept);
-            for (const auto& [from, to] : renames) rename_uses(g, from, to);
-            return merged;
+            return drop_nodes(g, drop, renames);
           }};
 }
 

@@ -33,15 +33,7 @@ int bypass_all(Model& m, const Inference* inference, const std::function<std::st
       alias[g.nodes[i].outputs[0]] = input;
     }
   }
-  int count = 0;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (drop[i]) ++count;
-    else kept.push_back(std::move(g.nodes[i]));
-  }
-  g.nodes = std::move(kept);
-  for (const auto& [from, to] : renames) rename_uses(g, from, to);
-  return count;
+  return drop_nodes(g, drop, renames);
 }
 
 bool standard(const Node& n) { return n.domain.empty(); }

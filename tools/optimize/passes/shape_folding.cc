@@ -32,10 +32,7 @@ Pass shape_folding_pass() {
               g.initializers.push_back({out, Tensor::from_vector<int64_t>(shape, values)});
               drop[i] = true, ++folded;
             }
-            std::vector<Node> kept;
-            for (size_t i = 0; i < g.nodes.size(); ++i)
-              if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
-            g.nodes = std::move(kept);
+            drop_nodes(g, drop);
             return folded;
           }};
 }
