@@ -1,4 +1,4 @@
-// Helpers of the linalg family: the GEMM kernels (Eigen for float and double, a plain loop for
+// Helpers of the linalg family: the GEMM kernels (OpenBLAS or Eigen for float and double, a plain loop for
 // the other types) and the numpy matmul shape rules shared by MatMul and MatMulInteger.
 #pragma once
 
@@ -12,14 +12,14 @@ namespace refeval::ops {
 
 // c (M x N, row-major) = op(a) * op(b), or c += op(a) * op(b) when `accumulate`. op(a) is
 // M x K, op(b) is K x N; a transposed operand is stored K x M (resp. N x K). float and double
-// go through Eigen's GEMM.
+// go through OpenBLAS (gemm_kernels.cc).
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c,
           bool accumulate);
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c,
           bool accumulate);
 
-// Number of calls that reached the Eigen kernels, so a test can tell the fast path ran.
-uint64_t eigen_gemm_calls();
+// Number of calls that reached the OpenBLAS / Eigen kernels, so a test can tell the fast path ran.
+uint64_t blas_gemm_calls();
 
 // The same contract for integer types, with two's-complement wrap-around (as numpy does).
 template <class T>
