@@ -1,8 +1,11 @@
 // Pow: Z = X ^ Y with broadcasting; Z has X's type, Y may be any numeric type. As numpy:
 // integer ^ integer is exact with two's complement wrap-around (a negative integer exponent is
 // an error, as in numpy); anything involving a float computes in floating point (float when both
-// are float or narrower, double otherwise) and converts to X's type (see float_to_int).
+// are float or narrower, double otherwise) and converts to X's type (see float_to_int). A float or
+// double X raised to a scalar 2 or 3 (GELU's cube, variances) is multiplied out in double and
+// rounded once: as accurate as std::pow and several times faster.
 #include <cmath>
+#include <optional>
 
 #include "math_common.h"
 
@@ -30,6 +33,8 @@ class Pow : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor y = legacy_.align(x, input_tensor(in, 1));
+    if (auto small = small_integer_exponent(y); small && (x.dtype() == DType::Float || x.dtype() == DType::Double))
+      return {visit<TypeList<float, double>>(x.dtype(), [&]<class T>() { return power(x, *small, T{}); })};
     return {visit<Types>(x.dtype(), [&]<class T>() {
       return visit<ExponentTypes>(y.dtype(), [&]<class E>() {
         return map_binary<T, E, T>(x, y, [](auto b, auto e) -> compute_t<T> {
@@ -49,6 +54,30 @@ class Pow : public OpRun {
     })};
   }
  private:
+  // 2 or 3 when y is a one-element floating or integer tensor holding exactly that.
+  static std::optional<int> small_integer_exponent(const Tensor& y) {
+    if (y.size() != 1 || y.rank() > 1) return std::nullopt;
+    double e = 0;
+    if (y.dtype() == DType::Float) e = y.data<float>()[0];
+    else if (y.dtype() == DType::Double) e = y.data<double>()[0];
+    else if (y.dtype() == DType::Int64) e = double(y.data<int64_t>()[0]);
+    else if (y.dtype() == DType::Int32) e = double(y.data<int32_t>()[0]);
+    else return std::nullopt;
+    if (e == 2.0) return 2;
+    if (e == 3.0) return 3;
+    return std::nullopt;
+  }
+  template <class T>
+  static Tensor power(const Tensor& x, int e, T) {
+    Tensor z(x.dtype(), x.shape());  // a one-element exponent broadcasts to x's shape
+    const T* px = x.data<T>();
+    T* pz = z.data<T>();
+    for (int64_t i = 0; i < x.size(); ++i) {
+      const double v = px[i];
+      pz[i] = T(e == 2 ? v * v : v * v * v);
+    }
+    return z;
+  }
   LegacyBroadcast legacy_;
 };
 

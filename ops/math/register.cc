@@ -12,6 +12,7 @@ void register_compare(Registry& reg);
 void register_bitwise(Registry& reg);
 void register_variadic(Registry& reg);
 void register_pow(Registry& reg);
+void register_tanh(Registry& reg);
 void register_mod(Registry& reg);
 void register_clip(Registry& reg);
 void register_where(Registry& reg);
@@ -27,6 +28,7 @@ void register_math(Registry& reg) {
   register_bitwise(reg);
   register_variadic(reg);
   register_pow(reg);
+  register_tanh(reg);
   register_mod(reg);
   register_clip(reg);
   register_where(reg);

@@ -1,4 +1,5 @@
 // Unary math functions: Abs Neg Sign Ceil Floor Round Reciprocal Sqrt Exp Log Erf, the
+// (Tanh has its own file: tanh.cc)
 // trigonometric and hyperbolic functions and their inverses, IsNaN and IsInf.
 #include <cmath>
 
@@ -14,7 +15,6 @@ using ReciprocalFn = decltype([](auto v) { return decltype(v)(1) / v; });
 using SqrtFn = decltype([](auto v) { return std::sqrt(v); });
 using ExpFn = decltype([](auto v) { return std::exp(v); });
 using LogFn = decltype([](auto v) { return std::log(v); });
-using TanhFn = decltype([](auto v) { return std::tanh(v); });
 using SinFn = decltype([](auto v) { return std::sin(v); });
 using CosFn = decltype([](auto v) { return std::cos(v); });
 using TanFn = decltype([](auto v) { return std::tan(v); });
@@ -78,7 +78,6 @@ void register_unary(Registry& reg) {
   reg.add("", "Sqrt", {1, 6, 13}, make<UnaryOp<SqrtFn, Floats>>);
   reg.add("", "Exp", {1, 6, 13}, make<UnaryOp<ExpFn, Floats>>);
   reg.add("", "Log", {1, 6, 13}, make<UnaryOp<LogFn, Floats>>);
-  reg.add("", "Tanh", {1, 6, 13}, make<UnaryOp<TanhFn, Floats>>);
   reg.add("", "Erf", {9, 13}, make<UnaryOp<ErfFn, Numeric>>);
   reg.add("", "Sin", {7, 22}, make<UnaryOp<SinFn, Floats>>);
   reg.add("", "Cos", {7, 22}, make<UnaryOp<CosFn, Floats>>);
