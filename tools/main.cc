@@ -19,7 +19,7 @@ int exit_code_of(const refeval::Error& e) {
 // `refeval [GLOBAL] MODEL.onnx ...` means `refeval [GLOBAL] run MODEL.onnx ...`: the first
 // argument after the global options names a model instead of a verb.
 void insert_implicit_run(std::vector<std::string>& args) {
-  static const std::set<std::string> with_value = {"--custom-ops", "--max-memory", "--max-loop-iterations", "--log-level"};
+  static const std::set<std::string> with_value = {"--custom-ops", "--max-memory", "--max-loop-iterations", "--log-level", "--threads"};
   size_t i = 0;
   while (i < args.size() && args[i].starts_with('-')) i += with_value.count(args[i]) ? 2 : 1;
   if (i < args.size() && args[i].size() > 5 && args[i].ends_with(".onnx")) args.insert(args.begin() + long(i), "run");
@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
                  fmt::format("N: refuse a Loop that would run more iterations (0: no limit; default {})",
                              refeval::kDefaultLoopIterationCap));
 
+  app.add_option("--threads", global.threads, "N: threads for matrix products (default 1; 0: every core); results do not depend on it")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--log-level", global.log_level, "LEVEL: diagnostics shown on stderr: trace, debug, info (default), warning, error, off");
   app.add_flag("-q,--quiet", global.quiet, "errors only on stderr (no warnings, notes or progress)");
 

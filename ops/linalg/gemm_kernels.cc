@@ -1,7 +1,7 @@
 // GEMM kernels and the matmul shape rules. Large products run on OpenBLAS (Debian's
 // libopenblas, about twice Eigen's speed on the skinny products transformers run: 32 x 768 x
-// 50257 takes 48 ms against 101 ms), on one thread, so a result never depends on the machine's
-// core count; small ones on Eigen, whose summation order gives numpy's float results on the
+// 50257 takes 48 ms against 101 ms), on refeval's thread count (OpenBLAS splits the output into
+// blocks, each summed over all of K by one thread, so results do not depend on it); small ones on Eigen, whose summation order gives numpy's float results on the
 // small models the Python reference's golden traces are made of (OpenBLAS differs in the last bit).
 #include "linalg_common.h"
 
@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "refeval/elementwise.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops {
 namespace {
@@ -20,12 +21,11 @@ std::atomic<uint64_t> g_fast_calls{0};
 
 constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which OpenBLAS takes over
 
-void single_threaded() {
-  static const bool once = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
+// OpenBLAS's thread count follows refeval's (refeval/threads.h); set when it changes.
+void use_threads() {
+  static std::atomic<int> current{0};
+  const int want = thread_count();
+  if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
 
 template <class T>
@@ -54,7 +54,7 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     return;
   }
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
-  single_threaded();
+  use_threads();
   gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(M), blasint(N), blasint(K), T(1), a,
        blasint(ta ? M : K), b, blasint(tb ? K : N), acc ? T(1) : T(0), c, blasint(N));
 }
