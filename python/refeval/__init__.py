@@ -1,0 +1,168 @@
+"""refeval: a fast ONNX reference evaluator, a drop-in for onnx.reference.ReferenceEvaluator.
+
+    import refeval
+    sess = refeval.ReferenceEvaluator("model.onnx")          # or bytes, or an onnx ModelProto
+    logits, = sess.run(None, {"input_ids": ids})
+
+Python operators subclass refeval.OpRun as they subclass onnx.reference.op_run.OpRun:
+
+    class Scale(refeval.OpRun):
+        op_domain = "my.domain"
+        def _run(self, x, alpha=1.0):
+            return (x * alpha,)
+
+    refeval.ReferenceEvaluator(model, new_ops=[Scale])
+"""
+import inspect
+import os
+
+import numpy as np
+
+from . import _refeval
+
+__all__ = ["ReferenceEvaluator", "OpRun", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
+
+
+class Error(Exception):
+    """Every refeval error; the message is the command line's one-line message."""
+
+
+class ModelError(Error):
+    """The model cannot be read or is invalid (an unknown operator, a bad attribute...)."""
+
+
+class InputError(Error):
+    """A feed is missing or does not match the declared input (element type, rank, shape)."""
+
+
+class EvaluationError(Error):
+    """An operator failed while the model ran; the message names the node."""
+
+
+class ResourceError(Error):
+    """A resource limit was reached (a tensor beyond the memory cap or 64-bit sizes)."""
+
+
+class UsageError(Error):
+    """A bad argument."""
+
+
+_ERRORS = {"model": ModelError, "input": InputError, "runtime": EvaluationError, "resource": ResourceError, "usage": UsageError}
+
+
+def _native(call, *args, **kwargs):
+    try:
+        return call(*args, **kwargs)
+    except _refeval.NativeError as e:
+        kind, message = e.args
+        raise _ERRORS.get(kind, Error)(message) from None
+
+
+class OpRun:
+    """Base class of operators written in Python, as onnx.reference's OpRun: the class name is the
+    op type, `op_domain` its domain, `_run(self, *inputs, **attributes)` returns a tuple of arrays.
+    Attributes the node does not set take the defaults of `_run`'s signature."""
+
+    op_domain = ""
+
+    def __init__(self, onnx_node, run_params=None):
+        self.onnx_node = onnx_node
+        self.run_params = run_params or {}
+        params = inspect.signature(self._run).parameters
+        self._attributes = {}
+        for name, p in params.items():
+            if p.kind == p.KEYWORD_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD and p.default is not p.empty):
+                if name in onnx_node.attributes:
+                    self._attributes[name] = onnx_node.attributes[name]
+                elif p.default is not p.empty:
+                    self._attributes[name] = p.default
+        for name, value in self._attributes.items():
+            setattr(self, name, value)
+
+    def run(self, *inputs):
+        result = self._run(*inputs, **self._attributes)
+        if not isinstance(result, tuple):
+            raise TypeError(f"{type(self).__name__}._run must return a tuple, got {type(result).__name__}")
+        return result
+
+    def _run(self, *inputs, **attributes):
+        raise NotImplementedError(f"{type(self).__name__} does not implement _run")
+
+
+def _model_bytes(proto, opsets, functions):
+    """A serialized ModelProto for any of the protos onnx.reference accepts."""
+    import onnx
+    from onnx import helper
+
+    opsets = dict(opsets or {})
+    kind = type(proto).__name__
+    if kind == "ModelProto":
+        return proto.SerializeToString()
+    imports = [helper.make_opsetid(d, v) for d, v in (opsets or {"": 18}).items()]
+    local = list(functions or [])
+    if kind == "GraphProto":
+        return helper.make_model(proto, opset_imports=imports, functions=local).SerializeToString()
+    if kind == "NodeProto":
+        graph = helper.make_graph([proto], "node", [onnx.ValueInfoProto(name=n) for n in proto.input if n],
+                                  [onnx.ValueInfoProto(name=n) for n in proto.output if n])
+        if proto.domain and proto.domain not in opsets:
+            imports.append(helper.make_opsetid(proto.domain, 1))
+        return helper.make_model(graph, opset_imports=imports, functions=local).SerializeToString()
+    if kind == "FunctionProto":
+        call = helper.make_node(proto.name, list(proto.input), list(proto.output), domain=proto.domain)
+        graph = helper.make_graph([call], proto.name, [onnx.ValueInfoProto(name=n) for n in proto.input],
+                                  [onnx.ValueInfoProto(name=n) for n in proto.output])
+        imports = [helper.make_opsetid(o.domain, o.version) for o in proto.opset_import]
+        if not any(o.domain == proto.domain for o in proto.opset_import):
+            imports.append(helper.make_opsetid(proto.domain, 1))
+        return helper.make_model(graph, opset_imports=imports, functions=[proto] + local).SerializeToString()
+    raise TypeError(f"proto must be a path, bytes or an onnx ModelProto, GraphProto, FunctionProto or NodeProto, not {kind}")
+
+
+class ReferenceEvaluator:
+    """Runs an ONNX model node by node, exactly per the ONNX specification, as
+    onnx.reference.ReferenceEvaluator does (same constructor and run()), natively.
+
+    proto: a path, bytes of a ModelProto, or an onnx ModelProto / GraphProto / FunctionProto / NodeProto.
+    opsets: {domain: version} for a GraphProto or NodeProto. functions: FunctionProtos they call.
+    verbose: 0-4, the trace of onnx.reference (levels 2-4 byte for byte) printed to sys.stdout.
+    new_ops: OpRun subclasses, used at every opset of their domain, before the built-ins.
+    custom_ops: paths of refeval plugin libraries (C++ operators).
+    """
+
+    def __init__(self, proto, opsets=None, functions=None, verbose=0, new_ops=None, custom_ops=None):
+        path, data = "", None
+        if isinstance(proto, (str, os.PathLike)):
+            path = os.fspath(proto)
+        elif isinstance(proto, (bytes, bytearray, memoryview)):
+            data = bytes(proto)
+        else:
+            data = _model_bytes(proto, opsets, functions)
+        ops = []
+        for cls in new_ops or []:
+            if not (isinstance(cls, type) and issubclass(cls, OpRun)):
+                raise TypeError(f"new_ops must hold refeval.OpRun subclasses, got {cls!r}")
+            ops.append((cls.op_domain, cls.__name__, cls))
+        self.verbose = verbose
+        self._native = _native(_refeval.Evaluator, path, data, [os.fspath(p) for p in custom_ops or []], ops, int(verbose))
+
+    @property
+    def input_names(self):
+        return list(self._native.input_names)
+
+    @property
+    def output_names(self):
+        return list(self._native.output_names)
+
+    @property
+    def opsets(self):
+        return dict(self._native.opsets)
+
+    def run(self, output_names, feed_inputs, attributes=None, intermediate=False):
+        """Outputs named by `output_names` (None: the graph outputs) as a list of numpy arrays
+        (sequences as lists, maps as dicts, optionals as None or their value); with
+        intermediate=True a dict of every value computed (initializers, feeds, node outputs)."""
+        if attributes:
+            raise NotImplementedError("attributes= (function attribute values) is not supported yet")
+        names = None if output_names is None else list(output_names)
+        return _native(self._native.run, names, dict(feed_inputs), bool(intermediate))

@@ -1,0 +1,169 @@
+"""The refeval Python package as a user of onnx.reference.ReferenceEvaluator would use it."""
+import os
+import threading
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import refeval
+
+SOURCE = os.environ.get("REFEVAL_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SHARED = os.environ.get("REFEVAL_SHARED_DIR", os.path.join(SOURCE, "..", "shared"))
+LINREG = os.path.join(SOURCE, "examples", "linreg.onnx")
+X = np.load(os.path.join(SOURCE, "examples", "X.npy"))
+
+
+def linreg_expected():
+    m = onnx.load(LINREG)
+    w = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    return np.sqrt(X + w["offset"]) @ w["coef"] + w["intercept"]
+
+
+def test_a_model_from_a_path_bytes_or_a_model_proto_gives_the_same_outputs():
+    expected = linreg_expected()
+    with open(LINREG, "rb") as f:
+        data = f.read()
+    for proto in (LINREG, data, onnx.load(LINREG)):
+        sess = refeval.ReferenceEvaluator(proto)
+        (y,) = sess.run(None, {"X": X})
+        assert y.dtype == np.float32 and y.shape == (3, 1)
+        np.testing.assert_allclose(y, expected, rtol=1e-6)
+    assert sess.input_names == ["X"] and sess.output_names == ["variable"] and sess.opsets == {"": 13}
+
+
+@pytest.mark.parametrize("level", [2, 3, 4])
+def test_verbose_prints_the_python_reference_trace_byte_for_byte(level, capsys):
+    golden = os.path.join(SHARED, "docs", "verbose-golden")
+    sess = refeval.ReferenceEvaluator(os.path.join(golden, "linreg.onnx"), verbose=level)
+    sess.run(None, {"X": np.load(os.path.join(golden, "X.npy"))})
+    with open(os.path.join(golden, f"verbose_{level}.txt"), encoding="utf-8") as f:
+        assert capsys.readouterr().out == f.read()
+
+
+def test_intermediate_returns_every_value():
+    sess = refeval.ReferenceEvaluator(LINREG)
+    values = sess.run(None, {"X": X}, intermediate=True)
+    assert list(values) == ["coef", "intercept", "offset", "X", "/Add_output_0", "/Sqrt_output_0", "/MatMul_output_0", "variable"]
+    np.testing.assert_array_equal(values["/Add_output_0"], X + 2)
+    np.testing.assert_array_equal(values["variable"], sess.run(None, {"X": X})[0])
+    assert sess.run(["/Sqrt_output_0"], {"X": X})[0].shape == (3, 10)
+
+
+class Scale(refeval.OpRun):
+    op_domain = "test.python"
+
+    def _run(self, x, alpha=1.0, bias=0.0):
+        return (x * np.float32(alpha) + np.float32(bias),)
+
+
+class Fails(refeval.OpRun):
+    op_domain = "test.python"
+
+    def _run(self, x):
+        raise ValueError("no luck")
+
+
+def scale_model(attrs):
+    nodes = [helper.make_node("Relu", ["X"], ["r"]), helper.make_node("Scale", ["r"], ["Y"], domain="test.python", **attrs)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("test.python", 1)])
+
+
+def test_a_python_operator_with_an_attribute_runs_inside_a_model():
+    x = np.array([-1, 0, 1, 2], dtype=np.float32)
+    (y,) = refeval.ReferenceEvaluator(scale_model({"alpha": 2.5}), new_ops=[Scale]).run(None, {"X": x})
+    np.testing.assert_array_equal(y, np.array([0, 0, 2.5, 5], dtype=np.float32))
+    (y,) = refeval.ReferenceEvaluator(scale_model({}), new_ops=[Scale]).run(None, {"X": x})  # defaults from _run
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_a_python_operator_that_raises_is_an_evaluation_error_naming_the_node():
+    m = scale_model({})
+    m.graph.node[1].op_type = "Fails"
+    with pytest.raises(refeval.EvaluationError, match="Fails.*no luck"):
+        refeval.ReferenceEvaluator(m, new_ops=[Fails]).run(None, {"X": np.zeros(4, np.float32)})
+
+
+def test_bad_input_raises_clear_exceptions():
+    with pytest.raises(refeval.ModelError, match="not a valid ONNX model"):
+        refeval.ReferenceEvaluator(b"\x08\x07garbage")
+    sess = refeval.ReferenceEvaluator(LINREG)
+    with pytest.raises(refeval.InputError, match="'X'.*element type differs"):
+        sess.run(None, {"X": X.astype(np.float64)})
+    with pytest.raises(refeval.InputError, match="X"):
+        sess.run(None, {})
+    with pytest.raises(refeval.ModelError, match="Scale"):
+        refeval.ReferenceEvaluator(scale_model({}))  # no operator for test.python:Scale
+    with pytest.raises(TypeError):
+        refeval.ReferenceEvaluator(LINREG, new_ops=[int])
+
+
+def test_graph_node_and_function_protos():
+    node = helper.make_node("Add", ["a", "b"], ["c"])
+    a, b = np.arange(3, dtype=np.float32), np.ones(3, dtype=np.float32)
+    (c,) = refeval.ReferenceEvaluator(node).run(None, {"a": a, "b": b})
+    np.testing.assert_array_equal(c, a + b)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in "ab"],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [3])])
+    (c,) = refeval.ReferenceEvaluator(graph, opsets={"": 18}).run(None, {"a": a, "b": b})
+    np.testing.assert_array_equal(c, a + b)
+    fn = helper.make_function("local", "AddMul", ["x", "y"], ["z"],
+                              [helper.make_node("Add", ["x", "y"], ["s"]), helper.make_node("Mul", ["s", "y"], ["z"])],
+                              [helper.make_opsetid("", 18)])
+    (z,) = refeval.ReferenceEvaluator(fn).run(None, {"x": a, "y": b + 1})
+    np.testing.assert_array_equal(z, (a + b + 1) * (b + 1))
+
+
+def test_sequences_optionals_and_narrow_types():
+    nodes = [helper.make_node("SequenceConstruct", ["a", "b"], ["s"]), helper.make_node("Cast", ["a"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("Cast", ["a"], ["bf"], to=TensorProto.BFLOAT16)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in "ab"],
+                              [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2]),
+                               helper.make_tensor_value_info("bf", TensorProto.BFLOAT16, [2])])
+    sess = refeval.ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    a, b = np.array([1.5, -2], np.float32), np.array([3, 4], np.float32)
+    s, h, bf = sess.run(None, {"a": a, "b": b})
+    assert isinstance(s, list) and len(s) == 2
+    np.testing.assert_array_equal(s[1], b)
+    assert h.dtype == np.float16 and list(h) == [1.5, -2]
+    try:
+        import ml_dtypes  # noqa: F401
+        assert bf.dtype.name == "bfloat16"
+    except ImportError:
+        assert bf.dtype == np.uint16 and list(bf) == [0x3FC0, 0xC000]  # raw bfloat16 bits
+    (back,) = refeval.ReferenceEvaluator(helper.make_node("Identity", ["x"], ["y"])).run(None, {"x": h})
+    assert back.dtype == np.float16
+
+
+def test_the_gil_is_released_while_the_model_runs():
+    n = 256
+    nodes = [helper.make_node("MatMul", ["X" if i == 0 else f"m{i - 1}", "W"], [f"m{i}" if i < 39 else "Y"]) for i in range(40)]
+    w = numpy_helper.from_array(np.eye(n, dtype=np.float32), "W")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, n])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [n, n])], [w])
+    sess = refeval.ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    x = np.ones((n, n), np.float32)
+    done = []
+    t = threading.Thread(target=lambda: [sess.run(None, {"X": x}) for _ in range(5)] and done.append(1))
+    ticks = 0
+    t.start()
+    while t.is_alive():
+        ticks += 1
+        time.sleep(0.0005)
+    t.join()
+    assert done and ticks > 5  # the main thread kept running while the evaluator did
+
+
+@pytest.mark.skipif(not os.environ.get("REFEVAL_EXAMPLE_PLUGIN"), reason="the example plugin's path is given by ctest")
+def test_a_plugin_library_serves_a_custom_operator():
+    fused = os.path.join(SOURCE, "examples", "custom_op", "fused.onnx")
+    unfused = os.path.join(SOURCE, "examples", "custom_op", "unfused.onnx")
+    plain = refeval.ReferenceEvaluator(unfused)
+    feeds = {"X": np.linspace(-2, 2, 64 * 64, dtype=np.float32).reshape(64, 64)}
+    with_plugin = refeval.ReferenceEvaluator(fused, custom_ops=[os.environ["REFEVAL_EXAMPLE_PLUGIN"]])
+    np.testing.assert_allclose(with_plugin.run(["Y"], feeds)[0], plain.run(["Y"], feeds)[0], rtol=1e-6)
