@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Side-by-side timing of refeval and ONNX Runtime (CPU, one thread each) on the same models and
-# inputs, in one run. Prints median times and the ratio refeval / ORT.
-#   benchmarks/compare.sh [BUILD_DIR]     (default: build)
-# Needs: Debian's python3-torch and python3-onnx (to export the models) and npm (installs
-# onnxruntime-node into benchmarks/ort/node_modules on first use). Never part of the test suite.
+# refeval against ONNX Runtime side by side, in one run, on the same exported models and inputs:
+# ORT 1.30 CPU (onnxruntime-node) with graph optimizations disabled on one thread, refeval on 1 and
+# 2 threads (--threads), medians of REPEAT runs; refeval/ORT ratios, refeval's 2-thread speed-up
+# and its peak memory (max RSS of the run) against the model's size. Each model is also checked
+# against torch's output (refeval test, atol 1e-4).
+#   benchmarks/compare.sh [BUILD_DIR]     (REPEAT=20; REFEVAL_BENCH_DIR for the exports)
+# Needs Debian's python3-torch, python3-torchvision and python3-onnx (to export the models) and
+# npm (installs onnxruntime-node into benchmarks/ort/node_modules on first use). Never a test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
@@ -15,22 +18,29 @@ if [[ ! -d $here/ort/node_modules/onnxruntime-node ]]; then
   (cd "$here/ort" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-save onnxruntime-node >/dev/null)
 fi
 
-# name|make_gpt2.py arguments
+# name|input name|export command (writes DIR/model.onnx, DIR/<input>.npy, DIR/test_data_set_0)
 models=(
-  "gpt2-small-opset17-seq64|--opset 17 --seq 64"
-  "gpt2-small-opset13-seq64|--opset 13 --seq 64"
-  "gpt2-small-opset17-seq8|--opset 17 --seq 8"
+  "gpt2-small-opset17-seq32|input_ids|$here/gpt2/make_gpt2.py DIR --opset 17 --seq 32"
+  "resnet18|input|$here/vision/make_torchvision.py DIR resnet18"
+  "mobilenet_v2|input|$here/vision/make_torchvision.py DIR mobilenet_v2"
+  "lstm-2layer|input|$here/rnn/make_lstm.py DIR"
 )
-printf "%-28s %12s %12s %8s\n" model refeval_ms ort_ms ratio
+refeval_ms() {  # refeval_ms THREADS DIR INPUT -> "median_ms peak_kb"
+  local out
+  out=$( { /usr/bin/time -f "peak %M" "$refeval" --threads "$1" run "$2/model.onnx" --input "$3=$2/$3.npy" --repeat "$repeat"; } 2>&1)
+  echo "$(sed -n 's/^elapsed: median \([0-9.]*\) ms.*/\1/p' <<<"$out") $(sed -n 's/^peak \([0-9]*\)$/\1/p' <<<"$out")"
+}
+printf "%-26s %9s %10s %6s %10s %8s %8s %8s %6s %7s\n" model ort_ms refeval_1t ratio refeval_2t 2t_gain peak_MB model_MB peak/m torch
 for entry in "${models[@]}"; do
-  name=${entry%%|*}
-  args=${entry#*|}
+  IFS='|' read -r name input make <<<"$entry"
   dir=$work/$name
-  if [[ ! -f $dir/model.onnx ]]; then
-    # shellcheck disable=SC2086
-    /usr/bin/python3 "$here/gpt2/make_gpt2.py" "$dir" $args >/dev/null 2>&1
-  fi
-  ours=$("$refeval" run "$dir/model.onnx" --input "input_ids=$dir/input_ids.npy" --repeat "$repeat" | sed -n 's/^elapsed: median \([0-9.]*\) ms.*/\1/p')
-  theirs=$(cd "$here/ort" && node bench_ort.js "$dir/model.onnx" "$repeat" "input_ids=$dir/input_ids.npy" | cut -d' ' -f1)
-  printf "%-28s %12s %12s %8s\n" "$name" "$ours" "$theirs" "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')"
+  # shellcheck disable=SC2086
+  [[ -f $dir/model.onnx ]] || /usr/bin/python3 ${make/DIR/$dir} >/dev/null 2>&1
+  read -r one peak <<<"$(refeval_ms 1 "$dir" "$input")"
+  read -r two _ <<<"$(refeval_ms 2 "$dir" "$input")"
+  ort=$(cd "$here/ort" && ORT_LEVEL=disabled node bench_ort.js "$dir/model.onnx" "$repeat" "$input=$dir/$input.npy" | cut -d' ' -f1)
+  size=$(stat -c %s "$dir/model.onnx")
+  "$refeval" -q test "$dir" --rtol 0 --atol 1e-4 >/dev/null && torch=ok || torch=DIFF
+  awk -v n="$name" -v o="$ort" -v a="$one" -v b="$two" -v p="$peak" -v s="$size" -v t="$torch" 'BEGIN {
+    printf "%-26s %9.2f %10.2f %6.2f %10.2f %7.2fx %8.0f %8.0f %6.2f %7s\n", n, o, a, a / o, b, a / b, p / 1024, s / 1e6, p * 1024 / s, t }'
 done

@@ -2,12 +2,16 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <sys/mman.h>
+
 #include <cstring>
 
 #include <fmt/format.h>
 
 namespace refeval {
 namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20, kHugePageThreshold = size_t(2) << 20;
 std::atomic<uint64_t> g_memory_cap{0};
 constexpr size_t kAlignment = 64;  // cache line; also enough for Eigen's vectorised loads
 }  // namespace
@@ -46,9 +50,15 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     auto* strings = new std::string[size_ > 0 ? size_ : 1];
     storage_ = std::shared_ptr<void>(strings, [](void* p) { delete[] static_cast<std::string*>(p); });
   } else {
-    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+    // Tensors of several megabytes (weights, large activations) sit on 2 MB pages where the
+    // kernel offers them (transparent huge pages on madvise): a GEMM streaming a weight matrix
+    // row by row touches a new 4 KB page per row otherwise, and TLB misses dominate.
+    const bool huge = bytes >= kHugePageThreshold;
+    const size_t align = huge ? kHugePage : kAlignment;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded ? rounded : align);
     if (!p) throw Error(ErrorKind::Resource, fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
+    if (huge) madvise(p, rounded, MADV_HUGEPAGE);
     std::memset(p, 0, bytes);
     storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
