@@ -1,9 +1,9 @@
 #include "refeval/tensor.h"
 
-#include <atomic>
-#include <cstdlib>
 #include <sys/mman.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
