@@ -53,12 +53,15 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     // Tensors of several megabytes (weights, large activations) sit on 2 MB pages where the
     // kernel offers them (transparent huge pages on madvise): a GEMM streaming a weight matrix
     // row by row touches a new 4 KB page per row otherwise, and TLB misses dominate.
-    const bool huge = bytes >= kHugePageThreshold;
-    const size_t align = huge ? kHugePage : kAlignment;
-    const size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded ? rounded : align);
+    // Only the 2 MB-aligned interior is advised, so no memory is spent on alignment.
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
     if (!p) throw Error(ErrorKind::Resource, fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
-    if (huge) madvise(p, rounded, MADV_HUGEPAGE);
+    if (bytes >= kHugePageThreshold) {
+      const uintptr_t begin = (uintptr_t(p) + kHugePage - 1) / kHugePage * kHugePage;
+      const uintptr_t end = (uintptr_t(p) + rounded) / kHugePage * kHugePage;
+      if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    }
     std::memset(p, 0, bytes);
     storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
