@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "../math/vector_math.h"
+
 #include "refeval/op_run.h"
 
 namespace refeval::ops {
@@ -36,6 +38,22 @@ struct Activation {
       case Kind::Softplus: return std::log1p(std::exp(x));
     }
     return x;
+  }
+
+  // The activation over n values in place: float Tanh and Sigmoid through the vector math
+  // library (ops/math/vector_math.h), everything else element by element.
+  template <class C>
+  void apply(C* x, int64_t n) const {
+    if constexpr (std::is_same_v<C, float>) {
+      if (kind == Kind::Tanh) return tanh_floats(x, x, n);
+      if (kind == Kind::Sigmoid) {
+        for (int64_t i = 0; i < n; ++i) x[i] = -x[i];
+        exp_floats(x, x, n);
+        for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + x[i]);
+        return;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) x[i] = (*this)(x[i]);
   }
 };
 

@@ -104,6 +104,7 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
   const size_t nact = lstm ? 3 : gru ? 2 : 1;
   auto clip = [&](C v) { return cfg.clip ? std::clamp(v, C(-*cfg.clip), C(*cfg.clip)) : v; };
   std::vector<C> xw(size_t(S * B * GH)), hr(size_t(B * GH)), rh(size_t(B * H)), rhr(size_t(B * H));
+  std::vector<C> gate(lstm ? size_t(4 * H) : 0);  // one batch row's i, f, c, o gates during a step
   for (int64_t d = 0; d < D; ++d) {
     const bool rev = D == 2 ? d == 1 : cfg.reverse;
     const C* Wd = W.data() + d * GH * I;
@@ -137,6 +138,30 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
         const C* xg = xw.data() + (t * B + b) * GH;
         const C* hg = hr.data() + b * GH;
         C* hb = h.data() + b * H;
+        if (lstm) {  // gate by gate over the H units, each activation applied to a whole gate at once
+          C* cb = c.data() + b * H;
+          C *gi = gate.data(), *gf = gi + H, *gc = gf + H, *go = gc + H;
+          auto pre = [&](int64_t k, int64_t j) { return xg[k * H + j] + hg[k * H + j] + Wb[k * H + j] + Rb[k * H + j]; };
+          for (int64_t j = 0; j < H; ++j) {
+            gi[j] = clip(pre(0, j) + Pd[j] * cb[j]);
+            gf[j] = clip(pre(2, j) + Pd[2 * H + j] * cb[j]);
+            gc[j] = clip(pre(3, j));
+          }
+          f.apply(gi, H);
+          if (cfg.input_forget) for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
+          else f.apply(gf, H);
+          g.apply(gc, H);
+          for (int64_t j = 0; j < H; ++j) {
+            cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+            go[j] = clip(pre(1, j) + Pd[H + j] * cb[j]);
+            gc[j] = clip(cb[j]);
+          }
+          f.apply(go, H);
+          h_act.apply(gc, H);
+          for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * gc[j];
+          std::copy_n(hb, H, Y.begin() + ((t * D + d) * B + b) * H);
+          continue;
+        }
         for (int64_t j = 0; j < H; ++j) {
           if (cfg.cell == CellKind::Rnn) {
             hb[j] = f(clip(xg[j] + hg[j] + Wb[j] + Rb[j]));
@@ -151,15 +176,6 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
             }
             const C ht = g(clip(pre));
             hb[j] = (C(1) - z) * ht + z * hb[j];
-          } else {
-            C* cb = c.data() + b * H;
-            auto pre = [&](int64_t k) { return xg[k * H + j] + hg[k * H + j] + Wb[k * H + j] + Rb[k * H + j]; };
-            const C it = f(clip(pre(0) + Pd[j] * cb[j]));
-            const C ft = cfg.input_forget ? C(1) - it : f(clip(pre(2) + Pd[2 * H + j] * cb[j]));
-            const C ct = g(clip(pre(3)));
-            cb[j] = ft * cb[j] + it * ct;
-            const C ot = f(clip(pre(1) + Pd[H + j] * cb[j]));
-            hb[j] = ot * h_act(clip(cb[j]));
           }
         }
         std::copy_n(hb, H, Y.begin() + ((t * D + d) * B + b) * H);

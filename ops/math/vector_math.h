@@ -1,0 +1,14 @@
+// Elementwise transcendental functions over float arrays through glibc's vector math library
+// (libmvec, 8 lanes with AVX2; std:: functions without AVX2). Every element, the tail too, goes
+// through the same routine, so a value's result never depends on where it sits in an array.
+// In place is allowed (y == x).
+#pragma once
+
+#include <cstdint>
+
+namespace refeval::ops {
+
+void tanh_floats(const float* x, float* y, int64_t n);
+void exp_floats(const float* x, float* y, int64_t n);
+
+}  // namespace refeval::ops
