@@ -89,8 +89,9 @@ class OpRun:
         raise NotImplementedError(f"{type(self).__name__} does not implement _run")
 
 
-def _model_bytes(proto, opsets, functions):
-    """A serialized ModelProto for any of the protos onnx.reference accepts."""
+def _model_bytes(proto, opsets, functions, attributes=None):
+    """A serialized ModelProto for any of the protos onnx.reference accepts; a FunctionProto is
+    called once by a graph, with `attributes` set on the call."""
     import onnx
     from onnx import helper
 
@@ -109,7 +110,7 @@ def _model_bytes(proto, opsets, functions):
             imports.append(helper.make_opsetid(proto.domain, 1))
         return helper.make_model(graph, opset_imports=imports, functions=local).SerializeToString()
     if kind == "FunctionProto":
-        call = helper.make_node(proto.name, list(proto.input), list(proto.output), domain=proto.domain)
+        call = helper.make_node(proto.name, list(proto.input), list(proto.output), domain=proto.domain, **(attributes or {}))
         graph = helper.make_graph([call], proto.name, [onnx.ValueInfoProto(name=n) for n in proto.input],
                                   [onnx.ValueInfoProto(name=n) for n in proto.output])
         imports = [helper.make_opsetid(o.domain, o.version) for o in proto.opset_import]
@@ -132,6 +133,8 @@ class ReferenceEvaluator:
 
     def __init__(self, proto, opsets=None, functions=None, verbose=0, new_ops=None, custom_ops=None):
         path, data = "", None
+        self._function = proto if type(proto).__name__ == "FunctionProto" else None
+        self._rebuild = (opsets, functions)
         if isinstance(proto, (str, os.PathLike)):
             path = os.fspath(proto)
         elif isinstance(proto, (bytes, bytearray, memoryview)):
@@ -144,25 +147,40 @@ class ReferenceEvaluator:
                 raise TypeError(f"new_ops must hold refeval.OpRun subclasses, got {cls!r}")
             ops.append((cls.op_domain, cls.__name__, cls))
         self.verbose = verbose
-        self._native = _native(_refeval.Evaluator, path, data, [os.fspath(p) for p in custom_ops or []], ops, int(verbose))
+        self._make = lambda path, data: _native(_refeval.Evaluator, path, data, [os.fspath(p) for p in custom_ops or []], ops, int(verbose))
+        self._with_attributes = {}  # a FunctionProto's call attributes -> its evaluator, made when first run
+        # A function whose attributes have no default cannot be planned before run() gives them.
+        self._native = None if self._function is not None and self._function.attribute else self._make(path, data)
 
     @property
     def input_names(self):
-        return list(self._native.input_names)
+        return list(self._function.input) if self._native is None else list(self._native.input_names)
 
     @property
     def output_names(self):
-        return list(self._native.output_names)
+        return list(self._function.output) if self._native is None else list(self._native.output_names)
 
     @property
     def opsets(self):
+        if self._native is None:
+            return {o.domain: o.version for o in self._function.opset_import}
         return dict(self._native.opsets)
 
     def run(self, output_names, feed_inputs, attributes=None, intermediate=False):
         """Outputs named by `output_names` (None: the graph outputs) as a list of numpy arrays
         (sequences as lists, maps as dicts, optionals as None or their value); with
-        intermediate=True a dict of every value computed (initializers, feeds, node outputs)."""
+        intermediate=True a dict of every value computed (initializers, feeds, node outputs).
+        `attributes` gives a FunctionProto's attribute values, as onnx.reference does."""
+        native = self._native
         if attributes:
-            raise NotImplementedError("attributes= (function attribute values) is not supported yet")
+            if self._function is None:
+                raise TypeError("attributes= applies to a FunctionProto only")
+            key = repr(sorted(attributes.items()))
+            if key not in self._with_attributes:
+                opsets, functions = self._rebuild
+                self._with_attributes[key] = self._make("", _model_bytes(self._function, opsets, functions, attributes))
+            native = self._with_attributes[key]
+        elif native is None:
+            raise TypeError(f"function {self._function.name} needs its attributes: run(..., attributes={{...}})")
         names = None if output_names is None else list(output_names)
-        return _native(self._native.run, names, dict(feed_inputs), bool(intermediate))
+        return _native(native.run, names, dict(feed_inputs), bool(intermediate))

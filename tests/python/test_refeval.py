@@ -116,6 +116,19 @@ def test_graph_node_and_function_protos():
                               [helper.make_opsetid("", 18)])
     (z,) = refeval.ReferenceEvaluator(fn).run(None, {"x": a, "y": b + 1})
     np.testing.assert_array_equal(z, (a + b + 1) * (b + 1))
+    # A function attribute given at run time, as onnx.reference's run(..., attributes=...).
+    scaled = helper.make_function("local", "Scaled", ["x"], ["y"],
+                                  [helper.make_node("Constant", [], ["k"], value_float=0.0),
+                                   helper.make_node("CastLike", ["alpha_t", "x"], ["a"]), helper.make_node("Mul", ["x", "a"], ["y"])],
+                                  [helper.make_opsetid("", 18)], ["alpha"])
+    scaled.node[0].CopyFrom(helper.make_node("Constant", [], ["alpha_t"]))
+    ref = onnx.AttributeProto(name="value_float", type=onnx.AttributeProto.FLOAT, ref_attr_name="alpha")
+    scaled.node[0].attribute.append(ref)
+    sess = refeval.ReferenceEvaluator(scaled)
+    np.testing.assert_array_equal(sess.run(None, {"x": a}, attributes={"alpha": 2.0})[0], a * 2)
+    np.testing.assert_array_equal(sess.run(None, {"x": a}, attributes={"alpha": 3.0})[0], a * 3)
+    with pytest.raises(TypeError):
+        refeval.ReferenceEvaluator(node).run(None, {"a": a, "b": b}, attributes={"alpha": 1.0})
 
 
 def test_sequences_optionals_and_narrow_types():
