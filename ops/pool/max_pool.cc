@@ -3,6 +3,7 @@
 // (row-major, or with storage_order=1 column-major over the spatial dims); ceil_mode and
 // dilations from 10; int8 and uint8 from 12. A NaN tap is the maximum (numpy semantics); ties
 // keep the first tap.
+#include <algorithm>
 #include <cmath>
 
 #include "pool_common.h"
@@ -26,6 +27,8 @@ class MaxPool : public OpRun {
     if (version_ < 12 && (x.dtype() == DType::Int8 || x.dtype() == DType::UInt8))
       ctx.fail("int8 and uint8 inputs need MaxPool 12 or later");
     const ConvGeometry g = pool_geometry(attrs_, x.shape());
+    if (ctx.node().outputs.size() < 2 && g.in.size() == 2 && g.dilations == std::vector<int64_t>{1, 1} && x.dtype() == DType::Float)
+      return {plane_max_2d(x, g)};
     Tensor y(x.dtype(), pool_output_shape(g));
     Tensor idx(DType::Int64, y.shape());
     const size_t D = g.in.size();
@@ -68,6 +71,38 @@ class MaxPool : public OpRun {
   }
 
  private:
+  // The common case (float, 2-D, no dilation, no Indices: every CNN's MaxPool) without the
+  // generic window walker: each output's window clipped to the input, the same maximum (a NaN
+  // wins; ties keep the first tap, which only matters for Indices).
+  static Tensor plane_max_2d(const Tensor& x, const ConvGeometry& g) {
+    Tensor y(DType::Float, pool_output_shape(g));
+    const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    for (int64_t p = 0; p < g.N * g.C; ++p) {
+      const float* plane = px + p * H * W;
+      float* out = py + p * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t h0 = oh * g.strides[0] - g.pad_begin[0];
+        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kernel[0], H);
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t w0 = ow * g.strides[1] - g.pad_begin[1];
+          const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kernel[1], W);
+          if (hs >= he || ws >= we) fail_runtime("a pooling window lies entirely in the padding");
+          float best = plane[hs * W + ws];
+          for (int64_t h = hs; h < he && !std::isnan(best); ++h)
+            for (int64_t w = ws; w < we; ++w) {
+              const float v = plane[h * W + w];
+              if (std::isnan(v)) { best = v; break; }
+              if (v > best) best = v;
+            }
+          out[oh * OW + ow] = best;
+        }
+      }
+    }
+    return y;
+  }
+
   PoolAttrs attrs_;
   int64_t storage_order_;
   int version_;
