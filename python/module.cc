@@ -11,6 +11,7 @@
 #include <set>
 
 #include "convert.h"
+#include "tools.h"
 #include "refeval/evaluator.h"
 #include "refeval/model_io.h"
 #include "refeval/plugin.h"
@@ -188,4 +189,7 @@ PYBIND11_MODULE(_refeval, m) {
       .def_property_readonly("input_names", &Evaluator::input_names)
       .def_property_readonly("output_names", &Evaluator::output_names)
       .def_property_readonly("opsets", &Evaluator::opsets);
+  m.def("profile", &profile_model, py::arg("model"), py::arg("feeds"), py::arg("warmup"), py::arg("repeat"), py::arg("out"));
+  m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
+        py::arg("disable"));
 }

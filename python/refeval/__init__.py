@@ -15,12 +15,13 @@ Python operators subclass refeval.OpRun as they subclass onnx.reference.op_run.O
 """
 import inspect
 import os
+import time
 
 import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
 class Error(Exception):
@@ -184,3 +185,20 @@ class ReferenceEvaluator:
             raise TypeError(f"function {self._function.name} needs its attributes: run(..., attributes={{...}})")
         names = None if output_names is None else list(output_names)
         return _native(native.run, names, dict(feed_inputs), bool(intermediate))
+
+
+def profile(model, feeds, warmup=1, repeat=10, path=None):
+    """Profiles a model file as `refeval profile` does: writes ONNX Runtime's profile JSON (to
+    `path`, default refeval_profile_<date>_<time>.json) and returns {"path", "runs", "wall_ms",
+    "kernel_ms", "by_op": [{"op_type", "total_ms", "count", "mean_ms", "pct"}, ...]} of the
+    profiled runs (warm-up left out)."""
+    if path is None:
+        path = time.strftime("refeval_profile_%Y-%m-%d_%H-%M-%S.json")
+    return _native(_refeval.profile, os.fspath(model), dict(feeds), int(warmup), int(repeat), os.fspath(path))
+
+
+def optimize(model, out, level="all", model_type="", only=None, disable=None):
+    """Optimizes a model file as `refeval optimize` does and writes `out`; returns
+    {"path", "nodes_before", "nodes_after", "counters": {"Fused FastGelu": 12, ...}, "operators": {...}}.
+    Prove the result with refeval.ReferenceEvaluator on both models (or `refeval optimize --verify`)."""
+    return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []))

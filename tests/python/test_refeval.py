@@ -180,3 +180,19 @@ def test_a_plugin_library_serves_a_custom_operator():
     feeds = {"X": np.linspace(-2, 2, 64 * 64, dtype=np.float32).reshape(64, 64)}
     with_plugin = refeval.ReferenceEvaluator(fused, custom_ops=[os.environ["REFEVAL_EXAMPLE_PLUGIN"]])
     np.testing.assert_allclose(with_plugin.run(["Y"], feeds)[0], plain.run(["Y"], feeds)[0], rtol=1e-6)
+
+
+def test_profile_and_optimize_from_python(tmp_path):
+    result = refeval.profile(LINREG, {"X": X}, repeat=3, path=tmp_path / "p.json")
+    assert result["runs"] == 3 and result["path"].endswith("p.json")
+    assert {r["op_type"]: r["count"] for r in result["by_op"]} == {"Add": 6, "Sqrt": 3, "MatMul": 3}
+    import json
+    events = json.load(open(result["path"]))
+    assert sum(e["name"] == "model_run" for e in events) == 4  # the warm-up run is in the file
+    out = refeval.optimize(LINREG, tmp_path / "opt.onnx", level="basic")
+    assert out["nodes_before"] == 4 and out["nodes_after"] <= 4
+    before = refeval.ReferenceEvaluator(LINREG).run(None, {"X": X})[0]
+    after = refeval.ReferenceEvaluator(out["path"]).run(None, {"X": X})[0]
+    np.testing.assert_allclose(after, before, rtol=1e-6)
+    with pytest.raises(refeval.UsageError, match="not basic, extended or all"):
+        refeval.optimize(LINREG, tmp_path / "x.onnx", level="max")

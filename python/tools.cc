@@ -1,0 +1,76 @@
+// The profiler and the optimizer from Python: refeval.profile() and refeval.optimize() (see
+// python/refeval/__init__.py), the same libraries the `profile` and `optimize` verbs drive.
+#include "tools.h"
+
+#include <pybind11/stl.h>
+
+#include "aggregate.h"
+#include "convert.h"
+#include "optimizer.h"
+#include "profile_file.h"
+#include "profiler.h"
+#include "refeval/evaluator.h"
+#include "refeval/model_io.h"
+
+namespace refeval::python {
+
+py::dict profile_model(const std::string& model_path, const py::dict& feeds, int warmup, int repeat, const std::string& out) {
+  using Clock = profile::Profiler::Clock;
+  profile::Profiler profiler;
+  const auto load_start = Clock::now();
+  Model model = load_model(model_path);
+  const auto init_start = Clock::now();
+  profiler.add_session_event("model_loading_uri", load_start, init_start);
+  ReferenceEvaluator ev(std::move(model));
+  profiler.add_session_event("session_initialization", init_start, Clock::now());
+  std::map<std::string, Value> values;
+  for (auto item : feeds) {
+    const std::string name = py::str(item.first);
+    const ValueInfo* declared = ev.model().graph.find_input(name);
+    values.emplace(name, from_python(item.second, declared ? &declared->type : nullptr, name));
+  }
+  ev.add_observer(&profiler);
+  {
+    py::gil_scoped_release release;
+    for (int i = 0; i < warmup + repeat; ++i) {
+      profiler.begin_run();
+      ev.run({}, values);
+      profiler.end_run();
+    }
+  }
+  std::vector<profile::Event> events = profiler.events();
+  std::stable_sort(events.begin(), events.end(), [](const profile::Event& a, const profile::Event& b) { return a.ts < b.ts; });
+  profile::write_profile(out, events);
+  const profile::LoadedProfiles loaded = profile::loaded_from({out, std::move(events), {}}, {false, std::to_string(warmup) + ":"});
+  const profile::Table t = profile::aggregate(out, loaded.runs_in_files, loaded.runs, profile::GroupBy::Op);
+  py::list rows;
+  for (const profile::Row& r : t.rows)
+    rows.append(py::dict(py::arg("op_type") = r.key, py::arg("total_ms") = r.total_ms, py::arg("count") = r.count,
+                         py::arg("mean_ms") = r.mean_ms, py::arg("pct") = r.pct));
+  return py::dict(py::arg("path") = out, py::arg("runs") = t.summary.runs_used, py::arg("wall_ms") = t.summary.wall_ms,
+                  py::arg("kernel_ms") = t.summary.kernel_ms, py::arg("by_op") = rows);
+}
+
+py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
+                        const std::vector<std::string>& only, const std::vector<std::string>& disable) {
+  optimize::OptimizeOptions o;
+  o.level = optimize::parse_level(level);
+  o.model_type = model_type;
+  o.only.insert(only.begin(), only.end());
+  o.disable.insert(disable.begin(), disable.end());
+  const Model original = load_model(in);
+  optimize::OptimizeResult result;
+  {
+    py::gil_scoped_release release;
+    result = optimize::optimize(original, Registry::builtin(), o);
+    save_model(result.model, out);
+  }
+  py::dict counters;
+  for (const optimize::PassStats& p : result.passes)
+    if (p.count) counters[p.counter.c_str()] = counters.contains(p.counter) ? counters[p.counter.c_str()].cast<int>() + p.count : p.count;
+  return py::dict(py::arg("path") = out, py::arg("nodes_before") = original.graph.nodes.size(),
+                  py::arg("nodes_after") = result.model.graph.nodes.size(), py::arg("counters") = counters,
+                  py::arg("operators") = optimize::op_counts(result.model.graph));
+}
+
+}  // namespace refeval::python

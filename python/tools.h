@@ -1,0 +1,20 @@
+// refeval.profile() and refeval.optimize(): the profile and optimize libraries for Python.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+namespace refeval::python {
+
+namespace py = pybind11;
+
+// Runs `warmup` + `repeat` profiled runs, writes ORT's profile JSON to `out`, returns its
+// summary and per-op-type rows of the profiled runs.
+py::dict profile_model(const std::string& model_path, const py::dict& feeds, int warmup, int repeat, const std::string& out);
+// Optimizes `in` into `out`; returns the node counts, the statistics counters and op counts.
+py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
+                        const std::vector<std::string>& only, const std::vector<std::string>& disable);
+
+}  // namespace refeval::python
