@@ -6,6 +6,7 @@
 //   and values are past followed by the new ones and present = stack(K, V) (2,B,N,P+S,h). The core
 //   (masks, unidirectional, softmax) is attention_core.h. qkv_hidden_sizes gives Dq, Dk, Dv when
 //   they differ (Dq must equal Dk); by default each is a third of the weight's columns.
+#include "../linalg/linalg_common.h"
 #include "attention_core.h"
 #include "refeval/registry.h"
 
@@ -48,11 +49,20 @@ class Attention : public OpRun {
     const int64_t dq = sizes[0], dv = sizes[2], total_width = dq * 2 + dv;
     if (width != total_width) fail_runtime(fmt::format("weights has {} columns, expected {} (qkv_hidden_sizes)", width, total_width));
 
-    // QKV = input . weights + bias: (B * S, Dq + Dk + Dv)
+    // QKV = input . weights + bias: (B * S, Dq + Dk + Dv). For float, the projection is computed
+    // as the unfused graph computes it (MatMul's float GEMM, then the bias added in float), so the
+    // fused node is exactly as accurate there; the attention itself runs in double.
     std::vector<double> qkv(size_t(B * S * width));
-    gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
     const std::vector<double> bias = vector_input(in, 2, width, x.dtype(), "bias");
-    for (size_t i = 0; i < qkv.size() && !bias.empty(); ++i) qkv[i] += bias[i % size_t(width)];
+    if (x.dtype() == DType::Float) {
+      std::vector<float> projected(qkv.size());
+      ops::gemm(false, false, B * S, width, hin, x.data<float>(), w.data<float>(), projected.data(), false);
+      for (size_t i = 0; i < qkv.size(); ++i)
+        qkv[i] = bias.empty() ? double(projected[i]) : double(projected[i] + float(bias[i % size_t(width)]));
+    } else {
+      gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
+      for (size_t i = 0; i < qkv.size() && !bias.empty(); ++i) qkv[i] += bias[i % size_t(width)];
+    }
 
     AttentionProblem p;
     p.batch = B, p.heads = heads_, p.seq = S, p.head_size = dq / heads_, p.v_head_size = dv / heads_;

@@ -7,20 +7,27 @@
 #include <cmath>
 #include <numbers>
 
+#include "../math/vector_math.h"
 #include "contrib_common.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops::contrib {
 namespace {
 
-double gelu_erf(double z) { return 0.5 * z * (1.0 + std::erf(z / std::numbers::sqrt2)); }
-double gelu_tanh(double z) {
+void gelu_erf(std::vector<double>& v) {
+  for (double& z : v) z = 0.5 * z * (1.0 + std::erf(z / std::numbers::sqrt2));
+}
+// The tanh through the vector math library in double (ops/math/vector_math.h), a whole tensor at once.
+void gelu_tanh(std::vector<double>& v) {
   const double k = std::sqrt(2.0 / std::numbers::pi);
-  return 0.5 * z * (1.0 + std::tanh(k * (z + 0.044715 * z * z * z)));
+  std::vector<double> t(v.size());
+  for (size_t i = 0; i < v.size(); ++i) t[i] = k * (v[i] + 0.044715 * v[i] * v[i] * v[i]);
+  tanh_doubles(t.data(), t.data(), int64_t(t.size()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * v[i] * (1.0 + t[i]);
 }
 
-// y[i] = f(x[i] + bias[i % H]) with the bias (input `bias_input`, optional unless `bias_required`)
-// a 1-D tensor of X's last dimension H.
+// y = f(x + bias[i % H]) with the bias (input `bias_input`, optional unless `bias_required`)
+// a 1-D tensor of X's last dimension H; f transforms the whole vector in place.
 template <class F>
 Tensor apply_with_bias(const Values& in, size_t bias_input, const F& f) {
   const Tensor& x = input_tensor(in, 0);
@@ -30,7 +37,7 @@ Tensor apply_with_bias(const Values& in, size_t bias_input, const F& f) {
     const std::vector<double> bias = vector_input(in, bias_input, x.shape().back(), x.dtype(), "bias");
     for (size_t i = 0; i < v.size(); ++i) v[i] += bias[i % bias.size()];
   }
-  for (double& z : v) z = f(z);
+  f(v);
   return from_doubles(x.dtype(), x.shape(), v);
 }
 
@@ -64,7 +71,9 @@ class QuickGelu : public OpRun {
   explicit QuickGelu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 1.702f)) {}
   Values run(const Values& in, RunContext&) override {
     const double alpha = alpha_;
-    return {apply_with_bias(in, 1, [alpha](double z) { return z / (1.0 + std::exp(-alpha * z)); })};
+    return {apply_with_bias(in, 1, [alpha](std::vector<double>& v) {
+      for (double& z : v) z = z / (1.0 + std::exp(-alpha * z));
+    })};
   }
  private:
   float alpha_;

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 extern "C" __m256 _ZGVdN8v_tanhf(__m256);  // glibc >= 2.35
 extern "C" __m256 _ZGVdN8v_expf(__m256);   // glibc >= 2.22
+extern "C" __m256d _ZGVdN4v_tanh(__m256d); // glibc >= 2.35
 #endif
 
 namespace refeval::ops {
@@ -27,6 +28,21 @@ void vectorised(V f, const float* x, float* y, int64_t n) {
 #endif
 
 }  // namespace
+
+void tanh_doubles(const double* x, double* y, int64_t n) {
+#if defined(__AVX2__)
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(y + i, _ZGVdN4v_tanh(_mm256_loadu_pd(x + i)));
+  if (i < n) {
+    double in[4] = {}, out[4];
+    std::memcpy(in, x + i, size_t(n - i) * sizeof(double));
+    _mm256_storeu_pd(out, _ZGVdN4v_tanh(_mm256_loadu_pd(in)));
+    std::memcpy(y + i, out, size_t(n - i) * sizeof(double));
+  }
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+#endif
+}
 
 void tanh_floats(const float* x, float* y, int64_t n) {
 #if defined(__AVX2__)

@@ -10,5 +10,6 @@ namespace refeval::ops {
 
 void tanh_floats(const float* x, float* y, int64_t n);
 void exp_floats(const float* x, float* y, int64_t n);
+void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
 
 }  // namespace refeval::ops

@@ -16,7 +16,7 @@ m=$work
 "$refeval" -q profile $m/gpt2_attention_unfused.onnx --repeat 2 -o $m/p.json >/dev/null
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/p.json -o $m/view.html
 render "$m/view.html#select=n9" 1400 900
-check "view: the screenshot shows the graph" python3 "$(dirname "$0")/../tools/png_check.py" $work/shot.png 3 2
+check "view: the screenshot shows the graph and the selected node (red)" python3 "$(dirname "$0")/../tools/png_check.py" $work/shot.png 3 1
 check "view: #select opens the node's panel" bash -c "grep -q 'id=\"panel\" data-node=\"n9\"' $work/dom.html && grep -q '<h3>Reshape</h3>' $work/dom.html"
 check "view: the panel lists inputs and outputs with shapes" bash -c "grep -q '<h4>Inputs</h4>' $work/dom.html && grep -q 'float\[batch,seq,2,4\]' $work/dom.html"
 check "view: the script ran (load time recorded)" grep -qE 'data-load-ms="[0-9]+"' $work/dom.html

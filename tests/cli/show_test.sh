@@ -40,6 +40,11 @@ check "heat: costliest nodes listed" grep -q '<table class="counts" id="top">' $
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
 check "diff: removed and added counted" grep -q "27 nodes -> 1 nodes: 27 removed" $m/diff.html
 
+# A model-local function is laid out too, expandable below the graph.
+expect 0 "" "" -- show $src/examples/custom_op/fused.onnx --format html -o $m/fn.html
+check "html: the function's body below the graph" bash -c "grep -q '<details class=\"body\"' $m/fn.html && grep -q 'function example.fused.MyFusedGelu' $m/fn.html"
+expect 0 "^<\n   domain: \"example.fused\"|MyFusedGelu \(" "" -- show $src/examples/custom_op/fused.onnx
+
 # Errors.
 expect 2 "" "error: " -- show $m/missing.onnx
 expect 2 "" "" -- show $m/att.onnx --format pdf
