@@ -1,6 +1,7 @@
-// Helpers of the contrib family (ONNX Runtime's com.microsoft operators). Every kernel here
-// computes in double: values are widened on the way in and rounded once to the output type on
-// the way out, so a fused operator is at least as accurate as the unfused graph it replaces.
+// Helpers of the contrib family (ONNX Runtime's com.microsoft operators). The kernels compute in
+// double: values are widened on the way in and rounded once to the output type on the way out,
+// so a fused operator is at least as accurate as the unfused graph it replaces (Attention's float
+// input projection is the one exception: it is computed exactly as the unfused MatMul + Add).
 // Only the public operator API is used, as a custom-operator author would.
 #pragma once
 
