@@ -14,15 +14,30 @@ namespace refeval::ops {
 namespace {
 
 #if defined(__AVX2__)
-template <class V>
-void vectorised(V f, const float* x, float* y, int64_t n) {
+struct Float8 {
+  using T = float;
+  static constexpr int kLanes = 8;
+  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+};
+struct Double4 {
+  using T = double;
+  static constexpr int kLanes = 4;
+  static __m256d load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+};
+
+// f over x in vectors of L::kLanes; the tail padded into one more vector.
+template <class L, class F>
+void vectorised(F f, const typename L::T* x, typename L::T* y, int64_t n) {
+  using T = typename L::T;
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
+  for (; i + L::kLanes <= n; i += L::kLanes) L::store(y + i, f(L::load(x + i)));
   if (i < n) {
-    float in[8] = {}, out[8];
-    std::memcpy(in, x + i, size_t(n - i) * sizeof(float));
-    _mm256_storeu_ps(out, f(_mm256_loadu_ps(in)));
-    std::memcpy(y + i, out, size_t(n - i) * sizeof(float));
+    T in[L::kLanes] = {}, out[L::kLanes];
+    std::memcpy(in, x + i, size_t(n - i) * sizeof(T));
+    L::store(out, f(L::load(in)));
+    std::memcpy(y + i, out, size_t(n - i) * sizeof(T));
   }
 }
 #endif
@@ -31,14 +46,7 @@ void vectorised(V f, const float* x, float* y, int64_t n) {
 
 void tanh_doubles(const double* x, double* y, int64_t n) {
 #if defined(__AVX2__)
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) _mm256_storeu_pd(y + i, _ZGVdN4v_tanh(_mm256_loadu_pd(x + i)));
-  if (i < n) {
-    double in[4] = {}, out[4];
-    std::memcpy(in, x + i, size_t(n - i) * sizeof(double));
-    _mm256_storeu_pd(out, _ZGVdN4v_tanh(_mm256_loadu_pd(in)));
-    std::memcpy(y + i, out, size_t(n - i) * sizeof(double));
-  }
+  vectorised<Double4>(_ZGVdN4v_tanh, x, y, n);
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
 #endif
@@ -46,7 +54,7 @@ void tanh_doubles(const double* x, double* y, int64_t n) {
 
 void tanh_floats(const float* x, float* y, int64_t n) {
 #if defined(__AVX2__)
-  vectorised(_ZGVdN8v_tanhf, x, y, n);
+  vectorised<Float8>(_ZGVdN8v_tanhf, x, y, n);
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
 #endif
@@ -54,7 +62,7 @@ void tanh_floats(const float* x, float* y, int64_t n) {
 
 void exp_floats(const float* x, float* y, int64_t n) {
 #if defined(__AVX2__)
-  vectorised(_ZGVdN8v_expf, x, y, n);
+  vectorised<Float8>(_ZGVdN8v_expf, x, y, n);
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 #endif
