@@ -21,7 +21,11 @@ constexpr std::string_view kFenceSuffixes[] = {"_fence_before", "_fence_after"};
 // ORT writes numeric args as strings ("27648"); refeval and Chrome traces write numbers.
 std::optional<int64_t> as_int(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) return int64_t(std::llround(v.get<double>()));
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(std::fabs(d) < 9e18)) return std::nullopt;  // NaN, infinite or beyond int64
+    return int64_t(std::llround(d));
+  }
   if (!v.is_string()) return std::nullopt;
   const std::string& s = v.get_ref<const std::string&>();
   int64_t out = 0;
@@ -108,7 +112,12 @@ std::vector<json> events_by_line(std::string_view text, size_t& unreadable) {
     if (line.ends_with(']')) line = trim(line.substr(0, line.size() - 1));
     if (line.ends_with(',')) line.remove_suffix(1);
     if (line.empty()) continue;
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    json j;
+    try {
+      j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    } catch (const json::exception&) {  // a number beyond double, even in non-throwing mode
+      j = json(json::value_t::discarded);
+    }
     if (j.is_discarded() || !j.is_object()) ++unreadable;
     else out.push_back(std::move(j));
   }
@@ -132,7 +141,7 @@ ProfileFile parse_profile(std::string_view text, const std::string& source) {
     if (doc.is_object() && doc.contains("traceEvents")) doc = doc["traceEvents"];  // Chrome's object form
     if (!doc.is_array()) fail_input(fmt::format("{}: not a profile: expected a JSON array of events", source));
     objects.assign(doc.begin(), doc.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (406)
     size_t unreadable = 0;
     objects = events_by_line(text, unreadable);
     if (objects.empty())
