@@ -66,12 +66,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [--mutations N] [--seed S] FILE_OR_DIR...\n", argv[0]);
     return 2;
   }
-  for (const Bytes& s : seeds) LLVMFuzzerTestOneInput(s.data(), s.size());
-  std::mt19937_64 rng(seed);
-  for (long i = 0; i < mutations; ++i) {
-    const Bytes b = mutate(seeds, rng);
+  // With REFEVAL_FUZZ_LAST=FILE each input is written there before it runs, so a crash leaves
+  // the input that caused it (for tests/fuzz/regressions/).
+  const char* last = std::getenv("REFEVAL_FUZZ_LAST");
+  auto run = [&](const Bytes& b) {
+    if (last) std::ofstream(last, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
     LLVMFuzzerTestOneInput(b.data(), b.size());
-  }
+  };
+  for (const Bytes& s : seeds) run(s);
+  std::mt19937_64 rng(seed);
+  for (long i = 0; i < mutations; ++i) run(mutate(seeds, rng));
   std::printf("%zu seeds and %ld mutations: no crash\n", seeds.size(), mutations);
   return 0;
 }

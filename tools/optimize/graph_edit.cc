@@ -1,5 +1,8 @@
 #include "graph_edit.h"
 
+#include <functional>
+#include <map>
+
 #include <fmt/format.h>
 
 namespace refeval::optimize {
@@ -62,6 +65,29 @@ void rename_uses(Graph& g, const std::string& from, const std::string& to) {
   }
   for (ValueInfo& o : g.outputs)
     if (o.name == from) o.name = to;
+}
+
+void topological_sort(Graph& g) {
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& o : g.nodes[i].outputs)
+      if (!o.empty()) producer[o] = i;
+  std::vector<int> state(g.nodes.size(), 0);  // 0 unvisited, 1 on the stack, 2 placed
+  std::vector<size_t> order;
+  // Depth first from each node in graph order: producers first; a cycle is left for the
+  // evaluator's planner to report (the model did not plan, so optimize never gets here with one).
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i]) return;
+    state[i] = 1;
+    for (const std::string& r : reads_of(g.nodes[i]))
+      if (auto it = producer.find(r); it != producer.end() && it->second != i) visit(it->second);
+    state[i] = 2;
+    order.push_back(i);
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) visit(i);
+  std::vector<Node> sorted;
+  for (size_t i : order) sorted.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(sorted);
 }
 
 int drop_nodes(Graph& g, const std::vector<bool>& drop, const std::vector<std::pair<std::string, std::string>>& renames) {

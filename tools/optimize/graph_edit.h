@@ -19,6 +19,10 @@ std::set<std::string> reads_of(const Node& n);
 // `to` (in order, so chains resolved by the caller stay resolved). Returns the nodes removed.
 int drop_nodes(Graph& g, const std::vector<bool>& drop, const std::vector<std::pair<std::string, std::string>>& renames = {});
 
+// Orders the nodes so every node comes after the producers of what it reads (stable: nodes
+// already in order keep it). The passes assume this order, as ONNX requires it.
+void topological_sort(Graph& g);
+
 // Removes nodes no graph output depends on (nodes with no outputs kept only if they have
 // side effects: none in ONNX) and initializers nothing reads. Returns the nodes removed.
 int remove_dead(Graph& g);

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "refeval/error.h"
+#include "refeval/evaluator.h"
 #include "shape_inference.h"
 
 namespace refeval::optimize {
@@ -88,6 +89,10 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     fail_usage(fmt::format("--model-type: '{}' is not gpt2 or bert", options.model_type));
   check_pass_names(options.only);
   check_pass_names(options.disable);
+  // The model must plan (known operators, valid attributes, every input produced): the passes and
+  // ONNX's shape inference then see a well-formed graph, in topological order.
+  { const ReferenceEvaluator planned(model, {&registry}); }
+  topological_sort(model.graph);
   OptimizeResult result;
   Inference inference;
   PassContext ctx{registry, &inference};
