@@ -1,9 +1,15 @@
 #include "shape_inference.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <spdlog/spdlog.h>
 
+#include "refeval/error.h"
 #include "refeval/model_io.h"
 
 namespace refeval::optimize {
@@ -20,6 +26,70 @@ std::vector<Dim> dims_of(const onnx::TensorShapeProto& s) {
     out.push_back(dim);
   }
   return out;
+}
+
+// ONNX's shape inference in a forked child: libonnx 1.12 crashes on some valid models (the
+// optimizer's fuzz target found segfaults in its node processing), and a crash there must cost
+// the fusions that need shapes, not the process. The child writes the inferred model and the
+// propagated shape data to a pipe, each length-prefixed.
+bool infer_in_child(const std::string& model_bytes, std::string& inferred, std::string& shape_data) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]), close(fds[1]);
+    return false;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    onnx::ModelProto proto;
+    std::unordered_map<std::string, onnx::TensorShapeProto> data;
+    if (proto.ParseFromString(model_bytes)) {
+      try {
+        onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true), &data);
+      } catch (const std::exception&) {
+      }
+    }
+    onnx::GraphProto shapes;
+    for (const auto& [name, shape] : data) {
+      auto* v = shapes.add_value_info();
+      v->set_name(name);
+      *v->mutable_type()->mutable_tensor_type()->mutable_shape() = shape;
+    }
+    for (const std::string& part : {proto.SerializeAsString(), shapes.SerializeAsString()}) {
+      const uint64_t n = part.size();
+      if (write(fds[1], &n, sizeof n) != ssize_t(sizeof n)) _exit(1);
+      for (size_t done = 0; done < part.size();) {
+        const ssize_t w = write(fds[1], part.data() + done, part.size() - done);
+        if (w <= 0) _exit(1);
+        done += size_t(w);
+      }
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string all;
+  char buf[1 << 16];
+  for (ssize_t r; (r = read(fds[0], buf, sizeof buf)) > 0;) all.append(buf, size_t(r));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    spdlog::debug("shape inference failed in its child process (status {}); fusions that need shapes are skipped", status);
+    return false;
+  }
+  size_t at = 0;
+  for (std::string* part : {&inferred, &shape_data}) {
+    uint64_t n = 0;
+    if (all.size() < at + sizeof n) return false;
+    std::memcpy(&n, all.data() + at, sizeof n);
+    at += sizeof n;
+    if (all.size() < at + n) return false;
+    part->assign(all, at, n);
+    at += n;
+  }
+  return true;
 }
 
 }  // namespace
@@ -40,18 +110,19 @@ Inference infer(const Model& model) {
   light.graph.initializers = kept;
   light.graph.value_info.clear();  // inferred afresh: an earlier pass may have changed a value
 
-  onnx::ModelProto proto;
   Inference out;
-  if (!proto.ParseFromString(serialize_model(light))) return out;
+  std::string inferred_bytes, shape_bytes;
+  if (!infer_in_child(serialize_model(light), inferred_bytes, shape_bytes)) return out;
+  onnx::GraphProto shapes;  // shape data: value infos whose tensor shape holds a value's elements
+  shapes.ParseFromString(shape_bytes);
   std::unordered_map<std::string, onnx::TensorShapeProto> shape_data;
+  for (const auto& v : shapes.value_info()) shape_data[v.name()] = v.type().tensor_type().shape();
+  Model inferred;
   try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true),
-                                       &shape_data);
-  } catch (const std::exception& e) {
-    spdlog::debug("shape inference stopped: {}", e.what());
+    inferred = parse_model(inferred_bytes, model.base_dir, "inferred model");
+  } catch (const Error&) {
+    return out;
   }
-  const Model inferred = parse_model(proto.SerializeAsString(), model.base_dir, "inferred model");
   for (const auto* list : {&inferred.graph.inputs, &inferred.graph.value_info, &inferred.graph.outputs})
     for (const ValueInfo& v : *list)
       if (v.type.kind != ValueType::Kind::Unknown) out.types[v.name] = v.type;

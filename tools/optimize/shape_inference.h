@@ -10,7 +10,9 @@
 namespace refeval::optimize {
 
 // Large initializers are declared as typed inputs for the inference (their values are not
-// needed), so a 600 MB model costs little. Never throws for a graph ONNX cannot fully infer.
+// needed), so a 600 MB model costs little. The inference runs in a forked child process, since
+// libonnx 1.12 crashes on some valid models: then nothing is known (empty Inference) and the
+// passes that need shapes do nothing. Never throws for a graph ONNX cannot fully infer.
 Inference infer(const Model& model);
 
 }  // namespace refeval::optimize

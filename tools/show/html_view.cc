@@ -41,7 +41,7 @@ std::string attribute_text(const Attribute& a) {
     case AttrType::Ints: return fmt::format("[{}]", fmt::join(a.ints, ", "));
     case AttrType::Strings: return fmt::format("[{}]", fmt::join(a.strings, ", "));
     case AttrType::Tensor: return fmt::format("tensor {}[{}]", dtype_short_name(a.t.dtype()), fmt::join(a.t.shape(), ","));
-    case AttrType::Graph: return fmt::format("graph '{}' ({} nodes, below)", a.g->name, a.g->nodes.size());
+    case AttrType::Graph: return a.g ? fmt::format("graph '{}' ({} nodes, below)", a.g->name, a.g->nodes.size()) : "graph (empty)";
     case AttrType::Graphs: return fmt::format("{} graphs", a.graphs.size());
     default: return std::string(attr_type_name(a.type));
   }

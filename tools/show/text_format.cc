@@ -151,11 +151,12 @@ class Printer {
       case AttrType::Int: return fmt::format("{} = {}", a.name, a.i);
       case AttrType::String: return fmt::format("{} = {}", a.name, quoted_string(a.s));
       case AttrType::Tensor: return fmt::format("{} = {} {}", a.name, tensor_type(a.t), tensor_values(a.t));
-      case AttrType::Graph: return fmt::format("{} = {}", a.name, graph(*a.g, indent));
+      case AttrType::Graph: return a.g ? fmt::format("{} = {}", a.name, graph(*a.g, indent)) : fmt::format("{}: graph = []", a.name);
       case AttrType::Floats: return list(a.floats, [](float f) { return float_literal(f); });
       case AttrType::Ints: return list(a.ints, [](int64_t i) { return std::to_string(i); });
       case AttrType::Strings: return list(a.strings, [](const std::string& s) { return quoted_string(s); });
-      case AttrType::Graphs: return list(a.graphs, [&](const std::shared_ptr<Graph>& g) { return graph(*g, indent); });
+      case AttrType::Graphs:
+        return list(a.graphs, [&](const std::shared_ptr<Graph>& g) { return g ? graph(*g, indent) : std::string("?"); });
       case AttrType::Tensors:
         return list(a.tensors, [](const Tensor& t) { return tensor_type(t) + " " + tensor_values(t); });
       default: return fmt::format("{}: {} = []", a.name, attr_type_name(a.type));  // type protos, sparse tensors: not in the syntax
