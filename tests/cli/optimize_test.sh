@@ -42,7 +42,7 @@ expect 2 "" "error: unknown pass 'warp'" -- optimize $m/fast_gelu_unfused.onnx -
 expect 2 "" "error: --model-type: 'llama' is not gpt2 or bert" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --model-type llama
 head -c 100 $m/gpt2_attention_unfused.onnx >$m/cut.onnx
 expect 2 "" "error: .*cut.onnx" -- optimize $m/cut.onnx -o $m/x.onnx
-expect 2 "" "error: --opset 12: node '' \(MatMul\) is version 13 at opset 17 and 9 at opset 12; convert the model first" -- \
+expect 2 "" "error: --opset 12: node '/attn/MatMul_0' \(MatMul\) is version 13 at opset 17 and 9 at opset 12; convert the model first" -- \
   optimize $m/gpt2_attention_unfused.onnx -o $m/x.onnx --disable attention --opset 12
 expect 0 "" "" -- optimize $m/fast_gelu_wrong_coefficient.onnx -o $m/o18.onnx --opset 18
 expect 0 "opsets ai.onnx 18" "" -- run $m/o18.onnx --no-timing

@@ -39,6 +39,7 @@ check "heat: costliest nodes listed" grep -q '<table class="counts" id="top">' $
 "$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx >/dev/null
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
 check "diff: removed and added counted" grep -q "27 nodes -> 1 nodes: 27 removed" $m/diff.html
+check "diff: the Attention links the 16 nodes it replaced (the optimizer's provenance)" grep -q "added, replaces 16 nodes" $m/diff.html
 
 # A model-local function is laid out too, expandable below the graph.
 expect 0 "" "" -- show $src/examples/custom_op/fused.onnx --format html -o $m/fn.html

@@ -1,6 +1,9 @@
 #include "rewrite.h"
 
 #include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
 
 namespace refeval::optimize {
 
@@ -25,6 +28,38 @@ Node make_node(const std::string& op_type, const std::string& domain, std::vecto
   return n;
 }
 
+namespace {
+
+// metadata "refeval.fused_from:<new node>" = the original names behind the replaced nodes.
+void record_provenance(Model& model, const std::map<int, Replacement>& replacements,
+                       const std::map<int, std::vector<std::string>>& replaced) {
+  std::map<std::string, std::string> earlier;  // a replaced node that was itself fused -> its originals
+  for (const auto& [key, value] : model.metadata)
+    if (key.rfind(kFusedFromKey, 0) == 0) earlier[key.substr(std::string(kFusedFromKey).size())] = value;
+  std::set<std::string> consumed;
+  for (const auto& [root, rep] : replacements) {
+    std::vector<std::string> originals;
+    for (const std::string& name : replaced.at(root)) {
+      if (name.empty()) continue;
+      if (auto it = earlier.find(name); it != earlier.end()) {
+        originals.push_back(it->second);
+        consumed.insert(name);
+      } else {
+        originals.push_back(name);
+      }
+    }
+    if (originals.empty()) continue;
+    const std::string list = fmt::format("{}", fmt::join(originals, ","));
+    for (const Node& n : rep.nodes)
+      if (!n.name.empty()) model.metadata.emplace_back(kFusedFromKey + n.name, list);
+  }
+  std::erase_if(model.metadata, [&](const auto& kv) {
+    return kv.first.rfind(kFusedFromKey, 0) == 0 && consumed.count(kv.first.substr(std::string(kFusedFromKey).size()));
+  });
+}
+
+}  // namespace
+
 int apply(const Rewrite& r, Model& model, const Inference* inference) {
   Graph& g = model.graph;
   const GraphIndex index(g, inference);
@@ -32,6 +67,7 @@ int apply(const Rewrite& r, Model& model, const Inference* inference) {
   RewriteContext ctx{index, names, model.opsets};
   std::vector<bool> claimed(g.nodes.size(), false);
   std::map<int, Replacement> replacements;  // by root index
+  std::map<int, std::vector<std::string>> replaced;  // by root index: the matched nodes' names
   for (int root = 0; root < int(g.nodes.size()); ++root) {
     for (const Pattern& p : r.patterns) {
       if (claimed[size_t(root)] || p.root().op_type != g.nodes[size_t(root)].op_type) continue;
@@ -39,12 +75,16 @@ int apply(const Rewrite& r, Model& model, const Inference* inference) {
       if (!m || !only_root_escapes(*m, index)) continue;
       std::optional<Replacement> rep = r.build(*m, ctx);
       if (!rep) continue;
-      for (const auto& [id, gi] : m->nodes) claimed[size_t(gi)] = true;
+      for (const auto& [id, gi] : m->nodes) {
+        claimed[size_t(gi)] = true;
+        replaced[root].push_back(g.nodes[size_t(gi)].name);
+      }
       replacements.emplace(root, std::move(*rep));
       break;
     }
   }
   if (replacements.empty()) return 0;
+  record_provenance(model, replacements, replaced);
   std::vector<Node> nodes;
   for (int i = 0; i < int(g.nodes.size()); ++i) {
     if (auto it = replacements.find(i); it != replacements.end()) {

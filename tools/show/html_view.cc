@@ -339,11 +339,24 @@ std::string html_diff(const Model& before, const std::map<std::string, std::stri
     auto it = in_before.find(key(n));
     if (it == in_before.end()) {
       right.fill[i] = "#c8e6c9", ++added;
-      // A fused node named after the scope of what it replaced ("/blocks.0/FastGelu"): the removed
-      // nodes of that scope.
+      // What a fused node replaced: exactly, from the provenance `refeval optimize` records in the
+      // model's metadata; else, for a node named after the scope it replaced ("/blocks.0/FastGelu"),
+      // the removed nodes of that scope.
       const size_t slash = n.name.rfind('/');
       std::vector<std::string>& r = replaces[i];
-      if (slash != std::string::npos && slash > 0)
+      const auto recorded = std::find_if(after.metadata.begin(), after.metadata.end(),
+                                         [&](const auto& kv) { return kv.first == "refeval.fused_from:" + n.name; });
+      if (recorded != after.metadata.end()) {
+        std::set<std::string> removed(removed_names.begin(), removed_names.end());
+        size_t from = 0;
+        const std::string& list = recorded->second;
+        while (from <= list.size()) {
+          size_t comma = list.find(',', from);
+          if (comma == std::string::npos) comma = list.size();
+          if (const std::string name = list.substr(from, comma - from); removed.count(name)) r.push_back(name);
+          from = comma + 1;
+        }
+      } else if (slash != std::string::npos && slash > 0)
         for (const std::string& name : removed_names)
           if (name.compare(0, slash + 1, n.name, 0, slash + 1) == 0 && name.find('/', slash + 1) == std::string::npos) r.push_back(name);
       right.note[i] = r.empty() ? "added" : fmt::format("added, replaces {} nodes", r.size());

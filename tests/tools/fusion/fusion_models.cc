@@ -129,6 +129,7 @@ Model gpt2_attention_unfused(int mask_shift) {
       node("Where", {"hide", "lowest", "scores"}, {"masked"}), node("Softmax", {"masked"}, {"probs"}, {attr("axis", int64_t(-1))}),
       node("MatMul", {"probs", "tv"}, {"o"}), node("Transpose", {"o"}, {"to"}, {perm({0, 2, 1, 3})}),
       node("Concat", {"ub", "us", "d"}, {"oshape"}, {attr("axis", int64_t(0))}), node("Reshape", {"to", "oshape"}, {"y"})};
+  for (size_t i = 0; i < nodes.size(); ++i) nodes[i].name = "/attn/" + nodes[i].op_type + "_" + std::to_string(i);  // torch-like names
   return model(graph("attention", nodes, {tensor_info("x", DType::Float, {"batch", "seq", 8})},
                      {tensor_info("y", DType::Float, {"batch", "seq", 8})},
                      {{"W", ramp2({8, 24}, -0.3f, 0.03f)}, {"bias", ramp2({24}, -0.1f, 0.01f)}, ints("sizes", {8, 8, 8}),

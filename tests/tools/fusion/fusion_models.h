@@ -30,7 +30,8 @@ Model causal_attention_unfused(int shift);
 Model fast_gelu_unfused(float cubic, bool expose_tanh = false);
 // One GPT-2 self-attention block without past as torch exports it: x (batch, seq, 8), 2 heads of
 // 4, causal mask by Where over a 16 x 16 lower-triangular buffer; `mask_shift` 1 lets each
-// query see one future key (not the causal mask: must not become Attention).
+// query see one future key (not the causal mask: must not become Attention). Nodes are named
+// "/attn/<OpType>_<index>" as torch names them.
 Model gpt2_attention_unfused(int mask_shift = 0);
 Model relu_model(int64_t opset);
 

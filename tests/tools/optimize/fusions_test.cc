@@ -78,6 +78,11 @@ TEST_CASE("attention: GPT-2's causal self-attention becomes one Attention; a mas
   CHECK(att.find_attribute("unidirectional")->i == 1);
   CHECK(att.find_attribute("scale") == nullptr);  // the divisor was sqrt(head size)
   CHECK(fused.graph.nodes.size() == 1);
+  // The fused node's provenance: the 16 nodes of the pattern, by name, in the metadata.
+  const auto provenance = std::find_if(fused.metadata.begin(), fused.metadata.end(),
+                                       [&](const auto& kv) { return kv.first == std::string(optimize::kFusedFromKey) + att.name; });
+  REQUIRE(provenance != fused.metadata.end());
+  CHECK(std::count(provenance->second.begin(), provenance->second.end(), ',') == 15);
   const Model shifted = optimized(testing::gpt2_attention_unfused(1));
   CHECK(count_ops(shifted, "Attention") == 0);
   CHECK(count_ops(shifted, "Softmax") == 1);
