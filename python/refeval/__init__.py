@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "set_threads", "threads", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
 class Error(Exception):
@@ -202,3 +202,14 @@ def optimize(model, out, level="all", model_type="", only=None, disable=None):
     {"path", "nodes_before", "nodes_after", "counters": {"Fused FastGelu": 12, ...}, "operators": {...}}.
     Prove the result with refeval.ReferenceEvaluator on both models (or `refeval optimize --verify`)."""
     return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []))
+
+
+def set_threads(n):
+    """Threads for matrix products (default 1; 0: every core), as the CLI's --threads: results are
+    bit-identical for every count."""
+    _refeval.set_threads(int(n))
+
+
+def threads():
+    """The thread count set_threads() gave (1 by default)."""
+    return _refeval.threads()

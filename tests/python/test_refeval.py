@@ -196,3 +196,22 @@ def test_profile_and_optimize_from_python(tmp_path):
     np.testing.assert_allclose(after, before, rtol=1e-6)
     with pytest.raises(refeval.UsageError, match="not basic, extended or all"):
         refeval.optimize(LINREG, tmp_path / "x.onnx", level="max")
+
+
+def test_threads_give_the_same_bits():
+    n = 200
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["Y"])]
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((n, 3 * n)).astype(np.float32), "W")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [n, n])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [n, 3 * n])], [w])
+    sess = refeval.ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    assert refeval.threads() == 1
+    (one,) = sess.run(None, {"X": x})
+    refeval.set_threads(2)
+    try:
+        (two,) = sess.run(None, {"X": x})
+    finally:
+        refeval.set_threads(1)
+    assert one.tobytes() == two.tobytes()
