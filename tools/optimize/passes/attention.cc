@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "../pass.h"
+#include "refeval/builder.h"
 #include "refeval/dispatch.h"
 
 namespace refeval::optimize {
@@ -117,15 +118,10 @@ Pass attention_pass() {
               const auto filler = g.scalar(m.value("filler"));
               if (!divisor || !(*divisor > 0) || !filler || !(*filler <= -1e4)) return std::nullopt;
               if (!hides_future_keys(g, m.value("hide"), (*x)[1])) return std::nullopt;
-              std::vector<Attribute> attrs(3);
-              attrs[0].name = "num_heads", attrs[0].type = AttrType::Int, attrs[0].i = N;
-              attrs[1].name = "unidirectional", attrs[1].type = AttrType::Int, attrs[1].i = 1;
-              attrs[2].name = "mask_filter_value", attrs[2].type = AttrType::Float, attrs[2].f = float(std::max(*filler, -3.4028234663852886e38));
-              if (std::fabs(*divisor - std::sqrt(double(h))) > 1e-6 * std::sqrt(double(h))) {
-                Attribute scale;
-                scale.name = "scale", scale.type = AttrType::Float, scale.f = float(1.0 / *divisor);
-                attrs.push_back(scale);
-              }
+              std::vector<Attribute> attrs = {build::attr("num_heads", N), build::attr("unidirectional", int64_t(1)),
+                                              build::attr("mask_filter_value", float(std::max(*filler, -3.4028234663852886e38)))};
+              if (std::fabs(*divisor - std::sqrt(double(h))) > 1e-6 * std::sqrt(double(h)))
+                attrs.push_back(build::attr("scale", float(1.0 / *divisor)));
               const Node& y = m.node(g, "y");
               return Replacement{{make_node("Attention", "com.microsoft", {m.value("x"), m.value("w"), m.value("bias")}, {y.outputs[0]},
                                             attrs, ctx.fused_name(m, "Attention"))},

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "../pass.h"
+#include "refeval/builder.h"
 
 namespace refeval::optimize {
 namespace {
@@ -23,12 +24,6 @@ bool swaps_last_two(const Node& n) {
   std::iota(want.begin(), want.end(), 0);
   std::swap(want[want.size() - 1], want[want.size() - 2]);
   return p == want;
-}
-
-Attribute int_attribute(const std::string& name, int64_t v) {
-  Attribute a;
-  a.name = name, a.type = AttrType::Int, a.i = v;
-  return a;
 }
 
 }  // namespace
@@ -62,7 +57,7 @@ Pass fused_matmul_pass() {
               // FusedMatMul transposes the last two axes of an operand of rank 2 or more.
               if (!da || !db || da->size() < 2 || db->size() < 2) return std::nullopt;
               return Replacement{{make_node("FusedMatMul", "com.microsoft", {m.value("a"), m.value("b")}, mm.outputs,
-                                            {int_attribute("transA", trans_a ? 1 : 0), int_attribute("transB", trans_a ? 0 : 1)},
+                                            {build::attr("transA", int64_t(trans_a ? 1 : 0)), build::attr("transB", int64_t(trans_a ? 0 : 1))},
                                             ctx.fused_name(m, "FusedMatMul"))},
                                  {}};
             }};

@@ -4,6 +4,7 @@
 // Fused only when both ReduceMeans reduce the last axis alone with keepdims, the exponent is 2,
 // epsilon sits inside the square root and is positive, and gamma (and beta) are 1-D constants.
 #include "../pass.h"
+#include "refeval/builder.h"
 
 namespace refeval::optimize {
 namespace {
@@ -22,17 +23,6 @@ bool last_axis_mean(const Node& n, const GraphIndex& g) {
 bool one_d(const GraphIndex& g, const std::string& v) {
   const Tensor* t = g.constant(v);
   return t && t->rank() == 1;
-}
-
-Attribute float_attribute(const std::string& name, float v) {
-  Attribute a;
-  a.name = name, a.type = AttrType::Float, a.f = v;
-  return a;
-}
-Attribute int_attribute(const std::string& name, int64_t v) {
-  Attribute a;
-  a.name = name, a.type = AttrType::Int, a.i = v;
-  return a;
 }
 
 std::optional<float> epsilon(const Match& m, const GraphIndex& g) {
@@ -62,7 +52,7 @@ Pass layer_norm_pass() {
               if (!one_d(g, m.value("gamma")) || !one_d(g, m.value("beta"))) return std::nullopt;
               const Node& y = m.node(g, "y");
               return Replacement{{make_node("LayerNormalization", "", {m.value("x"), m.value("gamma"), m.value("beta")}, {y.outputs[0]},
-                                            {int_attribute("axis", -1), float_attribute("epsilon", *eps)},
+                                            {build::attr("axis", int64_t(-1)), build::attr("epsilon", *eps)},
                                             ctx.fused_name(m, "LayerNormalization"))},
                                  {}};
             }};
@@ -82,7 +72,7 @@ Pass simplified_layer_norm_pass() {
               if (!eps || !last_axis_mean(m.node(g, "ms"), g) || !one_d(g, m.value("gamma"))) return std::nullopt;
               const Node& y = m.node(g, "y");
               return Replacement{{make_node("SimplifiedLayerNormalization", "", {m.value("x"), m.value("gamma")}, {y.outputs[0]},
-                                            {int_attribute("axis", -1), float_attribute("epsilon", *eps)},
+                                            {build::attr("axis", int64_t(-1)), build::attr("epsilon", *eps)},
                                             ctx.fused_name(m, "SimplifiedLayerNormalization"))},
                                  {}};
             }};

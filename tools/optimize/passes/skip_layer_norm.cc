@@ -6,6 +6,7 @@
 //   SkipLayerNormalization(Add(x, bias), skip, ...) -> SkipLayerNormalization(x, skip, ..., bias)
 // for a 1-D constant bias and x of the sum's shape.
 #include "../pass.h"
+#include "refeval/builder.h"
 
 namespace refeval::optimize {
 namespace {
@@ -48,10 +49,9 @@ Pass skip_layer_norm_pass() {
               std::vector<std::string> outputs = {ln.outputs[0]};
               if (g.is_used(sum) && g.consumers(sum) != std::vector<int>{m.nodes.at("ln")}) outputs = {ln.outputs[0], "", "", sum};
               if (g.is_graph_output(sum)) outputs = {ln.outputs[0], "", "", sum};
-              Attribute eps;
-              eps.name = "epsilon", eps.type = AttrType::Float, eps.f = float_attr(ln, "epsilon", 1e-5f);
               return Replacement{{make_node("SkipLayerNormalization", "com.microsoft", {a, b, m.value("gamma"), m.value("beta")}, outputs,
-                                            {eps}, ctx.fused_name(m, "SkipLayerNormalization"))},
+                                            {build::attr("epsilon", float_attr(ln, "epsilon", 1e-5f))},
+                                            ctx.fused_name(m, "SkipLayerNormalization"))},
                                  {}};
             }};
   return rewrite_pass("skip-layer-norm", Level::Extended, std::move(r));

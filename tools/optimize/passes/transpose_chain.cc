@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "../pass.h"
+#include "refeval/builder.h"
 
 namespace refeval::optimize {
 namespace {
@@ -30,9 +31,7 @@ Pass transpose_chain_pass() {
         const Node& outer = m.node(ctx.index, "outer");
         if (composed == id)
           return Replacement{{make_node("Identity", "", {m.value("x")}, outer.outputs, {}, outer.name)}, {}};
-        Attribute perm;
-        perm.name = "perm", perm.type = AttrType::Ints, perm.ints = composed;
-        return Replacement{{make_node("Transpose", "", {m.value("x")}, outer.outputs, {perm}, outer.name)}, {}};
+        return Replacement{{make_node("Transpose", "", {m.value("x")}, outer.outputs, {build::attr("perm", composed)}, outer.name)}, {}};
       }};
   Rewrite squeeze{
       "Unsqueeze-Squeeze",
