@@ -57,7 +57,7 @@ void Profiler::add_tensor(const Tensor& t) {
 
 void Profiler::after_node(const NodeEvent& e, Values& outputs) {
   const int64_t end = micros(Clock::now());
-  NodeRecord r{&e.node, &e.id, e.depth, e.index, micros(starts_.back()), end, 0, 0, 0, 0, 0};
+  NodeRecord r{&e.node, &e.id, e.depth, e.index, micros(starts_.back()), end, tensors_.size(), dims_.size(), 0, 0, 0, 0, 0};
   starts_.pop_back();
   const std::set<std::string>* constants = constants_.empty() ? nullptr : &constants_.back();
   for (size_t i = 0; i < e.inputs.size(); ++i) {
@@ -79,21 +79,8 @@ void Profiler::after_node(const NodeEvent& e, Values& outputs) {
 
 std::vector<Event> Profiler::events() const {
   std::vector<Event> out = session_events_;
-  size_t tensor = 0, dim = 0;
-  auto next_shape = [&]() {
-    const TensorRecord& t = tensors_[tensor++];
-    TypeShape ts{std::string(dtype_short_name(t.dtype)), {dims_.begin() + long(dim), dims_.begin() + long(dim + t.rank)}};
-    dim += t.rank;
-    return ts;
-  };
   // Records are written as nodes finish (a body's before its caller's); events go in start order,
   // a caller before the body nodes that start in the same microsecond.
-  std::vector<size_t> first_tensor(nodes_.size() + 1, 0), first_dim(nodes_.size() + 1, 0);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    first_tensor[i + 1] = first_tensor[i] + nodes_[i].inputs + nodes_[i].outputs;
-    first_dim[i + 1] = first_dim[i];
-    for (size_t k = first_tensor[i]; k < first_tensor[i + 1]; ++k) first_dim[i + 1] += tensors_[k].rank;
-  }
   std::vector<size_t> order(nodes_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -101,7 +88,13 @@ std::vector<Event> Profiler::events() const {
   });
   for (size_t i : order) {
     const NodeRecord& r = nodes_[i];
-    tensor = first_tensor[i], dim = first_dim[i];
+    size_t tensor = r.first_tensor, dim = r.first_dim;
+    auto next_shape = [&]() {
+      const TensorRecord& t = tensors_[tensor++];
+      TypeShape ts{std::string(dtype_short_name(t.dtype)), {dims_.begin() + long(dim), dims_.begin() + long(dim + t.rank)}};
+      dim += t.rank;
+      return ts;
+    };
     // ORT names a node without a name "<OpType>_<index>"; a body's nodes carry their qualified id.
     const bool unnamed_top = r.depth == 0 && r.node->name.empty();
     const std::string node = unnamed_top ? fmt::format("{}_{}", r.node->op_type, r.index) : *r.id;

@@ -56,7 +56,8 @@ class Profiler : public Observer {
     const std::string* id;  // the plan's qualified id
     int depth, index;
     int64_t start, end;
-    uint32_t inputs, outputs;  // tensors, in tensors_ after those of the previous records
+    size_t first_tensor, first_dim;  // where its tensors start in tensors_, their dims in dims_
+    uint32_t inputs, outputs;        // how many tensors: the inputs', then the outputs'
     int64_t activation_size, parameter_size, output_size;
   };
   int64_t micros(Clock::time_point t) const;
