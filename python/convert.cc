@@ -147,4 +147,14 @@ Value from_python(const py::handle& obj, const ValueType* declared, const std::s
   return o;
 }
 
+std::map<std::string, Value> feeds_from_python(const py::dict& feeds, const Graph& graph) {
+  std::map<std::string, Value> values;
+  for (auto item : feeds) {
+    const std::string name = py::str(item.first);
+    const ValueInfo* declared = graph.find_input(name);
+    values.emplace(name, from_python(item.second, declared ? &declared->type : nullptr, name));
+  }
+  return values;
+}
+
 }  // namespace refeval::python

@@ -4,6 +4,9 @@
 // optionals as None or their value.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -19,5 +22,7 @@ py::array tensor_to_numpy(const Tensor& t);
 // `declared` (the input's declared type, may be null) decides None / optional wrapping.
 Value from_python(const py::handle& obj, const ValueType* declared, const std::string& name);
 Tensor numpy_to_tensor(const py::handle& obj, const std::string& name);
+// A feed dict, each value converted for the graph input of its name.
+std::map<std::string, Value> feeds_from_python(const py::dict& feeds, const Graph& graph);
 
 }  // namespace refeval::python

@@ -106,12 +106,7 @@ class Evaluator {
 
   py::object run(const py::object& output_names, const py::dict& feeds, bool intermediate) {
     const Graph& g = ev_->model().graph;
-    std::map<std::string, Value> values;
-    for (auto item : feeds) {
-      const std::string name = py::str(item.first);
-      const ValueInfo* declared = g.find_input(name);
-      values.emplace(name, from_python(item.second, declared ? &declared->type : nullptr, name));
-    }
+    const std::map<std::string, Value> values = feeds_from_python(feeds, g);
     std::vector<std::string> names;
     if (intermediate) {
       std::set<std::string> seen;

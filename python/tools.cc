@@ -8,38 +8,19 @@
 #include "convert.h"
 #include "optimizer.h"
 #include "profile_file.h"
-#include "profiler.h"
-#include "refeval/evaluator.h"
+#include "profiled_model.h"
 #include "refeval/model_io.h"
 
 namespace refeval::python {
 
 py::dict profile_model(const std::string& model_path, const py::dict& feeds, int warmup, int repeat, const std::string& out) {
-  using Clock = profile::Profiler::Clock;
-  profile::Profiler profiler;
-  const auto load_start = Clock::now();
-  Model model = load_model(model_path);
-  const auto init_start = Clock::now();
-  profiler.add_session_event("model_loading_uri", load_start, init_start);
-  ReferenceEvaluator ev(std::move(model));
-  profiler.add_session_event("session_initialization", init_start, Clock::now());
-  std::map<std::string, Value> values;
-  for (auto item : feeds) {
-    const std::string name = py::str(item.first);
-    const ValueInfo* declared = ev.model().graph.find_input(name);
-    values.emplace(name, from_python(item.second, declared ? &declared->type : nullptr, name));
-  }
-  ev.add_observer(&profiler);
+  profile::ProfiledModel profiled([&] { return load_model(model_path); }, Registry::builtin());
+  const std::map<std::string, Value> values = feeds_from_python(feeds, profiled.evaluator().model().graph);
   {
     py::gil_scoped_release release;
-    for (int i = 0; i < warmup + repeat; ++i) {
-      profiler.begin_run();
-      ev.run({}, values);
-      profiler.end_run();
-    }
+    for (int i = 0; i < warmup + repeat; ++i) profiled.run(values);
   }
-  std::vector<profile::Event> events = profiler.events();
-  std::stable_sort(events.begin(), events.end(), [](const profile::Event& a, const profile::Event& b) { return a.ts < b.ts; });
+  std::vector<profile::Event> events = profiled.events();
   profile::write_profile(out, events);
   const profile::LoadedProfiles loaded = profile::loaded_from({out, std::move(events), {}}, {false, std::to_string(warmup) + ":"});
   const profile::Table t = profile::aggregate(out, loaded.runs_in_files, loaded.runs, profile::GroupBy::Op);

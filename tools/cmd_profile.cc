@@ -9,7 +9,7 @@
 
 #include "aggregate.h"
 #include "profile_file.h"
-#include "profiler.h"
+#include "profiled_model.h"
 #include "render.h"
 #include "verbs.h"
 
@@ -36,30 +36,16 @@ class ProfileVerb : public Verb {
   }
 
   int execute(const GlobalOptions& g) override {
-    using Clock = Profiler::Clock;
-    Profiler profiler;  // time 0 of the file
-    const auto load_start = Clock::now();
-    Model model = open_model(model_);
-    const auto init_start = Clock::now();
-    profiler.add_session_event("model_loading_uri", load_start, init_start);
-    ReferenceEvaluator ev(std::move(model), {&registry(g)});
-    profiler.add_session_event("session_initialization", init_start, Clock::now());
-    const auto feeds = make_feeds(ev, inputs_);
-    ev.add_observer(&profiler);
-    std::optional<Progress> progress;
-    progress.emplace("profile run", size_t(warmup_ + repeat_));
-    for (int i = 0; i < warmup_ + repeat_; ++i) {
-      progress->step();
-      profiler.begin_run();
-      ev.run({}, feeds);
-      profiler.end_run();
+    ProfiledModel profiled([&] { return open_model(model_); }, registry(g));
+    const auto feeds = make_feeds(profiled.evaluator(), inputs_);
+    {
+      Progress progress("profile run", size_t(warmup_ + repeat_));
+      for (int i = 0; i < warmup_ + repeat_; ++i) {
+        progress.step();
+        profiled.run(feeds);
+      }
     }
-    progress.reset();
-
-    std::vector<Event> events = profiler.events();
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-      return a.ts != b.ts ? a.ts < b.ts : (a.kind == EventKind::Session && b.kind != EventKind::Session);
-    });
+    std::vector<Event> events = profiled.events();
     const std::string path = output_.empty() ? default_file_name() : output_;
     write_profile(path, events);
     fmt::print("profile: {} ({} warm-up + {} profiled runs, {} events)\n", path, warmup_, repeat_, events.size());
