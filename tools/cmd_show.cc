@@ -61,14 +61,7 @@ class ShowVerb : public Verb {
       } else {
         DotOptions dot;
         dot.shapes = &shapes;
-        if (!profile_.empty()) {
-          const NodeTimes times = node_times(profile_);
-          for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
-            const Node& n = model.graph.nodes[i];
-            auto it = times.ms.find(n.name.empty() ? fmt::format("{}_{}", n.op_type, i) : n.name);
-            if (it != times.ms.end()) dot.note[i] = fmt::format("{:.1f}% {:.3f} ms", 100 * it->second / times.total_ms, it->second);
-          }
-        }
+        if (!profile_.empty()) add_heat(model.graph, node_times(profile_), dot);
         out = graph_dot(model.graph, dot);
         if (format_ == "svg") out = render_svg(out);
       }

@@ -12,6 +12,7 @@
 #include "aggregate.h"
 #include "dot_format.h"
 #include "refeval/stats.h"
+#include "rewrite.h"
 #include "text_format.h"
 
 namespace refeval::show {
@@ -268,6 +269,20 @@ std::string op_counts_table(const Model& a, const Model* b) {
 
 }  // namespace
 
+std::vector<std::pair<double, size_t>> add_heat(const Graph& g, const NodeTimes& times, DotOptions& dot) {
+  std::vector<std::pair<double, size_t>> ranked;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto it = times.ms.find(node_key(g.nodes[i], i));
+    if (it == times.ms.end()) continue;
+    const double share = times.total_ms > 0 ? it->second / times.total_ms : 0;
+    dot.fill[i] = heat(share);
+    dot.note[i] = fmt::format("{:.1f}% {:.3f} ms", 100 * share, it->second);
+    ranked.push_back({it->second, i});
+  }
+  std::sort(ranked.rbegin(), ranked.rend());
+  return ranked;
+}
+
 NodeTimes node_times(const std::string& profile_path) {
   const profile::LoadedProfiles p = profile::load_profiles({profile_path}, {});
   const profile::Table t = profile::aggregate(p.label, p.runs_in_files, p.runs, profile::GroupBy::Node);
@@ -283,16 +298,7 @@ std::string html_view(const Model& model, const std::map<std::string, std::strin
   DotOptions dot;
   std::string extra = op_counts_table(model, nullptr);
   if (times) {
-    std::vector<std::pair<double, size_t>> ranked;
-    for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
-      const auto it = times->ms.find(node_key(model.graph.nodes[i], i));
-      if (it == times->ms.end()) continue;
-      const double share = times->total_ms > 0 ? it->second / times->total_ms : 0;
-      dot.fill[i] = heat(share);
-      dot.note[i] = fmt::format("{:.1f}% {:.3f} ms", 100 * share, it->second);
-      ranked.push_back({it->second, i});
-    }
-    std::sort(ranked.rbegin(), ranked.rend());
+    const std::vector<std::pair<double, size_t>> ranked = add_heat(model.graph, *times, dot);
     extra += fmt::format("<h2>Costliest nodes ({})</h2><p class=\"legend\">time share<span style=\"background:{}\"></span>0%"
                          "<span style=\"background:{}\"></span>10%<span style=\"background:{}\"></span>50%</p><table class=\"counts\" id=\"top\">"
                          "<tr><th>node</th><th>op</th><th>ms</th><th>%</th></tr>",
@@ -345,7 +351,7 @@ std::string html_diff(const Model& before, const std::map<std::string, std::stri
       const size_t slash = n.name.rfind('/');
       std::vector<std::string>& r = replaces[i];
       const auto recorded = std::find_if(after.metadata.begin(), after.metadata.end(),
-                                         [&](const auto& kv) { return kv.first == "refeval.fused_from:" + n.name; });
+                                         [&](const auto& kv) { return kv.first == optimize::kFusedFromKey + n.name; });
       if (recorded != after.metadata.end()) {
         std::set<std::string> removed(removed_names.begin(), removed_names.end());
         size_t from = 0;

@@ -12,7 +12,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "dot_format.h"
 #include "refeval/ir.h"
 
 namespace refeval::show {
@@ -24,6 +27,11 @@ struct NodeTimes {
   std::string source;
 };
 NodeTimes node_times(const std::string& profile_path);
+
+// Colours the timed nodes of `g` by their share of time (white to red) and notes "12.3% 1.234 ms"
+// in their labels; returns (ms, node index) pairs, the costliest first. A node without a name
+// is the profile's "<OpType>_<index>", as ORT and refeval name it.
+std::vector<std::pair<double, size_t>> add_heat(const Graph& g, const NodeTimes& times, DotOptions& dot);
 
 std::string html_view(const Model& model, const std::map<std::string, std::string>& shapes, const NodeTimes* times);
 std::string html_diff(const Model& before, const std::map<std::string, std::string>& before_shapes, const Model& after,
