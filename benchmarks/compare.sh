@@ -9,14 +9,13 @@
 # npm (installs onnxruntime-node into benchmarks/ort/node_modules on first use). Never a test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 build=${1:-$here/../build}
 refeval=$build/refeval
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 repeat=${REPEAT:-20}
 mkdir -p "$work"
-if [[ ! -d $here/ort/node_modules/onnxruntime-node ]]; then
-  (cd "$here/ort" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-save onnxruntime-node >/dev/null)
-fi
+ensure_ort
 
 # name|input name|export command (writes DIR/model.onnx, DIR/<input>.npy, DIR/test_data_set_0)
 models=(

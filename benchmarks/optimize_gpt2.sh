@@ -8,14 +8,12 @@
 # Needs Debian's python3-torch and python3-onnx (export) and npm (onnxruntime-node).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 refeval=${1:-$here/../build}/refeval
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 rounds=${ROUNDS:-3}
 repeat=${REPEAT:-10}
-if [[ ! -d $here/ort/node_modules/onnxruntime-node ]]; then
-  (cd "$here/ort" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-save onnxruntime-node >/dev/null)
-fi
-median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ensure_ort
 ort_ms() { (cd "$here/ort" && ORT_LEVEL=disabled node bench_ort.js "$1" "$repeat" "$2" | cut -d' ' -f1); }
 
 printf "%-10s %5s %6s %6s %5s %5s %5s %9s %9s %8s %8s %7s\n" model nodes after LN-fam SkipLN Gelu Attn refeval_d ort_diff ort_ms opt_ms speedup

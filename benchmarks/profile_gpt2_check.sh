@@ -7,6 +7,7 @@
 # Needs Debian's python3-torch and python3-onnx on first use, and npm for onnxruntime-node.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 refeval=${1:-$here/../build}/refeval
 tools=$here/../tests/tools/profile
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
@@ -15,9 +16,7 @@ if [[ ! -f $dir/model.onnx ]]; then
   mkdir -p "$work"
   /usr/bin/python3 "$here/gpt2/make_gpt2.py" "$dir" --opset 17 --seq 32 >/dev/null 2>&1
 fi
-if [[ ! -d $here/ort/node_modules/onnxruntime-node ]]; then
-  (cd "$here/ort" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-save onnxruntime-node >/dev/null)
-fi
+ensure_ort
 feed="input_ids=$dir/input_ids.npy"
 "$refeval" profile "$dir/model.onnx" --input "$feed" -o "$work/gpt2_refeval.json" --top 5
 for level in disabled all; do

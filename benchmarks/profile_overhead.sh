@@ -6,6 +6,7 @@
 # Needs Debian's python3-torch and python3-onnx to export the model on first use.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
 refeval=${1:-$here/../build}/refeval
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 repeat=${REPEAT:-20}
@@ -25,6 +26,5 @@ for ((r = 1; r <= rounds; ++r)); do
   plain+=("$p") profiled+=("$q")
   printf "%-6s %12s %12s\n" "$r" "$p" "$q"
 done
-median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 mp=$(median "${plain[@]}") mq=$(median "${profiled[@]}")
 printf "median %12s %12s   profiled / plain = %s\n" "$mp" "$mq" "$(awk -v a="$mq" -v b="$mp" 'BEGIN { printf "%.3f", a / b }')"
