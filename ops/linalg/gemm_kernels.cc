@@ -1,8 +1,14 @@
-// GEMM kernels and the matmul shape rules. Large products run on OpenBLAS (Debian's
-// libopenblas, about twice Eigen's speed on the skinny products transformers run: 32 x 768 x
-// 50257 takes 48 ms against 101 ms), on refeval's thread count (OpenBLAS splits the output into
-// blocks, each summed over all of K by one thread, so results do not depend on it); small ones on Eigen, whose summation order gives numpy's float results on the
-// small models the Python reference's golden traces are made of (OpenBLAS differs in the last bit).
+// GEMM kernels and the matmul shape rules. Large float products with few rows of A and no
+// transposes run on refeval's small-M AVX-512 kernel (gemm_small_m.cc: GPT-2's LM head, 32 x 768
+// x 50257, in 27 ms against OpenBLAS's 41-48); other large products on OpenBLAS (Debian's
+// libopenblas, about twice Eigen's speed) on refeval's thread count: both split the output into
+// blocks, each summed over all of K by one thread, so results do not depend on it. Small ones
+// run on Eigen, whose summation order gives numpy's float results on the small models the Python
+// reference's golden traces are made of (OpenBLAS differs in the last bit).
+//
+// OpenBLAS's kernels are kept as it picks them (AVX-512 on Zen 4): its AVX2 "Haswell" kernels
+// are 1.2-1.4x faster there but sum edge tiles in another order, so equal rows of A gave unequal
+// rows of C (light_squeezenet's 1000 equal channels came out different, and threads changed bits).
 #include "linalg_common.h"
 
 #include <atomic>
@@ -62,6 +68,10 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc) {
+  if (!ta && !tb && M * N * K >= kBlasWork && gemm_small_m(M, N, K, a, b, c, acc)) {
+    g_fast_calls.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   blas_gemm(cblas_sgemm, ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c, bool acc) {

@@ -18,6 +18,10 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c,
           bool accumulate);
 
+// c (M x N) = a (M x K) b (K x N), or c += a b, on the small-M AVX-512 kernel
+// (gemm_small_m.cc); false, doing nothing, when the CPU or the shape does not suit it.
+bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
+
 // Number of calls that reached the OpenBLAS / Eigen kernels, so a test can tell the fast path ran.
 uint64_t blas_gemm_calls();
 

@@ -1,0 +1,82 @@
+// The small-M float GEMM (ops/linalg/gemm_small_m.cc): every element of C is one chain of fused
+// multiply-adds over k in order, so it equals that chain computed one element at a time, bit for
+// bit, wherever the element sits in C (edge tiles, the partial last vector, the 256-deep passes)
+// and on any thread count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "../../../ops/linalg/linalg_common.h"
+#include "refeval/threads.h"
+
+using namespace refeval;
+
+namespace {
+
+std::vector<float> ramp(int64_t n, int seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int((i + seed) * 7919 % 1009) - 504) * 1.7e-3f;
+  return v;
+}
+
+// The contract, one element at a time: c[i][j] = fma(a[i][K-1], b[K-1][j], ... fma(a[i][0], b[0][j], c0)).
+std::vector<float> fma_chains(int64_t M, int64_t N, int64_t K, const std::vector<float>& a, const std::vector<float>& b,
+                              std::vector<float> c) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float sum = c[size_t(i * N + j)];
+      for (int64_t k = 0; k < K; ++k) sum = std::fma(a[size_t(i * K + k)], b[size_t(k * N + j)], sum);
+      c[size_t(i * N + j)] = sum;
+    }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("small-M GEMM: each element is the in-order FMA chain over k, bit for bit, on 1 and 2 threads") {
+  if (!__builtin_cpu_supports("avx512f")) return;  // the kernel declines and OpenBLAS runs (matmul_test.cc)
+  struct Case { int64_t M, N, K; bool accumulate; };
+  // Rows 1..9 cover every edge tile (4 rows per tile); 64, 100, 130 and 517 columns full and partial
+  // vectors and blocks; K 300 and 700 one and three 256-deep passes.
+  const Case cases[] = {{1, 517, 700, false}, {3, 130, 300, false}, {4, 64, 700, true},  {5, 100, 300, true},
+                        {9, 517, 300, false}, {32, 130, 700, true}, {33, 517, 300, false}};
+  for (const Case& t : cases) {
+    CAPTURE(t.M);
+    CAPTURE(t.N);
+    CAPTURE(t.K);
+    const std::vector<float> a = ramp(t.M * t.K, 1), b = ramp(t.K * t.N, 2);
+    const std::vector<float> c0 = t.accumulate ? ramp(t.M * t.N, 3) : std::vector<float>(size_t(t.M * t.N), 0.f);
+    const std::vector<float> want = fma_chains(t.M, t.N, t.K, a, b, c0);
+    for (int threads : {1, 2}) {
+      set_thread_count(threads);
+      std::vector<float> c = c0;
+      REQUIRE(ops::gemm_small_m(t.M, t.N, t.K, a.data(), b.data(), c.data(), t.accumulate));
+      CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+    }
+    set_thread_count(1);
+  }
+}
+
+TEST_CASE("small-M GEMM: equal rows of A give equal rows of C, equal columns of B equal columns of C") {
+  if (!__builtin_cpu_supports("avx512f")) return;
+  const int64_t M = 7, N = 200, K = 513;
+  std::vector<float> a = ramp(M * K, 4), b = ramp(K * N, 5);
+  for (int64_t k = 0; k < K; ++k) {
+    a[size_t(6 * K + k)] = a[size_t(k)];       // row 6 (an edge tile) = row 0
+    b[size_t(k * N + 199)] = b[size_t(k * N)];  // column 199 (the last, partial vector) = column 0
+  }
+  std::vector<float> c(size_t(M * N));
+  REQUIRE(ops::gemm_small_m(M, N, K, a.data(), b.data(), c.data(), false));
+  CHECK(std::memcmp(&c[size_t(6 * N)], &c[0], size_t(N) * sizeof(float)) == 0);
+  for (int64_t i = 0; i < M; ++i) CHECK(c[size_t(i * N + 199)] == c[size_t(i * N)]);
+}
+
+TEST_CASE("small-M GEMM: declines shapes it is not for, leaving C untouched") {
+  const std::vector<float> a = ramp(600 * 300, 6), b = ramp(300 * 64, 7);
+  std::vector<float> c(64 * 600, 42.f);
+  CHECK_FALSE(ops::gemm_small_m(600, 64, 300, a.data(), b.data(), c.data(), false));  // A too large for L2
+  CHECK_FALSE(ops::gemm_small_m(2, 63, 300, a.data(), b.data(), c.data(), false));    // narrower than a block
+  CHECK(c[0] == 42.f);
+}
