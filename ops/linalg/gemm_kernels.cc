@@ -12,6 +12,7 @@
 #include "linalg_common.h"
 
 #include <atomic>
+#include <vector>
 
 #include <Eigen/Core>
 #include <cblas.h>
@@ -27,11 +28,19 @@ std::atomic<uint64_t> g_fast_calls{0};
 
 constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which OpenBLAS takes over
 
-// OpenBLAS's thread count follows refeval's (refeval/threads.h); set when it changes.
-void use_threads() {
-  static std::atomic<int> current{0};
-  const int want = thread_count();
-  if (current.exchange(want) != want) openblas_set_num_threads(want);
+// OpenBLAS itself runs on one thread: refeval's threads (one OpenMP pool, shared with
+// gemm_small_m.cc) take fixed blocks of C instead, 1024 columns when C is wider than tall, else 128
+// rows, every call of one shape. The blocks depend on the shape only, never on the thread count,
+// and OpenBLAS's AVX-512 kernels sum every element of a call the same way wherever it sits
+// (benchmarks/blas/kernels.sh), so the bits do not depend on the thread count. Two pools
+// (OpenBLAS's and OpenMP's) spinning on two cores made small models slower on two threads than
+// on one. Blocks of 256 x 64 cost ResNet-18 10% against 1024 x 128.
+constexpr int64_t kColumnBlock = 1024, kRowBlock = 128;
+constexpr int64_t kParallelWork = int64_t(1) << 21;  // M * N * K below which one thread does it all
+
+void single_threaded_blas() {
+  static const bool once = (openblas_set_num_threads(1), true);
+  (void)once;
 }
 
 template <class T>
@@ -60,9 +69,41 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     return;
   }
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
-  use_threads();
-  gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(M), blasint(N), blasint(K), T(1), a,
-       blasint(ta ? M : K), b, blasint(tb ? K : N), acc ? T(1) : T(0), c, blasint(N));
+  single_threaded_blas();
+  const bool by_columns = N >= M;
+  const int64_t extent = by_columns ? N : M, step = std::min(extent, by_columns ? kColumnBlock : kRowBlock);
+  const int64_t blocks = (extent + step - 1) / step;
+  // C's block of `step` columns (rows) from `first`, written at `cb` with row stride ldc.
+  auto product = [&](int64_t first, T* cb, int64_t ldc) {
+    // A transposed operand is stored K x M (N x K for b): its block starts `first` columns (rows) in.
+    const T* ab = by_columns ? a : a + (ta ? first : first * K);
+    const T* bb = by_columns ? b + (tb ? first * K : first) : b;
+    const int64_t m = by_columns ? M : step, n = by_columns ? step : N;
+    gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n), blasint(K),
+         T(1), ab, blasint(ta ? M : K), bb, blasint(tb ? K : N), acc ? T(1) : T(0), cb, blasint(ldc));
+  };
+  const int threads = M * N * K < kParallelWork ? 1 : int(std::min<int64_t>(thread_count(), blocks));
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t first = block * step;
+    if (first + step <= extent) {
+      product(first, by_columns ? c + first : c + first * N, N);
+      continue;
+    }
+    // The last, partial block runs as a full one ending at C's edge, into scratch (every call has
+    // one shape, so equal inputs give equal bits: a narrower call summed differently); only the
+    // part no other block wrote goes back.
+    const int64_t start = extent - step, rows = by_columns ? M : step, cols = by_columns ? step : N;
+    std::vector<T> scratch(size_t(rows * cols));
+    T* origin = by_columns ? c + start : c + start * N;
+    if (acc)
+      for (int64_t i = 0; i < rows; ++i) std::copy(origin + i * N, origin + i * N + cols, scratch.data() + i * cols);
+    product(start, scratch.data(), cols);
+    const int64_t skip = first - start;  // columns (rows) the previous block wrote
+    for (int64_t i = by_columns ? 0 : skip; i < rows; ++i)
+      std::copy(scratch.data() + i * cols + (by_columns ? skip : 0), scratch.data() + (i + 1) * cols,
+                origin + i * N + (by_columns ? skip : 0));
+  }
 }
 
 }  // namespace
