@@ -1,7 +1,7 @@
 // Conv (1, 11, 22): Y[n, m, o...] = B[m] + sum over c in m's group and kernel taps k of
 // X[n, c, o * stride - pad_begin + k * dilation] * W[m, c', k], zero outside X (conv_common.h).
-// Fast path: per image and group, im2col then one GEMM (Eigen for float and double); float16 and
-// bfloat16 compute in float. The spec-literal loop is the oracle in tests/ops/conv/conv_test.cc.
+// Fast paths: depthwise 2-D convolutions directly (conv_depthwise.cc), the others per image and
+// group by im2col then one GEMM; float16 and bfloat16 compute in float. The spec-literal loop is the oracle in tests/ops/conv/conv_test.cc.
 #include <fmt/format.h>
 
 #include "../linalg/linalg_common.h"
@@ -61,9 +61,10 @@ class Conv : public OpRun {
  private:
   template <class C>
   static void forward(const ConvGeometry& g, const C* x, const C* w, const C* b, C* y) {
-    conv_by_gemm(g, x, w, y, [](int64_t M, int64_t N, int64_t K, const C* pa, const C* pb, C* pc) {
-      gemm(false, false, M, N, K, pa, pb, pc, false);
-    });
+    if (!conv_depthwise_2d(g, x, w, y))
+      conv_by_gemm(g, x, w, y, [](int64_t M, int64_t N, int64_t K, const C* pa, const C* pb, C* pc) {
+        gemm(false, false, M, N, K, pa, pb, pc, false);
+      });
     const int64_t out_n = g.out_size();
     if (b)
       for (int64_t n = 0; n < g.N; ++n)

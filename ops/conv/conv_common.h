@@ -46,6 +46,10 @@ void resolve_auto_pad(const std::string& auto_pad, int64_t in, int64_t stride, i
 // row (c, k...) holding the input value each output position reads (`pad` outside the input).
 template <class T>
 void im2col(const ConvGeometry& g, int64_t channels, const T* x, T* col, T pad);
+// Depthwise 2-D convolution (group = C = M) straight from x into y, which must be zeroed
+// (conv_depthwise.cc); false, doing nothing, for any other convolution.
+template <class T>
+bool conv_depthwise_2d(const ConvGeometry& g, const T* x, const T* w, T* y);
 // col2im: the adjoint, adding each column entry into the input position it came from
 // (entries that fall into padding are dropped). x must be zero-initialised by the caller.
 template <class T>

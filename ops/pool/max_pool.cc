@@ -5,7 +5,10 @@
 // keep the first tap.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
+#include "../conv/phase_planes.h"
 #include "pool_common.h"
 #include "refeval/registry.h"
 
@@ -27,7 +30,7 @@ class MaxPool : public OpRun {
     if (version_ < 12 && (x.dtype() == DType::Int8 || x.dtype() == DType::UInt8))
       ctx.fail("int8 and uint8 inputs need MaxPool 12 or later");
     const ConvGeometry g = pool_geometry(attrs_, x.shape());
-    if (ctx.node().outputs.size() < 2 && g.in.size() == 2 && g.dilations == std::vector<int64_t>{1, 1} && x.dtype() == DType::Float)
+    if (ctx.node().outputs.size() < 2 && g.in.size() == 2 && x.dtype() == DType::Float)
       return {plane_max_2d(x, g)};
     Tensor y(x.dtype(), pool_output_shape(g));
     Tensor idx(DType::Int64, y.shape());
@@ -71,36 +74,40 @@ class MaxPool : public OpRun {
   }
 
  private:
-  // The common case (float, 2-D, no dilation, no Indices: every CNN's MaxPool) without the
-  // generic window walker: each output's window clipped to the input, the same maximum (a NaN
-  // wins; ties keep the first tap, which only matters for Indices).
+  // The common case (float, 2-D, no Indices: every CNN's MaxPool) as one vector loop per tap over
+  // each channel's outputs (phase_planes.h; the window walker took 13.9 ms on ResNet-18's pool,
+  // rows of clipped windows 1.9 ms, ONNX Runtime 0.3). Padding reads -inf, so it never wins; a NaN
+  // tap wins and stays.
   static Tensor plane_max_2d(const Tensor& x, const ConvGeometry& g) {
-    Tensor y(DType::Float, pool_output_shape(g));
-    const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
-    for (int64_t p = 0; p < g.N * g.C; ++p) {
-      const float* plane = px + p * H * W;
-      float* out = py + p * OH * OW;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const int64_t h0 = oh * g.strides[0] - g.pad_begin[0];
-        const int64_t hs = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + g.kernel[0], H);
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          const int64_t w0 = ow * g.strides[1] - g.pad_begin[1];
-          const int64_t ws = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + g.kernel[1], W);
-          if (hs >= he || ws >= we) fail_runtime("a pooling window lies entirely in the padding");
-          float best = plane[hs * W + ws];
-          for (int64_t h = hs; h < he && !std::isnan(best); ++h)
-            for (int64_t w = ws; w < we; ++w) {
-              const float v = plane[h * W + w];
-              if (std::isnan(v)) { best = v; break; }
-              if (v > best) best = v;
-            }
-          out[oh * OW + ow] = best;
+    for (size_t d = 0; d < 2; ++d)
+      for (int64_t o = 0; o < g.out[d]; ++o) {
+        bool inside = false;
+        for (int64_t k = 0; k < g.kernel[d] && !inside; ++k) {
+          const int64_t i = o * g.strides[d] - g.pad_begin[d] + k * g.dilations[d];
+          inside = i >= 0 && i < g.in[d];
         }
+        if (!inside) fail_runtime("a pooling window lies entirely in the padding");
       }
+    Tensor y(DType::Float, pool_output_shape(g));
+    const int64_t in_n = g.in_size(), out_n = g.out_size();
+    PhasePlanes<float> planes;
+    std::vector<float> best;
+    for (int64_t p = 0; p < g.N * g.C; ++p) {
+      planes.build(g, x.data<float>() + p * in_n, -std::numeric_limits<float>::infinity());
+      const float* first = planes.tap(0, 0);
+      best.assign(first, first + planes.length());
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+        for (int64_t kw = kh == 0 ? 1 : 0; kw < g.kernel[1]; ++kw) take_max(best.data(), planes.tap(kh, kw), planes.length());
+      planes.extract(g, best.data(), y.data<float>() + p * out_n);
     }
     return y;
+  }
+  // best = max(best, in), a NaN winning and staying; out of line so that it stays one vector loop.
+  __attribute__((noinline)) static void take_max(float* __restrict best, const float* __restrict in, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float m = best[i], v = in[i];
+      best[i] = m == m && (v > m || v != v) ? v : m;
+    }
   }
 
   PoolAttrs attrs_;

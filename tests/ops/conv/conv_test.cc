@@ -1,8 +1,10 @@
 // Conv and ConvTranspose: the im2col + GEMM fast paths checked against spec-literal loops on
 // random shapes and attributes (STYLE.md §6), plus auto_pad, dtype and error cases.
+#include <cstring>
 #include <random>
 
 #include "../../../ops/linalg/linalg_common.h"
+#include "refeval/threads.h"
 #include "test_util.h"
 
 using namespace refeval;
@@ -162,12 +164,50 @@ TEST_CASE("Conv float runs im2col + Eigen GEMM and matches the naive oracle on r
     const uint64_t before = ops::blas_gemm_calls();
     auto out = run_node(node("Conv", {"x", "w", "b"}, {"y"}, conv_attrs(c, false)),
                         {tensor<float>(c.x, to_float(x)), tensor<float>(c.w, to_float(w)), tensor<float>({c.w[0]}, to_float(b))});
-    CHECK(ops::blas_gemm_calls() > before);
+    const bool depthwise_2d = c.x.size() == 4 && c.group == c.x[1] && c.group == c.w[0];
+    CHECK((ops::blas_gemm_calls() > before) != depthwise_2d);  // depthwise 2-D runs its own loop
     check_equal(out[0], tensor<float>(ys, to_float(expected)), Tolerance{1e-4, 1e-5});
     // double goes through the same path without rounding to float
     auto outd = run_node(node("Conv", {"x", "w"}, {"y"}, conv_attrs(c, false)), {tensor<double>(c.x, x), tensor<double>(c.w, w)});
     const auto nob = naive_conv(c, x, w, {}, ys);
     check_equal(outd[0], tensor<double>(ys, nob), Tolerance{1e-12, 1e-12});
+  }
+}
+
+TEST_CASE("Depthwise 2-D Conv (group = channels) runs directly and matches the oracle, on 1 and 2 threads") {
+  std::mt19937 gen(5);
+  auto r = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(gen)); };
+  for (int trial = 0; trial < 150; ++trial) {
+    ConvCase c;
+    c.group = r(1, 5);
+    c.x = {r(1, 2), c.group};
+    c.w = {c.group, 1};
+    for (int d = 0; d < 2; ++d) {
+      const int64_t k = r(1, 5), dil = r(1, 2);
+      c.w.push_back(k);
+      c.dilations.push_back(dil);
+      c.strides.push_back(r(1, 3));
+      c.x.push_back((k - 1) * dil + 1 + r(0, 9));
+      c.output_padding.push_back(0);
+    }
+    for (int i = 0; i < 4; ++i) c.pads.push_back(r(0, 2));
+    const auto x = random_values(prod(c.x), gen), w = random_values(prod(c.w), gen), b = random_values(c.w[0], gen);
+    Shape ys;
+    const auto expected = naive_conv(c, x, w, b, ys);
+    CAPTURE(trial);
+    CAPTURE(shape_to_string(c.x));
+    CAPTURE(shape_to_string(c.w));
+    std::vector<Tensor> outs;
+    for (int threads : {1, 2}) {
+      set_thread_count(threads);
+      outs.push_back(run_node(node("Conv", {"x", "w", "b"}, {"y"}, conv_attrs(c, false)),
+                              {tensor<float>(c.x, to_float(x)), tensor<float>(c.w, to_float(w)), tensor<float>({c.w[0]}, to_float(b))})[0].tensor());
+    }
+    set_thread_count(1);
+    check_equal(outs[0], tensor<float>(ys, to_float(expected)), Tolerance{1e-4, 1e-5});
+    CHECK(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), outs[0].nbytes()) == 0);
+    auto outd = run_node(node("Conv", {"x", "w"}, {"y"}, conv_attrs(c, false)), {tensor<double>(c.x, x), tensor<double>(c.w, w)});
+    check_equal(outd[0], tensor<double>(ys, naive_conv(c, x, w, {}, ys)), Tolerance{1e-12, 1e-12});
   }
 }
 

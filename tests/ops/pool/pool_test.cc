@@ -2,6 +2,7 @@
 // Indices with storage_order, LpPool, the global pools, MaxUnpool, MaxRoiPool; dtypes and errors.
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "test_util.h"
 
@@ -103,4 +104,38 @@ TEST_CASE("MaxRoiPool") {
   check_equal(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{1, 1}), attr("spatial_scale", 0.5f)}),
                        {x, tensor<float>({1, 5}, {0, 0, 0, 2, 2})})[0], tensor<float>({1, 1, 1, 1}, {5}));
   CHECK_THROWS_AS(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{1, 1})}), {x, tensor<float>({1, 5}, {3, 0, 0, 1, 1})}), Error);
+}
+
+TEST_CASE("MaxPool 2-D float fast path equals the generic window walker (run for Indices), NaN and -inf included") {
+  std::mt19937 gen(3);
+  auto r = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(gen)); };
+  for (int trial = 0; trial < 200; ++trial) {
+    V kernel, strides, dilations, pads(4);
+    Shape xs{r(1, 2), r(1, 3)};
+    for (int d = 0; d < 2; ++d) {
+      kernel.push_back(r(1, 4));
+      strides.push_back(r(1, 3));
+      dilations.push_back(r(1, 2));
+      xs.push_back((kernel.back() - 1) * dilations.back() + 1 + r(0, 8));
+    }
+    for (int d = 0; d < 2; ++d) pads[size_t(d)] = pads[size_t(d + 2)] = r(0, (kernel[size_t(d)] - 1) / 2);
+    std::vector<float> values(size_t(shape_size(xs)));
+    for (float& v : values) {
+      const int64_t pick = r(0, 40);
+      v = pick == 0 ? std::numeric_limits<float>::quiet_NaN() : pick == 1 ? -std::numeric_limits<float>::infinity()
+                                                                        : float(r(-20, 20)) * 0.25f;
+    }
+    const std::vector<Attribute> attrs{attr("kernel_shape", kernel), attr("strides", strides), attr("dilations", dilations),
+                                       attr("pads", pads), attr("ceil_mode", r(0, 1))};
+    CAPTURE(trial);
+    CAPTURE(shape_to_string(xs));
+    const Tensor x = tensor<float>(xs, values);
+    const Tensor fast = run_node(node("MaxPool", {"x"}, {"y"}, attrs), {x})[0].tensor();
+    const Tensor walker = run_node(node("MaxPool", {"x"}, {"y", "i"}, attrs), {x})[0].tensor();
+    REQUIRE(fast.shape() == walker.shape());
+    for (int64_t i = 0; i < fast.size(); ++i) {
+      const float a = fast.data<float>()[i], b = walker.data<float>()[i];
+      CHECK(((std::isnan(a) && std::isnan(b)) || a == b));
+    }
+  }
 }
