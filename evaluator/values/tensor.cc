@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "buffer_cache.h"
+
 namespace refeval {
 namespace {
 
@@ -55,15 +57,20 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     // row by row touches a new 4 KB page per row otherwise, and TLB misses dominate.
     // Only the 2 MB-aligned interior is advised, so no memory is spent on alignment.
     const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
-    if (!p) throw Error(ErrorKind::Resource, fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
-    if (bytes >= kHugePageThreshold) {
-      const uintptr_t begin = (uintptr_t(p) + kHugePage - 1) / kHugePage * kHugePage;
-      const uintptr_t end = (uintptr_t(p) + rounded) / kHugePage * kHugePage;
-      if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    const bool reusable = rounded >= buffer_cache::kMinBytes;
+    void* p = reusable ? buffer_cache::take(rounded) : nullptr;
+    if (!p) {
+      p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+      if (!p) throw Error(ErrorKind::Resource, fmt::format("out of memory allocating {} bytes for a tensor of shape {}", bytes, shape_to_string(shape_)));
+      if (bytes >= kHugePageThreshold) {
+        const uintptr_t begin = (uintptr_t(p) + kHugePage - 1) / kHugePage * kHugePage;
+        const uintptr_t end = (uintptr_t(p) + rounded) / kHugePage * kHugePage;
+        if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+      }
     }
     std::memset(p, 0, bytes);
-    storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    if (reusable) storage_ = std::shared_ptr<void>(p, [rounded](void* q) { buffer_cache::give(q, rounded); });
+    else storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
   data_ = storage_.get();
 }
