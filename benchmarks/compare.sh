@@ -2,9 +2,11 @@
 # refeval against ONNX Runtime side by side, in one run, on the same exported models and inputs:
 # ORT 1.30 CPU (onnxruntime-node) with graph optimizations disabled on one thread, refeval on 1 and
 # 2 threads (--threads), medians of REPEAT runs; refeval/ORT ratios, refeval's 2-thread speed-up
-# and its peak memory (max RSS of the run) against the model's size. Each model is also checked
-# against torch's output (refeval test, atol 1e-4).
-#   benchmarks/compare.sh [BUILD_DIR]     (REPEAT=20; REFEVAL_BENCH_DIR for the exports)
+# and its peak memory (max RSS of the run) against the model's size. The three are alternated in
+# ROUNDS rounds: times are the medians over rounds, ratios and gains the medians of each round's
+# (a VM's speed drifts by 20% within a minute; a ratio within one round cancels it). Each model is
+# also checked against torch's output (refeval test, atol 1e-4).
+#   benchmarks/compare.sh [BUILD_DIR]     (REPEAT=20, ROUNDS=3; REFEVAL_BENCH_DIR for the exports)
 # Needs Debian's python3-torch, python3-torchvision and python3-onnx (to export the models) and
 # npm (installs onnxruntime-node into benchmarks/ort/node_modules on first use). Never a test.
 set -euo pipefail
@@ -14,6 +16,7 @@ build=${1:-$here/../build}
 refeval=$build/refeval
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 repeat=${REPEAT:-20}
+rounds=${ROUNDS:-3}
 mkdir -p "$work"
 ensure_ort
 
@@ -35,11 +38,18 @@ for entry in "${models[@]}"; do
   dir=$work/$name
   # shellcheck disable=SC2086
   [[ -f $dir/model.onnx ]] || /usr/bin/python3 ${make/DIR/$dir} >/dev/null 2>&1
-  read -r one peak <<<"$(refeval_ms 1 "$dir" "$input")"
-  read -r two _ <<<"$(refeval_ms 2 "$dir" "$input")"
-  ort=$(cd "$here/ort" && ORT_LEVEL=disabled node bench_ort.js "$dir/model.onnx" "$repeat" "$input=$dir/$input.npy" | cut -d' ' -f1)
+  ort=() one=() two=() ratio=() gain=() peak=0
+  for ((r = 0; r < rounds; ++r)); do
+    ort+=("$(cd "$here/ort" && ORT_LEVEL=disabled node bench_ort.js "$dir/model.onnx" "$repeat" "$input=$dir/$input.npy" | cut -d' ' -f1)")
+    read -r t1 p <<<"$(refeval_ms 1 "$dir" "$input")"
+    read -r t2 _ <<<"$(refeval_ms 2 "$dir" "$input")"
+    one+=("$t1") two+=("$t2") peak=$((p > peak ? p : peak))
+    ratio+=("$(awk -v a="$t1" -v o="${ort[r]}" 'BEGIN { print a / o }')")
+    gain+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN { print a / b }')")
+  done
   size=$(stat -c %s "$dir/model.onnx")
   "$refeval" -q test "$dir" --rtol 0 --atol 1e-4 >/dev/null && torch=ok || torch=DIFF
-  awk -v n="$name" -v o="$ort" -v a="$one" -v b="$two" -v p="$peak" -v s="$size" -v t="$torch" 'BEGIN {
-    printf "%-26s %9.2f %10.2f %6.2f %10.2f %7.2fx %8.0f %8.0f %6.2f %7s\n", n, o, a, a / o, b, a / b, p / 1024, s / 1e6, p * 1024 / s, t }'
+  awk -v n="$name" -v o="$(median "${ort[@]}")" -v a="$(median "${one[@]}")" -v b="$(median "${two[@]}")" \
+      -v q="$(median "${ratio[@]}")" -v g="$(median "${gain[@]}")" -v p="$peak" -v s="$size" -v t="$torch" 'BEGIN {
+    printf "%-26s %9.2f %10.2f %6.2f %10.2f %7.2fx %8.0f %8.0f %6.2f %7s\n", n, o, a, q, b, g, p / 1024, s / 1e6, p * 1024 / s, t }'
 done
