@@ -11,12 +11,16 @@
 
 #include "refeval/dispatch.h"
 #include "refeval/tensor.h"
+#include "refeval/threads.h"
 
 namespace refeval {
 
 // Multidirectional (numpy) broadcasting of several shapes; throws naming the shapes if they
 // do not broadcast.
 Shape broadcast_shapes(const std::vector<Shape>& shapes);
+
+// Elements from which an elementwise op is split across the evaluator's threads (refeval/threads.h).
+constexpr int64_t kParallelElements = int64_t(1) << 14;
 
 // Walks an output shape in row-major order while tracking each input's element offset under
 // broadcasting. Dimensions that are contiguous for every input are merged, so the inner loop
@@ -103,8 +107,9 @@ Tensor map_unary(const Tensor& x, F&& f) {
   Tensor y(dtype_of<Out>, x.shape());
   const T* in = x.data<T>();
   Out* out = y.data<Out>();
-  const int64_t n = x.size();
-  for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<T>(in[i])));
+  parallel_for(x.size(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = from_compute<Out>(f(compute_t<T>(in[i])));
+  });
   return y;
 }
 
@@ -115,20 +120,30 @@ Tensor map_binary(const Tensor& a, const Tensor& b, F&& f) {
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   Out* pz = z.data<Out>();
-  BroadcastWalker<2>(z.shape(), {&a.shape(), &b.shape()})
-      .for_each_run([&](int64_t o, const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& s) {
-        const A* x = pa + off[0];
-        const B* y = pb + off[1];
-        Out* out = pz + o;
-        if (s[0] == 1 && s[1] == 1)
-          for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(x[i]), compute_t<B>(y[i])));
-        else if (s[0] == 1)
-          for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(x[i]), compute_t<B>(*y)));
-        else if (s[1] == 1)
-          for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(*x), compute_t<B>(y[i])));
-        else
-          for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(*x), compute_t<B>(*y)));
-      });
+  // One run of `n` outputs from o; input k starts at off[k] and advances by s[k] (0 or 1).
+  auto run = [&](int64_t o, const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& s) {
+    const A* x = pa + off[0];
+    const B* y = pb + off[1];
+    Out* out = pz + o;
+    if (s[0] == 1 && s[1] == 1)
+      for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(x[i]), compute_t<B>(y[i])));
+    else if (s[0] == 1)
+      for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(x[i]), compute_t<B>(*y)));
+    else if (s[1] == 1)
+      for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(*x), compute_t<B>(y[i])));
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] = from_compute<Out>(f(compute_t<A>(*x), compute_t<B>(*y)));
+  };
+  // Equal shapes or a scalar operand: one run, split across threads when large.
+  const bool a_whole = a.shape() == z.shape(), b_whole = b.shape() == z.shape();
+  if ((a_whole || a.size() == 1) && (b_whole || b.size() == 1) && z.size() > 0) {
+    const std::array<int64_t, 2> step{a_whole ? 1 : 0, b_whole ? 1 : 0};
+    parallel_for(z.size(), kParallelElements, [&](int64_t begin, int64_t end) {
+      run(begin, {step[0] * begin, step[1] * begin}, end - begin, step);
+    });
+    return z;
+  }
+  BroadcastWalker<2>(z.shape(), {&a.shape(), &b.shape()}).for_each_run(run);
   return z;
 }
 

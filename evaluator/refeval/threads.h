@@ -1,12 +1,21 @@
-// How many threads the evaluator may use (default 1). Today the GEMM of MatMul, Gemm and the
-// convolutions (OpenBLAS) runs on them; work is split across output blocks only, never across a
-// reduction, so results are bit-identical for every thread count.
+// How many threads the evaluator may use (default 1): one OpenMP pool runs the GEMM of MatMul,
+// Gemm and the convolutions, depthwise convolutions and large elementwise work. Work is split
+// across outputs only, never across a reduction, so results are bit-identical for every thread
+// count.
 #pragma once
+
+#include <cstdint>
+#include <functional>
 
 namespace refeval {
 
 // n >= 1, or 0 for every core of the machine.
 void set_thread_count(int n);
 int thread_count();
+
+// body(begin, end) over [0, n): in one chunk per thread when n >= 2 * grain (chunks of at least
+// `grain`), else in one call on this thread. For work whose every element is computed on its own
+// (elementwise ops, rows of a softmax): the split never changes a bit.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 }  // namespace refeval

@@ -1,6 +1,10 @@
 #include "refeval/threads.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <atomic>
+#include <exception>
 #include <thread>
 
 namespace refeval {
@@ -13,5 +17,28 @@ void set_thread_count(int n) {
 }
 
 int thread_count() { return g_threads; }
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  const int threads = int(std::min<int64_t>(thread_count(), n / std::max<int64_t>(grain, 1)));
+  if (threads <= 1) {
+    if (n > 0) body(0, n);
+    return;
+  }
+  // An exception must not leave an OpenMP region (the program would terminate): the first one
+  // is carried out and rethrown here.
+  std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), chunk = (n + threads - 1) / threads;
+    const int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+    try {
+      if (begin < end) body(begin, end);
+    } catch (...) {
+#pragma omp critical(refeval_parallel_for_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
 
 }  // namespace refeval

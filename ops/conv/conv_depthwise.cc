@@ -3,6 +3,7 @@
 // Through im2col it became one GEMM of a single row per channel (M = 1, K = 9), 2-2.5x slower
 // than ONNX Runtime. Every output sums its taps in (kh, kw) order, padding taps adding 0 * w as
 // im2col does. Channels are independent: threads split them without changing any bit.
+#include <algorithm>
 #include <vector>
 
 #include "conv_common.h"
@@ -26,13 +27,10 @@ bool conv_depthwise_2d(const ConvGeometry& g, const T* x, const T* w, T* y) {
   if (g.in.size() != 2 || g.group != g.C || g.M != g.C) return false;
   const int64_t in_n = g.in_size(), out_n = g.out_size(), K = g.kernel_size(), channels = g.N * g.C;
   if (out_n == 0) return true;
-  const int threads = channels * out_n * K < (int64_t(1) << 16) ? 1 : thread_count();
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    PhasePlanes<T> planes;  // per thread
+  parallel_for(channels, std::max<int64_t>(1, (int64_t(1) << 16) / (out_n * K)), [&](int64_t first, int64_t last) {
+    PhasePlanes<T> planes;
     std::vector<T> sums;
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < channels; ++p) {
+    for (int64_t p = first; p < last; ++p) {
       const T* filter = w + (p % g.C) * K;
       planes.build(g, x + p * in_n, T(0));
       sums.assign(size_t(planes.length()), T(0));
@@ -41,7 +39,7 @@ bool conv_depthwise_2d(const ConvGeometry& g, const T* x, const T* w, T* y) {
           add_scaled(sums.data(), planes.tap(kh, kw), filter[kh * g.kernel[1] + kw], planes.length());
       planes.extract(g, sums.data(), y + p * out_n);
     }
-  }
+  });
   return true;
 }
 

@@ -82,28 +82,29 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n), blasint(K),
          T(1), ab, blasint(ta ? M : K), bb, blasint(tb ? K : N), acc ? T(1) : T(0), cb, blasint(ldc));
   };
-  const int threads = M * N * K < kParallelWork ? 1 : int(std::min<int64_t>(thread_count(), blocks));
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t block = 0; block < blocks; ++block) {
-    const int64_t first = block * step;
-    if (first + step <= extent) {
-      product(first, by_columns ? c + first : c + first * N, N);
-      continue;
+  // One thread does small products all alone.
+  parallel_for(blocks, M * N * K < kParallelWork ? blocks : 1, [&](int64_t first_block, int64_t last_block) {
+    for (int64_t block = first_block; block < last_block; ++block) {
+      const int64_t first = block * step;
+      if (first + step <= extent) {
+        product(first, by_columns ? c + first : c + first * N, N);
+        continue;
+      }
+      // The last, partial block runs as a full one ending at C's edge, into scratch (every call
+      // has one shape, so equal inputs give equal bits: a narrower call summed differently); only
+      // the part no other block wrote goes back.
+      const int64_t start = extent - step, rows = by_columns ? M : step, cols = by_columns ? step : N;
+      std::vector<T> scratch(size_t(rows * cols));
+      T* origin = by_columns ? c + start : c + start * N;
+      if (acc)
+        for (int64_t i = 0; i < rows; ++i) std::copy(origin + i * N, origin + i * N + cols, scratch.data() + i * cols);
+      product(start, scratch.data(), cols);
+      const int64_t skip = first - start;  // columns (rows) the previous block wrote
+      for (int64_t i = by_columns ? 0 : skip; i < rows; ++i)
+        std::copy(scratch.data() + i * cols + (by_columns ? skip : 0), scratch.data() + (i + 1) * cols,
+                  origin + i * N + (by_columns ? skip : 0));
     }
-    // The last, partial block runs as a full one ending at C's edge, into scratch (every call has
-    // one shape, so equal inputs give equal bits: a narrower call summed differently); only the
-    // part no other block wrote goes back.
-    const int64_t start = extent - step, rows = by_columns ? M : step, cols = by_columns ? step : N;
-    std::vector<T> scratch(size_t(rows * cols));
-    T* origin = by_columns ? c + start : c + start * N;
-    if (acc)
-      for (int64_t i = 0; i < rows; ++i) std::copy(origin + i * N, origin + i * N + cols, scratch.data() + i * cols);
-    product(start, scratch.data(), cols);
-    const int64_t skip = first - start;  // columns (rows) the previous block wrote
-    for (int64_t i = by_columns ? 0 : skip; i < rows; ++i)
-      std::copy(scratch.data() + i * cols + (by_columns ? skip : 0), scratch.data() + (i + 1) * cols,
-                origin + i * N + (by_columns ? skip : 0));
-  }
+  });
 }
 
 }  // namespace

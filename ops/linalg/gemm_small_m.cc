@@ -99,10 +99,9 @@ void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
   static const bool has_avx512 = __builtin_cpu_supports("avx512f");
   if (!has_avx512 || M * K > kMaxA || N < kBlockCols) return false;
-  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols;
-  const int threads = int(std::min<int64_t>(thread_count(), blocks));
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t block = 0; block < blocks; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols);
+  parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
+    for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols);
+  });
   return true;
 }
 

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "refeval/elementwise.h"
+#include "refeval/threads.h"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 extern "C" __m256 _ZGVdN8v_tanhf(__m256);  // glibc >= 2.35
@@ -27,9 +30,8 @@ struct Double4 {
   static void store(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
 };
 
-// f over x in vectors of L::kLanes; the tail padded into one more vector.
 template <class L, class F>
-void vectorised(F f, const typename L::T* x, typename L::T* y, int64_t n) {
+void vectorised_chunk(F f, const typename L::T* x, typename L::T* y, int64_t n) {
   using T = typename L::T;
   int64_t i = 0;
   for (; i + L::kLanes <= n; i += L::kLanes) L::store(y + i, f(L::load(x + i)));
@@ -39,6 +41,13 @@ void vectorised(F f, const typename L::T* x, typename L::T* y, int64_t n) {
     L::store(out, f(L::load(in)));
     std::memcpy(y + i, out, size_t(n - i) * sizeof(T));
   }
+}
+
+// f over x in vectors of L::kLanes, the tail padded into one more vector; large inputs in one
+// chunk per thread (the functions are lane by lane, so the split changes no bit).
+template <class L, class F>
+void vectorised(F f, const typename L::T* x, typename L::T* y, int64_t n) {
+  parallel_for(n, kParallelElements, [&](int64_t begin, int64_t end) { vectorised_chunk<L>(f, x + begin, y + begin, end - begin); });
 }
 #endif
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "nn_common.h"
+#include "refeval/elementwise.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -44,18 +45,21 @@ class LayerNormalization : public OpRun {
       const std::vector<double> b = has_value(in, 2) ? expand_to(input_tensor(in, 2), norm_shape, "B") : std::vector<double>(size_t(n), 0.0);
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      for (int64_t o = 0; o < outer; ++o) {
-        const T* row = px + o * n;
-        double sum = 0, sq = 0;
-        for (int64_t j = 0; j < n; ++j) sum += double(compute_t<T>(row[j]));
-        const double m = sum / double(n);
-        for (int64_t j = 0; j < n; ++j) { const double d = double(compute_t<T>(row[j])) - m; sq += d * d; }
-        const double is = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
-        mean[size_t(o)] = m;
-        inv[size_t(o)] = is;
-        for (int64_t j = 0; j < n; ++j)
-          py[o * n + j] = from_compute<T>((double(compute_t<T>(row[j])) - m) * is * s[size_t(j)] + b[size_t(j)]);
-      }
+      // Rows are independent: large inputs split them across threads.
+      parallel_for(outer, kParallelElements / std::max<int64_t>(n, 1) + 1, [&](int64_t first, int64_t last) {
+        for (int64_t o = first; o < last; ++o) {
+          const T* row = px + o * n;
+          double sum = 0, sq = 0;
+          for (int64_t j = 0; j < n; ++j) sum += double(compute_t<T>(row[j]));
+          const double m = sum / double(n);
+          for (int64_t j = 0; j < n; ++j) { const double d = double(compute_t<T>(row[j])) - m; sq += d * d; }
+          const double is = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
+          mean[size_t(o)] = m;
+          inv[size_t(o)] = is;
+          for (int64_t j = 0; j < n; ++j)
+            py[o * n + j] = from_compute<T>((double(compute_t<T>(row[j])) - m) * is * s[size_t(j)] + b[size_t(j)]);
+        }
+      });
     });
     visit<Floats>(stash_, [&]<class U>() {
       for (size_t i = 0; i < mean.size(); ++i) {

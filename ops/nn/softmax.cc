@@ -1,11 +1,13 @@
 // Softmax, LogSoftmax, Hardmax. Versions 1 and 11 coerce the input to 2-D at `axis` (default 1)
 // and normalise each row of prod(shape[axis:]) elements; version 13 normalises along the one
 // axis (default -1). Softmax subtracts the maximum first, so it cannot overflow.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "refeval/elementwise.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -37,14 +39,16 @@ class SoftmaxFamily : public OpRun {
       using C = compute_t<T>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      std::vector<C> row(static_cast<size_t>(n));
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t base = o * n * inner + i;
+      // Rows (o, i) are independent: large inputs split them across threads.
+      parallel_for(outer * inner, kParallelElements / std::max<int64_t>(n, 1) + 1, [&](int64_t first, int64_t last) {
+        std::vector<C> row(static_cast<size_t>(n));
+        for (int64_t r = first; r < last; ++r) {
+          const int64_t base = (r / inner) * n * inner + r % inner;
           for (int64_t j = 0; j < n; ++j) row[size_t(j)] = C(px[base + j * inner]);
           normalise(row);
           for (int64_t j = 0; j < n; ++j) py[base + j * inner] = from_compute<T>(row[size_t(j)]);
         }
+      });
     });
     return {y};
   }

@@ -1,0 +1,72 @@
+// The evaluator's thread pool (refeval/threads.h): parallel_for covers its range once, in one
+// call below the grain, and carries an exception out of the threads; ops split across threads
+// give the bits one thread gives.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "refeval/threads.h"
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+TEST_CASE("parallel_for: every index once, one call below twice the grain, exceptions rethrown") {
+  set_thread_count(2);
+  std::vector<int> seen(1000, 0);
+  int calls = 0;
+  std::mutex m;
+  parallel_for(1000, 100, [&](int64_t b, int64_t e) {
+    std::lock_guard lock(m);
+    ++calls;
+    for (int64_t i = b; i < e; ++i) ++seen[size_t(i)];
+  });
+  CHECK(calls == 2);
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 1000);
+  calls = 0;
+  int64_t begin = -1, end = -1;
+  parallel_for(150, 100, [&](int64_t b, int64_t e) { ++calls, begin = b, end = e; });
+  CHECK(calls == 1);
+  CHECK(begin == 0);
+  CHECK(end == 150);
+  CHECK_THROWS_WITH_AS(parallel_for(1000, 10, [](int64_t b, int64_t) {
+                         if (b > 0) throw std::runtime_error("from the second chunk");
+                       }),
+                       "from the second chunk", std::runtime_error);
+  set_thread_count(1);
+}
+
+TEST_CASE("Elementwise ops, Softmax and LayerNormalization split across threads give one thread's bits") {
+  auto ramp = [](Shape s) {
+    std::vector<float> v(static_cast<size_t>(shape_size(s)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i * 7919 % 1009) - 504) * 3e-3f;
+    return tensor<float>(s, v);
+  };
+  const Tensor big = ramp({64, 3072}), other = ramp({64, 3072}), scalar = tensor<float>({}, {0.5f});
+  const Tensor scale = ramp({3072}), bias = ramp({3072});
+  struct Case { const char* what; Node n; Values in; };
+  const Case cases[] = {
+      {"Tanh", node("Tanh", {"x"}, {"y"}), {big}},
+      {"Add, equal shapes", node("Add", {"a", "b"}, {"y"}), {big, other}},
+      {"Mul by a scalar", node("Mul", {"a", "b"}, {"y"}), {scalar, big}},
+      {"Add with a broadcast row", node("Add", {"a", "b"}, {"y"}), {big, bias}},
+      {"Softmax", node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(-1))}), {big}},
+      {"LayerNormalization", node("LayerNormalization", {"x", "s", "b"}, {"y"}), {big, scale, bias}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    set_thread_count(1);
+    const Tensor one = run_node(c.n, c.in)[0].tensor();
+    set_thread_count(2);
+    const Tensor two = run_node(c.n, c.in)[0].tensor();
+    set_thread_count(1);
+    REQUIRE(one.shape() == two.shape());
+    CHECK(std::memcmp(one.raw_data(), two.raw_data(), one.nbytes()) == 0);
+  }
+}
