@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
                  fmt::format("N: refuse a Loop that would run more iterations (0: no limit; default {})",
                              refeval::kDefaultLoopIterationCap));
 
-  app.add_option("--threads", global.threads, "N: threads for matrix products (default 1; 0: every core); results do not depend on it")
+  app.add_option("--threads", global.threads, "N: threads for matrix products, convolutions and large elementwise ops (default 1; 0: every core); results do not depend on it")
       ->check(CLI::Range(0, 1024));
   app.add_option("--log-level", global.log_level, "LEVEL: diagnostics shown on stderr: trace, debug, info (default), warning, error, off");
   app.add_flag("-q,--quiet", global.quiet, "errors only on stderr (no warnings, notes or progress)");
