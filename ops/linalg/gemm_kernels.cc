@@ -69,6 +69,8 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     return;
   }
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
+  if constexpr (std::is_same_v<T, float>)
+    if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
   single_threaded_blas();
   const bool by_columns = N >= M;
   const int64_t extent = by_columns ? N : M, step = std::min(extent, by_columns ? kColumnBlock : kRowBlock);
@@ -110,10 +112,6 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc) {
-  if (!ta && !tb && M * N * K >= kBlasWork && gemm_small_m(M, N, K, a, b, c, acc)) {
-    g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
   blas_gemm(cblas_sgemm, ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c, bool acc) {
