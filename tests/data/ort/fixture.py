@@ -21,28 +21,41 @@ ORT_MODULES = HERE.parents[2] / "benchmarks" / "ort" / "node_modules"
 
 
 def write_case(suite, name, model, feeds):
-    """Writes model and feeds (a dict name -> numpy array, in graph-input order) as
-    tests/data/ort/<suite>/<name>/, with ORT's outputs as the expected ones."""
+    """Writes model and feeds (a dict name -> numpy array) as tests/data/ort/<suite>/<name>/ with
+    test_data_set_0, ORT's outputs as the expected ones. Returns the folder."""
     folder = OUT / suite / name
     shutil.rmtree(folder, ignore_errors=True)
-    (folder / ".ort" / "feeds").mkdir(parents=True)
+    folder.mkdir(parents=True)
     # No onnx.checker: Debian 12's onnx (1.12) predates opset 23 and the contrib schemas; ORT checks.
     onnx.save(model, folder / "model.onnx")
-    inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    add_data_set(folder, model, feeds)
+    return folder
+
+
+def add_data_set(folder, model, feeds):
+    """Adds the next test_data_set_K to a case folder (e.g. a decode step after its prefill) and
+    returns ORT's outputs as a dict name -> numpy array."""
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in initializers]
     if sorted(inputs) != sorted(feeds):
-        raise ValueError(f"{name}: feeds {sorted(feeds)} do not match the graph inputs {sorted(inputs)}")
+        raise ValueError(f"{folder.name}: feeds {sorted(feeds)} do not match the graph inputs {sorted(inputs)}")
+    work = folder / ".ort"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "feeds").mkdir(parents=True)
     for key, value in feeds.items():
-        np.save(folder / ".ort" / "feeds" / f"{key}.npy", value)
+        np.save(work / "feeds" / f"{key}.npy", value)
     env = dict(os.environ, NODE_PATH=str(ORT_MODULES))
     subprocess.run(["node", str(HERE / "run_ort.js"), str(folder)], check=True, env=env)
-    data = folder / "test_data_set_0"
+    data = folder / f"test_data_set_{len(list(folder.glob('test_data_set_*')))}"
     data.mkdir()
     for k, key in enumerate(inputs):
         write_pb(data / f"input_{k}.pb", feeds[key], key)
+    outputs = {}
     for k, out in enumerate(model.graph.output):
-        write_pb(data / f"output_{k}.pb", np.load(folder / ".ort" / "outputs" / f"{out.name}.npy"), out.name)
-    shutil.rmtree(folder / ".ort")
-    return folder
+        outputs[out.name] = np.load(work / "outputs" / f"{out.name}.npy")
+        write_pb(data / f"output_{k}.pb", outputs[out.name], out.name)
+    shutil.rmtree(work)
+    return outputs
 
 
 def write_pb(path, array, name):

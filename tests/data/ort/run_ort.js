@@ -45,7 +45,7 @@ function writeNpy(file, tensor) {
   for (const folder of process.argv.slice(2)) {
     const work = path.join(folder, '.ort');
     const session = await ort.InferenceSession.create(path.join(folder, 'model.onnx'),
-                                                      {intraOpNumThreads: 1, graphOptimizationLevel: 'disabled'});
+                                                      {intraOpNumThreads: 1, graphOptimizationLevel: 'disabled', logSeverityLevel: 3});
     const feeds = {};
     for (const name of session.inputNames) feeds[name] = readNpy(path.join(work, 'feeds', `${name}.npy`));
     const results = await session.run(feeds);

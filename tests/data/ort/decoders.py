@@ -1,0 +1,303 @@
+"""Small decoder-only LLMs written the way the three producers of llm-decoders.md §1.1 write them.
+
+Each builder takes a Config and returns an onnx.ModelProto with the Hugging Face / GenAI IO names:
+  input_ids (B, S) int64, attention_mask (B, P + S) int64 [, position_ids (B, S) int64],
+  past_key_values.{i}.key / .value (B, Nkv, P, H) -> logits (B, S, V), present.{i}.key / .value
+
+- genai(cfg):    ONNX Runtime GenAI's model builder: SimplifiedLayerNormalization (ai.onnx domain),
+                 SkipSimplifiedLayerNormalization, packed-QKV MatMulNBits (int4), GroupQueryAttention
+                 with rotary inside (positions from seqlens_k), SiLU as Sigmoid * x, MatMulNBits
+                 lm_head with a bias; seqlens_k / total_sequence_length from the mask as the builder
+                 derives them.
+- optimum(cfg):  an Optimum export after ORT's transformer optimizer: float MatMul,
+                 SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization, com.microsoft
+                 RotaryEmbedding on q and k from position_ids, MultiHeadAttention with the mask as
+                 key padding mask (unidirectional), separate per-layer past tensors.
+- portable(cfg): the opset-24 portable form (mobius): RMSNormalization, RotaryEmbedding,
+                 Attention with a static cache updated by TensorScatter (nonpad_kv_seqlen),
+                 inputs past_key_values.{i}.* of the maximum length and cache_position (B,) int64.
+
+The weights are random (seeded) and scaled so that activations stay O(1).
+Used by make_decoders.py (ORT fixtures) and benchmarks/llm (the int4 decode benchmark).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+
+@dataclass
+class Config:
+    layers: int = 2
+    hidden: int = 64
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate: int = 128
+    vocab: int = 96
+    max_length: int = 64  # rotary cache rows, and the static cache of the portable form
+    bits: int = 4
+    block_size: int = 32
+    symmetric: bool = True
+    accuracy_level: int = 0
+    lm_head_bias: bool = True
+    seed: int = 0
+    eps: float = 1e-5
+
+    @property
+    def head_size(self):
+        return self.hidden // self.heads
+
+
+# ---------------------------------------------------------------------------------------------
+# MatMulNBits weights: W (K, N) quantised per block of block_size along K, column by column.
+
+def quantize_nbits(w, bits, block_size, symmetric):
+    """Returns (B uint8 (N, k_blocks, blob), scales float32 (N, k_blocks), zero_points packed
+    uint8 (N, ceil(k_blocks * bits / 8)) or None) in MatMulNBits' layout."""
+    K, N = w.shape
+    k_blocks = -(-K // block_size)
+    padded = np.zeros((k_blocks * block_size, N), np.float32)
+    padded[:K] = w
+    blocks = padded.T.reshape(N, k_blocks, block_size)
+    top = (1 << bits) - 1
+    if symmetric:
+        scale = np.abs(blocks).max(axis=2) / (1 << (bits - 1))
+        scale[scale == 0] = 1
+        zp = np.full((N, k_blocks), 1 << (bits - 1), np.int32)
+    else:
+        lo, hi = np.minimum(blocks.min(axis=2), 0), np.maximum(blocks.max(axis=2), 0)
+        scale = (hi - lo) / top
+        scale[scale == 0] = 1
+        zp = np.clip(np.round(-lo / scale), 0, top).astype(np.int32)
+    scale = scale.astype(np.float32)
+    q = np.clip(np.round(blocks / scale[:, :, None]) + zp[:, :, None], 0, top).astype(np.uint8)
+    per_byte = 8 // bits
+    packed = np.zeros((N, k_blocks, block_size // per_byte), np.uint8)
+    for j in range(per_byte):
+        packed |= (q[:, :, j::per_byte] << (j * bits)).astype(np.uint8)
+    if symmetric:
+        return packed, scale, None
+    zp_packed = np.zeros((N, -(-k_blocks * bits // 8)), np.uint8)
+    for kb in range(k_blocks):
+        zp_packed[:, kb // per_byte] |= (zp[:, kb] << ((kb % per_byte) * bits)).astype(np.uint8)
+    return packed, scale, zp_packed
+
+
+class Builder:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.rng = np.random.default_rng(cfg.seed)
+        self.nodes, self.inits = [], []
+
+    def weight(self, name, shape, std=None):
+        std = std if std is not None else 1 / np.sqrt(shape[0])
+        self.inits.append(numpy_helper.from_array((self.rng.standard_normal(shape) * std).astype(np.float32), name))
+        return name
+
+    def const(self, name, array):
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def norm_weight(self, name):
+        return self.const(name, (1 + 0.1 * self.rng.standard_normal(self.cfg.hidden)).astype(np.float32))
+
+    def node(self, op, inputs, outputs, name, domain="", **attrs):
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain or None, **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def matmul_nbits(self, x, K, N, name, bias=False):
+        c = self.cfg
+        w = self.rng.standard_normal((K, N)).astype(np.float32) / np.sqrt(K)
+        packed, scales, zp = quantize_nbits(w, c.bits, c.block_size, c.symmetric)
+        inputs = [x, self.const(f"{name}.qweight", packed), self.const(f"{name}.scales", scales)]
+        inputs.append(self.const(f"{name}.qzeros", zp) if zp is not None else "")
+        if bias:
+            inputs += ["", self.weight(f"{name}.bias", (N,), std=0.1)]
+        while inputs[-1] == "":
+            inputs.pop()
+        return self.node("MatMulNBits", inputs, [f"{name}/output_0"], name, domain="com.microsoft", K=K, N=N,
+                         bits=c.bits, block_size=c.block_size, accuracy_level=c.accuracy_level)
+
+    def matmul(self, x, K, N, name):
+        return self.node("MatMul", [x, self.weight(f"{name}.weight", (K, N))], [f"{name}/output_0"], name)
+
+    def rotary_caches(self):
+        c = self.cfg
+        inv = 1.0 / (10000 ** (np.arange(0, c.head_size, 2) / c.head_size))
+        freqs = np.outer(np.arange(c.max_length), inv)
+        return (self.const("cos_cache", np.cos(freqs).astype(np.float32)),
+                self.const("sin_cache", np.sin(freqs).astype(np.float32)))
+
+    def mlp(self, x, i, nbits):
+        c, p = self.cfg, f"/model/layers.{i}/mlp"
+        proj = (lambda x, K, N, n: self.matmul_nbits(x, K, N, n)) if nbits else self.matmul
+        gate = proj(x, c.hidden, c.intermediate, f"{p}/gate_proj/MatMul")
+        up = proj(x, c.hidden, c.intermediate, f"{p}/up_proj/MatMul")
+        sig = self.node("Sigmoid", [gate], [f"{p}/act_fn/Sigmoid/output_0"], f"{p}/act_fn/Sigmoid")
+        act = self.node("Mul", [gate, sig], [f"{p}/act_fn/Mul/output_0"], f"{p}/act_fn/Mul")
+        prod = self.node("Mul", [act, up], [f"{p}/Mul/output_0"], f"{p}/Mul")
+        return proj(prod, c.intermediate, c.hidden, f"{p}/down_proj/MatMul")
+
+    def model(self, inputs, outputs, opsets):
+        graph = helper.make_graph(self.nodes, "decoder", inputs, outputs, self.inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets], ir_version=10,
+                                 producer_name="refeval tests/data/ort/decoders.py")
+
+
+def io(cfg, with_position_ids, past_len="past_sequence_length", cache_position=False):
+    c, H = cfg, cfg.head_size
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    ins = [helper.make_tensor_value_info("input_ids", i64, ["batch_size", "sequence_length"])]
+    if cache_position:
+        ins.append(helper.make_tensor_value_info("cache_position", i64, ["batch_size"]))
+    else:
+        ins.append(helper.make_tensor_value_info("attention_mask", i64, ["batch_size", "total_sequence_length"]))
+    if with_position_ids:
+        ins.append(helper.make_tensor_value_info("position_ids", i64, ["batch_size", "sequence_length"]))
+    outs = [helper.make_tensor_value_info("logits", f, ["batch_size", "sequence_length", c.vocab])]
+    present_len = past_len if cache_position else "total_sequence_length"
+    for i in range(c.layers):
+        for kind in ("key", "value"):
+            ins.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", f, ["batch_size", c.kv_heads, past_len, H]))
+            outs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", f, ["batch_size", c.kv_heads, present_len, H]))
+    return ins, outs
+
+
+def genai(cfg):
+    c, b = cfg, Builder(cfg)
+    H = c.head_size
+    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+               ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
+    # make_attention_mask_reformatting_for_gqa: seqlens_k = ReduceSum(mask) - 1, total = Shape(mask)[1]
+    m = "/model/attn_mask_reformat/attn_mask_subgraph"
+    red = b.node("ReduceSum", ["attention_mask", b.const("one_axis", np.array([1], np.int64))], [f"{m}/ReduceSum/output_0"],
+                 f"{m}/ReduceSum", keepdims=0)
+    sub = b.node("Sub", [red, b.const("one_i64", np.array(1, np.int64))], [f"{m}/Sub/output_0"], f"{m}/Sub")
+    seqlens_k = b.node("Cast", [sub], [f"{m}/Sub/Cast/output_0"], f"{m}/Sub/Cast", to=TensorProto.INT32)
+    shape = b.node("Shape", ["attention_mask"], [f"{m}/Shape/output_0"], f"{m}/Shape")
+    total = b.node("Gather", [shape, b.const("one_scalar", np.array(1, np.int64))], [f"{m}/Gather/output_0"], f"{m}/Gather", axis=0)
+    total = b.node("Cast", [total], [f"{m}/Gather/Cast/output_0"], f"{m}/Gather/Cast", to=TensorProto.INT32)
+    cos, sin = b.rotary_caches()
+
+    hidden = b.node("SimplifiedLayerNormalization", [x, b.norm_weight("model.layers.0.input_layernorm.weight")],
+                    ["/model/layers.0/input_layernorm/output_0"], "/model/layers.0/input_layernorm", axis=-1,
+                    epsilon=c.eps, stash_type=1)
+    residual = x
+    for i in range(c.layers):
+        p = f"/model/layers.{i}"
+        qkv = b.matmul_nbits(hidden, c.hidden, (c.heads + 2 * c.kv_heads) * H, f"{p}/attn/qkv_proj/MatMul")
+        attn, pk, pv = b.node("GroupQueryAttention",
+                              [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens_k, total, cos, sin],
+                              [f"{p}/attn/GroupQueryAttention/output_0", f"present.{i}.key", f"present.{i}.value"],
+                              f"{p}/attn/GroupQueryAttention", domain="com.microsoft", num_heads=c.heads,
+                              kv_num_heads=c.kv_heads, do_rotary=1, rotary_interleaved=0, local_window_size=-1)
+        o = b.matmul_nbits(attn, c.hidden, c.hidden, f"{p}/attn/o_proj/MatMul")
+        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization",
+                                        [o, residual, b.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight")],
+                                        [f"{p}/post_attention_layernorm/output_0", "", "", f"{p}/post_attention_layernorm/output_3"],
+                                        f"{p}/post_attention_layernorm", domain="com.microsoft", epsilon=c.eps)
+        down = b.mlp(hidden, i, nbits=True)
+        last = i + 1 == c.layers
+        norm = "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight"
+        scope = "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm"
+        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization", [down, residual, b.norm_weight(norm)],
+                                        [f"{scope}/output_0", "", "", f"{scope}/output_3"], scope,
+                                        domain="com.microsoft", epsilon=c.eps)
+    logits = b.matmul_nbits(hidden, c.hidden, c.vocab, "/lm_head/MatMul", bias=c.lm_head_bias)
+    b.node("Identity", [logits], ["logits"], "/lm_head/Identity")
+    ins, outs = io(c, with_position_ids=False)
+    return b.model(ins, outs, [("", 21), ("com.microsoft", 1)])
+
+
+def optimum(cfg):
+    c, b = cfg, Builder(cfg)
+    assert c.heads == c.kv_heads, "MultiHeadAttention needs as many KV heads as query heads"
+    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+               ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
+    cos, sin = b.rotary_caches()
+    # the padding mask of MultiHeadAttention: (B, T) int32, 1 = keep
+    mask = b.node("Cast", ["attention_mask"], ["/model/attention_mask/Cast/output_0"], "/model/attention_mask/Cast",
+                  to=TensorProto.INT32)
+    hidden = b.node("SimplifiedLayerNormalization", [x, b.norm_weight("model.layers.0.input_layernorm.weight")],
+                    ["/model/layers.0/input_layernorm/output_0"], "/model/layers.0/input_layernorm", axis=-1,
+                    epsilon=c.eps, stash_type=1)
+    residual = x
+    for i in range(c.layers):
+        p = f"/model/layers.{i}/self_attn"
+        qkv = {}
+        for n in ("q", "k", "v"):
+            qkv[n] = b.matmul(hidden, c.hidden, c.hidden, f"{p}/{n}_proj/MatMul")
+        for n in ("q", "k"):
+            qkv[n] = b.node("RotaryEmbedding", [qkv[n], "position_ids", cos, sin], [f"{p}/{n}_rotary/output_0"],
+                            f"{p}/{n}_rotary", domain="com.microsoft", interleaved=0)
+        attn, _, _ = b.node("MultiHeadAttention",
+                            [qkv["q"], qkv["k"], qkv["v"], "", mask, "", f"past_key_values.{i}.key", f"past_key_values.{i}.value"],
+                            [f"{p}/MultiHeadAttention/output_0", f"present.{i}.key", f"present.{i}.value"],
+                            f"{p}/MultiHeadAttention", domain="com.microsoft", num_heads=c.heads, unidirectional=1)
+        o = b.matmul(attn, c.hidden, c.hidden, f"{p}/o_proj/MatMul")
+        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization",
+                                        [o, residual, b.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight")],
+                                        [f"/model/layers.{i}/post_attention_layernorm/output_0", "", "",
+                                         f"/model/layers.{i}/post_attention_layernorm/output_3"],
+                                        f"/model/layers.{i}/post_attention_layernorm", domain="com.microsoft", epsilon=c.eps)
+        down = b.mlp(hidden, i, nbits=False)
+        last = i + 1 == c.layers
+        norm = "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight"
+        scope = "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm"
+        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization", [down, residual, b.norm_weight(norm)],
+                                        [f"{scope}/output_0", "", "", f"{scope}/output_3"], scope,
+                                        domain="com.microsoft", epsilon=c.eps)
+    b.matmul(hidden, c.hidden, c.vocab, "/lm_head/MatMul")
+    b.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+    ins, outs = io(c, with_position_ids=True)
+    return b.model(ins, outs, [("", 17), ("com.microsoft", 1)])
+
+
+def portable(cfg):
+    c, b = cfg, Builder(cfg)
+    H = c.head_size
+    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+               ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
+    cos, sin = b.rotary_caches()
+    # nonpad_kv_seqlen = cache_position + S: the keys each row has after this step's writes
+    s_len = b.node("Shape", ["input_ids"], ["/model/seq_len/output_0"], "/model/seq_len", start=1, end=2)
+    nonpad = b.node("Add", ["cache_position", s_len], ["/model/nonpad_kv_seqlen/output_0"], "/model/nonpad_kv_seqlen")
+
+    def rms(inp, weight, name):
+        return b.node("RMSNormalization", [inp, b.norm_weight(weight)], [f"{name}/output_0"], name, axis=-1, epsilon=c.eps)
+
+    hidden, residual = rms(x, "model.layers.0.input_layernorm.weight", "/model/layers.0/input_layernorm"), x
+    for i in range(c.layers):
+        p = f"/model/layers.{i}/self_attn"
+        heads = {"q": c.heads, "k": c.kv_heads, "v": c.kv_heads}
+        bnsh = {}
+        for n in ("q", "k", "v"):
+            y = b.matmul(hidden, c.hidden, heads[n] * H, f"{p}/{n}_proj/MatMul")
+            y = b.node("Reshape", [y, b.const(f"{p}/{n}_shape", np.array([0, 0, heads[n], H], np.int64))],
+                       [f"{p}/{n}_reshape/output_0"], f"{p}/{n}_reshape")
+            bnsh[n] = b.node("Transpose", [y], [f"{p}/{n}_transpose/output_0"], f"{p}/{n}_transpose", perm=[0, 2, 1, 3])
+        for n in ("q", "k"):
+            bnsh[n] = b.node("RotaryEmbedding", [bnsh[n], cos, sin, "position_ids"], [f"{p}/{n}_rotary/output_0"],
+                             f"{p}/{n}_rotary", interleaved=0)
+        present = {}
+        for n, kind in (("k", "key"), ("v", "value")):
+            present[n] = b.node("TensorScatter", [f"past_key_values.{i}.{kind}", bnsh[n], "cache_position"],
+                                [f"present.{i}.{kind}"], f"{p}/{n}_cache_update", axis=-2)
+        attn = b.node("Attention", [bnsh["q"], present["k"], present["v"], "", "", "", nonpad],
+                      [f"{p}/Attention/output_0"], f"{p}/Attention", is_causal=1, q_num_heads=c.heads,
+                      kv_num_heads=c.kv_heads)
+        attn = b.node("Transpose", [attn], [f"{p}/out_transpose/output_0"], f"{p}/out_transpose", perm=[0, 2, 1, 3])
+        attn = b.node("Reshape", [attn, b.const(f"{p}/out_shape", np.array([0, 0, c.hidden], np.int64))],
+                      [f"{p}/out_reshape/output_0"], f"{p}/out_reshape")
+        o = b.matmul(attn, c.hidden, c.hidden, f"{p}/o_proj/MatMul")
+        residual = b.node("Add", [residual, o], [f"/model/layers.{i}/residual_attn/output_0"], f"/model/layers.{i}/residual_attn")
+        hidden = rms(residual, f"model.layers.{i}.post_attention_layernorm.weight", f"/model/layers.{i}/post_attention_layernorm")
+        down = b.mlp(hidden, i, nbits=False)
+        residual = b.node("Add", [residual, down], [f"/model/layers.{i}/residual_mlp/output_0"], f"/model/layers.{i}/residual_mlp")
+        last = i + 1 == c.layers
+        hidden = rms(residual, "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight",
+                     "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm")
+    b.matmul(hidden, c.hidden, c.vocab, "/lm_head/MatMul")
+    b.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+    ins, outs = io(c, with_position_ids=True, past_len="max_cache_length", cache_position=True)
+    return b.model(ins, outs, [("", 24)])

@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""Writes the decoder suites (ORT 1.30's outputs as the expected ones; see fixture.py):
+
+  decoders_genai     the GenAI-builder form, int4 symmetric and asymmetric (packed zero points),
+                     lm_head bias, 2 layers, 4 heads over 2 KV heads, rotary inside GQA
+  decoders_optimum   the Optimum export after ORT's optimizer (MultiHeadAttention, RotaryEmbedding)
+  decoders_portable  the opset-24 portable form (Attention, RMSNormalization, RotaryEmbedding,
+                     TensorScatter static cache)
+
+Each model runs a prefill over the prompt with an empty past, then one decode step fed with the
+prefill's present.* (ORT's values), at batch 1 and batch 2 (and a padded batch where the form supports it).
+"""
+import numpy as np
+from onnx import numpy_helper
+import onnx
+
+import decoders
+import fixture
+
+RNG = np.random.default_rng(7)
+
+
+def load_outputs(folder, model):
+    return {o.name: numpy_helper.to_array(onnx.load_tensor(str(folder / "test_data_set_0" / f"output_{k}.pb")))
+            for k, o in enumerate(model.graph.output)}
+
+
+def past(cfg, batch, length):
+    return {f"past_key_values.{i}.{kind}": np.zeros((batch, cfg.kv_heads, length, cfg.head_size), np.float32)
+            for i in range(cfg.layers) for kind in ("key", "value")}
+
+
+def presents_as_past(cfg, outputs):
+    return {f"past_key_values.{i}.{kind}": outputs[f"present.{i}.{kind}"]
+            for i in range(cfg.layers) for kind in ("key", "value")}
+
+
+def ids(batch, length, cfg):
+    return RNG.integers(0, cfg.vocab, (batch, length), dtype=np.int64)
+
+
+def prefill_then_decode(suite, name, cfg, model, mask, make_feeds):
+    """One case folder: test_data_set_0 the prefill, test_data_set_1 the decode step. mask: (B, S) prompt mask, 1 = token, 0 = right padding. make_feeds(step, ids, mask, past)
+    returns the feeds of one run; past is None for the prefill."""
+    batch, prompt = mask.shape
+    folder = fixture.write_case(suite, name, model, make_feeds(ids(batch, prompt, cfg), mask, None))
+    state = presents_as_past(cfg, load_outputs(folder, model))
+    grown = np.concatenate([mask, np.ones((batch, 1), np.int64)], axis=1)
+    fixture.add_data_set(folder, model, make_feeds(ids(batch, 1, cfg), grown, state))
+
+
+def positions(mask, new):
+    """Hugging Face's position ids: cumsum(mask) - 1 (padding at 1), the last `new` columns."""
+    pos = np.cumsum(mask, axis=1) - 1
+    pos[mask == 0] = 1
+    return pos[:, -new:].astype(np.int64)
+
+
+def genai_suite():
+    for variant, symmetric, batch in (("int4_sym_b1", True, 1), ("int4_asym_b1", False, 1), ("int4_asym_b2", False, 2)):
+        cfg = decoders.Config(symmetric=symmetric, seed=len(variant) + batch)
+        model = decoders.genai(cfg)
+
+        def feeds(input_ids, mask, state, cfg=cfg):
+            f = {"input_ids": input_ids, "attention_mask": mask}
+            f.update(state if state is not None else past(cfg, input_ids.shape[0], 0))
+            return f
+
+        prefill_then_decode("decoders_genai", variant, cfg, model, np.ones((batch, 5), np.int64), feeds)
+        if batch == 2:
+            # GQA supports right padding only: the second prompt is two tokens shorter. Prefill only:
+            # after it, the rows' present buffers hold positions ORT leaves unwritten.
+            mask = np.ones((batch, 5), np.int64)
+            mask[1, 3:] = 0
+            fixture.write_case("decoders_genai", f"{variant}_right_padded_prefill", model,
+                               feeds(ids(batch, 5, cfg), mask, None))
+
+
+def optimum_suite():
+    cfg = decoders.Config(kv_heads=4, seed=11)
+    model = decoders.optimum(cfg)
+
+    def feeds(input_ids, mask, state):
+        f = {"input_ids": input_ids, "attention_mask": mask, "position_ids": positions(mask, input_ids.shape[1])}
+        f.update(state if state is not None else past(cfg, input_ids.shape[0], 0))
+        return f
+
+    prefill_then_decode("decoders_optimum", "b1", cfg, model, np.ones((1, 6), np.int64), feeds)
+    mask = np.ones((2, 6), np.int64)
+    mask[0, :2] = 0  # left padding, as a tokenizer pads for generation
+    prefill_then_decode("decoders_optimum", "b2_left_padded", cfg, model, mask, feeds)
+
+
+def portable_suite():
+    cfg = decoders.Config(seed=23)
+    model = decoders.portable(cfg)
+    max_len = 16
+
+    def feeds(input_ids, mask, state):
+        batch, new = input_ids.shape
+        f = {"input_ids": input_ids, "cache_position": (mask.sum(axis=1) - new).astype(np.int64),
+             "position_ids": positions(mask, new)}
+        f.update(state if state is not None else past(cfg, batch, max_len))
+        return f
+
+    prefill_then_decode("decoders_portable", "b1", cfg, model, np.ones((1, 5), np.int64), feeds)
+    prefill_then_decode("decoders_portable", "b2", cfg, model, np.ones((2, 4), np.int64), feeds)
+
+
+if __name__ == "__main__":
+    genai_suite()
+    optimum_suite()
+    portable_suite()
