@@ -187,6 +187,8 @@ PYBIND11_MODULE(_refeval, m) {
       .def_property_readonly("opsets", &Evaluator::opsets);
   m.def("set_threads", &refeval::set_thread_count, py::arg("n"));
   m.def("threads", &refeval::thread_count);
+  m.def("generate", &generate_model, py::arg("model"), py::arg("prompt"), py::arg("prompt_mask"), py::arg("new_tokens"),
+        py::arg("eos"), py::arg("max_length"), py::arg("profile"));
   m.def("profile", &profile_model, py::arg("model"), py::arg("feeds"), py::arg("warmup"), py::arg("repeat"), py::arg("out"));
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
         py::arg("disable"));

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "aggregate.h"
+#include "generate/generator.h"
 #include "convert.h"
 #include "optimizer.h"
 #include "profile_file.h"
@@ -22,7 +23,7 @@ py::dict profile_model(const std::string& model_path, const py::dict& feeds, int
   }
   std::vector<profile::Event> events = profiled.events();
   profile::write_profile(out, events);
-  const profile::LoadedProfiles loaded = profile::loaded_from({out, std::move(events), {}}, {false, std::to_string(warmup) + ":"});
+  const profile::LoadedProfiles loaded = profile::loaded_from({out, std::move(events), {}}, {.range = std::to_string(warmup) + ":"});
   const profile::Table t = profile::aggregate(out, loaded.runs_in_files, loaded.runs, profile::GroupBy::Op);
   py::list rows;
   for (const profile::Row& r : t.rows)
@@ -30,6 +31,31 @@ py::dict profile_model(const std::string& model_path, const py::dict& feeds, int
                          py::arg("mean_ms") = r.mean_ms, py::arg("pct") = r.pct));
   return py::dict(py::arg("path") = out, py::arg("runs") = t.summary.runs_used, py::arg("wall_ms") = t.summary.wall_ms,
                   py::arg("kernel_ms") = t.summary.kernel_ms, py::arg("by_op") = rows);
+}
+
+std::string generate_model(const std::string& model_path, const py::handle& prompt, const py::handle& prompt_mask, int new_tokens,
+                           std::optional<int64_t> eos, std::optional<int64_t> max_length, const std::string& profile_path) {
+  profile::ProfiledModel profiled([&] { return load_model(model_path); }, Registry::builtin());
+  ReferenceEvaluator& ev = profiled.evaluator();
+  if (profile_path.empty()) ev.remove_observer(profiled.profiler());
+  generate::Generator gen(ev, generate::find_signature(ev.model().graph));
+  generate::GenerateOptions opt;
+  opt.prompt = numpy_to_tensor(prompt, "prompt");
+  if (opt.prompt.rank() == 1) opt.prompt = opt.prompt.reshaped({1, opt.prompt.dim(0)});
+  if (!prompt_mask.is_none()) opt.prompt_mask = numpy_to_tensor(prompt_mask, "prompt_mask").reshaped(opt.prompt.shape());
+  opt.new_tokens = new_tokens, opt.eos = eos, opt.max_length = max_length;
+  generate::StepHooks hooks;
+  if (!profile_path.empty()) {
+    hooks.before = [&](int, const std::map<std::string, Value>&) { profiled.profiler()->begin_run(); };
+    hooks.after = [&](int step) { profiled.profiler()->end_run({{"phase", generate::phase_of(step)}, {"step", step}}); };
+  }
+  generate::GenerateResult r;
+  {
+    py::gil_scoped_release release;
+    r = gen.run(opt, hooks);
+    if (!profile_path.empty()) profile::write_profile(profile_path, profiled.events());
+  }
+  return r.to_json().dump();
 }
 
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,

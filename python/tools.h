@@ -1,6 +1,7 @@
 // refeval.profile() and refeval.optimize(): the profile and optimize libraries for Python.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,10 @@ py::dict profile_model(const std::string& model_path, const py::dict& feeds, int
 // Optimizes `in` into `out`; returns the node counts, the statistics counters and op counts.
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
                         const std::vector<std::string>& only, const std::vector<std::string>& disable);
+
+// The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,
+// memory); `profile` non-empty writes the phase-tagged profile there.
+std::string generate_model(const std::string& model_path, const py::handle& prompt, const py::handle& prompt_mask, int new_tokens,
+                           std::optional<int64_t> eos, std::optional<int64_t> max_length, const std::string& profile);
 
 }  // namespace refeval::python

@@ -1,6 +1,7 @@
 // `refeval report PROFILE.json...`: ONNX Runtime's (or refeval's) profile files as per-op-type,
 // per-node or per-provider tables (text, CSV, JSON, Markdown) or a self-contained HTML page with
 // charts; `--compare OTHER.json` puts a second profile (an optimized model's) beside the first.
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -20,7 +21,9 @@ class ReportVerb : public Verb {
  public:
   void setup(CLI::App* sub) override {
     sub->add_option("profiles", profiles_, "profile JSON files (ONNX Runtime's or refeval's); several are read as one")->required();
-    sub->add_option("--by", by_, "op (default), node or provider")->check(CLI::IsMember({"op", "node", "provider"}));
+    sub->add_option("--by", by_, "op (default), node, provider, or phase (a `refeval generate` profile: the phase table, then "
+                    "an op table per phase)")->check(CLI::IsMember({"op", "node", "provider", "phase"}));
+    sub->add_option("--phase", selection_.phase, "NAME: only the runs of this phase (prefill, decode: `refeval generate --profile`)");
     sub->add_option("--top", top_, "N: only the N costliest rows (0: all)");
     sub->add_option("--format", format_, "text (default), csv, json, md or html")->check(CLI::IsMember({"text", "csv", "json", "md", "html"}));
     sub->add_option("-o,--output", output_, "FILE: write there instead of stdout");
@@ -37,6 +40,7 @@ class ReportVerb : public Verb {
     std::string text;
     if (compare_.empty()) {
       text = format == Format::Html ? html_report(view(before), top_) : render_table(top(table(before, by)), format);
+      if (by == GroupBy::Phase && (format == Format::Text || format == Format::Md)) text += phase_tables(before, format);
     } else {
       const LoadedProfiles after = load_profiles({compare_}, selection_);
       for (const auto& w : after.warnings) spdlog::warn("{}", w);
@@ -50,6 +54,21 @@ class ReportVerb : public Verb {
   }
 
  private:
+  // An op table per phase, phases in the order their first run comes.
+  std::string phase_tables(const LoadedProfiles& p, Format format) const {
+    std::vector<std::string> phases;
+    for (const Run& r : p.runs)
+      if (std::find(phases.begin(), phases.end(), r.phase) == phases.end()) phases.push_back(r.phase);
+    std::string text;
+    for (const std::string& phase : phases) {
+      std::vector<Run> runs;
+      for (const Run& r : p.runs)
+        if (r.phase == phase) runs.push_back(r);
+      text += fmt::format("\nphase {} ({} run{}):\n", phase.empty() ? "(untagged)" : phase, runs.size(), runs.size() == 1 ? "" : "s");
+      text += render_table(top(aggregate(p.label, p.runs_in_files, runs, GroupBy::Op)), format);
+    }
+    return text;
+  }
   static Table table(const LoadedProfiles& p, GroupBy by) { return aggregate(p.label, p.runs_in_files, p.runs, by); }
   static ProfileView view(const LoadedProfiles& p) { return {table(p, GroupBy::Op), table(p, GroupBy::Node), p.runs}; }
   Table top(Table t) const {

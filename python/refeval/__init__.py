@@ -204,6 +204,21 @@ def optimize(model, out, level="all", model_type="", only=None, disable=None):
     return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []))
 
 
+def generate(model, prompt, new_tokens=16, prompt_mask=None, eos=None, max_length=None, profile=None):
+    """Greedy generation as `refeval generate` does: `prompt` token ids (batch, length) or (length,)
+    (a numpy array or nested lists), `prompt_mask` the tokenizer's attention mask (0 on padding).
+    Returns {"tokens": [[ids of row 0], ...], "prefill_ms", "decode_ms": [...], "decode_median_ms",
+    "decode_p90_ms", "tokens_per_s", "kv_cache_bytes", "kv_cache_bytes_per_step", "weight_bytes",
+    "peak_rss_bytes", ...}; `profile` writes the phase-tagged profile JSON there."""
+    import json
+    import numpy as np
+    ids = np.ascontiguousarray(np.asarray(prompt, dtype=np.int64))
+    mask = None if prompt_mask is None else np.ascontiguousarray(np.asarray(prompt_mask, dtype=np.int64))
+    text = _native(_refeval.generate, os.fspath(model), ids, mask, int(new_tokens), eos, max_length,
+                   os.fspath(profile) if profile is not None else "")
+    return json.loads(text)
+
+
 def set_threads(n):
     """Threads for matrix products (default 1; 0: every core), as the CLI's --threads: results are
     bit-identical for every count."""

@@ -14,7 +14,8 @@ GroupBy parse_group_by(const std::string& s) {
   if (s == "op") return GroupBy::Op;
   if (s == "node") return GroupBy::Node;
   if (s == "provider") return GroupBy::Provider;
-  fail_usage(fmt::format("--by: '{}' is not op, node or provider", s));
+  if (s == "phase") return GroupBy::Phase;
+  fail_usage(fmt::format("--by: '{}' is not op, node, provider or phase", s));
 }
 
 const char* group_by_name(GroupBy by) {
@@ -22,14 +23,16 @@ const char* group_by_name(GroupBy by) {
     case GroupBy::Op: return "op_type";
     case GroupBy::Node: return "node";
     case GroupBy::Provider: return "provider";
+    case GroupBy::Phase: return "phase";
   }
   return "";
 }
 
 namespace {
 
-std::string key_of(const Event& e, GroupBy by) {
+std::string key_of(const Event& e, const Run& run, GroupBy by) {
   switch (by) {
+    case GroupBy::Phase: return run.phase.empty() ? "(untagged)" : run.phase;
     case GroupBy::Op: return e.op_type.empty() ? "(unknown)" : e.op_type;
     case GroupBy::Node: return e.node;
     case GroupBy::Provider: return e.provider.empty() ? "(unknown)" : e.provider;
@@ -60,7 +63,7 @@ Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run
     top_us += r.top_level_kernel_us();
     for (const Event* e : r.fences) fence_us += e->dur, ++s.fence_events;
     for (const Event* e : r.kernels) {
-      const std::string key = key_of(*e, by);
+      const std::string key = key_of(*e, r, by);
       Row& row = rows[key];
       if (row.count == 0) {
         row.key = key;

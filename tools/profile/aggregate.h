@@ -11,9 +11,10 @@
 
 namespace refeval::profile {
 
-enum class GroupBy { Op, Node, Provider };
-GroupBy parse_group_by(const std::string& s);  // "op", "node", "provider"; ErrorKind::Usage otherwise
-const char* group_by_name(GroupBy by);          // the key column: "op_type", "node", "provider"
+enum class GroupBy { Op, Node, Provider, Phase };
+// "op", "node", "provider", "phase" (the runs' args.phase, `refeval generate`); ErrorKind::Usage otherwise
+GroupBy parse_group_by(const std::string& s);
+const char* group_by_name(GroupBy by);  // the key column: "op_type", "node", "provider", "phase"
 
 struct Row {
   std::string key;       // op type, node name or provider

@@ -22,6 +22,9 @@ class ProfiledModel {
   ProfiledModel(const std::function<Model()>& load, const Registry& registry);
 
   const ReferenceEvaluator& evaluator() const { return *ev_; }
+  ReferenceEvaluator& evaluator() { return *ev_; }
+  // The observer itself, for a caller that runs the evaluator and marks the runs (refeval generate).
+  Profiler* profiler() { return &profiler_; }
   void run(const std::map<std::string, Value>& feeds);  // one profiled run
   // Every event in start order, a Session span before the node events that start with it.
   std::vector<Event> events() const;

@@ -35,7 +35,10 @@ void Profiler::add_session_event(const std::string& name, Clock::time_point star
 
 void Profiler::begin_run() { run_start_ = Clock::now(); }
 
-void Profiler::end_run() { add_session_event("model_run", run_start_, Clock::now()); }
+void Profiler::end_run(const nlohmann::ordered_json& args) {
+  add_session_event("model_run", run_start_, Clock::now());
+  session_events_.back().extra_args = args;
+}
 
 void Profiler::graph_begin(const GraphEvent& e) {
   std::set<std::string> names;

@@ -37,7 +37,8 @@ class Profiler : public Observer {
   // A Session event for work done outside a run (loading, planning).
   void add_session_event(const std::string& name, Clock::time_point start, Clock::time_point end);
   void begin_run();
-  void end_run();
+  // `args` go into the model_run event's args (refeval generate tags each run with its phase and step).
+  void end_run(const nlohmann::ordered_json& args = nlohmann::ordered_json::object());
 
   std::vector<Event> events() const;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -19,7 +20,15 @@ int64_t Run::top_level_kernel_us() const {
 std::vector<Run> split_runs(const ProfileFile& file, std::vector<std::string>* warnings) {
   std::vector<Run> runs;
   for (const Event& e : file.events)
-    if (e.kind == EventKind::Session && e.name == "model_run") runs.push_back({int(runs.size()), e.ts, e.dur, {}, {}});
+    if (e.kind == EventKind::Session && e.name == "model_run") {
+      Run& r = runs.emplace_back();
+      r.index = int(runs.size()) - 1, r.ts = e.ts, r.dur = e.dur;
+      if (const auto p = e.extra_args.find("phase"); p != e.extra_args.end() && p->is_string()) r.phase = p->get<std::string>();
+      if (const auto st = e.extra_args.find("step"); st != e.extra_args.end()) {
+        if (st->is_number_integer()) r.step = st->get<int>();
+        else if (st->is_string()) r.step = std::atoi(st->get<std::string>().c_str());  // ORT writes numbers as strings
+      }
+    }
   const bool synthetic = runs.empty();
   if (synthetic) {
     if (warnings) warnings->push_back(fmt::format("{}: no model_run events; all node events are read as one run", file.path));
@@ -27,7 +36,8 @@ std::vector<Run> split_runs(const ProfileFile& file, std::vector<std::string>* w
     for (const Event& e : file.events)
       if (e.kind == EventKind::Kernel || e.kind == EventKind::Fence) lo = std::min(lo, e.ts), hi = std::max(hi, e.ts + e.dur);
     if (lo > hi) return {};
-    runs.push_back({0, lo, hi - lo, {}, {}});
+    Run& r = runs.emplace_back();
+    r.ts = lo, r.dur = hi - lo;
   }
   size_t outside = 0;
   for (const Event& e : file.events) {
@@ -57,7 +67,8 @@ std::optional<int> parse_bound(std::string_view s, const std::string& range) {
 
 std::vector<Run> select_runs(std::vector<Run> runs, const RunSelection& sel) {
   const int n = int(runs.size());
-  int lo = sel.include_warmup || n <= 1 ? 0 : 1, hi = n;
+  const bool tagged = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return !r.phase.empty(); });
+  int lo = sel.include_warmup || tagged || n <= 1 ? 0 : 1, hi = n;
   if (!sel.range.empty()) {
     const size_t colon = sel.range.find(':');
     if (colon == std::string::npos) fail_usage(fmt::format("--runs: '{}' is not a range like 1:5, 3: or :-1", sel.range));
@@ -66,7 +77,11 @@ std::vector<Run> select_runs(std::vector<Run> runs, const RunSelection& sel) {
     hi = clamp(parse_bound(std::string_view(sel.range).substr(colon + 1), sel.range).value_or(n));
   }
   if (lo >= hi) fail_usage(fmt::format("--runs: the profile has {} run(s); the selection is empty", n));
-  return {runs.begin() + lo, runs.begin() + hi};
+  std::vector<Run> kept;
+  for (int i = lo; i < hi; ++i)
+    if (sel.phase.empty() || runs[size_t(i)].phase == sel.phase) kept.push_back(std::move(runs[size_t(i)]));
+  if (kept.empty()) fail_usage(fmt::format("--phase: no run of phase '{}' (phases are tagged by refeval generate)", sel.phase));
+  return kept;
 }
 
 namespace {

@@ -14,6 +14,8 @@ namespace refeval::profile {
 struct Run {
   int index = 0;  // 0 is the first run of the file (the warm-up)
   int64_t ts = 0, dur = 0;
+  std::string phase;  // args.phase of the model_run ("prefill", "decode"), "" when untagged
+  int step = -1;      // args.step, -1 when untagged
   std::vector<const Event*> kernels, fences;  // in start order
   int64_t top_level_kernel_us() const;        // kernel time of the main graph's nodes (bodies run inside theirs)
 };
@@ -23,10 +25,13 @@ struct Run {
 std::vector<Run> split_runs(const ProfileFile& file, std::vector<std::string>* warnings = nullptr);
 
 // Which runs a report reads: `--runs a:b` (0-based, half-open, either bound optional, negative
-// counts from the end as in Python), else every run but the first unless `include_warmup`.
+// counts from the end as in Python), else every run but the first unless `include_warmup` or the
+// runs are tagged with phases (a generation loop has no warm-up: its first run is the prefill);
+// then, with `phase`, only the runs of that phase.
 struct RunSelection {
   bool include_warmup = false;
   std::string range;  // "a:b", "" for the default
+  std::string phase;  // "" for every phase
 };
 std::vector<Run> select_runs(std::vector<Run> runs, const RunSelection& selection);
 

@@ -113,12 +113,12 @@ TEST_CASE("run selection: the warm-up left out, --runs as a Python slice") {
     return out;
   };
   CHECK(indices({}) == std::vector<int>{1, 2, 3});
-  CHECK(indices({true, ""}) == std::vector<int>{0, 1, 2, 3});
-  CHECK(indices({false, "2:"}) == std::vector<int>{2, 3});
-  CHECK(indices({false, ":-1"}) == std::vector<int>{0, 1, 2});
-  CHECK(indices({false, "-1:"}) == std::vector<int>{3});
-  CHECK_THROWS_WITH_AS(indices({false, "3:1"}), doctest::Contains("empty"), Error);
-  CHECK_THROWS_WITH_AS(indices({false, "x"}), doctest::Contains("not a range"), Error);
+  CHECK(indices({.include_warmup = true}) == std::vector<int>{0, 1, 2, 3});
+  CHECK(indices({.range = "2:"}) == std::vector<int>{2, 3});
+  CHECK(indices({.range = ":-1"}) == std::vector<int>{0, 1, 2});
+  CHECK(indices({.range = "-1:"}) == std::vector<int>{3});
+  CHECK_THROWS_WITH_AS(indices({.range = "3:1"}), doctest::Contains("empty"), Error);
+  CHECK_THROWS_WITH_AS(indices({.range = "x"}), doctest::Contains("not a range"), Error);
 }
 
 TEST_CASE("a file without model_run events is read as one run") {

@@ -1,0 +1,121 @@
+// `refeval generate MODEL`: a greedy generation loop over a decoder-only LLM with a KV cache
+// (tools/generate): the prefill over the prompt, then one decode step per new token, each step's
+// present.* fed back as past.*. Prints the generated ids and the phase summary (time to first
+// token, ms per token, tokens/s, KV-cache, weight and peak memory); --profile writes ORT's profile
+// JSON with each model_run tagged by phase and step (`refeval report --by phase` reads it).
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "generate/generator.h"
+#include "profile/profile_file.h"
+#include "profile/profiled_model.h"
+#include "refeval/dump.h"
+#include "refeval/model_io.h"
+#include "verbs.h"
+
+namespace refeval::cli {
+namespace {
+
+using namespace refeval::generate;
+
+class GenerateVerb : public Verb {
+ public:
+  void setup(CLI::App* sub) override {
+    sub->add_option("model", model_, "the decoder .onnx model (input_ids, past_* -> logits, present*)")->required();
+    auto* prompt = sub->add_option("--prompt", prompt_, "IDS: token ids, \"1 2 3\" (rows separated by ';')");
+    auto* file = sub->add_option("--prompt-file", prompt_file_, "FILE.npy: int64 token ids (batch, length)");
+    sub->add_option("--prompt-mask", prompt_mask_, "FILE.npy: the tokenizer's attention mask (batch, length), 0 on padding");
+    auto* len = sub->add_option("--prompt-len", prompt_len_, "N: a random prompt of N tokens (with --batch, --seed)");
+    prompt->excludes(file)->excludes(len);
+    file->excludes(len);
+    sub->add_option("--batch", batch_, "B: rows of the random prompt (default 1)")->check(CLI::PositiveNumber);
+    sub->add_option("--seed", seed_, "S: seed of the random prompt (default 0)");
+    sub->add_option("--vocab", vocab_, "V: the random ids' range (default: the logits' declared vocabulary size)");
+    sub->add_option("--new-tokens", new_tokens_, "M: tokens to generate per row (default 16): 1 prefill + M-1 decode steps")->check(CLI::PositiveNumber);
+    sub->add_option("--eos", eos_, "ID: a row that produces it stops (padded with it while others go on)");
+    sub->add_option("--max-length", max_length_, "L: a static / shared-buffer KV cache of L positions, fed back whole");
+    sub->add_option("--json", json_, "FILE: the ids and the summary as JSON");
+    sub->add_option("--profile", profile_, "FILE.json: ORT's profile format, one model_run per step tagged with args.phase and args.step");
+    sub->add_option("--dump-step", dump_step_, "K: with --dump, dump every value of step K (0 = prefill)");
+    sub->add_option("--dump", dump_dir_, "DIR: the dump folder of --dump-step (refeval compare reads it)");
+  }
+
+  int execute(const GlobalOptions& g) override {
+    if (dump_step_ && dump_dir_.empty()) fail_usage("--dump-step needs --dump DIR");
+    profile::ProfiledModel profiled([&] { return open_model(model_); }, registry(g));
+    ReferenceEvaluator& ev = profiled.evaluator();
+    if (profile_.empty()) ev.remove_observer(profiled.profiler());
+    Generator gen(ev, find_signature(ev.model().graph));
+    spdlog::info("{}", gen.signature().describe());
+
+    GenerateOptions opt;
+    opt.prompt = make_prompt(ev, gen.signature());
+    if (!prompt_mask_.empty()) opt.prompt_mask = read_npy(prompt_mask_);
+    opt.new_tokens = new_tokens_, opt.eos = eos_, opt.max_length = max_length_;
+
+    std::optional<DumpObserver> dump;
+    StepHooks hooks;
+    hooks.before = [&](int step, const std::map<std::string, Value>&) {
+      if (dump_step_ && step == *dump_step_) ev.add_observer(&dump.emplace(dump_dir_));
+      if (!profile_.empty()) profiled.profiler()->begin_run();
+    };
+    hooks.after = [&](int step) {
+      if (!profile_.empty()) profiled.profiler()->end_run({{"phase", phase_of(step)}, {"step", step}});
+      if (dump && step == *dump_step_) {
+        ev.remove_observer(&*dump);
+        dump->finish();
+      }
+    };
+    const GenerateResult r = gen.run(opt, hooks);
+
+    for (size_t b = 0; b < r.tokens.size(); ++b) fmt::print("row {}: {}\n", b, fmt::join(r.tokens[b], " "));
+    fmt::print("{}", r.summary());
+    if (dump_step_ && !dump) spdlog::warn("--dump-step {}: generation stopped before that step; nothing dumped", *dump_step_);
+    if (dump) fmt::print("dump: step {} ({}), {} values in {}\n", *dump_step_, phase_of(*dump_step_), dump->size(), dump_dir_);
+    if (!profile_.empty()) {
+      profile::write_profile(profile_, profiled.events());
+      fmt::print("profile: {} (1 prefill + {} decode runs)\n", profile_, r.decode_ms.size());
+    }
+    if (!json_.empty()) write_output(json_, r.to_json().dump(2) + "\n", "generate JSON");
+    std::fflush(stdout);
+    return kOk;
+  }
+
+ private:
+  Tensor make_prompt(const ReferenceEvaluator& ev, const DecoderSignature& sig) const {
+    if (!prompt_.empty()) return parse_prompt(prompt_);
+    if (!prompt_file_.empty()) {
+      Tensor t = read_npy(prompt_file_);
+      if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
+        fail_usage(fmt::format("--prompt-file {}: token ids must be int64 or int32, got {}", prompt_file_, dtype_short_name(t.dtype())));
+      if (t.rank() == 1) t = t.reshaped({1, t.dim(0)});
+      return t;
+    }
+    if (prompt_len_ == 0) fail_usage("give the prompt: --prompt \"1 2 3\", --prompt-file ids.npy or --prompt-len N");
+    int64_t vocab = vocab_;
+    if (vocab == 0) {
+      const ValueType* t = ev.declared_type(sig.logits);
+      if (t && t->has_shape && !t->dims.empty() && t->dims.back().fixed()) vocab = t->dims.back().value;
+      else fail_usage(fmt::format("output '{}' declares no fixed vocabulary size: give --vocab V for --prompt-len", sig.logits));
+    }
+    return random_prompt(batch_, prompt_len_, vocab, seed_);
+  }
+
+  std::string model_, prompt_, prompt_file_, prompt_mask_, json_, profile_, dump_dir_;
+  int64_t prompt_len_ = 0, batch_ = 1, vocab_ = 0;
+  uint64_t seed_ = 0;
+  int new_tokens_ = 16;
+  std::optional<int64_t> eos_, max_length_;
+  std::optional<int> dump_step_;
+};
+
+}  // namespace
+
+std::unique_ptr<Verb> make_generate_verb() { return std::make_unique<GenerateVerb>(); }
+
+}  // namespace refeval::cli
