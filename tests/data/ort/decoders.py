@@ -253,6 +253,105 @@ def optimum(cfg):
     return b.model(ins, outs, [("", 17), ("com.microsoft", 1)])
 
 
+def torch_export(cfg):
+    """A Llama-style decoder as torch.onnx.export writes Hugging Face's modeling code, op by op:
+    RMSNorm as Pow/ReduceMean/Add/Sqrt/Reciprocal/Mul, rotate-half rotary from position_ids
+    (Gather of full-width cos/sin, Slice/Neg/Concat), the causal and padding mask built from
+    attention_mask (Range, LessOrEqual, And, Where with the float minimum), grouped-query
+    attention through repeat_kv (Unsqueeze/Expand/Reshape), Softmax, SiLU as Sigmoid * x."""
+    c, b = cfg, Builder(cfg)
+    H, rep = cfg.head_size, cfg.heads // cfg.kv_heads
+    i64 = lambda name, v: b.const(name, np.array(v, np.int64))  # noqa: E731
+    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+               ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
+    # rotary tables, full width (HF concatenates the frequencies twice)
+    inv = 1.0 / (10000 ** (np.arange(0, H, 2) / H))
+    freqs = np.outer(np.arange(c.max_length), inv)
+    emb = np.concatenate([freqs, freqs], axis=1)
+    cos = b.node("Gather", [b.const("model.rotary_emb.cos", np.cos(emb).astype(np.float32)), "position_ids"],
+                 ["/model/rotary_emb/cos/output_0"], "/model/rotary_emb/cos")
+    sin = b.node("Gather", [b.const("model.rotary_emb.sin", np.sin(emb).astype(np.float32)), "position_ids"],
+                 ["/model/rotary_emb/sin/output_0"], "/model/rotary_emb/sin")
+    cos = b.node("Unsqueeze", [cos, i64("axis_1", [1])], ["/model/rotary_emb/cos_unsq/output_0"], "/model/rotary_emb/cos_unsq")
+    sin = b.node("Unsqueeze", [sin, i64("axis_1b", [1])], ["/model/rotary_emb/sin_unsq/output_0"], "/model/rotary_emb/sin_unsq")
+    # _prepare_4d_causal_attention_mask: (B, 1, S, T) additive
+    m = "/model/mask"
+    total = b.node("Gather", [b.node("Shape", ["attention_mask"], [f"{m}/Shape/output_0"], f"{m}/Shape"), i64("idx1", 1)],
+                   [f"{m}/total/output_0"], f"{m}/total", axis=0)
+    seq = b.node("Gather", [b.node("Shape", ["input_ids"], [f"{m}/Shape_1/output_0"], f"{m}/Shape_1"), i64("idx1b", 1)],
+                 [f"{m}/seq/output_0"], f"{m}/seq", axis=0)
+    past = b.node("Sub", [total, seq], [f"{m}/past/output_0"], f"{m}/past")
+    q_pos = b.node("Range", [past, total, i64("one", 1)], [f"{m}/q_pos/output_0"], f"{m}/q_pos")
+    k_pos = b.node("Range", [i64("zero", 0), total, i64("one_b", 1)], [f"{m}/k_pos/output_0"], f"{m}/k_pos")
+    q_col = b.node("Unsqueeze", [q_pos, i64("axis_m1", [-1])], [f"{m}/q_col/output_0"], f"{m}/q_col")
+    causal = b.node("LessOrEqual", [k_pos, q_col], [f"{m}/causal/output_0"], f"{m}/causal")
+    pad = b.node("Cast", ["attention_mask"], [f"{m}/pad/output_0"], f"{m}/pad", to=TensorProto.BOOL)
+    pad = b.node("Unsqueeze", [pad, i64("axes_12", [1, 2])], [f"{m}/pad_4d/output_0"], f"{m}/pad_4d")
+    allowed = b.node("And", [causal, pad], [f"{m}/allowed/output_0"], f"{m}/allowed")
+    bias = b.node("Where", [allowed, b.const("zero_f", np.array(0, np.float32)),
+                            b.const("min_f", np.array(np.finfo(np.float32).min, np.float32))], [f"{m}/bias/output_0"], f"{m}/bias")
+
+    def rms(inp, weight, name):
+        sq = b.node("Pow", [inp, b.const(f"{name}/two", np.array(2, np.float32))], [f"{name}/Pow/output_0"], f"{name}/Pow")
+        mean = b.node("ReduceMean", [sq, i64(f"{name}/axes", [-1])], [f"{name}/ReduceMean/output_0"], f"{name}/ReduceMean", keepdims=1)
+        var = b.node("Add", [mean, b.const(f"{name}/eps", np.array(c.eps, np.float32))], [f"{name}/Add/output_0"], f"{name}/Add")
+        root = b.node("Sqrt", [var], [f"{name}/Sqrt/output_0"], f"{name}/Sqrt")
+        inv_rms = b.node("Reciprocal", [root], [f"{name}/Reciprocal/output_0"], f"{name}/Reciprocal")
+        normed = b.node("Mul", [inp, inv_rms], [f"{name}/Mul/output_0"], f"{name}/Mul")
+        return b.node("Mul", [b.norm_weight(weight), normed], [f"{name}/Mul_1/output_0"], f"{name}/Mul_1")
+
+    def rotate(t, name):  # t * cos + rotate_half(t) * sin
+        x1 = b.node("Slice", [t, i64(f"{name}/s0", [0]), i64(f"{name}/e0", [H // 2]), i64(f"{name}/a0", [-1])],
+                    [f"{name}/Slice/output_0"], f"{name}/Slice")
+        x2 = b.node("Slice", [t, i64(f"{name}/s1", [H // 2]), i64(f"{name}/e1", [H]), i64(f"{name}/a1", [-1])],
+                    [f"{name}/Slice_1/output_0"], f"{name}/Slice_1")
+        neg = b.node("Neg", [x2], [f"{name}/Neg/output_0"], f"{name}/Neg")
+        half = b.node("Concat", [neg, x1], [f"{name}/Concat/output_0"], f"{name}/Concat", axis=-1)
+        a = b.node("Mul", [t, cos], [f"{name}/Mul/output_0"], f"{name}/Mul")
+        r = b.node("Mul", [half, sin], [f"{name}/Mul_1/output_0"], f"{name}/Mul_1")
+        return b.node("Add", [a, r], [f"{name}/Add/output_0"], f"{name}/Add")
+
+    hidden, residual = rms(x, "model.layers.0.input_layernorm.weight", "/model/layers.0/input_layernorm"), x
+    for i in range(c.layers):
+        p = f"/model/layers.{i}/self_attn"
+        heads = {"q": c.heads, "k": c.kv_heads, "v": c.kv_heads}
+        t = {}
+        for n in ("q", "k", "v"):
+            y = b.matmul(hidden, c.hidden, heads[n] * H, f"{p}/{n}_proj/MatMul")
+            y = b.node("Reshape", [y, i64(f"{p}/{n}_shape", [0, 0, heads[n], H])], [f"{p}/{n}_view/output_0"], f"{p}/{n}_view")
+            t[n] = b.node("Transpose", [y], [f"{p}/{n}_transpose/output_0"], f"{p}/{n}_transpose", perm=[0, 2, 1, 3])
+        q, k = rotate(t["q"], f"{p}/q_rotary"), rotate(t["k"], f"{p}/k_rotary")
+        k = b.node("Concat", [f"past_key_values.{i}.key", k], [f"present.{i}.key"], f"{p}/k_cache", axis=2)
+        v = b.node("Concat", [f"past_key_values.{i}.value", t["v"]], [f"present.{i}.value"], f"{p}/v_cache", axis=2)
+
+        def repeat_kv(kv, n):
+            u = b.node("Unsqueeze", [kv, i64(f"{p}/{n}_rep_axis", [2])], [f"{p}/{n}_rep_unsq/output_0"], f"{p}/{n}_rep_unsq")
+            e = b.node("Expand", [u, i64(f"{p}/{n}_rep_shape", [1, 1, rep, 1, 1])], [f"{p}/{n}_rep_expand/output_0"], f"{p}/{n}_rep_expand")
+            return b.node("Reshape", [e, i64(f"{p}/{n}_rep_view", [0, c.heads, -1, H])], [f"{p}/{n}_rep/output_0"], f"{p}/{n}_rep")
+
+        k, v = repeat_kv(k, "k"), repeat_kv(v, "v")
+        kt = b.node("Transpose", [k], [f"{p}/k_t/output_0"], f"{p}/k_t", perm=[0, 1, 3, 2])
+        scores = b.node("MatMul", [q, kt], [f"{p}/scores/output_0"], f"{p}/scores")
+        scores = b.node("Mul", [scores, b.const(f"{p}/scale", np.array(1 / np.sqrt(H), np.float32))], [f"{p}/scaled/output_0"], f"{p}/scaled")
+        scores = b.node("Add", [scores, bias], [f"{p}/masked/output_0"], f"{p}/masked")
+        probs = b.node("Softmax", [scores], [f"{p}/Softmax/output_0"], f"{p}/Softmax", axis=-1)
+        ctx = b.node("MatMul", [probs, v], [f"{p}/context/output_0"], f"{p}/context")
+        ctx = b.node("Transpose", [ctx], [f"{p}/context_t/output_0"], f"{p}/context_t", perm=[0, 2, 1, 3])
+        ctx = b.node("Reshape", [ctx, i64(f"{p}/out_shape", [0, 0, c.hidden])], [f"{p}/context_view/output_0"], f"{p}/context_view")
+        o = b.matmul(ctx, c.hidden, c.hidden, f"{p}/o_proj/MatMul")
+        residual = b.node("Add", [residual, o], [f"/model/layers.{i}/Add/output_0"], f"/model/layers.{i}/Add")
+        hidden = rms(residual, f"model.layers.{i}.post_attention_layernorm.weight", f"/model/layers.{i}/post_attention_layernorm")
+        down = b.mlp(hidden, i, nbits=False)
+        residual = b.node("Add", [residual, down], [f"/model/layers.{i}/Add_1/output_0"], f"/model/layers.{i}/Add_1")
+        last = i + 1 == c.layers
+        hidden = rms(residual, "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight",
+                     "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm")
+    b.matmul(hidden, c.hidden, c.vocab, "/lm_head/MatMul")
+    b.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+    ins, outs = io(c, with_position_ids=True)
+    return b.model(ins, outs, [("", 18)])
+
+
 def portable(cfg):
     c, b = cfg, Builder(cfg)
     H = c.head_size
