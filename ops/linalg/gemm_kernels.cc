@@ -38,6 +38,12 @@ constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which OpenBLA
 constexpr int64_t kColumnBlock = 1024, kRowBlock = 128;
 constexpr int64_t kParallelWork = int64_t(1) << 21;  // M * N * K below which one thread does it all
 
+// Eigen parallelises its products with OpenMP when built with it, as librefeval is: a 32 x 64 x 64
+// product then waited 20-40 ms for a second thread on a busy machine (100x its work). refeval's
+// own pool (refeval/threads.h) is the only one: Eigen runs single-threaded in every file of the
+// library (the setting is Eigen's process-wide state), from load time on.
+const bool kEigenSingleThreaded = (Eigen::setNbThreads(1), true);
+
 void single_threaded_blas() {
   static const bool once = (openblas_set_num_threads(1), true);
   (void)once;
