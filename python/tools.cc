@@ -47,7 +47,9 @@ std::string generate_model(const std::string& model_path, const py::handle& prom
   generate::StepHooks hooks;
   if (!profile_path.empty()) {
     hooks.before = [&](int, const std::map<std::string, Value>&) { profiled.profiler()->begin_run(); };
-    hooks.after = [&](int step) { profiled.profiler()->end_run({{"phase", generate::phase_of(step)}, {"step", step}}); };
+    hooks.after = [&](int step, int64_t kv_bytes) {
+      profiled.profiler()->end_run({{"phase", generate::phase_of(step)}, {"step", step}, {"kv_cache_bytes", kv_bytes}});
+    };
   }
   generate::GenerateResult r;
   {

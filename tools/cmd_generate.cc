@@ -64,8 +64,9 @@ class GenerateVerb : public Verb {
       if (dump_step_ && step == *dump_step_) ev.add_observer(&dump.emplace(dump_dir_));
       if (!profile_.empty()) profiled.profiler()->begin_run();
     };
-    hooks.after = [&](int step) {
-      if (!profile_.empty()) profiled.profiler()->end_run({{"phase", phase_of(step)}, {"step", step}});
+    hooks.after = [&](int step, int64_t kv_bytes) {
+      if (!profile_.empty())
+        profiled.profiler()->end_run({{"phase", phase_of(step)}, {"step", step}, {"kv_cache_bytes", kv_bytes}});
       if (dump && step == *dump_step_) {
         ev.remove_observer(&*dump);
         dump->finish();

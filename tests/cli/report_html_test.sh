@@ -30,4 +30,13 @@ check "compare: the screenshot shows the page" python3 $src/tests/tools/png_chec
 check "compare: before and after bars for each of 4 op types in 2 charts" bash -c "[[ \$(grep -o 'class=\"bar\"' $work/dom.html | wc -l) -eq 16 ]]"
 check "compare: MatMul vanished, Gemm appeared" bash -c "grep -q '<td>MatMul</td>.*vanished' $work/dom.html && grep -q '<td>Gemm</td>.*appeared' $work/dom.html"
 check "compare: both sides side by side" bash -c "[[ \$(grep -o '<h2>Before: \|<h2>After: ' $work/dom.html | wc -l) -eq 2 ]]"
+
+# a generation loop's profile: latency per step with the prefill marked, KV growth, op charts per phase
+"$refeval" -q generate $src/tests/data/ort/decoders_torch/b1/model.onnx --prompt-len 8 --new-tokens 6 --profile $work/gen.json >/dev/null
+expect 0 "" "report written" -- report $work/gen.json --format html -o $work/gen.html
+render $work/gen.html 1300 1400
+check "generate: the screenshot shows the page" python3 $src/tests/tools/png_check.py $work/shot.png 3 3
+check "generate: one prefill and 5 decode columns per step chart (latency, KV cache)" \
+  bash -c "[[ \$(grep -o 'class=\"prefill\"' $work/dom.html | wc -l) -eq 2 && \$(grep -o 'class=\"decode\"' $work/dom.html | wc -l) -eq 15 ]]"
+check "generate: the op charts of each phase" bash -c "grep -q '<h2>Phase prefill (1 run, ' $work/dom.html && grep -q '<h2>Phase decode (5 runs, ' $work/dom.html"
 finish

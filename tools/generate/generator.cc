@@ -136,7 +136,9 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
     for (const KvInput& kv : sig_.kv) wanted.push_back(kv.present);
     Values out = ev_.run(wanted, feeds);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (hooks.after) hooks.after(step);
+    int64_t kv_bytes = 0;
+    for (size_t i = 1; i < out.size(); ++i) kv_bytes += value_bytes(out[i]);
+    if (hooks.after) hooks.after(step, kv_bytes);
     (step == 0 ? r.prefill_ms : r.decode_ms.emplace_back()) = ms;
 
     // greedy: the logits of each row's last valid position (the last one after the prefill)
@@ -157,11 +159,7 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
       step_ids[size_t(b)] = best;
     }
 
-    int64_t kv_bytes = 0;
-    for (size_t i = 0; i < sig_.kv.size(); ++i) {
-      kv_bytes += value_bytes(out[i + 1]);
-      cache[sig_.kv[i].past] = std::move(out[i + 1]);
-    }
+    for (size_t i = 0; i < sig_.kv.size(); ++i) cache[sig_.kv[i].past] = std::move(out[i + 1]);
     r.kv_cache_bytes.push_back(kv_bytes);
     if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; })) break;
     // the next step: the new token's column of the mask is 1

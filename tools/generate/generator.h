@@ -34,7 +34,7 @@ struct GenerateOptions {
 // What is told before and after each run of the loop (the profiler tags runs with the phase).
 struct StepHooks {
   std::function<void(int step, const std::map<std::string, Value>& feeds)> before;
-  std::function<void(int step)> after;
+  std::function<void(int step, int64_t kv_cache_bytes)> after;  // the cache's bytes after the step
 };
 inline const char* phase_of(int step) { return step == 0 ? "prefill" : "decode"; }
 

@@ -145,6 +145,64 @@ std::string timeline(const ProfileView& v) {
   return svg + "</svg></figure>\n";
 }
 
+// A column per run of a generation loop: its wall time, the prefill in another colour; or, with
+// `kv`, the KV cache's size after each run.
+std::string step_chart(const std::string& title, const std::vector<Run>& runs, bool kv) {
+  const int left = 84, col = std::max(4, std::min(24, 900 / std::max<int>(1, int(runs.size())))), plot_h = 160;
+  const int width = left + col * int(runs.size()) + 20, height = plot_h + 40;
+  auto value = [&](const Run& r) { return kv ? double(std::max<int64_t>(0, r.kv_cache_bytes)) / (1 << 20) : double(r.dur) / 1000; };
+  double top = 0;
+  for (const Run& r : runs) top = std::max(top, value(r));
+  std::string svg = fmt::format(
+      "<figure class=\"steps\"><figcaption>{}</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+      "height=\"{}\" role=\"img\" aria-label=\"{}\">\n",
+      escape(title), width, height, escape(title));
+  svg += fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"end\" class=\"axis\">{:.3g} {}</text>"
+                     "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"axis\">0</text>\n",
+                     left - 6, top, kv ? "MiB" : "ms", left - 6, 10 + plot_h);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    const double h = top > 0 ? std::max(1.0, value(r) / top * plot_h) : 0;
+    const bool prefill = r.phase == "prefill";
+    svg += fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"><title>step {} "
+                       "({}): {:.3f} {}</title></rect>\n",
+                       prefill ? "prefill" : "decode", left + int(i) * col, 10 + plot_h - h, col - 1, h,
+                       prefill ? kPalette[1] : kPalette[0], r.step >= 0 ? r.step : int(i), escape(r.phase), value(r), kv ? "MiB" : "ms");
+    if (prefill)
+      svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"label\">prefill</text>\n", left + int(i) * col, 10 + plot_h - h - 4 < 12 ? 12.0 : 10 + plot_h - h - 4);
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"axis\">step 0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" "
+                     "class=\"axis\">step {}</text>\n",
+                     left, height - 8, left + col * int(runs.size()), height - 8, runs.empty() ? 0 : int(runs.size()) - 1);
+  return svg + "</svg></figure>\n";
+}
+
+// The runs of a generation loop (`refeval generate --profile`, or ORT's loop tagged the same way):
+// latency per step with the prefill marked, the KV cache's growth, and the op charts per phase.
+std::string generation_section(const ProfileView& v, size_t top) {
+  std::vector<std::string> phases;
+  for (const Run& r : v.runs)
+    if (!r.phase.empty() && std::find(phases.begin(), phases.end(), r.phase) == phases.end()) phases.push_back(r.phase);
+  if (phases.empty()) return "";
+  std::vector<Run> decode;
+  for (const Run& r : v.runs)
+    if (r.phase != "prefill") decode.push_back(r);
+  std::string h = "<h2>Generation</h2>\n<div class=\"charts\">\n" + step_chart("Latency per step (ms; prefill marked)", v.runs, false);
+  if (!decode.empty() && decode.size() < v.runs.size()) h += step_chart("Latency per decode step (ms)", decode, false);
+  if (std::any_of(v.runs.begin(), v.runs.end(), [](const Run& r) { return r.kv_cache_bytes >= 0; }))
+    h += step_chart("KV cache after each step (MiB)", v.runs, true);
+  h += "</div>\n";
+  for (const std::string& phase : phases) {
+    std::vector<Run> runs;
+    for (const Run& r : v.runs)
+      if (r.phase == phase) runs.push_back(r);
+    const Table t = aggregate(v.by_op.summary.path, v.by_op.summary.runs_in_file, runs, GroupBy::Op);
+    h += fmt::format("<h2>Phase {} ({} run{}, {:.3f} ms)</h2>\n", escape(phase), runs.size(), runs.size() == 1 ? "" : "s", t.summary.wall_ms) +
+         three_views(t, top) + table_html(t, top, "ops-" + phase);
+  }
+  return h;
+}
+
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format(R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{}</title>
@@ -180,10 +238,11 @@ std::string side_html(const ProfileView& v, size_t top) {
 }  // namespace
 
 std::string html_report(const ProfileView& v, size_t top) {
-  const std::string body = fmt::format("<h1>Profile: {}</h1>\n<pre class=\"summary\">{}</pre>\n<h2>Per op type</h2>\n{}{}<h2>Timeline</h2>\n{}"
+  const std::string body = fmt::format("<h1>Profile: {}</h1>\n<pre class=\"summary\">{}</pre>\n{}<h2>Per op type</h2>\n{}{}<h2>Timeline</h2>\n{}"
                                        "<h2>Calls by op type</h2>\n{}<h2>Per node</h2>\n{}",
-                                       escape(v.by_op.summary.path), escape(summary_lines(v.by_op.summary)), three_views(v.by_op, top),
-                                       table_html(v.by_op, top, "ops"), timeline(v), drill_down(v), table_html(v.by_node, top, "nodes"));
+                                       escape(v.by_op.summary.path), escape(summary_lines(v.by_op.summary)), generation_section(v, top),
+                                       three_views(v.by_op, top), table_html(v.by_op, top, "ops"), timeline(v), drill_down(v),
+                                       table_html(v.by_node, top, "nodes"));
   return page("refeval report: " + v.by_op.summary.path, body);
 }
 

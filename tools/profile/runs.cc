@@ -28,6 +28,8 @@ std::vector<Run> split_runs(const ProfileFile& file, std::vector<std::string>* w
         if (st->is_number_integer()) r.step = st->get<int>();
         else if (st->is_string()) r.step = std::atoi(st->get<std::string>().c_str());  // ORT writes numbers as strings
       }
+      if (const auto kv = e.extra_args.find("kv_cache_bytes"); kv != e.extra_args.end() && kv->is_number_integer())
+        r.kv_cache_bytes = kv->get<int64_t>();
     }
   const bool synthetic = runs.empty();
   if (synthetic) {
