@@ -77,6 +77,7 @@ function zeros(type, dims) {
       const cp = perRow ? new Array(B).fill(past) : Array.from({length: S}, (_, s) => past + s);
       feeds.cache_position = new ort.Tensor('int64', big(cp), [cp.length]);
     }
+    if (session.inputNames.includes('use_cache_branch')) feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.from([step > 0 ? 1 : 0]), [1]);
     const t0 = process.hrtime.bigint();
     const out = await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);

@@ -20,6 +20,7 @@ CASES = [
     ("optimum_b2_left_padded", "tests/data/ort/decoders_optimum/b1/model.onnx", 2, "left", []),
     ("torch_b1", "tests/data/ort/decoders_torch/b1/model.onnx", 1, None, []),
     ("torch_b2_left_padded", "tests/data/ort/decoders_torch/b1/model.onnx", 2, "left", []),
+    ("torch_merged_b2", "tests/data/ort/decoders_torch/merged_b1/model.onnx", 2, "left", []),
     ("portable_b1", "tests/data/ort/decoders_portable/b1/model.onnx", 1, None, ["--max-length", "48"]),
     ("portable_b2", "tests/data/ort/decoders_portable/b1/model.onnx", 2, None, ["--max-length", "48"]),
     ("genai_int4_b1", "tests/data/ort/decoders_genai/int4_sym_b1/model.onnx", 1, None, []),

@@ -352,6 +352,43 @@ def torch_export(cfg):
     return b.model(ins, outs, [("", 18)])
 
 
+def merged(model):
+    """A merged decoder as Optimum writes one: an If on a `use_cache_branch` input, its then-branch
+    the decoder with past, its else-branch the decoder with the past cut to length 0 (the prefill).
+    The weights stay initializers of the main graph, read from the outer scope."""
+    g = model.graph
+    pasts = [i.name for i in g.input if "past" in i.name]
+
+    def branch(suffix, cut):
+        nodes = []
+        rename = {}
+        if cut:
+            zero = helper.make_tensor(f"cut_zero{suffix}", TensorProto.INT64, [1], [0])
+            nodes.append(helper.make_node("Constant", [], [f"cut_zero{suffix}"], value=zero))
+            axis = helper.make_tensor(f"cut_axis{suffix}", TensorProto.INT64, [1], [2])
+            nodes.append(helper.make_node("Constant", [], [f"cut_axis{suffix}"], value=axis))
+            for p in pasts:
+                rename[p] = f"{p}{suffix}"
+                nodes.append(helper.make_node("Slice", [p, f"cut_zero{suffix}", f"cut_zero{suffix}", f"cut_axis{suffix}"], [rename[p]]))
+        internal = {o for n in g.node for o in n.output}
+        outs = {o.name for o in g.output}
+        for n in g.node:
+            copy = helper.make_node(n.op_type, [rename.get(i, f"{i}{suffix}" if i in internal and i not in outs else
+                                                            f"{i}{suffix}" if i in outs else i) for i in n.input],
+                                    [f"{o}{suffix}" for o in n.output], name=f"{n.name}{suffix}", domain=n.domain or None)
+            copy.attribute.extend(n.attribute)
+            nodes.append(copy)
+        outputs = [helper.make_tensor_value_info(f"{o.name}{suffix}", o.type.tensor_type.elem_type, None) for o in g.output]
+        return helper.make_graph(nodes, f"decoder{suffix}", [], outputs)
+
+    node = helper.make_node("If", ["use_cache_branch"], [o.name for o in g.output], name="optimum::if",
+                            then_branch=branch("_with_past", False), else_branch=branch("_no_past", True))
+    inputs = list(g.input) + [helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1])]
+    graph = helper.make_graph([node], "merged_decoder", inputs, list(g.output), list(g.initializer))
+    return helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version,
+                             producer_name=model.producer_name)
+
+
 def portable(cfg):
     c, b = cfg, Builder(cfg)
     H = c.head_size

@@ -109,6 +109,14 @@ def torch_suite():
     mask[1, :3] = 0
     prefill_then_decode("decoders_torch", "b2_left_padded", cfg, model, mask, feeds)
 
+    # the same decoder merged as Optimum merges it (If on use_cache_branch)
+    def merged_feeds(input_ids, mask, state):
+        f = feeds(input_ids, mask, state)
+        f["use_cache_branch"] = np.array([state is not None])
+        return f
+
+    prefill_then_decode("decoders_torch", "merged_b1", cfg, decoders.merged(model), np.ones((1, 5), np.int64), merged_feeds)
+
 
 def portable_suite():
     cfg = decoders.Config(seed=23)
