@@ -16,6 +16,7 @@
 #include "refeval/model_io.h"
 #include "refeval/plugin.h"
 #include "refeval/registry.h"
+#include "refeval/numerics.h"
 #include "refeval/threads.h"
 #include "refeval/trace.h"
 
@@ -189,6 +190,8 @@ PYBIND11_MODULE(_refeval, m) {
   m.def("threads", &refeval::thread_count);
   m.def("generate", &generate_model, py::arg("model"), py::arg("prompt"), py::arg("prompt_mask"), py::arg("new_tokens"),
         py::arg("eos"), py::arg("max_length"), py::arg("profile"));
+  m.def("set_emulate_accuracy_level", &refeval::set_emulate_accuracy_level, py::arg("on"));
+  m.def("emulate_accuracy_level", &refeval::emulate_accuracy_level);
   m.def("profile", &profile_model, py::arg("model"), py::arg("feeds"), py::arg("warmup"), py::arg("repeat"), py::arg("out"));
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
         py::arg("disable"));

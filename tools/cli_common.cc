@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "refeval/numerics.h"
 #include "refeval/threads.h"
 #include "refeval/format.h"
 #include "refeval/model_io.h"
@@ -35,6 +36,7 @@ const Registry& registry(const GlobalOptions& g) {
 void apply_limits(const GlobalOptions& g) {
   set_loop_iteration_cap(g.max_loop_iterations);
   set_thread_count(g.threads);
+  set_emulate_accuracy_level(g.emulate_accuracy_level);
   if (g.max_memory.empty()) {
     const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
     set_memory_cap(physical / 5 * 4);

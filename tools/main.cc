@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
 
   app.add_option("--threads", global.threads, "N: threads for matrix products, convolutions and large elementwise ops (default 1; 0: every core); results do not depend on it")
       ->check(CLI::Range(0, 1024));
+  app.add_flag("--emulate-accuracy-level", global.emulate_accuracy_level,
+               "MatMulNBits nodes with accuracy_level 4 reproduce ONNX Runtime's CPU int8 path (A quantized to int8 per block) instead of the exact math");
   app.add_option("--log-level", global.log_level, "LEVEL: diagnostics shown on stderr: trace, debug, info (default), warning, error, off");
   app.add_flag("-q,--quiet", global.quiet, "errors only on stderr (no warnings, notes or progress)");
 

@@ -15,6 +15,7 @@ void register_embed_layer_normalization(Registry& reg);
 void register_rotary_embedding(Registry& reg);
 void register_multi_head_attention(Registry& reg);
 void register_group_query_attention(Registry& reg);
+void register_matmul_nbits(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -28,6 +29,7 @@ void register_contrib(Registry& reg) {
   contrib::register_rotary_embedding(reg);
   contrib::register_multi_head_attention(reg);
   contrib::register_group_query_attention(reg);
+  contrib::register_matmul_nbits(reg);
 }
 
 }  // namespace refeval::ops

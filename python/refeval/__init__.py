@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "set_threads", "threads", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
 class Error(Exception):
@@ -228,3 +228,15 @@ def set_threads(n):
 def threads():
     """The thread count set_threads() gave (1 by default)."""
     return _refeval.threads()
+
+
+def set_emulate_accuracy_level(on=True):
+    """As the CLI's --emulate-accuracy-level, for every evaluator of the process: com.microsoft
+    MatMulNBits nodes with accuracy_level 4 reproduce ONNX Runtime's CPU int8 path (A quantized to
+    int8 per block) instead of computing the exact math (the default)."""
+    _refeval.set_emulate_accuracy_level(bool(on))
+
+
+def emulate_accuracy_level():
+    """Whether set_emulate_accuracy_level() turned the emulation on (off by default)."""
+    return _refeval.emulate_accuracy_level()

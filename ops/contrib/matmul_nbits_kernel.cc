@@ -1,0 +1,350 @@
+// MatMulNBits' products (contract in matmul_nbits_kernel.h). A decode step multiplies a few rows
+// by every weight once, so the time goes into reading and unpacking B: for up to 4 rows each
+// column's blocks are unpacked into registers (AVX2: one broadcast, variable shift and mask per 8
+// values), scaled and consumed at once, C columns side by side so that C * R fused multiply-add
+// chains overlap their latency. More rows (prefill) dequantize 3 columns into a small float tile
+// and reuse it for every row. Both compute the same values in the same order, as does the
+// portable code below them, so a row's result does not depend on how many rows come with it.
+#include "matmul_nbits_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define REFEVAL_NBITS_AVX2 1
+#endif
+
+#include "refeval/dispatch.h"
+#include "refeval/limits.h"
+#include "refeval/threads.h"
+
+namespace refeval::ops::contrib {
+namespace {
+
+constexpr int64_t kLanes = 8;
+constexpr int64_t kMaxFusedRows = 4;  // rows unpacked into registers; more go through a float tile
+constexpr int64_t kTileColumns = 3;   // columns of the float tile (4 x 3 accumulators fill AVX2's registers)
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Block b of column n: its blob, scale and zero point.
+template <class S>
+const uint8_t* blob_of(const NBitsWeight<S>& w, int64_t n, int64_t b) {
+  return w.data + (n * w.k_blocks + b) * (w.block_size * w.bits / 8);
+}
+template <class S>
+float scale_of(const NBitsWeight<S>& w, int64_t n, int64_t b) { return float(w.scales[n * w.k_blocks + b]); }
+template <class S>
+float zero_point_of(const NBitsWeight<S>& w, int64_t n, int64_t b) {
+  if (w.zero_points) return float(w.zero_points[n * w.k_blocks + b]);
+  if (!w.packed_zero_points) return float(1 << (w.bits - 1));
+  const int64_t row = (w.k_blocks * w.bits + 7) / 8, bit = b * w.bits;
+  return float((w.packed_zero_points[n * row + bit / 8] >> (bit % 8)) & ((1 << w.bits) - 1));
+}
+// Value i of a blob: widths 2, 4 and 8 never straddle a byte.
+inline int quantized(const uint8_t* blob, int64_t bits, int64_t i) {
+  const int64_t bit = i * bits;
+  return (blob[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+// Column n's dequantized weights into out[0, Kp), zero beyond K.
+template <class S>
+void dequantize_column(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp) {
+  if (w.g_idx) {
+    for (int64_t k = 0; k < w.K; ++k) {
+      const int64_t b = w.g_idx[k];
+      const int q = quantized(blob_of(w, n, k / w.block_size), w.bits, k % w.block_size);
+      out[k] = (float(q) - zero_point_of(w, n, b)) * scale_of(w, n, b);
+    }
+  } else {
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const uint8_t* blob = blob_of(w, n, b);
+      const float scale = scale_of(w, n, b), zero = zero_point_of(w, n, b);
+      const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
+      for (int64_t i = 0; i < len; ++i) out[k0 + i] = (float(quantized(blob, w.bits, i)) - zero) * scale;
+    }
+  }
+  std::fill(out + w.K, out + Kp, 0.0f);
+}
+
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the order of the AVX2 reduction.
+inline float reduce_lanes(const float* l) {
+  const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+  return (s0 + s2) + (s1 + s3);
+}
+
+#if REFEVAL_NBITS_AVX2
+
+inline float reduce_lanes(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // l_i + l_{i+4}
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));                                  // s0 + s2, s1 + s3
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+// Values i .. i+7 of a blob (i a multiple of 8) as int32 lanes.
+template <int Bits>
+inline __m256i unpack8(const uint8_t* blob, int64_t i) {
+  if constexpr (Bits == 8) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blob + i)));
+  } else if constexpr (Bits == 4) {
+    uint32_t v;
+    std::memcpy(&v, blob + i / 2, 4);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(v)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                            _mm256_set1_epi32(0xF));
+  } else {
+    uint16_t v;
+    std::memcpy(&v, blob + i / 4, 2);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                            _mm256_set1_epi32(3));
+  }
+}
+
+// The first `count` lanes set.
+inline __m256 lane_mask(int64_t count) {
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
+// Rows [0, R) x columns [n0, n0 + C) of y, unpacking each block of B into registers (no g_idx).
+// `a` has rows of lda >= round_up(K, 8) floats, zero beyond K.
+template <int Bits, int R, int C, class S>
+void fused_tile(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, const float* bias, float* y,
+                int64_t ldy) {
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
+    const uint8_t* blob[C];
+    __m256 scale[C], zero[C];
+    for (int c = 0; c < C; ++c) {
+      blob[c] = blob_of(w, n0 + c, b);
+      scale[c] = _mm256_set1_ps(scale_of(w, n0 + c, b));
+      zero[c] = _mm256_set1_ps(zero_point_of(w, n0 + c, b));
+    }
+    for (int64_t i = 0; i < len; i += kLanes) {
+      __m256 wv[C];
+      for (int c = 0; c < C; ++c) wv[c] = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(unpack8<Bits>(blob[c], i)), zero[c]), scale[c]);
+      if (len - i < kLanes)  // the last group of a partial block: zero weights, as a is zero there
+        for (int c = 0; c < C; ++c) wv[c] = _mm256_and_ps(wv[c], lane_mask(len - i));
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_loadu_ps(a + r * lda + k0 + i);
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const float sum = reduce_lanes(acc[r][c]);
+      y[r * ldy + n0 + c] = bias ? sum + bias[n0 + c] : sum;
+    }
+}
+
+// Columns [n0, n1), R rows: C columns at a time, then one at a time.
+template <int Bits, int R, int C, class S>
+void fused_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, int64_t n1, const float* bias,
+                   float* y, int64_t ldy) {
+  int64_t n = n0;
+  for (; n + C <= n1; n += C) fused_tile<Bits, R, C>(w, a, lda, n, bias, y, ldy);
+  for (; n < n1; ++n) fused_tile<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
+}
+
+template <int Bits, class S>
+void fused(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+           float* y) {
+  const int64_t N = w.N;
+  switch (M) {  // fewer rows, more columns at once: enough independent chains to hide the FMA latency
+    case 1: return fused_columns<Bits, 1, 4>(w, a, lda, n0, n1, bias, y, N);
+    case 2: return fused_columns<Bits, 2, 4>(w, a, lda, n0, n1, bias, y, N);
+    case 3: return fused_columns<Bits, 3, 2>(w, a, lda, n0, n1, bias, y, N);
+    default: return fused_columns<Bits, 4, 2>(w, a, lda, n0, n1, bias, y, N);
+  }
+}
+
+// Rows [0, R) x C tile columns: y[r][n0 + c] = a_r · tile_c over Kp (a multiple of 8).
+template <int R, int C>
+void tile_dot(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_t n0, const float* bias, float* y,
+              int64_t ldy) {
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < Kp; k += kLanes) {
+    __m256 wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(tile + c * Kp + k);
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_loadu_ps(a + r * lda + k);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const float sum = reduce_lanes(acc[r][c]);
+      y[r * ldy + n0 + c] = bias ? sum + bias[n0 + c] : sum;
+    }
+}
+
+template <int C>
+void tile_rows(const float* a, int64_t lda, int64_t M, const float* tile, int64_t Kp, int64_t n0, const float* bias,
+               float* y, int64_t ldy) {
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) tile_dot<4, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
+  switch (M - m) {
+    case 3: return tile_dot<3, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
+    case 2: return tile_dot<2, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
+    case 1: return tile_dot<1, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
+    default: return;
+  }
+}
+
+// dequantize_column without g_idx, 8 values at a time.
+template <int Bits, class S>
+void dequantize_column8(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp) {
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const uint8_t* blob = blob_of(w, n, b);
+    const __m256 scale = _mm256_set1_ps(scale_of(w, n, b)), zero = _mm256_set1_ps(zero_point_of(w, n, b));
+    const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
+    for (int64_t i = 0; i < len; i += kLanes) {
+      __m256 wv = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(unpack8<Bits>(blob, i)), zero), scale);
+      if (len - i < kLanes) wv = _mm256_and_ps(wv, lane_mask(len - i));
+      _mm256_storeu_ps(out + k0 + i, wv);
+    }
+  }
+  std::fill(out + round_up(w.K, kLanes), out + Kp, 0.0f);
+}
+
+template <class S>
+void dequantize_column_fast(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp) {
+  if (w.g_idx) return dequantize_column(w, n, out, Kp);
+  switch (w.bits) {
+    case 2: return dequantize_column8<2>(w, n, out, Kp);
+    case 4: return dequantize_column8<4>(w, n, out, Kp);
+    default: return dequantize_column8<8>(w, n, out, Kp);
+  }
+}
+
+// Dequantizes a few columns at a time into a float tile and multiplies every row by it.
+template <class S>
+void tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+           float* y) {
+  const int64_t Kp = round_up(w.K, kLanes);
+  std::vector<float> tile(size_t(kTileColumns * Kp));
+  for (int64_t n = n0; n < n1; n += kTileColumns) {
+    const int64_t cols = std::min(kTileColumns, n1 - n);
+    for (int64_t c = 0; c < cols; ++c) dequantize_column_fast(w, n + c, tile.data() + c * Kp, Kp);
+    switch (cols) {
+      case 3: tile_rows<3>(a, lda, M, tile.data(), Kp, n, bias, y, w.N); break;
+      case 2: tile_rows<2>(a, lda, M, tile.data(), Kp, n, bias, y, w.N); break;
+      default: tile_rows<1>(a, lda, M, tile.data(), Kp, n, bias, y, w.N); break;
+    }
+  }
+}
+
+template <class S>
+void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+             float* y) {
+  if (M > kMaxFusedRows || w.g_idx) return tiled(w, a, lda, M, n0, n1, bias, y);
+  switch (w.bits) {
+    case 2: return fused<2>(w, a, lda, M, n0, n1, bias, y);
+    case 4: return fused<4>(w, a, lda, M, n0, n1, bias, y);
+    default: return fused<8>(w, a, lda, M, n0, n1, bias, y);
+  }
+}
+
+#else  // the portable code: the same operations one lane at a time
+
+template <class S>
+void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+             float* y) {
+  const int64_t Kp = round_up(w.K, kLanes);
+  std::vector<float> column(static_cast<size_t>(Kp));
+  for (int64_t n = n0; n < n1; ++n) {
+    dequantize_column(w, n, column.data(), Kp);
+    for (int64_t m = 0; m < M; ++m) {
+      float lanes[kLanes] = {};
+      for (int64_t k = 0; k < Kp; k += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] = std::fma(a[m * lda + k + j], column[size_t(k + j)], lanes[j]);
+      const float sum = reduce_lanes(lanes);
+      y[m * w.N + n] = bias ? sum + bias[n] : sum;
+    }
+  }
+}
+
+#endif
+
+// Enough columns per thread that a split pays for itself (about 64K multiply-adds).
+int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, K * M)); }
+
+}  // namespace
+
+template <class S>
+void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
+  // Rows padded with zeros to a multiple of 8 values, so that every group of 8 reads whole lanes.
+  const int64_t Kp = round_up(w.K, kLanes);
+  std::vector<float> padded;
+  if (Kp != w.K) {
+    padded = scratch_vector<float>(M * Kp, "MatMulNBits' padded A");
+    for (int64_t m = 0; m < M; ++m) std::copy(a + m * w.K, a + (m + 1) * w.K, padded.begin() + m * Kp);
+    a = padded.data();
+  }
+  parallel_for(w.N, column_grain(w.K, M), [&](int64_t n0, int64_t n1) { columns(w, a, Kp, M, n0, n1, bias, y); });
+}
+
+template <class S>
+void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
+  const int64_t K = w.K, bs = w.block_size, kb = w.k_blocks;
+  // A quantized per (row, block) as MLAS's QuantizeARow_CompInt8 does; zeros beyond K.
+  std::vector<int16_t> qa = scratch_vector<int16_t>(M * kb * bs, "MatMulNBits' int8 A");
+  std::vector<float> scale_a = scratch_vector<float>(M * kb, "MatMulNBits' A scales");
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < kb; ++b) {
+      const float* in = a + m * K + b * bs;
+      const int64_t len = std::min(bs, K - b * bs);
+      float max_abs = 0.0f;
+      for (int64_t i = 0; i < len; ++i) max_abs = std::max(max_abs, std::fabs(in[i]));
+      scale_a[size_t(m * kb + b)] = max_abs / 127.0f;
+      const float inverse = max_abs != 0.0f ? 127.0f / max_abs : 0.0f;
+      int16_t* out = qa.data() + (m * kb + b) * bs;
+      for (int64_t i = 0; i < len; ++i) {
+        // MLAS converts with saturation: NaN (an infinite or NaN block) becomes -128.
+        const float r = std::nearbyint(in[i] * inverse);
+        out[i] = std::isnan(r) ? int16_t(-128) : int16_t(std::clamp(r, -128.0f, 127.0f));
+      }
+    }
+  parallel_for(w.N, column_grain(K, M), [&](int64_t n0, int64_t n1) {
+    std::vector<int16_t> qb(static_cast<size_t>(bs));
+    std::vector<float> acc(static_cast<size_t>(M));
+    for (int64_t n = n0; n < n1; ++n) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t b = 0; b < kb; ++b) {
+        const uint8_t* blob = blob_of(w, n, b);
+        const int zero = int(zero_point_of(w, n, b));
+        for (int64_t i = 0; i < bs; ++i) qb[size_t(i)] = int16_t(quantized(blob, w.bits, i) - zero);
+        const float scale_b = scale_of(w, n, b);
+        for (int64_t m = 0; m < M; ++m) {
+          const int16_t* row = qa.data() + (m * kb + b) * bs;
+          int32_t dot = 0;
+          for (int64_t i = 0; i < bs; ++i) dot += int32_t(row[i]) * int32_t(qb[size_t(i)]);
+          acc[size_t(m)] = std::fma(float(dot), scale_a[size_t(m * kb + b)] * scale_b, acc[size_t(m)]);
+        }
+      }
+      for (int64_t m = 0; m < M; ++m) y[m * w.N + n] = bias ? acc[size_t(m)] + bias[n] : acc[size_t(m)];
+    }
+  });
+}
+
+bool ort_int8_path(int64_t bits, int64_t block_size, bool has_g_idx, bool float_zero_points) {
+  if (has_g_idx || float_zero_points) return false;
+  if (bits == 2) return block_size >= 32 && block_size <= 128;
+  return block_size >= 16 && block_size <= 256;
+}
+
+template void nbits_gemm(const NBitsWeight<float>&, const float*, int64_t, const float*, float*);
+template void nbits_gemm(const NBitsWeight<float16>&, const float*, int64_t, const float*, float*);
+template void nbits_gemm(const NBitsWeight<bfloat16>&, const float*, int64_t, const float*, float*);
+template void nbits_gemm_int8(const NBitsWeight<float>&, const float*, int64_t, const float*, float*);
+template void nbits_gemm_int8(const NBitsWeight<float16>&, const float*, int64_t, const float*, float*);
+template void nbits_gemm_int8(const NBitsWeight<bfloat16>&, const float*, int64_t, const float*, float*);
+
+}  // namespace refeval::ops::contrib

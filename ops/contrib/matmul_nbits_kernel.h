@@ -1,0 +1,46 @@
+// The products behind com.microsoft MatMulNBits (matmul_nbits.cc): Y = A · dequant(B)ᵀ + bias,
+// with B's blocks dequantized on the fly, never materialised as a whole float matrix.
+#pragma once
+
+#include <cstdint>
+
+namespace refeval::ops::contrib {
+
+// MatMulNBits' B and its quantization parameters. S is A's element type (float, float16 or
+// bfloat16): the type of the scales and of unpacked zero points.
+template <class S>
+struct NBitsWeight {
+  int64_t K = 0, N = 0, bits = 0, block_size = 0, k_blocks = 0;
+  const uint8_t* data = nullptr;                // (N, k_blocks, block_size * bits / 8), low bits first
+  const S* scales = nullptr;                    // (N, k_blocks)
+  const uint8_t* packed_zero_points = nullptr;  // (N, ceil(k_blocks * bits / 8)), low bits first
+  const S* zero_points = nullptr;               // (N, k_blocks); with neither, 2^(bits - 1)
+  const int32_t* g_idx = nullptr;               // the block of each k; null: k / block_size
+};
+
+// y (M x N) = a (M x K) · dequant(w)ᵀ + bias (bias may be null), row-major, in float. Weight
+// (n, k) is (float(q) - zp) * scale computed in float, with the zp and scale of block g_idx[k]
+// (default k / block_size) and q the k-th value of column n. Each y[m][n] is one fixed sum: eight
+// lanes, lane j a chain of fused multiply-adds over the k = j (mod 8) in increasing order, then
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), then + bias. It depends neither on M, on the
+// row, on the thread count (the work is split over N) nor on the CPU (the AVX2 and the portable
+// code perform the same operations).
+template <class S>
+void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y);
+
+// The same product as ONNX Runtime 1.30's CPU kernel computes it for accuracy_level 4 (MLAS's
+// SQNBIT_CompInt8): each row of a is quantized to int8 per block of block_size along K, with
+// scale_a = max|a| / 127 and q_a = round-half-even(a * (127 / max|a|)) in float (a zero block gives
+// zeros); then y[m][n] = sum over the blocks of float(dot(q_a, q - zp)) * (scale_a * scale), the
+// integer dot products exact, the float sum a chain of fused multiply-adds over the blocks, + bias.
+// MLAS's SIMD kernels order that float sum differently: results differ from ORT's by float
+// rounding. Requires integer zero points (packed or default) and no g_idx.
+template <class S>
+void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y);
+
+// Whether ORT 1.30's CPU kernel takes its int8 path for accuracy_level 4 (measured on x86-64): 4-
+// and 8-bit weights in blocks of 16 to 256, 2-bit ones in blocks of 32 to 128, integer zero points
+// (packed or default) and no g_idx. Otherwise it dequantizes B to float: the level changes nothing.
+bool ort_int8_path(int64_t bits, int64_t block_size, bool has_g_idx, bool float_zero_points);
+
+}  // namespace refeval::ops::contrib
