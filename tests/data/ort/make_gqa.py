@@ -102,6 +102,10 @@ case("bidirectional_b2_padded", problem(2, 4, 4, 2, 8, [3, 1], 4), causal=0, **h
 f = with_rotary(problem(2, 1, 4, 2, 16, [4, 2], 5, P=4), 8)
 f["position_ids"] = np.array([[9], [3]], np.int64)
 case("decode_position_ids_b2", f, do_rotary=1, **heads)
+# on a first prompt ORT reads only position_ids[0]: positions 5, 6, 7 for both rows
+f = with_rotary(problem(2, 3, 4, 2, 16, [2, 2], 3), 8)
+f["position_ids"] = np.array([[5, 0, 9], [1, 1, 1]], np.int64)
+case("prefill_position_ids_first_value_b2", f, do_rotary=1, **heads)
 # a KV-shared layer: key/value of length 0, every key read from past_key
 case("kv_shared_layer_b2", problem(2, 1, 4, 2, 8, [4, 2], 5, P=5, kv_len=0), **heads)
 # window-sized cache: capacity 5, window 3, 8 tokens in (the cache compacts to 5 - 3 = 2 rows + 1 new)
