@@ -108,6 +108,7 @@ f["position_ids"] = np.array([[5, 0, 9], [1, 1, 1]], np.int64)
 case("prefill_position_ids_first_value_b2", f, do_rotary=1, **heads)
 # a KV-shared layer: key/value of length 0, every key read from past_key
 case("kv_shared_layer_b2", problem(2, 1, 4, 2, 8, [4, 2], 5, P=5, kv_len=0), **heads)
+case("kv_shared_layer_prefill", problem(1, 3, 4, 2, 8, [2], 3, P=6, kv_len=0), **heads)
 # window-sized cache: capacity 5, window 3, 8 tokens in (the cache compacts to 5 - 3 = 2 rows + 1 new)
 case("sliding_window_cache_decode", problem(1, 1, 2, 1, 8, [8], 9, P=5), local_window_size=3, sliding_window_cache=1,
      num_heads=2, kv_num_heads=1)
