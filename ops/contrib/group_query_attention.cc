@@ -1,5 +1,5 @@
-// com.microsoft GroupQueryAttention (v1): causal self-attention with N query heads sharing
-// Nkv <= N key/value heads, a BNSH key/value cache and optional in-kernel RoPE. The behaviour
+// com.microsoft GroupQueryAttention (v1): self-attention (causal unless causal=0) with N query
+// heads sharing Nkv <= N key/value heads, a BNSH key/value cache and optional RoPE. The behaviour
 // where ContribOperators.md is silent follows ORT 1.30's CPU kernel (checked by tests/data/ort/gqa).
 //   inputs:  query (B, S, N*H), or packed QKV (B, S, (N + 2 Nkv) H) with key and value absent;
 //            key, value (B, L, Nkv*H) with L = S, or L = 0 when past_key holds every key (a

@@ -228,7 +228,7 @@ TEST_CASE("GroupQueryAttention decode: concat past and shared max-length buffer,
   check_problem(random_problem(with(concat, [](Problem& p) { p.packed = true; }), 11));
   // shared buffer: past of 8 >= total 6 keeps 8 rows, the new token goes to row T_b - 1
   check_problem(random_problem(with(concat, [](Problem& p) { p.P = 8; }), 12));
-  // seqlens_k given as (B, 1), as onnx-community's Gemma exports do
+  // seqlens_k given as (B, 1), as onnx-community's Gemma-4 export feeds it
   check_problem(random_problem(with(concat, [](Problem& p) { p.seqlens_shape = {2, 1}; }), 13));
 }
 
@@ -250,7 +250,6 @@ TEST_CASE("GroupQueryAttention subsequent prompt (chunked prefill) and a KV-shar
                               in, 1);
   // the same as a decode step whose new key and value are the last valid past row
   Problem decode = p;
-  decode.P = 5;
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t d = 0; d < 4; ++d) {
       const int64_t last = p.seqlens[size_t(b)];

@@ -84,6 +84,22 @@ TEST_CASE("SimplifiedLayerNormalization divides by the root mean square (no mean
   }
 }
 
+TEST_CASE("SimplifiedLayerNormalization resolves in the ai.onnx domain under genai's opset import of 21") {
+  // onnxruntime-genai imports {"": 21, "com.microsoft": 1} and emits SimplifiedLayerNormalization
+  // in the default domain, where ORT registers it at version 1; later opsets resolve it as well.
+  const Tensor x = tensor<float>({2, 3}, {1, -2, 2, 0.5f, 0.5f, -0.5f}), scale = tensor<float>({3}, {1, 2, -1});
+  // rms of (1, -2, 2) is sqrt(3), of (0.5, 0.5, -0.5) 0.5; epsilon 0
+  const float r = 1 / std::sqrt(3.0f);
+  const Tensor y = tensor<float>({2, 3}, {r, -4 * r, -2 * r, 1, 2, 1}), inv = tensor<float>({2, 1}, {r, 2});
+  for (int64_t opset : {21, 23, 25}) {
+    CAPTURE(opset);
+    const Values out = run_node(layer_norm("SimplifiedLayerNormalization", {"y", "inv"}, 0.0f, ""), {x, scale}, opset);
+    REQUIRE(out.size() == 2);
+    check_equal(out[0], y);
+    check_equal(out[1], inv);
+  }
+}
+
 TEST_CASE("contrib LayerNormalization errors name the problem") {
   const Tensor x = tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK_THROWS_WITH_AS(run_node(layer_norm("LayerNormalization", {"y"}, 1e-5f, ""), {x, tensor<float>({2}, {1, 1}), tensor<float>({3}, {0, 0, 0})}, 13),

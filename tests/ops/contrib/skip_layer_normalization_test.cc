@@ -76,6 +76,36 @@ TEST_CASE("SkipSimplifiedLayerNormalization: RMS of input + skip + bias, and RMS
   check_equal(fused, rms);
 }
 
+TEST_CASE("SkipSimplifiedLayerNormalization takes 2-D (token_count, hidden) input, as genai's graphs feed it") {
+  // 3 tokens of hidden 4; the oracle: s = x + skip + bias, y = s / sqrt(mean(s^2) + eps) * gamma
+  const int64_t tokens = 3, hidden = 4;
+  std::vector<float> xv, sv;
+  for (int64_t i = 0; i < tokens * hidden; ++i) xv.push_back(std::sin(0.7f * float(i))), sv.push_back(0.25f * float(i % 5) - 0.5f);
+  const std::vector<float> gv = {1, -0.5f, 2, 0.75f}, bv = {0.1f, 0, -0.2f, 0.3f};
+  const float eps = 1e-5f;
+  std::vector<float> y, inv, sum;
+  for (int64_t t = 0; t < tokens; ++t) {
+    double ms = 0;
+    for (int64_t d = 0; d < hidden; ++d) {
+      const double v = double(xv[size_t(t * hidden + d)]) + sv[size_t(t * hidden + d)] + bv[size_t(d)];
+      sum.push_back(float(v)), ms += v * v / double(hidden);
+    }
+    inv.push_back(float(1 / std::sqrt(ms + eps)));
+    for (int64_t d = 0; d < hidden; ++d) y.push_back(float(sum[size_t(t * hidden + d)] * inv.back() * gv[size_t(d)]));
+  }
+  const Tensor x = tensor<float>({tokens, hidden}, xv), skip = tensor<float>({tokens, hidden}, sv);
+  const Values out = run_node(skip_ln({"x", "skip", "gamma", "bias"}, {"y", "", "inv", "sum"}, eps, "SkipSimplifiedLayerNormalization"),
+                              {x, skip, tensor<float>({hidden}, gv), tensor<float>({hidden}, bv)});
+  REQUIRE(out.size() == 3);
+  check_equal(out[0], tensor<float>({tokens, hidden}, y));
+  check_equal(out[1], tensor<float>({tokens, 1}, inv));
+  check_equal(out[2], tensor<float>({tokens, hidden}, sum));
+  // with 2-D input ORT wants skip of the same shape ("last two dimensions of skip needs to be same as input")
+  CHECK_THROWS_WITH_AS(run_node(skip_ln({"x", "skip", "gamma"}, {"y"}, eps, "SkipSimplifiedLayerNormalization"),
+                                {x, tensor<float>({1, hidden}, gv), tensor<float>({hidden}, gv)}),
+                       doctest::Contains("skip has shape (1, 4), expected input's shape (3, 4)"), Error);
+}
+
 TEST_CASE("SkipLayerNormalization errors name the input and the expected shape") {
   const Tensor x = tensor<float>({1, 2, 2}, {1, 2, 3, 4}), gamma = tensor<float>({2}, {1, 1});
   CHECK_THROWS_WITH_AS(run_node(skip_ln({"x", "skip", "gamma"}, {"y"}, 1e-5f), {x, tensor<float>({2, 1}, {1, 2}), gamma}),
