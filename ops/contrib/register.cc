@@ -14,6 +14,9 @@ void register_attention(Registry& reg);
 void register_embed_layer_normalization(Registry& reg);
 void register_rotary_embedding(Registry& reg);
 void register_multi_head_attention(Registry& reg);
+void register_gather_block_quantized(Registry& reg);
+void register_moe(Registry& reg);
+void register_qmoe(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -26,6 +29,9 @@ void register_contrib(Registry& reg) {
   contrib::register_embed_layer_normalization(reg);
   contrib::register_rotary_embedding(reg);
   contrib::register_multi_head_attention(reg);
+  contrib::register_gather_block_quantized(reg);
+  contrib::register_moe(reg);
+  contrib::register_qmoe(reg);
 }
 
 }  // namespace refeval::ops
