@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 
 namespace refeval::ops::contrib {
@@ -140,7 +141,7 @@ double sigmoid(double v) { return v >= 0 ? 1 / (1 + std::exp(-v)) : std::exp(v) 
 double activate(double v, MoEActivation act) {
   switch (act) {
     case MoEActivation::Relu: return std::max(v, 0.0);
-    case MoEActivation::Gelu: return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    case MoEActivation::Gelu: return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
     case MoEActivation::Silu: return v * sigmoid(v);
     default: return v;
   }

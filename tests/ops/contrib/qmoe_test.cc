@@ -34,7 +34,7 @@ std::vector<uint8_t> pack_rows(const std::vector<std::vector<std::vector<int>>>&
 }
 
 // One quantized layer: q (E, N, K), scales and zero points per (E, N, block) (block = 0 means one
-// per row), and what it dequantizes to.
+// per row), and what it dequantizes to. Scales have 10 significant bits: exact in float16.
 struct QLayer {
   int E, N, K, bits, block;
   bool zp;
@@ -53,7 +53,7 @@ struct QLayer {
         for (int k = 0; k < K; ++k) row.push_back(integer(0, top));
         for (int b = 0; b < nb; ++b) {
           zr.push_back(zp ? integer(0, top) : 1 << (bits - 1));
-          sr.push_back(double(float(uniform(0.5, 1.5) / (1 << bits))));
+          sr.push_back((512 + integer(0, 511)) / 1024.0 / (1 << bits));  // exact in float16
         }
         std::vector<double> w;
         for (int k = 0; k < K; ++k) w.push_back((row[size_t(k)] - zr[size_t(block ? k / block : 0)]) * sr[size_t(block ? k / block : 0)]);
@@ -231,14 +231,14 @@ TEST_CASE("QMoE equals MoE on the dequantized weights; float16 scales") {
   const Value qmoe = run_qmoe({x, r, fc1.weights(), fc1.scales(), Value(), fc2.weights(), fc2.scales(), Value(), Value(), Value(),
                                Value(), fc1.zero_points(), fc2.zero_points()}, q);
   check_equal(qmoe, moe, {1e-5, 1e-6});
-  auto half = [](const Tensor& t) {  // float16 scales are rounded, hence the looser tolerance
+  auto half = [](const Tensor& t) {  // the scales are exact in float16
     std::vector<float16> h;
     for (float f : t.to_vector<float>()) h.push_back(float16(f));
     return Tensor::from_vector<float16>(t.shape(), h);
   };
   const Value q16 = run_qmoe({x, r, fc1.weights(), half(fc1.scales()), Value(), fc2.weights(), half(fc2.scales()), Value(), Value(),
                               Value(), Value(), fc1.zero_points(), fc2.zero_points()}, q);
-  check_equal(q16, moe, {2e-3, 1e-4});
+  check_equal(q16, moe, {1e-5, 1e-6});
 }
 
 TEST_CASE("QMoE errors name the problem") {
