@@ -37,9 +37,14 @@ class MoE : public OpRun {
     auto layer = [&](const Tensor& w, int64_t n, int64_t k, size_t bias_index, const char* bias_name) {
       ExpertLayer l;
       l.n = n, l.k = k;
-      auto all = std::make_shared<const std::vector<double>>(to_doubles(w));
-      l.weights = [all, n, k](int64_t e) {
-        return std::vector<double>(all->begin() + e * n * k, all->begin() + (e + 1) * n * k);
+      // One expert at a time: a whole layer in double can be gigabytes (128 experts of 5760 x 2880).
+      l.weights = [w, n, k](int64_t e) {
+        return visit<TypeList<float, float16, bfloat16>>(w.dtype(), [&]<class T>() {
+          const T* p = w.data<T>() + e * n * k;
+          std::vector<double> out(size_t(n * k));
+          for (size_t i = 0; i < out.size(); ++i) out[i] = double(compute_t<T>(p[i]));
+          return out;
+        });
       };
       l.bias = expert_bias(in, bias_index, E, n, dtype, bias_name);
       return l;
