@@ -16,6 +16,9 @@ void register_rotary_embedding(Registry& reg);
 void register_multi_head_attention(Registry& reg);
 void register_group_query_attention(Registry& reg);
 void register_matmul_nbits(Registry& reg);
+void register_gather_block_quantized(Registry& reg);
+void register_moe(Registry& reg);
+void register_qmoe(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -30,6 +33,9 @@ void register_contrib(Registry& reg) {
   contrib::register_multi_head_attention(reg);
   contrib::register_group_query_attention(reg);
   contrib::register_matmul_nbits(reg);
+  contrib::register_gather_block_quantized(reg);
+  contrib::register_moe(reg);
+  contrib::register_qmoe(reg);
 }
 
 }  // namespace refeval::ops
