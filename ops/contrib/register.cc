@@ -14,6 +14,9 @@ void register_attention(Registry& reg);
 void register_embed_layer_normalization(Registry& reg);
 void register_rotary_embedding(Registry& reg);
 void register_multi_head_attention(Registry& reg);
+void register_decoder_masked_multi_head_attention(Registry& reg);
+void register_sparse_attention(Registry& reg);
+void register_m_rotary_embedding(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -26,6 +29,9 @@ void register_contrib(Registry& reg) {
   contrib::register_embed_layer_normalization(reg);
   contrib::register_rotary_embedding(reg);
   contrib::register_multi_head_attention(reg);
+  contrib::register_decoder_masked_multi_head_attention(reg);
+  contrib::register_sparse_attention(reg);
+  contrib::register_m_rotary_embedding(reg);
 }
 
 }  // namespace refeval::ops
