@@ -26,10 +26,11 @@
 // K cache layout: ORT documents the shared key buffer as reordered to (B, N, h/x, M, x) with
 // x = 16 / sizeof(T); only the CUDA kernel uses that layout. ORT's CPU kernel reads and writes
 // the plain (B, N, M, h) layout (checked against ORT 1.30), and refeval follows the CPU kernel.
-// Where this differs from ORT 1.30's CPU kernel: ORT refuses packed QKV (a reshape error) and an
-// unshared past (it requires past_present_share_buffer = 1); with past_sequence_length 0 ORT takes
-// the whole buffer as the past and writes the new row out of place; refeval attends the new token
-// alone there, as the spec says.
+// Where this differs from ORT 1.30's CPU kernel: ORT refuses packed QKV (a reshape error), an
+// unshared past (it requires past_present_share_buffer = 1) and hv != h; with
+// past_sequence_length 0 ORT takes the whole buffer as the past and writes the new row out of
+// place; refeval attends the new token alone there, as the spec says. qk has the type T (the spec
+// allows a float qk for float16 T; ORT's CPU kernel writes T).
 #include <cmath>
 
 #include "attention_core.h"
@@ -58,7 +59,7 @@ class DecoderMaskedMultiHeadAttention : public OpRun {
     if (ctx.has_output(3) && !output_qk_) ctx.fail("output qk needs output_qk=1");
   }
 
-  Values run(const Values& in, RunContext&) override {
+  Values run(const Values& in, RunContext& ctx) override {
     const Tensor& query = input_tensor(in, 0);
     const DType dtype = query.dtype();
     require_types<Types>(dtype);
@@ -69,6 +70,9 @@ class DecoderMaskedMultiHeadAttention : public OpRun {
     AttentionProblem p;
     p.batch = B, p.heads = N, p.seq = 1;
     const bool cross = has_value(in, 1) && input_tensor(in, 1).rank() == 4;
+    const std::vector<std::string>& outs = ctx.node().outputs;
+    if (cross && ((outs.size() > 1 && !outs[1].empty()) || (outs.size() > 2 && !outs[2].empty())))
+      fail_runtime("cross attention (4-D key) has no present_key or present_value outputs");
     Values out = cross ? cross_attention(in, p, dtype) : self_attention(in, p, dtype);
 
     p.scale = scale_ != 0.0f ? double(scale_) : 1.0 / std::sqrt(double(p.head_size));

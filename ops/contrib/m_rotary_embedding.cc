@@ -9,8 +9,9 @@
 // and multiplied by `scale` (default 1). The first rot = rotary_embedding_dim (default: the head
 // size) values of each head then rotate as in RotaryEmbedding, in pairs (x1, x2) ->
 // (x1 cos - x2 sin, x2 cos + x1 sin): x1 = x[c], x2 = x[c + rot/2], or x1 = x[2c], x2 = x[2c + 1]
-// when interleaved; the other h - rot values pass through. is_packed_batching changes nothing
-// here (ORT's CPU kernel only skips a cache-length check with it).
+// when interleaved; the other h - rot values pass through. Positions must lie within the caches'
+// rows. ORT 1.30's CPU kernel also refuses S > max_positions unless is_packed_batching = 1 (its
+// only use of that attribute); refeval does not, and ignores is_packed_batching.
 #include "contrib_common.h"
 #include "refeval/registry.h"
 

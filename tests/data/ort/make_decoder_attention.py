@@ -4,11 +4,14 @@ sparse_attention (SparseAttention) and m_rotary (MRotaryEmbedding), expected out
 Forms ORT 1.30's CPU kernels refuse or get wrong are tested against the oracles in the unit tests
 (tests/ops/contrib/*_test.cc) instead of here:
   DecoderMaskedMultiHeadAttention: packed QKV (ORT fails a reshape), an unshared past (ORT
-    requires past_present_share_buffer=1), past_sequence_length 0 (ORT takes the whole buffer as
-    the past and writes the new row into the next head's buffer).
+    requires past_present_share_buffer=1), value head size != key head size (refused),
+    past_sequence_length 0 (ORT takes the whole buffer as the past and writes the new row into
+    the next head's buffer).
   SparseAttention: batches whose key_total_sequence_lengths differ from total_sequence_length
-    (ORT reads its softmax buffer at other offsets than it wrote), and RoPE with a rotary dim that
-    is not a multiple of 16 (ORT refuses it).
+    (ORT reads its softmax buffer at other offsets than it wrote), head sizes that are not a
+    multiple of 8, or of 16 with RoPE, and cos/sin caches whose width is not a multiple of 8
+    (refused).
+  MRotaryEmbedding: more tokens than cos/sin cache rows (refused without is_packed_batching).
 SparseAttention also needs past and present to be one buffer in ORT, so its suite runs with
 share_kv_buffers.js preloaded (it binds present_* to the past_* feeds).
 

@@ -277,6 +277,9 @@ TEST_CASE("DecoderMaskedMultiHeadAttention errors name the input") {
   t = make_step({.shared = false, .cross = true});
   t.ab_b = 1, t.ab_n = 1, t.ab.assign(5, 0.f);
   fails(t, "cross attention (4-D key) takes no attention_bias");
+  CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q", "k", "v"}, {"y", "present_key"}, {attr("num_heads", int64_t(2))}, "d", "com.microsoft"),
+                                {tensor<float>({2, 1, 8}, s.q), tensor<float>({2, 2, 3, 4}, wave(48, 1.f)), tensor<float>({2, 2, 3, 4}, wave(48, 2.f))}),
+                       doctest::Contains("cross attention (4-D key) has no present_key or present_value outputs"), Error);
   CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q", "k", "v"}, {"y"}, {attr("num_heads", int64_t(2))}, "d", "com.microsoft"),
                                 {tensor<float>({1, 2, 8}, wave(16, 1.f)), tensor<float>({1, 2, 8}, wave(16, 1.f)), tensor<float>({1, 2, 8}, wave(16, 1.f))}),
                        doctest::Contains("query has shape (1, 2, 8); the sequence length must be 1"), Error);
