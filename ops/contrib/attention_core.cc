@@ -42,25 +42,44 @@ std::vector<std::vector<double>> unpack_interleaved(const std::vector<double>& p
   return out;
 }
 
+namespace {
+// Fills score (S x T) with the pre-softmax scores of batch b, head n: the scaled dot products
+// plus the key padding or causal mask and attention_bias.
+void head_scores(const AttentionProblem& p, int64_t b, int64_t n, double* score) {
+  const int64_t N = p.heads, S = p.seq, T = p.total, h = p.head_size, bn = b * N + n;
+  gemm(false, true, S, T, h, p.q.data() + bn * S * h, p.k.data() + bn * T * h, score);
+  for (int64_t i = 0; i < S; ++i) {
+    double* row = score + i * T;
+    for (int64_t j = 0; j < T; ++j) {
+      double s = row[j] * p.scale;
+      const bool padded = !p.hidden.empty() && p.hidden[size_t((b * S + i) * T + j)];
+      if (padded || (p.causal && j > p.past + i)) s += p.mask_filter_value;
+      if (!p.bias.empty()) {
+        const int64_t bb = p.bias_shape[0] == 1 ? 0 : b, bh = p.bias_shape[1] == 1 ? 0 : n;
+        s += p.bias[size_t(((bb * p.bias_shape[1] + bh) * S + i) * T + j)];
+      }
+      row[j] = s;
+    }
+  }
+}
+}  // namespace
+
+std::vector<double> attention_scores(const AttentionProblem& p) {
+  std::vector<double> scores(size_t(p.batch * p.heads * p.seq * p.total));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t n = 0; n < p.heads; ++n) head_scores(p, b, n, scores.data() + (b * p.heads + n) * p.seq * p.total);
+  return scores;
+}
+
 std::vector<double> attend(const AttentionProblem& p) {
-  const int64_t B = p.batch, N = p.heads, S = p.seq, T = p.total, h = p.head_size, hv = p.v_head_size;
+  const int64_t B = p.batch, N = p.heads, S = p.seq, T = p.total, hv = p.v_head_size;
   std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t n = 0; n < N; ++n) {
       const int64_t bn = b * N + n;
-      gemm(false, true, S, T, h, p.q.data() + bn * S * h, p.k.data() + bn * T * h, score.data());
+      head_scores(p, b, n, score.data());
       for (int64_t i = 0; i < S; ++i) {
         double* row = score.data() + i * T;
-        for (int64_t j = 0; j < T; ++j) {
-          double s = row[j] * p.scale;
-          const bool padded = !p.hidden.empty() && p.hidden[size_t((b * S + i) * T + j)];
-          if (padded || (p.causal && j > p.past + i)) s += p.mask_filter_value;
-          if (!p.bias.empty()) {
-            const int64_t bb = p.bias_shape[0] == 1 ? 0 : b, bh = p.bias_shape[1] == 1 ? 0 : n;
-            s += p.bias[size_t(((bb * p.bias_shape[1] + bh) * S + i) * T + j)];
-          }
-          row[j] = s;
-        }
         const double top = T == 0 ? 0.0 : *std::max_element(row, row + T);
         double sum = 0;
         for (int64_t j = 0; j < T; ++j) sum += row[j] = std::exp(row[j] - top);

@@ -68,6 +68,10 @@ std::vector<std::vector<double>> unpack_interleaved(const std::vector<double>& p
 // The attention output as (B, S, N * v_head_size).
 std::vector<double> attend(const AttentionProblem& p);
 
+// The pre-softmax scores (B, N, S, T): scale * q . k plus masks and attention_bias, as attend
+// uses them (the qk output of the decoder attention ops).
+std::vector<double> attention_scores(const AttentionProblem& p);
+
 // Reads an attention_bias input (B or 1, N or 1, S, T) into p.bias, naming it in errors.
 void set_attention_bias(AttentionProblem& p, const Tensor& bias, DType dtype);
 

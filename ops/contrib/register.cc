@@ -19,6 +19,9 @@ void register_matmul_nbits(Registry& reg);
 void register_gather_block_quantized(Registry& reg);
 void register_moe(Registry& reg);
 void register_qmoe(Registry& reg);
+void register_decoder_masked_multi_head_attention(Registry& reg);
+void register_sparse_attention(Registry& reg);
+void register_m_rotary_embedding(Registry& reg);
 }  // namespace contrib
 
 void register_contrib(Registry& reg) {
@@ -36,6 +39,9 @@ void register_contrib(Registry& reg) {
   contrib::register_gather_block_quantized(reg);
   contrib::register_moe(reg);
   contrib::register_qmoe(reg);
+  contrib::register_decoder_masked_multi_head_attention(reg);
+  contrib::register_sparse_attention(reg);
+  contrib::register_m_rotary_embedding(reg);
 }
 
 }  // namespace refeval::ops
