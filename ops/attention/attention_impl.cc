@@ -167,13 +167,11 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       }
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
-        const C* brow = bi + s * T;
-        // Whether a row is fully masked is decided on the bias (as the spec does), so a masked
-        // row stays zero even when its raw scores are not finite.
-        const bool all_masked = std::all_of(brow, brow + T, [&](C x) { return x == ninf; });
+        // std::max skips NaN, so a row whose bias is -inf everywhere has m = -inf even where a
+        // +inf score made a NaN: such a row is zeroed as the spec's bias-based guard says.
         C m = ninf;
         for (int64_t j = 0; j < T; ++j) m = std::max(m, row[j]);
-        if (all_masked || m == ninf) {  // nothing to attend to: zero probabilities
+        if (m == ninf) {  // nothing to attend to: zero probabilities
           std::fill_n(row, T, C(0));
           continue;
         }

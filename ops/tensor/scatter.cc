@@ -186,7 +186,7 @@ class TensorScatter : public OpRun {
     const int64_t inner = dims_product(past.shape(), axis + 1, rank);
     const int64_t per_batch = dims_product(past.shape(), 1, axis);  // prefixes within one batch
     Tensor y = past.clone();
-    if (max_seq == 0) return {y};
+    if (max_seq == 0) return {y};  // an empty cache takes only an empty update (and mod 0 is undefined)
     visit_by_width(past.dtype(), [&]<class W>() {
       const W* u = raw_as<W>(upd);
       W* out = raw_as<W>(y);

@@ -9,7 +9,9 @@ before the mask, qk_matmul_output modes in pipeline order, bottom-right causal a
 internal and external cache, zero rows when a query sees no key). What it cannot run, covered by
 refeval's unit tests instead:
   - Attention-25 (left_window_size / right_window_size): "Unrecognized attribute: left_window_size";
-  - an opset-24 attn_mask shorter than the keys: "inconsistent total_sequence_length".
+  - an opset-24 attn_mask shorter than the keys: "inconsistent total_sequence_length";
+  - RMSNormalization with X float16 and a float scale (Y float per the schema): ORT expands the
+    function body, whose Mul of the X-typed normalised value by scale does not type-check.
 """
 import numpy as np
 from onnx import TensorProto, helper

@@ -300,6 +300,16 @@ TEST_CASE("Attention soft-caps before the mask: a -inf key keeps probability 0")
   check_equal(out[3], tensor<double>({1, 1, 1, 2}, {1, 0}), {0, 0});
 }
 
+TEST_CASE("Attention: a fully masked row stays zero when its scores are infinite") {
+  // Row 0 is masked everywhere and its query is +inf, so its scores are +inf + -inf = NaN; the
+  // spec decides on the bias, giving zeros. Row 1 sees key 1 only.
+  const Tensor q = tensor<double>({1, 1, 2, 1}, {INFINITY, 0}), k = tensor<double>({1, 1, 2, 1}, {1, 1});
+  auto out = run_with(attention({attr("qk_matmul_output_mode", int64_t(3))}, {"Q", "K", "V", "m"}),
+                      {q, k, tensor<double>({1, 1, 2, 1}, {5, 7}), tensor<bool>({2, 2}, {false, false, false, true})});
+  check_equal(out[0], tensor<double>({1, 1, 2, 1}, {0, 7}), {0, 0});
+  check_equal(out[3], tensor<double>({1, 1, 2, 2}, {0, 0, 0, 1}), {0, 0});
+}
+
 TEST_CASE("Attention causal alignment is bottom-right for all three offsets") {
   // Zero queries, V = key index: Y = mean of the visible key indices.
   const Tensor q2 = tensor<double>({1, 1, 2, 1}, {0, 0}), k4 = tensor<double>({1, 1, 4, 1}, {0, 0, 0, 0});

@@ -82,6 +82,10 @@ TEST_CASE("TensorScatter: hand-checked writes and other element types") {
               tensor<bool>({1, 2, 1}, {true, false}));
   check_equal(run_node(node("TensorScatter", {"p", "u"}, {"y"}), {tensor<std::string>({1, 2, 1}, {"a", "b"}), tensor<std::string>({1, 1, 1}, {"z"})}, 24)[0],
               tensor<std::string>({1, 2, 1}, {"z", "b"}));
+  // An empty cache takes an empty update, in either mode.
+  const Tensor empty = tensor<float>({2, 0, 1}, {});
+  check_equal(run_node(node("TensorScatter", {"p", "u", "w"}, {"y"}, {attr("mode", "circular")}), {empty, empty, tensor<int64_t>({2}, {3, -1})}, 24)[0],
+              empty);
 }
 
 TEST_CASE("TensorScatter errors") {
