@@ -1,8 +1,13 @@
 // Attention: 3-D inputs are split into heads, past keys and values are concatenated in front
-// of the new ones (present_key / present_value), the bias built from attn_mask, is_causal and
-// nonpad_kv_seqlen is added to the (soft-capped) scores, and each query head attends with its
-// key/value head (grouped-query attention: head h uses kv head h / (q_heads / kv_heads)).
-// A row whose keys are all masked gets zero probabilities and a zero output.
+// of the new ones (present_key / present_value), and each query head attends with its key/value
+// head (grouped-query attention: head h uses kv head h / (q_heads / kv_heads), repeat-interleave).
+// Pipeline: scores = (Q*sqrt(scale)) (K*sqrt(scale))^T -> softcap -> + bias -> softmax -> * V.
+// The bias is attn_mask (bool: 0 / -inf; float: added; a last axis shorter than the keys is
+// padded with -inf) plus -inf at every key hidden by is_causal, the sliding window or
+// nonpad_kv_seqlen. Causality and the window are bottom-right aligned: query i sits at absolute
+// position p = offset + i, offset = past length (internal cache), nonpad_kv_seqlen[b] - S_q
+// (external cache) or 0; causal hides j > p, the window hides j < p - left and j > p + right.
+// A row whose bias is -inf everywhere gets zero probabilities and a zero output.
 #include "attention_impl.h"
 
 #include <algorithm>
@@ -63,6 +68,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     if (k.dim(0) != B || v.dim(0) != B || v.dim(1) != Skv) fail_runtime("Q, K and V shapes do not agree");
     Q = split_heads(Q, B, Sq, Hq, E), K = split_heads(K, B, Skv, Hkv, E), V = split_heads(V, B, Skv, Hkv, Ev);
   } else {
+    if (at.heads_forbidden_for_4d) fail_runtime("q_num_heads and kv_num_heads must not be given with 4-D inputs");
     Hq = q.dim(1), Hkv = k.dim(1), Sq = q.dim(2), Skv = k.dim(2), E = q.dim(3), Ev = v.dim(3);
     if (k.dim(0) != B || v.dim(0) != B || v.dim(1) != Hkv || v.dim(2) != Skv || k.dim(3) != E)
       fail_runtime(fmt::format("Q, K and V shapes do not agree: {}, {}, {}", shape_to_string(q.shape()),
@@ -83,6 +89,15 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     V = concat_seq(to_compute<C>(pv), V, B * Hkv, P, Skv, Ev);
   }
   const int64_t T = P + Skv;
+  std::vector<int64_t> nonpad;
+  if (has_value(in, 6)) {
+    if (has_past) fail_runtime("nonpad_kv_seqlen (external cache) cannot be combined with past_key / past_value");
+    const Tensor& n = input_tensor(in, 6);
+    if (n.dtype() != DType::Int64 || n.shape() != Shape{B}) fail_runtime("nonpad_kv_seqlen must be int64 of shape (batch_size)");
+    nonpad = n.to_vector<int64_t>();
+    for (int64_t x : nonpad)
+      if (x < 0 || x > T) fail_runtime(fmt::format("nonpad_kv_seqlen value {} is outside [0, {}]", x, T));
+  }
   // Bias [B, Hq, Sq, T].
   const C ninf = -std::numeric_limits<C>::infinity();
   const Shape full{B, Hq, Sq, T};
@@ -101,7 +116,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       mv.resize(size_t(m.size()));
       for (size_t i = 0; i < mv.size(); ++i) mv[i] = p[i] ? C(0) : ninf;
     } else {
-      if (m.dtype() != q.dtype()) fail_runtime("a float attn_mask must have the element type of Q");
+      if (m.dtype() != q.dtype())
+        fail_runtime(fmt::format("attn_mask must be bool or have Q's element type {}, got {}", dtype_short_name(q.dtype()), dtype_short_name(m.dtype())));
       mv = to_compute<C>(m);
     }
     size_t i = 0;
@@ -112,26 +128,22 @@ Values compute(const AttentionAttrs& at, const Values& in) {
           for (int64_t t = 0; t < T; ++t, ++i) bias[i] = t < ml ? row[t] : ninf;
         }
   }
-  std::vector<int64_t> nonpad;
-  if (has_value(in, 6)) {
-    const Tensor& n = input_tensor(in, 6);
-    if (n.dtype() != DType::Int64 || n.shape() != Shape{B}) fail_runtime("nonpad_kv_seqlen must be int64 of shape (batch_size)");
-    nonpad = n.to_vector<int64_t>();
-    for (int64_t x : nonpad)
-      if (x < 0 || x > T) fail_runtime(fmt::format("nonpad_kv_seqlen value {} is outside [0, {}]", x, T));
-  }
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h)
-      for (int64_t s = 0; s < Sq; ++s) {
-        C* row = bias.data() + ((b * Hq + h) * Sq + s) * T;
-        if (at.is_causal) {  // bottom-right aligned: query s sees keys j <= s + offset
-          const int64_t offset = has_past ? P : !nonpad.empty() ? nonpad[size_t(b)] - Sq : 0;
-          for (int64_t j = 0; j < T; ++j)
-            if (j > s + offset) row[j] += ninf;
+  const bool windowed = at.left_window >= 0 || at.right_window >= 0;
+  if (at.is_causal || windowed || !nonpad.empty())
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t offset = has_past ? P : !nonpad.empty() ? nonpad[size_t(b)] - Sq : 0;
+      const int64_t valid = nonpad.empty() ? T : nonpad[size_t(b)];
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t s = 0; s < Sq; ++s) {
+          C* row = bias.data() + ((b * Hq + h) * Sq + s) * T;
+          const int64_t p = offset + s;  // absolute position of the query
+          for (int64_t j = 0; j < T; ++j) {
+            const bool hidden = (at.is_causal && j > p) || (at.left_window >= 0 && j < p - at.left_window) ||
+                                (at.right_window >= 0 && j > p + at.right_window) || j >= valid;
+            if (hidden) row[j] += ninf;  // added, as the spec composes the masks
+          }
         }
-        if (!nonpad.empty())
-          for (int64_t j = nonpad[size_t(b)]; j < T; ++j) row[j] += ninf;
-      }
+    }
   // Scores, softmax, output.
   const C scale = C(std::sqrt(at.scale ? *at.scale : 1.0 / std::sqrt(double(E))));
   std::vector<C> Ks = K;
@@ -147,17 +159,19 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       C* qo = qk_out.data() + (b * Hq + h) * Sq * T;
       const C* bi = bias.data() + (b * Hq + h) * Sq * T;
       for (int64_t i = 0; i < Sq * T; ++i) {
-        C x = scores[size_t(i)];
-        if (at.softcap > 0) x = C(at.softcap) * std::tanh(x / C(at.softcap));
-        const C with_bias = x + bi[i];
-        qo[i] = at.qk_matmul_output_mode == 2 ? with_bias : x;
+        const C raw = scores[size_t(i)];
+        const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
+        const C with_bias = capped + bi[i];
+        qo[i] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
         scores[size_t(i)] = with_bias;
       }
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
+        // std::max skips NaN, so a row whose bias is -inf everywhere has m = -inf even where a
+        // +inf score made a NaN: such a row is zeroed as the spec's bias-based guard says.
         C m = ninf;
         for (int64_t j = 0; j < T; ++j) m = std::max(m, row[j]);
-        if (m == ninf) {  // a fully masked row attends to nothing: zero probabilities
+        if (m == ninf) {  // nothing to attend to: zero probabilities
           std::fill_n(row, T, C(0));
           continue;
         }
@@ -188,6 +202,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
 }  // namespace
 
 Values attention_compute(const AttentionAttrs& a, const Values& in) {
+  if (a.softmax_in_double && Floats::contains(input_tensor(in, 0).dtype())) return compute<double>(a, in);
   return with_compute_type(input_tensor(in, 0).dtype(), [&]<class C>() { return compute<C>(a, in); });
 }
 

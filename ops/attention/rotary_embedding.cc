@@ -1,8 +1,11 @@
-// RotaryEmbedding (opset 23): rotates the first rotary_embedding_dim features of each head by
-// position-dependent angles given as cos/sin caches. X is (batch, heads, seq, head_size) or
-// (batch, seq, heads * head_size) with num_heads; the caches are (batch, seq, dim / 2), or
-// (max_position, dim / 2) indexed by position_ids (batch, seq). Pairs are the two halves of the
-// rotated part, or neighbours (x[2i], x[2i+1]) when interleaved.
+// RotaryEmbedding (opset 23), inputs (X, cos_cache, sin_cache, position_ids?): rotates the first
+// rotary_embedding_dim features of each head (0 = all of them; the rest pass through) by
+// position-dependent angles: (x1, x2) -> (cos x1 - sin x2, sin x1 + cos x2). Pairs are the two
+// halves of the rotated part, or neighbours (x[2i], x[2i+1]) when interleaved. X is (batch, heads,
+// seq, head_size), or (batch, seq, heads * head_size) with the num_heads attribute. The caches are
+// (max_position, dim / 2) indexed by position_ids (batch, seq) when it is given, else (batch, seq,
+// dim / 2). As in the function body (Gather, then Mul), position ids may be negative (counting from
+// the end of the cache) and position_ids or a 3-D cache of batch 1 (or seq 1) broadcasts.
 #include <fmt/format.h>
 
 #include "attention_common.h"
@@ -38,20 +41,28 @@ class RotaryEmbedding : public OpRun {
     const int64_t rd = rotary_dim_ == 0 ? HS : rotary_dim_;
     if (rd > HS || rd % 2) ctx.fail(fmt::format("rotary_embedding_dim {} must be even and at most head_size {}", rd, HS));
     const int64_t half = rd / 2;
-    std::vector<int64_t> pos;  // per (b, s): row of the caches
+    std::vector<int64_t> pos(size_t(B * S));  // per (b, s): row of the caches
     if (has_value(in, 3)) {
       const Tensor& p = input_tensor(in, 3);
-      if (p.dtype() != DType::Int64 || p.shape() != Shape{B, S}) ctx.fail("position_ids must be int64 of shape (batch, seq)");
+      if (p.dtype() != DType::Int64 || p.rank() != 2) ctx.fail("position_ids must be int64 of shape (batch, seq)");
       if (cs.rank() != 2 || cs.dim(1) != half || sn.shape() != cs.shape())
         ctx.fail(fmt::format("caches must have shape (max_position, {}), got {}", half, shape_to_string(cs.shape())));
-      pos = p.to_vector<int64_t>();
-      for (int64_t v : pos)
-        if (v < 0 || v >= cs.dim(0)) ctx.fail(fmt::format("position id {} is outside [0, {})", v, cs.dim(0)));
+      const std::vector<int64_t> st = broadcast_strides(p.shape(), {B, S}, "position_ids");
+      const int64_t* pv = p.data<int64_t>();
+      const int64_t rows = cs.dim(0);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t s = 0; s < S; ++s) {
+          const int64_t v = pv[b * st[0] + s * st[1]];
+          if (v < -rows || v >= rows) ctx.fail(fmt::format("position id {} is outside [{}, {})", v, -rows, rows));
+          pos[size_t(b * S + s)] = v < 0 ? v + rows : v;
+        }
     } else {
-      if (cs.shape() != Shape{B, S, half} || sn.shape() != cs.shape())
-        ctx.fail(fmt::format("caches must have shape ({}, {}, {}), got {}", B, S, half, shape_to_string(cs.shape())));
-      pos.resize(size_t(B * S));
-      for (int64_t i = 0; i < B * S; ++i) pos[size_t(i)] = i;
+      if (cs.rank() != 3 || cs.dim(2) != half || sn.shape() != cs.shape())
+        ctx.fail(fmt::format("without position_ids the caches must have shape ({}, {}, {}), got {}", B, S, half,
+                             shape_to_string(cs.shape())));
+      const std::vector<int64_t> st = broadcast_strides(cs.shape(), {B, S, half}, "cos_cache");
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t s = 0; s < S; ++s) pos[size_t(b * S + s)] = (b * st[0] + s * st[1]) / half;
     }
     Tensor y(x.dtype(), x.shape());
     visit<Types>(x.dtype(), [&]<class T>() {

@@ -1,5 +1,8 @@
-// RMSNormalization (23): Y = X / sqrt(mean(X^2 over axis..rank-1) + epsilon) * scale, with scale
-// broadcast to X.shape[axis:]. Computed in double; stash_type is checked to be a float type.
+// RMSNormalization (23): Y = X / sqrt(mean(X^2 over axes axis..rank-1) + epsilon) * scale.
+// Attributes axis (-1), epsilon (1e-5), stash_type (1). scale broadcasts unidirectionally to X
+// (usually it has the normalised shape X.shape[axis:]; the function body's Mul also allows a
+// scale that varies over the leading axes). Y has scale's type. Computed in double, which is at
+// least the stash_type precision; stash_type is checked to be a float type.
 #include <cmath>
 
 #include "nn_common.h"
@@ -24,13 +27,15 @@ class RMSNormalization : public OpRun {
     const size_t axis = normalize_axis(axis_, x.rank());
     const Shape norm_shape(x.shape().begin() + long(axis), x.shape().end());
     const int64_t n = shape_size(norm_shape), outer = n == 0 ? 0 : x.size() / n;
-    const std::vector<double> s = expand_to(scale, norm_shape, "scale"), xv = to_doubles(x);
+    // A scale no longer than the normalised shape repeats every row; a longer one is expanded to X.
+    const bool per_row = scale.rank() <= norm_shape.size();
+    const std::vector<double> s = expand_to(scale, per_row ? norm_shape : x.shape(), "scale"), xv = to_doubles(x);
     std::vector<double> y(xv.size());
     for (int64_t o = 0; o < outer; ++o) {
       double sq = 0;
       for (int64_t j = 0; j < n; ++j) sq += xv[size_t(o * n + j)] * xv[size_t(o * n + j)];
       const double inv = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
-      for (int64_t j = 0; j < n; ++j) y[size_t(o * n + j)] = xv[size_t(o * n + j)] * inv * s[size_t(j)];
+      for (int64_t j = 0; j < n; ++j) y[size_t(o * n + j)] = xv[size_t(o * n + j)] * inv * s[size_t(per_row ? j : o * n + j)];
     }
     return {from_doubles(scale.dtype(), x.shape(), y)};
   }

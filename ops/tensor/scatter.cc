@@ -146,8 +146,11 @@ class ScatterND : public OpRun {
   Reduction reduction_;
 };
 
-// TensorScatter (24): writes `update` into a copy of `past_cache` along the sequence axis, at
-// write_indices[batch] (default 0); mode "circular" wraps the position modulo the axis size.
+// TensorScatter (24), inputs (past_cache, update, write_indices?): a copy of past_cache with
+// update (same shape except along `axis`, default -2, never the batch axis 0) written along the
+// sequence axis starting at write_indices[batch] (int64 (batch,), default 0). mode "linear"
+// needs 0 <= write_index and write_index + update length <= cache length; "circular" writes
+// position (write_index + s) mod cache length (a negative index wraps too).
 class TensorScatter : public OpRun {
  public:
   using Types = All;
@@ -165,29 +168,34 @@ class TensorScatter : public OpRun {
     if (axis == 0) fail_runtime("TensorScatter: axis cannot be the batch axis");
     if (upd.rank() != rank || upd.dtype() != past.dtype()) fail_runtime("TensorScatter: update must match past_cache's rank and type");
     for (size_t d = 0; d < rank; ++d)
-      if (d != axis && upd.dim(d) != past.dim(d)) fail_runtime("TensorScatter: update shape differs from past_cache off the axis");
+      if (d != axis && upd.dim(d) != past.dim(d))
+        fail_runtime(fmt::format("TensorScatter: update shape {} differs from past_cache shape {} off the axis",
+                                 shape_to_string(upd.shape()), shape_to_string(past.shape())));
     const int64_t max_seq = past.dim(axis), seq = upd.dim(axis), batch = past.dim(0);
-    if (seq > max_seq) fail_runtime("TensorScatter: update is longer than the cache");
+    if (seq > max_seq) fail_runtime(fmt::format("TensorScatter: update length {} exceeds the cache length {}", seq, max_seq));
     std::vector<int64_t> wi(size_t(batch), 0);
     if (has_value(in, 2)) {
-      wi = to_int64s(input_tensor(in, 2));
-      if (int64_t(wi.size()) != batch) fail_runtime("TensorScatter: write_indices must have one entry per batch");
+      const Tensor& w = input_tensor(in, 2);
+      if (w.dtype() != DType::Int64 || w.shape() != Shape{batch})
+        fail_runtime(fmt::format("TensorScatter: write_indices must be int64 of shape ({}), got {}", batch, shape_to_string(w.shape())));
+      wi = w.to_vector<int64_t>();
     }
+    for (int64_t w : wi)
+      if (!circular_ && (w < 0 || w > max_seq - seq))
+        fail_runtime(fmt::format("TensorScatter: writing {} entries at {} goes beyond the cache length {}", seq, w, max_seq));
     const int64_t inner = dims_product(past.shape(), axis + 1, rank);
     const int64_t per_batch = dims_product(past.shape(), 1, axis);  // prefixes within one batch
     Tensor y = past.clone();
+    if (max_seq == 0) return {y};  // an empty cache takes only an empty update (and mod 0 is undefined)
     visit_by_width(past.dtype(), [&]<class W>() {
       const W* u = raw_as<W>(upd);
       W* out = raw_as<W>(y);
       for (int64_t b = 0; b < batch; ++b) {
-        if (wi[size_t(b)] < 0) fail_runtime(fmt::format("TensorScatter: negative write index {}", wi[size_t(b)]));
+        const int64_t start = circular_ ? ((wi[size_t(b)] % max_seq) + max_seq) % max_seq : wi[size_t(b)];
         for (int64_t p = 0; p < per_batch; ++p) {
           const int64_t prefix = b * per_batch + p;
           for (int64_t s = 0; s < seq; ++s) {
-            const int64_t w = wi[size_t(b)];
-            if (!circular_ && w > max_seq - seq)
-              fail_runtime(fmt::format("TensorScatter: writing {} entries at {} goes beyond the cache length {}", seq, w, max_seq));
-            const int64_t pos = circular_ ? (w % max_seq + s) % max_seq : w + s;
+            const int64_t pos = circular_ ? (start + s) % max_seq : start + s;
             copy_elems(u + (prefix * seq + s) * inner, out + (prefix * max_seq + pos) * inner, inner);
           }
         }

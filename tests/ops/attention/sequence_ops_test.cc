@@ -1,4 +1,5 @@
-// RotaryEmbedding, CausalConvWithState, LinearAttention and FlexAttention on hand-sized inputs.
+// CausalConvWithState, LinearAttention and FlexAttention on hand-sized inputs (RotaryEmbedding:
+// rotary_embedding_test.cc).
 #include <cmath>
 
 #include "refeval/builder.h"
@@ -7,32 +8,6 @@
 using namespace refeval;
 using namespace refeval::testing;
 using namespace refeval::build;
-
-TEST_CASE("RotaryEmbedding rotates pairs by the cached angles") {
-  // A quarter turn (cos 0, sin 1) maps (x1, x2) to (-x2, x1); features past the rotary dim stay.
-  const Tensor cos_c = tensor<float>({1, 1, 1}, {0}), sin_c = tensor<float>({1, 1, 1}, {1});
-  struct Case { const char* what; std::vector<Attribute> attrs; Tensor x; Tensor expected; };
-  const Case cases[] = {
-      {"halves", {}, tensor<float>({1, 1, 1, 2}, {1, 2}), tensor<float>({1, 1, 1, 2}, {-2, 1})},
-      {"3-D with num_heads", {attr("num_heads", int64_t(1))}, tensor<float>({1, 1, 2}, {1, 2}), tensor<float>({1, 1, 2}, {-2, 1})},
-      {"partial rotary dim", {attr("rotary_embedding_dim", int64_t(2))}, tensor<float>({1, 1, 1, 4}, {1, 2, 3, 4}),
-       tensor<float>({1, 1, 1, 4}, {-2, 1, 3, 4})},
-  };
-  for (const auto& c : cases) {
-    CAPTURE(c.what);
-    auto out = run_node(node("RotaryEmbedding", {"x", "c", "s"}, {"y"}, c.attrs), {c.x, cos_c, sin_c});
-    check_equal(out[0], c.expected);
-  }
-  // Interleaved pairs with position_ids picking row 1 of a (2, 1) cache.
-  auto out = run_node(node("RotaryEmbedding", {"x", "c", "s", "p"}, {"y"}, {attr("interleaved", int64_t(1))}),
-                      {tensor<float>({1, 1, 1, 2}, {1, 2}), tensor<float>({2, 1}, {1, 0}), tensor<float>({2, 1}, {0, 1}),
-                       tensor<int64_t>({1, 1}, {1})});
-  check_equal(out[0], tensor<float>({1, 1, 1, 2}, {-2, 1}));
-  CHECK_THROWS_WITH_AS(run_node(node("RotaryEmbedding", {"x", "c", "s", "p"}, {"y"}),
-                                {tensor<float>({1, 1, 1, 2}, {1, 2}), tensor<float>({2, 1}, {1, 0}), tensor<float>({2, 1}, {0, 1}),
-                                 tensor<int64_t>({1, 1}, {2})}),
-                       doctest::Contains("position id 2 is outside [0, 2)"), Error);
-}
 
 TEST_CASE("CausalConvWithState convolves over past state and input") {
   const Tensor x = tensor<float>({1, 1, 3}, {1, 2, 3}), w = tensor<float>({1, 1, 2}, {1, 1});

@@ -1,4 +1,5 @@
-// ScatterElements / Scatter, ScatterND, TensorScatter: reductions, wrapping, NaN, errors.
+// ScatterElements / Scatter, ScatterND: reductions, wrapping, NaN, errors (TensorScatter:
+// tensor_scatter_test.cc).
 #include <cmath>
 
 #include "test_util.h"
@@ -61,16 +62,4 @@ TEST_CASE("ScatterND writes slices and reduces") {
               tensor<double>({2, 2}, {1, 20, 3, 4}));
   CHECK_THROWS_AS(run_node(node("ScatterND", {"x", "i", "u"}, {"y"}), {x, tensor<int64_t>({1, 1}, {2}), tensor<double>({1, 2}, {9, 8})}), Error);
   CHECK_THROWS_AS(run_node(node("ScatterND", {"x", "i", "u"}, {"y"}), {x, tensor<int64_t>({1, 1}, {0}), tensor<double>({1, 3}, {9, 8, 7})}), Error);
-}
-
-TEST_CASE("TensorScatter: linear and circular writes, out-of-cache error") {
-  const Tensor past = tensor<float>({1, 4, 1}, {0, 0, 0, 0});
-  const Tensor upd = tensor<float>({1, 2, 1}, {7, 8});
-  check_equal(run_node(node("TensorScatter", {"p", "u", "w"}, {"y"}), {past, upd, tensor<int64_t>({1}, {1})}, 24)[0],
-              tensor<float>({1, 4, 1}, {0, 7, 8, 0}));
-  check_equal(run_node(node("TensorScatter", {"p", "u", "w"}, {"y"}, {attr("mode", "circular")}), {past, upd, tensor<int64_t>({1}, {3})}, 24)[0],
-              tensor<float>({1, 4, 1}, {8, 0, 0, 7}));
-  check_equal(run_node(node("TensorScatter", {"p", "u"}, {"y"}), {past, upd}, 24)[0], tensor<float>({1, 4, 1}, {7, 8, 0, 0}));
-  CHECK_THROWS_WITH_AS(run_node(node("TensorScatter", {"p", "u", "w"}, {"y"}), {past, upd, tensor<int64_t>({1}, {3})}, 24),
-                       doctest::Contains("beyond the cache length"), Error);
 }
