@@ -75,8 +75,31 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     return;
   }
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
+    // Without AVX-512, refeval's in-order kernel replaces OpenBLAS's (whose sums depend on where
+    // an element sits); a transposed operand is copied untransposed first (O(MK) or O(NK) against
+    // the product's O(MNK)).
+    if (!ta && !tb && gemm_in_order_avx2(M, N, K, a, b, c, acc)) return;
+    if (ta || tb) {
+      static const bool in_order = gemm_in_order_avx2(0, 0, 0, nullptr, nullptr, nullptr, false);
+      if (in_order) {
+        std::vector<float> at, bt;
+        if (ta) {
+          at.resize(size_t(M * K));
+          for (int64_t k = 0; k < K; ++k)
+            for (int64_t m = 0; m < M; ++m) at[size_t(m * K + k)] = a[k * M + m];
+        }
+        if (tb) {
+          bt.resize(size_t(K * N));
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = b[n * K + k];
+        }
+        gemm_in_order_avx2(M, N, K, ta ? at.data() : a, tb ? bt.data() : b, c, acc);
+        return;
+      }
+    }
+  }
   single_threaded_blas();
   const bool by_columns = N >= M;
   const int64_t extent = by_columns ? N : M, step = std::min(extent, by_columns ? kColumnBlock : kRowBlock);

@@ -22,6 +22,11 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const dou
 // (gemm_small_m.cc); false, doing nothing, when the CPU or the shape does not suit it.
 bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
 
+// The same contract on CPUs with AVX2 and FMA but without AVX-512, every element one in-order
+// chain of fused multiply-adds (gemm_in_order_avx2.cc: OpenBLAS's kernels for these CPUs are not
+// position-invariant); false, doing nothing, on other CPUs.
+bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
+
 // Number of calls that reached the OpenBLAS / Eigen kernels, so a test can tell the fast path ran.
 uint64_t blas_gemm_calls();
 

@@ -1,7 +1,8 @@
-// The small-M float GEMM (ops/linalg/gemm_small_m.cc): every element of C is one chain of fused
-// multiply-adds over k in order, so it equals that chain computed one element at a time, bit for
-// bit, wherever the element sits in C (edge tiles, the partial last vector, the 256-deep passes)
-// and on any thread count.
+// refeval's own float GEMM kernels, the small-M AVX-512 one (ops/linalg/gemm_small_m.cc) and the
+// AVX2 one of CPUs without AVX-512 (gemm_in_order_avx2.cc): every element of C is one chain of
+// fused multiply-adds over k in order, so it equals that chain computed one element at a time, bit
+// for bit, wherever the element sits in C (edge tiles, the partial last vector, the 256-deep
+// passes) and on any thread count. Each test runs the kernel this CPU has.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -33,10 +34,19 @@ std::vector<float> fma_chains(int64_t M, int64_t N, int64_t K, const std::vector
   return c;
 }
 
+using Kernel = bool (*)(int64_t, int64_t, int64_t, const float*, const float*, float*, bool);
+// The in-order kernel of this CPU: small-M with AVX-512, the AVX2 one without (both decline elsewhere).
+Kernel this_cpus_kernel() {
+  if (__builtin_cpu_supports("avx512f")) return ops::gemm_small_m;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ops::gemm_in_order_avx2;
+  return nullptr;
+}
+
 }  // namespace
 
-TEST_CASE("small-M GEMM: each element is the in-order FMA chain over k, bit for bit, on 1 and 2 threads") {
-  if (!__builtin_cpu_supports("avx512f")) return;  // the kernel declines and OpenBLAS runs (matmul_test.cc)
+TEST_CASE("in-order GEMM: each element is the in-order FMA chain over k, bit for bit, on 1 and 2 threads") {
+  const Kernel kernel = this_cpus_kernel();
+  if (!kernel) return;  // neither kernel runs on this CPU: OpenBLAS does (matmul_test.cc)
   struct Case { int64_t M, N, K; bool accumulate; };
   // Rows 1..9 cover every edge tile (4 rows per tile); 64, 100, 130 and 517 columns full and partial
   // vectors and blocks; K 300 and 700 one and three 256-deep passes.
@@ -52,15 +62,16 @@ TEST_CASE("small-M GEMM: each element is the in-order FMA chain over k, bit for 
     for (int threads : {1, 2}) {
       set_thread_count(threads);
       std::vector<float> c = c0;
-      REQUIRE(ops::gemm_small_m(t.M, t.N, t.K, a.data(), b.data(), c.data(), t.accumulate));
+      REQUIRE(kernel(t.M, t.N, t.K, a.data(), b.data(), c.data(), t.accumulate));
       CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
     }
     set_thread_count(1);
   }
 }
 
-TEST_CASE("small-M GEMM: equal rows of A give equal rows of C, equal columns of B equal columns of C") {
-  if (!__builtin_cpu_supports("avx512f")) return;
+TEST_CASE("in-order GEMM: equal rows of A give equal rows of C, equal columns of B equal columns of C") {
+  const Kernel kernel = this_cpus_kernel();
+  if (!kernel) return;
   const int64_t M = 7, N = 200, K = 513;
   std::vector<float> a = ramp(M * K, 4), b = ramp(K * N, 5);
   for (int64_t k = 0; k < K; ++k) {
@@ -68,7 +79,7 @@ TEST_CASE("small-M GEMM: equal rows of A give equal rows of C, equal columns of 
     b[size_t(k * N + 199)] = b[size_t(k * N)];  // column 199 (the last, partial vector) = column 0
   }
   std::vector<float> c(size_t(M * N));
-  REQUIRE(ops::gemm_small_m(M, N, K, a.data(), b.data(), c.data(), false));
+  REQUIRE(kernel(M, N, K, a.data(), b.data(), c.data(), false));
   CHECK(std::memcmp(&c[size_t(6 * N)], &c[0], size_t(N) * sizeof(float)) == 0);
   for (int64_t i = 0; i < M; ++i) CHECK(c[size_t(i * N + 199)] == c[size_t(i * N)]);
 }
@@ -79,4 +90,25 @@ TEST_CASE("small-M GEMM: declines shapes it is not for, leaving C untouched") {
   CHECK_FALSE(ops::gemm_small_m(600, 64, 300, a.data(), b.data(), c.data(), false));  // A too large for L2
   CHECK_FALSE(ops::gemm_small_m(2, 63, 300, a.data(), b.data(), c.data(), false));    // narrower than a block
   CHECK(c[0] == 42.f);
+}
+
+TEST_CASE("in-order GEMM: without AVX-512, every float product (transposed operands too) is the FMA chain") {
+  if (__builtin_cpu_supports("avx512f") || !ops::gemm_in_order_avx2(0, 0, 0, nullptr, nullptr, nullptr, false)) return;
+  // 200 x 150 x 300 is above the Eigen threshold, so ops::gemm takes the in-order kernel
+  const int64_t M = 200, N = 150, K = 300;
+  const std::vector<float> a = ramp(M * K, 8), b = ramp(K * N, 9);
+  const std::vector<float> want = fma_chains(M, N, K, a, b, std::vector<float>(size_t(M * N), 0.f));
+  std::vector<float> at(a.size()), bt(b.size());  // stored transposed: K x M and N x K
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) at[size_t(k * M + m)] = a[size_t(m * K + k)];
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) bt[size_t(n * K + k)] = b[size_t(k * N + n)];
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      std::vector<float> c(size_t(M * N));
+      ops::gemm(ta, tb, M, N, K, ta ? at.data() : a.data(), tb ? bt.data() : b.data(), c.data(), false);
+      CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+    }
 }
