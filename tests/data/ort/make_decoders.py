@@ -77,6 +77,27 @@ def genai_suite():
                                feeds(ids(batch, 5, cfg), mask, None))
 
 
+def genai_level4_suite():
+    """decoders_genai_level4: int4_asym_b1 with accuracy_level 4 on every MatMulNBits (the GenAI
+    builder's CPU default), fed the same prefill and decode inputs as decoders_genai/int4_asym_b1.
+    ORT computes it with A quantized to int8 per block; refeval reproduces that only with
+    --emulate-accuracy-level (its own ctest entry), and without the flag gives the exact math:
+    tests/cli/generate_test.sh checks it against int4_asym_b1's level-0 outputs."""
+    cfg = decoders.Config(symmetric=False, seed=len("int4_asym_b1") + 1, accuracy_level=4)
+    model = decoders.genai(cfg)
+    exact = fixture.OUT / "decoders_genai" / "int4_asym_b1"
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+
+    def inputs(k):
+        return {n: numpy_helper.to_array(onnx.load_tensor(str(exact / f"test_data_set_{k}" / f"input_{j}.pb")))
+                for j, n in enumerate(names)}
+
+    folder = fixture.write_case("decoders_genai_level4", "int4_asym_b1", model, inputs(0))
+    fixture.add_data_set(folder, model, inputs(1))
+    (folder.parent / "OWN_CTEST_ENTRY").write_text(
+        "accuracy_level 4 outputs of ORT's int8 path: tests/CMakeLists.txt runs this suite with --emulate-accuracy-level\n")
+
+
 def optimum_suite():
     cfg = decoders.Config(kv_heads=4, seed=11)
     model = decoders.optimum(cfg)
@@ -136,6 +157,7 @@ def portable_suite():
 
 if __name__ == "__main__":
     genai_suite()
+    genai_level4_suite()
     optimum_suite()
     torch_suite()
     portable_suite()
