@@ -138,6 +138,25 @@ class Builder:
         prod = self.node("Mul", [act, up], [f"{p}/Mul/output_0"], f"{p}/Mul")
         return proj(prod, c.intermediate, c.hidden, f"{p}/down_proj/MatMul")
 
+    def residual_tail(self, residual, attn_out, i, norm, add_names):
+        """The rest of layer i after attention in the plain-op forms: residual + attn_out, the
+        post-attention norm, the MLP, residual + MLP, then the next layer's input norm (the final
+        norm after the last layer). norm(x, weight, scope) is the form's RMSNorm. Returns
+        (hidden, residual)."""
+        c, layer = self.cfg, f"/model/layers.{i}"
+        residual = self.node("Add", [residual, attn_out], [f"{layer}/{add_names[0]}/output_0"], f"{layer}/{add_names[0]}")
+        hidden = norm(residual, f"model.layers.{i}.post_attention_layernorm.weight", f"{layer}/post_attention_layernorm")
+        down = self.mlp(hidden, i, nbits=False)
+        residual = self.node("Add", [residual, down], [f"{layer}/{add_names[1]}/output_0"], f"{layer}/{add_names[1]}")
+        last = i + 1 == c.layers
+        hidden = norm(residual, "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight",
+                      "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm")
+        return hidden, residual
+
+    def lm_head(self, hidden):
+        self.matmul(hidden, self.cfg.hidden, self.cfg.vocab, "/lm_head/MatMul")
+        self.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+
     def model(self, inputs, outputs, opsets):
         graph = helper.make_graph(self.nodes, "decoder", inputs, outputs, self.inits)
         return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets], ir_version=10,
@@ -247,8 +266,7 @@ def optimum(cfg):
         hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization", [down, residual, b.norm_weight(norm)],
                                         [f"{scope}/output_0", "", "", f"{scope}/output_3"], scope,
                                         domain="com.microsoft", epsilon=c.eps)
-    b.matmul(hidden, c.hidden, c.vocab, "/lm_head/MatMul")
-    b.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+    b.lm_head(hidden)
     ins, outs = io(c, with_position_ids=True)
     return b.model(ins, outs, [("", 17), ("com.microsoft", 1)])
 
@@ -339,15 +357,8 @@ def torch_export(cfg):
         ctx = b.node("Transpose", [ctx], [f"{p}/context_t/output_0"], f"{p}/context_t", perm=[0, 2, 1, 3])
         ctx = b.node("Reshape", [ctx, i64(f"{p}/out_shape", [0, 0, c.hidden])], [f"{p}/context_view/output_0"], f"{p}/context_view")
         o = b.matmul(ctx, c.hidden, c.hidden, f"{p}/o_proj/MatMul")
-        residual = b.node("Add", [residual, o], [f"/model/layers.{i}/Add/output_0"], f"/model/layers.{i}/Add")
-        hidden = rms(residual, f"model.layers.{i}.post_attention_layernorm.weight", f"/model/layers.{i}/post_attention_layernorm")
-        down = b.mlp(hidden, i, nbits=False)
-        residual = b.node("Add", [residual, down], [f"/model/layers.{i}/Add_1/output_0"], f"/model/layers.{i}/Add_1")
-        last = i + 1 == c.layers
-        hidden = rms(residual, "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight",
-                     "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm")
-    b.matmul(hidden, c.hidden, c.vocab, "/lm_head/MatMul")
-    b.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+        hidden, residual = b.residual_tail(residual, o, i, rms, ("Add", "Add_1"))
+    b.lm_head(hidden)
     ins, outs = io(c, with_position_ids=True)
     return b.model(ins, outs, [("", 18)])
 
@@ -426,14 +437,7 @@ def portable(cfg):
         attn = b.node("Reshape", [attn, b.const(f"{p}/out_shape", np.array([0, 0, c.hidden], np.int64))],
                       [f"{p}/out_reshape/output_0"], f"{p}/out_reshape")
         o = b.matmul(attn, c.hidden, c.hidden, f"{p}/o_proj/MatMul")
-        residual = b.node("Add", [residual, o], [f"/model/layers.{i}/residual_attn/output_0"], f"/model/layers.{i}/residual_attn")
-        hidden = rms(residual, f"model.layers.{i}.post_attention_layernorm.weight", f"/model/layers.{i}/post_attention_layernorm")
-        down = b.mlp(hidden, i, nbits=False)
-        residual = b.node("Add", [residual, down], [f"/model/layers.{i}/residual_mlp/output_0"], f"/model/layers.{i}/residual_mlp")
-        last = i + 1 == c.layers
-        hidden = rms(residual, "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight",
-                     "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm")
-    b.matmul(hidden, c.hidden, c.vocab, "/lm_head/MatMul")
-    b.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
+        hidden, residual = b.residual_tail(residual, o, i, rms, ("residual_attn", "residual_mlp"))
+    b.lm_head(hidden)
     ins, outs = io(c, with_position_ids=True, past_len="max_cache_length", cache_position=True)
     return b.model(ins, outs, [("", 24)])
