@@ -280,6 +280,7 @@ int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_
 
 template <class S>
 void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
+  if (M == 0) return;
   // Rows padded with zeros to a multiple of 8 values, so that every group of 8 reads whole lanes.
   const int64_t Kp = round_up(w.K, kLanes);
   std::vector<float> padded;
@@ -293,6 +294,7 @@ void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float*
 
 template <class S>
 void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
+  if (M == 0) return;
   const int64_t K = w.K, bs = w.block_size, kb = w.k_blocks;
   // A quantized per (row, block) as MLAS's QuantizeARow_CompInt8 does; zeros beyond K.
   std::vector<int16_t> qa = scratch_vector<int16_t>(M * kb * bs, "MatMulNBits' int8 A");
