@@ -273,6 +273,47 @@ void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, in
 
 #endif
 
+// A block's values minus its (integer) zero point, for the int8 path.
+template <int Bits>
+void unpack_block(const uint8_t* blob, int64_t block_size, int zero, int16_t* out) {
+#if REFEVAL_NBITS_AVX2
+  if constexpr (Bits != 2) {  // 16 values at a time: bytes in value order, widened, minus the zero point
+    const __m256i z = _mm256_set1_epi16(int16_t(zero));
+    for (int64_t i = 0; i < block_size; i += 16) {
+      __m128i bytes;
+      if constexpr (Bits == 8) {
+        bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blob + i));
+      } else {
+        const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blob + i / 2)), low = _mm_set1_epi8(0x0F);
+        bytes = _mm_unpacklo_epi8(_mm_and_si128(x, low), _mm_and_si128(_mm_srli_epi16(x, 4), low));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), z));
+    }
+    return;
+  }
+#endif
+  constexpr int per_byte = 8 / Bits, mask = (1 << Bits) - 1;
+  for (int64_t j = 0; j < block_size / per_byte; ++j)
+    for (int v = 0; v < per_byte; ++v) out[j * per_byte + v] = int16_t(((blob[j] >> (v * Bits)) & mask) - zero);
+}
+
+// The exact integer dot product of two blocks (n a multiple of 16; |products| < 2^15).
+inline int32_t block_dot(const int16_t* x, const int16_t* y, int64_t n) {
+#if REFEVAL_NBITS_AVX2
+  __m256i sum = _mm256_setzero_si256();
+  for (int64_t i = 0; i < n; i += 16)
+    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)),
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i))));
+  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+#else
+  int32_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += int32_t(x[i]) * int32_t(y[i]);
+  return sum;
+#endif
+}
+
 // Enough columns per thread that a split pays for itself (about 64K multiply-adds).
 int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, K * M)); }
 
@@ -280,6 +321,7 @@ int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_
 
 template <class S>
 void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
+  if (M == 0) return;
   // Rows padded with zeros to a multiple of 8 values, so that every group of 8 reads whole lanes.
   const int64_t Kp = round_up(w.K, kLanes);
   std::vector<float> padded;
@@ -293,6 +335,7 @@ void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float*
 
 template <class S>
 void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
+  if (M == 0) return;
   const int64_t K = w.K, bs = w.block_size, kb = w.k_blocks;
   // A quantized per (row, block) as MLAS's QuantizeARow_CompInt8 does; zeros beyond K.
   std::vector<int16_t> qa = scratch_vector<int16_t>(M * kb * bs, "MatMulNBits' int8 A");
@@ -313,23 +356,26 @@ void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const f
       }
     }
   parallel_for(w.N, column_grain(K, M), [&](int64_t n0, int64_t n1) {
-    std::vector<int16_t> qb(static_cast<size_t>(bs));
-    std::vector<float> acc(static_cast<size_t>(M));
+    std::vector<int16_t> qb(static_cast<size_t>(kb * bs));  // column n's q - zp
+    std::vector<float> scale_b(static_cast<size_t>(kb));
     for (int64_t n = n0; n < n1; ++n) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t b = 0; b < kb; ++b) {
-        const uint8_t* blob = blob_of(w, n, b);
         const int zero = int(zero_point_of(w, n, b));
-        for (int64_t i = 0; i < bs; ++i) qb[size_t(i)] = int16_t(quantized(blob, w.bits, i) - zero);
-        const float scale_b = scale_of(w, n, b);
-        for (int64_t m = 0; m < M; ++m) {
-          const int16_t* row = qa.data() + (m * kb + b) * bs;
-          int32_t dot = 0;
-          for (int64_t i = 0; i < bs; ++i) dot += int32_t(row[i]) * int32_t(qb[size_t(i)]);
-          acc[size_t(m)] = std::fma(float(dot), scale_a[size_t(m * kb + b)] * scale_b, acc[size_t(m)]);
+        switch (w.bits) {
+          case 2: unpack_block<2>(blob_of(w, n, b), bs, zero, qb.data() + b * bs); break;
+          case 4: unpack_block<4>(blob_of(w, n, b), bs, zero, qb.data() + b * bs); break;
+          default: unpack_block<8>(blob_of(w, n, b), bs, zero, qb.data() + b * bs); break;
         }
+        scale_b[size_t(b)] = scale_of(w, n, b);
       }
-      for (int64_t m = 0; m < M; ++m) y[m * w.N + n] = bias ? acc[size_t(m)] + bias[n] : acc[size_t(m)];
+      for (int64_t m = 0; m < M; ++m) {
+        float acc = 0.0f;
+        for (int64_t b = 0; b < kb; ++b) {
+          const int32_t dot = block_dot(qa.data() + (m * kb + b) * bs, qb.data() + b * bs, bs);
+          acc = std::fma(float(dot), scale_a[size_t(m * kb + b)] * scale_b[size_t(b)], acc);
+        }
+        y[m * w.N + n] = bias ? acc + bias[n] : acc;
+      }
     }
   });
 }

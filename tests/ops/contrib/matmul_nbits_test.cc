@@ -204,6 +204,7 @@ TEST_CASE("MatMulNBits: shapes, types, g_idx and bias") {
   const Case cases[] = {
       {"1-D A gives 1-D Y", problem({48}, 48, 6, 4, 16, Zp::Packed, true, false, DType::Float)},
       {"3-D A, batch dims flattened into rows", problem({2, 3, 40}, 40, 9, 4, 32, Zp::Packed, true, false, DType::Float)},
+      {"no rows", problem({0, 32}, 32, 4, 4, 16, Zp::Packed, true, false, DType::Float)},
       {"K below one block", problem({2, 10}, 10, 5, 8, 64, Zp::None, false, false, DType::Float)},
       {"K a multiple of 8 but not of the block", problem({1, 72}, 72, 17, 2, 32, Zp::Packed, false, false, DType::Float)},
       {"g_idx, 4-bit, packed zero points", problem({1, 70}, 70, 7, 4, 32, Zp::Packed, false, true, DType::Float)},
