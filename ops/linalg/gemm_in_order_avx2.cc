@@ -7,12 +7,14 @@
 // (starting from C when accumulating), whatever its row, column or thread, as gemm_small_m.cc
 // does with AVX-512: equal inputs give equal outputs, independent of the thread count.
 //
-// Layout: blocks of 64 columns of B, 256 rows of B per pass (64 KB, in L2), tiles of 6 rows x 16
-// columns of C in 12 registers (two B vectors and one broadcast of A make 15 of the 16); the
-// last vector of a block is masked.
+// Layout: blocks of 96 columns of B, 256 rows of B per pass (96 KB, in L2; copied to a contiguous
+// panel when C has 8 rows or more), tiles of C holding 12 sums in registers (1 x 96 columns for a
+// single row, up to 6 x 16); the last vector of a strip is masked.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "linalg_common.h"
 #include "refeval/threads.h"
@@ -20,71 +22,112 @@
 namespace refeval::ops {
 namespace {
 
-constexpr int kTileRows = 6;
-constexpr int64_t kBlockCols = 64, kDepth = 256;
+constexpr int64_t kBlockCols = 96, kDepth = 256;
+constexpr int64_t kPackFromRows = 8;  // from this many rows a block of B is packed (reused by every row tile)
 
 __attribute__((target("avx2,fma"))) inline __m256i lane_mask(int lanes) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// Rows [0, R) x columns [0, 8 V) of C; the last vector holds the lanes `last` selects.
-template <int R, int V>
+// Rows [0, R) x columns [0, 8 V) of C; with Masked the last vector holds the lanes `last`
+// selects (a strip at the block's edge), else every vector is full and no mask register is taken.
+// The loop keeps the smaller operand set in registers: R broadcasts of A while V vectors of B
+// stream, or V vectors of B while R broadcasts stream, so 12 sums + min(R, V) + 1 fit the 16
+// registers.
+template <int R, int V, bool Masked>
 __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                                               int64_t ldc, __m256i last, bool accumulate) {
-  const __m256i full = _mm256_set1_epi32(-1);
+  auto load = [&](const float* p, int v) {
+    if constexpr (Masked) return v == V - 1 ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
+    else return _mm256_loadu_ps(p);
+  };
   __m256 sum[R][V];
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v)
-      sum[r][v] = accumulate ? _mm256_maskload_ps(c + r * ldc + 8 * v, v == V - 1 ? last : full) : _mm256_setzero_ps();
+#pragma GCC unroll 12
+    for (int v = 0; v < V; ++v) sum[r][v] = accumulate ? load(c + r * ldc + 8 * v, v) : _mm256_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
-    __m256 bv[V];
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) bv[v] = _mm256_maskload_ps(b + k * ldb + 8 * v, v == V - 1 ? last : full);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) sum[r][v] = _mm256_fmadd_ps(av, bv[v], sum[r][v]);
+    const float* row = b + k * ldb;
+    if constexpr (R <= V) {
+      __m256 av[R];
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r * lda + k);
+#pragma GCC unroll 12
+      for (int v = 0; v < V; ++v) {
+        const __m256 bv = load(row + 8 * v, v);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) sum[r][v] = _mm256_fmadd_ps(av[r], bv, sum[r][v]);
+      }
+    } else {
+      __m256 bv[V];
+#pragma GCC unroll 12
+      for (int v = 0; v < V; ++v) bv[v] = load(row + 8 * v, v);
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+#pragma GCC unroll 12
+        for (int v = 0; v < V; ++v) sum[r][v] = _mm256_fmadd_ps(av, bv[v], sum[r][v]);
+      }
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) _mm256_maskstore_ps(c + r * ldc + 8 * v, v == V - 1 ? last : full, sum[r][v]);
+#pragma GCC unroll 12
+    for (int v = 0; v < V; ++v) {
+      if (Masked && v == V - 1) _mm256_maskstore_ps(c + r * ldc + 8 * v, last, sum[r][v]);
+      else _mm256_storeu_ps(c + r * ldc + 8 * v, sum[r][v]);
+    }
 }
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, __m256i, bool);
 
-template <int R>
-TileFn tile_for(int vectors) { return vectors == 1 ? tile<R, 1> : tile<R, 2>; }
-TileFn tile_for(int rows, int vectors) {
+// Tiles keep 12 sums in registers (R rows x V vectors, R V <= 12): 1 x 12, 2 x 6, 3 x 4, 4 x 3,
+// then 6 x 2 from 5 rows on, so that enough independent chains hide the FMA latency however few
+// rows C has. `vectors` < V for the strip at a block's edge.
+constexpr int vectors_for(int rows) { return rows >= 5 ? 2 : 12 / rows; }
+template <int R, int... Vs>
+TileFn pick(int vectors, bool masked, std::integer_sequence<int, Vs...>) {
+  TileFn f = nullptr;
+  ((vectors == Vs + 1 ? (f = masked ? tile<R, Vs + 1, true> : tile<R, Vs + 1, false>, 0) : 0), ...);
+  return f;
+}
+TileFn tile_for(int rows, int vectors, bool masked) {
   switch (rows) {
-    case 1: return tile_for<1>(vectors);
-    case 2: return tile_for<2>(vectors);
-    case 3: return tile_for<3>(vectors);
-    case 4: return tile_for<4>(vectors);
-    case 5: return tile_for<5>(vectors);
-    default: return tile_for<6>(vectors);
+    case 1: return pick<1>(vectors, masked, std::make_integer_sequence<int, 12>());
+    case 2: return pick<2>(vectors, masked, std::make_integer_sequence<int, 6>());
+    case 3: return pick<3>(vectors, masked, std::make_integer_sequence<int, 4>());
+    case 4: return pick<4>(vectors, masked, std::make_integer_sequence<int, 3>());
+    case 5: return pick<5>(vectors, masked, std::make_integer_sequence<int, 2>());
+    default: return pick<6>(vectors, masked, std::make_integer_sequence<int, 2>());
   }
 }
 
-// Columns [n0, n0 + 64) (fewer in the last block) of C, every row, 256 values of k at a time: a
-// tile goes on from the partial sums it stored, so each element stays one chain over k.
+// Columns [n0, n0 + 96) (fewer in the last block) of C, every row, 256 values of k at a time: a
+// tile goes on from the partial sums it stored, so each element stays one chain over k. With
+// many rows the block of B is first copied to a contiguous panel that every row tile then reads.
 __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c,
-                                                      bool accumulate, int64_t n0) {
+                                                      bool accumulate, int64_t n0, std::vector<float>& panel) {
   const int64_t width = std::min(kBlockCols, N - n0);
+  const bool pack = M >= kPackFromRows;
+  if (pack) panel.resize(size_t(kDepth * width));
   for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
     const int64_t depth = std::min(kDepth, K - k0);
-    for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {
-      const int rows = int(std::min<int64_t>(kTileRows, M - m0));
-      for (int64_t j = 0; j < width; j += 16) {  // the A tile stays in L1 across the block's 16-column strips
-        const int64_t strip = std::min<int64_t>(16, width - j);
+    const float* bb = b + k0 * N + n0;
+    int64_t ldb = N;
+    if (pack) {
+      for (int64_t k = 0; k < depth; ++k) std::copy_n(bb + k * N, width, panel.data() + k * width);
+      bb = panel.data(), ldb = width;
+    }
+    for (int64_t m0 = 0; m0 < M;) {
+      const int rows = int(std::min<int64_t>(6, M - m0));
+      const int64_t strip_width = 8 * vectors_for(rows);
+      for (int64_t j = 0; j < width; j += strip_width) {  // the A tile stays in L1 across the block's strips
+        const int64_t strip = std::min(strip_width, width - j);
         const int vectors = int((strip + 7) / 8);
-        tile_for(rows, vectors)(depth, a + m0 * K + k0, K, b + k0 * N + n0 + j, N, c + m0 * N + n0 + j, N,
+        tile_for(rows, vectors, strip % 8 != 0)(depth, a + m0 * K + k0, K, bb + j, ldb, c + m0 * N + n0 + j, N,
                                 lane_mask(int(strip - 8 * (vectors - 1))), accumulate || k0 > 0);
       }
+      m0 += rows;
     }
   }
 }
@@ -95,7 +138,8 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
   static const bool suits = !__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (!suits) return false;
   parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
-    for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols);
+    std::vector<float> panel;
+    for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols, panel);
   });
   return true;
 }
