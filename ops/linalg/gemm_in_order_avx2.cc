@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -132,11 +133,41 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
   }
 }
 
+// One or two rows of C (a decode step's products): the rows' sums of up to 1024 columns wait in
+// an L1 buffer while B streams by rows of 4 KB, as a GEMV reads it; register tiles would read B
+// in 384-byte pieces a page apart. Each element is still one FMA chain over k in order.
+constexpr int64_t kRowBlockCols = 1024;
+__attribute__((target("avx2,fma"))) void few_rows(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c,
+                                                  bool accumulate, int64_t n0) {
+  const int64_t width = std::min(kRowBlockCols, N - n0), full = width / 8 * 8;
+  alignas(32) float sum[2][kRowBlockCols];
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t j = 0; j < width; ++j) sum[r][j] = accumulate ? c[r * N + n0 + j] : 0.f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float* row = b + k * N + n0;
+    for (int64_t r = 0; r < M; ++r) {
+      const float ak = a[r * K + k];
+      const __m256 av = _mm256_set1_ps(ak);
+      float* s = sum[r];
+      for (int64_t j = 0; j < full; j += 8)
+        _mm256_store_ps(s + j, _mm256_fmadd_ps(av, _mm256_loadu_ps(row + j), _mm256_load_ps(s + j)));
+      for (int64_t j = full; j < width; ++j) s[j] = std::fma(ak, row[j], s[j]);  // vfmadd231ss: the lanes' rounding
+    }
+  }
+  for (int64_t r = 0; r < M; ++r) std::copy_n(sum[r], width, c + r * N + n0);
+}
+
 }  // namespace
 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
   static const bool suits = !__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (!suits) return false;
+  if (M <= 2) {
+    parallel_for((N + kRowBlockCols - 1) / kRowBlockCols, 1, [&](int64_t first, int64_t last) {
+      for (int64_t block = first; block < last; ++block) few_rows(M, N, K, a, b, c, accumulate, block * kRowBlockCols);
+    });
+    return true;
+  }
   parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
     std::vector<float> panel;
     for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols, panel);
