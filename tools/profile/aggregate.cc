@@ -54,6 +54,8 @@ Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run
   Summary& s = t.summary;
   s.path = path, s.runs_in_file = runs_in_file, s.runs_used = int(runs.size());
   s.first_run = runs.empty() ? 0 : runs.front().index;
+  if (!runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const Run& r) { return r.phase == runs.front().phase; }))
+    s.phase = runs.front().phase;
   std::map<std::string, Row> rows;
   std::map<std::string, int64_t> micros;  // sums in integer microseconds, exact
   std::set<std::string> providers;

@@ -28,6 +28,7 @@ struct Row {
 struct Summary {
   std::string path;
   int runs_in_file = 0, runs_used = 0, first_run = 0;
+  std::string phase;  // the runs' phase when they all have the same one (refeval generate's tags)
   double wall_ms = 0;          // sum of the used runs' model_run durations
   double kernel_ms = 0;        // kernel time of the main graph's nodes (bodies run inside their callers)
   double fence_ms = 0;         // fence events (ORT before 1.20)

@@ -136,7 +136,8 @@ nlohmann::ordered_json summary_json(const Summary& s) {
 std::string summary_lines(const Summary& s) {
   const int last = s.first_run + s.runs_used - 1;
   std::string runs = s.runs_used == 1 ? fmt::format("run {}", s.first_run) : fmt::format("runs {}-{}", s.first_run, last);
-  std::string note = s.first_run == 1 ? " (run 0, the warm-up, left out)" : "";
+  std::string note = !s.phase.empty() ? fmt::format(" (phase {})", s.phase)
+                     : s.first_run == 1 ? " (run 0, the warm-up, left out)" : "";
   const double overhead = s.wall_ms - s.kernel_ms - s.fence_ms;
   return fmt::format("{}: {} of {}{}\nwall {:.3f} ms (model_run), kernel {:.3f} ms ({:.1f}%), fence {:.3f} ms ({} events), "
                      "other {:.3f} ms\n",
