@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests: build tensors in one line and run one node.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,14 @@ namespace refeval::testing {
 
 template <class T>
 Tensor tensor(Shape shape, std::vector<T> values) { return Tensor::from_vector<T>(std::move(shape), values); }
+
+// n smooth, varied values in [-1.5, 1.5] (a sine of frequency f): inputs for attention tests whose
+// oracle must see distinct scores.
+inline std::vector<float> wave(size_t n, float f, float phase = 0.3f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(f * float(i) + phase) * 1.5f;
+  return v;
+}
 
 // Runs a single node (inputs named by the node) at `opset` of its domain and returns its outputs.
 inline Values run_node(const Node& n, const Values& inputs, int64_t opset = kLatestOnnxOpset) {

@@ -153,6 +153,26 @@ class Builder:
                       "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm")
         return hidden, residual
 
+    def skip_norm_tail(self, residual, attn_out, i, nbits):
+        """The rest of layer i after attention in the ORT-fused forms: SkipSimplifiedLayerNormalization
+        of attn_out + residual, the MLP, then the next layer's (or the final) skip norm, each
+        passing the residual sum on as output 3, as the GenAI builder chains them. Returns
+        (hidden, residual)."""
+        c, layer = self.cfg, f"/model/layers.{i}"
+        hidden, _, _, residual = self.node("SkipSimplifiedLayerNormalization",
+                                           [attn_out, residual, self.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight")],
+                                           [f"{layer}/post_attention_layernorm/output_0", "", "",
+                                            f"{layer}/post_attention_layernorm/output_3"],
+                                           f"{layer}/post_attention_layernorm", domain="com.microsoft", epsilon=c.eps)
+        down = self.mlp(hidden, i, nbits=nbits)
+        last = i + 1 == c.layers
+        norm = "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight"
+        scope = "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm"
+        hidden, _, _, residual = self.node("SkipSimplifiedLayerNormalization", [down, residual, self.norm_weight(norm)],
+                                           [f"{scope}/output_0", "", "", f"{scope}/output_3"], scope,
+                                           domain="com.microsoft", epsilon=c.eps)
+        return hidden, residual
+
     def lm_head(self, hidden):
         self.matmul(hidden, self.cfg.hidden, self.cfg.vocab, "/lm_head/MatMul")
         self.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
@@ -211,17 +231,7 @@ def genai(cfg):
                               f"{p}/attn/GroupQueryAttention", domain="com.microsoft", num_heads=c.heads,
                               kv_num_heads=c.kv_heads, do_rotary=1, rotary_interleaved=0, local_window_size=-1)
         o = b.matmul_nbits(attn, c.hidden, c.hidden, f"{p}/attn/o_proj/MatMul")
-        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization",
-                                        [o, residual, b.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight")],
-                                        [f"{p}/post_attention_layernorm/output_0", "", "", f"{p}/post_attention_layernorm/output_3"],
-                                        f"{p}/post_attention_layernorm", domain="com.microsoft", epsilon=c.eps)
-        down = b.mlp(hidden, i, nbits=True)
-        last = i + 1 == c.layers
-        norm = "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight"
-        scope = "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm"
-        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization", [down, residual, b.norm_weight(norm)],
-                                        [f"{scope}/output_0", "", "", f"{scope}/output_3"], scope,
-                                        domain="com.microsoft", epsilon=c.eps)
+        hidden, residual = b.skip_norm_tail(residual, o, i, nbits=True)
     logits = b.matmul_nbits(hidden, c.hidden, c.vocab, "/lm_head/MatMul", bias=c.lm_head_bias)
     b.node("Identity", [logits], ["logits"], "/lm_head/Identity")
     ins, outs = io(c, with_position_ids=False)
@@ -254,18 +264,7 @@ def optimum(cfg):
                             [f"{p}/MultiHeadAttention/output_0", f"present.{i}.key", f"present.{i}.value"],
                             f"{p}/MultiHeadAttention", domain="com.microsoft", num_heads=c.heads, unidirectional=1)
         o = b.matmul(attn, c.hidden, c.hidden, f"{p}/o_proj/MatMul")
-        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization",
-                                        [o, residual, b.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight")],
-                                        [f"/model/layers.{i}/post_attention_layernorm/output_0", "", "",
-                                         f"/model/layers.{i}/post_attention_layernorm/output_3"],
-                                        f"/model/layers.{i}/post_attention_layernorm", domain="com.microsoft", epsilon=c.eps)
-        down = b.mlp(hidden, i, nbits=False)
-        last = i + 1 == c.layers
-        norm = "model.norm.weight" if last else f"model.layers.{i + 1}.input_layernorm.weight"
-        scope = "/model/norm" if last else f"/model/layers.{i + 1}/input_layernorm"
-        hidden, _, _, residual = b.node("SkipSimplifiedLayerNormalization", [down, residual, b.norm_weight(norm)],
-                                        [f"{scope}/output_0", "", "", f"{scope}/output_3"], scope,
-                                        domain="com.microsoft", epsilon=c.eps)
+        hidden, residual = b.skip_norm_tail(residual, o, i, nbits=False)
     b.lm_head(hidden)
     ins, outs = io(c, with_position_ids=True)
     return b.model(ins, outs, [("", 17), ("com.microsoft", 1)])

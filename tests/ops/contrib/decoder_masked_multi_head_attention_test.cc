@@ -14,11 +14,6 @@ using build::node;
 
 namespace {
 
-std::vector<float> wave(size_t n, float f, float phase = 0.3f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = std::sin(f * float(i) + phase) * 1.5f;
-  return v;
-}
 
 // One decoding step. Self attention: q, k, v rows (B, D), past buffers (B, N, M, h) of which the
 // first P rows (all M when !shared) are the past. Cross: ck, cv (B, N, L, h) and no past.

@@ -14,11 +14,6 @@ using build::node;
 
 namespace {
 
-std::vector<float> wave(size_t n, float f, float phase = 0.3f) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = std::sin(f * float(i) + phase) * 1.5f;
-  return v;
-}
 
 using Layout = std::vector<std::vector<int>>;  // dense (max_blocks, max_blocks) 0/1 block mask
 // The two 4 x 4 layouts of ORT's SparseAttention documentation.
