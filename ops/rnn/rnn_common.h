@@ -65,8 +65,8 @@ struct Activation {
       case Kind::Softsign:
         for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (C(1) + std::abs(x[i]));
         return;
-      case Kind::Softplus:
-        for (int64_t i = 0; i < n; ++i) x[i] = std::log1p(std::exp(x[i]));
+      case Kind::Softplus:  // log(1 + e^x), as x + log(1 + e^-x) for x > 0 where e^x would overflow
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] > C(0) ? x[i] + std::log1p(std::exp(-x[i])) : std::log1p(std::exp(x[i]));
         return;
     }
   }
