@@ -95,6 +95,19 @@ struct RecurrentConfig {
   int64_t layout = 0;
 };
 
+// R (N x K) packed once per run for the product of every step, out (rows x N) = h (rows x K) R^T
+// (recurrent_product.cc). Each element's value depends on K and its inputs only.
+template <class C>
+class PackedRecurrent {
+ public:
+  PackedRecurrent(const C* R, int64_t N, int64_t K);
+  void multiply(int64_t rows, const C* h, C* out) const;
+
+ private:
+  int64_t N_, K_, panels_ = 0;
+  Tensor data_;  // a tensor's buffer: reused from run to run (see Tensor), where a vector's pages fault in anew
+};
+
 // Reads every attribute of the node for its since-version (1, 3 (GRU), 7, 14, 22).
 RecurrentConfig read_recurrent_config(const NodeContext& ctx, CellKind cell);
 

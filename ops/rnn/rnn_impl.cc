@@ -1,8 +1,9 @@
 // The recurrence shared by RNN, GRU and LSTM, direction by direction:
 //  - the input projection of every time step, X W^T, is one GEMM (ops/linalg's gemm), with the
 //    biases that only add to it folded in once;
-//  - each step, the recurrent projection of every batch row, H_{t-1} R^T, is one GEMM (GRU: one
-//    for z and r, then one for its h gate, which needs r first unless linear_before_reset);
+//  - each step, the recurrent projection of every batch row, H_{t-1} R^T, is one product on R
+//    packed once per run (PackedRecurrent, recurrent_product.cc; GRU: one for z and r, then one
+//    for its h gate, which needs r first unless linear_before_reset);
 //  - each activation runs over a whole gate of every batch row (Activation::apply: one loop per
 //    kind, Tanh and float Sigmoid on the vector math library).
 // Sequences shorter than seq_length (sequence_lens) stop at their own end: their Y rows past it
@@ -56,23 +57,6 @@ const C* compute_view(const Tensor& t, std::vector<C>& store) {
   if (t.dtype() == dtype_of<C>) return t.data<C>();
   store = to_compute<C>(t);
   return store.data();
-}
-
-// out (rows x N) = h (rows x K) R^T, R stored N x K: the step's recurrent projection. GEMMs of a
-// few rows are mostly packing R, which Eigen and OpenBLAS do on every call (a 2 x 1024 x 256
-// product took 3-10x the time of two matrix-vector products). Up to kRowByRow rows, each row is
-// its own product, in blocks of R small enough (kRowBlockWork) that gemm keeps them on Eigen,
-// which multiplies a single row as a matrix-vector product without packing: the LSTM of hidden
-// size 256 at batch 1 went from 6.5 to 0.7 ms for 20 steps. The split depends on the shape only.
-constexpr int64_t kRowByRow = 4, kRowBlockWork = int64_t(1) << 16;
-
-template <class C>
-void recurrent_gemm(int64_t rows, int64_t N, int64_t K, const C* h, const C* R, C* out) {
-  if (rows > kRowByRow) return gemm(false, true, rows, N, K, h, R, out, false);
-  const int64_t block = std::clamp<int64_t>(kRowBlockWork / std::max<int64_t>(K, 1), 1, std::max<int64_t>(N, 1));
-  for (int64_t b = 0; b < rows; ++b)
-    for (int64_t n0 = 0; n0 < N; n0 += block)
-      gemm(false, true, 1, std::min(block, N - n0), K, h + b * K, R + n0 * K, out + b * N + n0, false);
 }
 
 template <class C>
@@ -145,16 +129,31 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
   auto state_at = [&](int64_t d, int64_t b) { return cfg.layout == 0 ? (d * B + b) * H : (b * D + d) * H; };
   auto x_row = [&](int64_t t, int64_t b) { return cfg.layout == 0 ? t * B + b : b * S + t; };
 
-  // Columns of the step's recurrent GEMM: every gate, but only z and r for GRU, whose h gate
+  // Columns of the step's recurrent product: every gate, but only z and r for GRU, whose h gate
   // (linear_before_reset 0) multiplies R_h by r . H_{t-1} and so waits for r.
   const int64_t N = gru ? 2 * H : GH;
   const size_t nact = lstm ? 3 : gru ? 2 : 1;
-  std::vector<C> xw(size_t(S * B * GH)), hr(size_t(B * N)), h(size_t(B * H)), c(lstm ? size_t(B * H) : 0);
-  std::vector<C> hh(gru ? size_t(B * H) : 0), rh(gru ? size_t(B * H) : 0), bias(static_cast<size_t>(GH));
-  std::vector<C> gates(lstm ? size_t(4 * B * H) : 0);  // LSTM's i, f, c, o gates of every row, gate after gate
+  // Work arrays in tensors, whose large buffers are reused from run to run (a vector of a few
+  // MB faults its pages in anew on every run).
+  auto work = [](int64_t n, Tensor& holder) {
+    holder = Tensor(dtype_of<C>, {n});
+    return holder.data<C>();
+  };
+  Tensor xw_t, hr_t, h_t, c_t, hh_t, rh_t, bias_t, gates_t;
+  C* xw = work(S * B * GH, xw_t);
+  C* hr = work(B * N, hr_t);
+  C* h = work(B * H, h_t);
+  C* c = work(lstm ? B * H : 0, c_t);
+  C* hh = work(gru ? B * H : 0, hh_t);
+  C* rh = work(gru ? B * H : 0, rh_t);
+  C* bias = work(GH, bias_t);
+  C* gates = work(lstm ? 4 * B * H : 0, gates_t);  // LSTM's i, f, c, o gates of every row, gate after gate
   for (int64_t d = 0; d < D; ++d) {
     const bool rev = D == 2 ? d == 1 : cfg.reverse;
     const C* Rd = R + d * GH * H;
+    // The step's products: every gate (GRU: z and r; its h gate apart, see N).
+    const PackedRecurrent<C> rec(Rd, N, H);
+    const std::optional<PackedRecurrent<C>> rec_h = gru ? std::optional<PackedRecurrent<C>>(std::in_place, Rd + 2 * H * H, H, H) : std::nullopt;
     const C* Rbh = gru && cfg.linear_before_reset && Bias ? Bias + d * 2 * GH + GH + 2 * H : nullptr;
     const C* Pd = P ? P + d * 3 * H : nullptr;
     const Activation& f = cfg.activations[size_t(d) * nact];
@@ -163,21 +162,21 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
 
     // X W^T for every step, plus the biases that only add to it: Wb + Rb, except GRU's Rb_h
     // under linear_before_reset, which r multiplies.
-    gemm(false, true, S * B, GH, I, X, W + d * GH * I, xw.data(), false);
+    gemm(false, true, S * B, GH, I, X, W + d * GH * I, xw, false);
     if (Bias) {
       const C* Wb = Bias + d * 2 * GH;
-      for (int64_t k = 0; k < GH; ++k) bias[size_t(k)] = Rbh && k >= 2 * H ? Wb[k] : Wb[k] + Wb[GH + k];
+      for (int64_t k = 0; k < GH; ++k) bias[k] = Rbh && k >= 2 * H ? Wb[k] : Wb[k] + Wb[GH + k];
       for (int64_t row = 0; row < S * B; ++row) {
-        C* p = xw.data() + row * GH;
-        for (int64_t k = 0; k < GH; ++k) p[k] += bias[size_t(k)];
+        C* p = xw + row * GH;
+        for (int64_t k = 0; k < GH; ++k) p[k] += bias[k];
       }
     }
     for (int64_t b = 0; b < B; ++b) {
-      std::fill_n(h.begin() + b * H, H, C(0));
-      if (H0) std::copy_n(H0 + state_at(d, b), H, h.begin() + b * H);
+      std::fill_n(h + b * H, H, C(0));
+      if (H0) std::copy_n(H0 + state_at(d, b), H, h + b * H);
       if (lstm) {
-        std::fill_n(c.begin() + b * H, H, C(0));
-        if (C0) std::copy_n(C0 + state_at(d, b), H, c.begin() + b * H);
+        std::fill_n(c + b * H, H, C(0));
+        if (C0) std::copy_n(C0 + state_at(d, b), H, c + b * H);
       }
     }
 
@@ -186,60 +185,60 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
       // gates below are computed from stale values and dropped).
       auto active = [&](int64_t b) { return step < lens[size_t(b)]; };
       auto time_of = [&](int64_t b) { return rev ? lens[size_t(b)] - 1 - step : step; };
-      auto xw_of = [&](int64_t b) { return xw.data() + x_row(time_of(b), b) * GH; };
-      recurrent_gemm(B, N, H, h.data(), Rd, hr.data());
+      auto xw_of = [&](int64_t b) { return xw + x_row(time_of(b), b) * GH; };
+      rec.multiply(B, h, hr);
       if (!lstm)
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
           const C* xr = xw_of(b);
-          C* p = hr.data() + b * N;
+          C* p = hr + b * N;
           for (int64_t k = 0; k < N; ++k) p[k] += xr[k];
         }
 
       if (cfg.cell == CellKind::Rnn) {
-        clip_values(hr.data(), B * H, cfg.clip);
-        f.apply(hr.data(), B * H);
+        clip_values(hr, B * H, cfg.clip);
+        f.apply(hr, B * H);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
-          std::copy_n(hr.begin() + b * H, H, h.begin() + b * H);
-          std::copy_n(hr.begin() + b * H, H, Y + y_at(time_of(b), d, b));
+          std::copy_n(hr + b * H, H, h + b * H);
+          std::copy_n(hr + b * H, H, Y + y_at(time_of(b), d, b));
         }
         continue;
       }
 
       if (gru) {
         // hr holds z and r of each row (z then r); hh gets the h gate's pre-activation.
-        if (cfg.linear_before_reset) recurrent_gemm(B, H, H, h.data(), Rd + 2 * H * H, hh.data());
-        clip_values(hr.data(), B * 2 * H, cfg.clip);
-        f.apply(hr.data(), B * 2 * H);
+        if (cfg.linear_before_reset) rec_h->multiply(B, h, hh);
+        clip_values(hr, B * 2 * H, cfg.clip);
+        f.apply(hr, B * 2 * H);
         if (cfg.linear_before_reset) {  // h~ = g(X W_h^T + Wb_h + r . (H_{t-1} R_h^T + Rb_h))
           for (int64_t b = 0; b < B; ++b) {
             if (!active(b)) continue;
             const C* xr = xw_of(b) + 2 * H;
-            const C* rt = hr.data() + b * 2 * H + H;
-            C* p = hh.data() + b * H;
+            const C* rt = hr + b * 2 * H + H;
+            C* p = hh + b * H;
             for (int64_t j = 0; j < H; ++j) p[j] = xr[j] + rt[j] * (p[j] + (Rbh ? Rbh[j] : C(0)));
           }
         } else {  // h~ = g(X W_h^T + Wb_h + Rb_h + (r . H_{t-1}) R_h^T)
           for (int64_t b = 0; b < B; ++b) {
-            const C* rt = hr.data() + b * 2 * H + H;
-            for (int64_t j = 0; j < H; ++j) rh[size_t(b * H + j)] = rt[j] * h[size_t(b * H + j)];
+            const C* rt = hr + b * 2 * H + H;
+            for (int64_t j = 0; j < H; ++j) rh[b * H + j] = rt[j] * h[b * H + j];
           }
-          recurrent_gemm(B, H, H, rh.data(), Rd + 2 * H * H, hh.data());
+          rec_h->multiply(B, rh, hh);
           for (int64_t b = 0; b < B; ++b) {
             if (!active(b)) continue;
             const C* xr = xw_of(b) + 2 * H;
-            C* p = hh.data() + b * H;
+            C* p = hh + b * H;
             for (int64_t j = 0; j < H; ++j) p[j] += xr[j];
           }
         }
-        clip_values(hh.data(), B * H, cfg.clip);
-        g.apply(hh.data(), B * H);
+        clip_values(hh, B * H, cfg.clip);
+        g.apply(hh, B * H);
         for (int64_t b = 0; b < B; ++b) {
           if (!active(b)) continue;
-          const C* z = hr.data() + b * 2 * H;
-          const C* ht = hh.data() + b * H;
-          C* hb = h.data() + b * H;
+          const C* z = hr + b * 2 * H;
+          const C* ht = hh + b * H;
+          C* hb = h + b * H;
           for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * ht[j] + z[j] * hb[j];
           std::copy_n(hb, H, Y + y_at(time_of(b), d, b));
         }
@@ -249,13 +248,13 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
       // LSTM: the pre-activations of W's gate order i, o, f, c go to `gates` as i, f, c, o, each
       // gate one block of B x H, so that every activation runs over a whole gate of every row.
       const int64_t BH = B * H;
-      C *gi = gates.data(), *gf = gi + BH, *gc = gf + BH, *go = gc + BH;
+      C *gi = gates, *gf = gi + BH, *gc = gf + BH, *go = gc + BH;
       static constexpr int64_t kSource[4] = {0, 2, 3, 1};  // W's gate of i, f, c, o
       for (int64_t b = 0; b < B; ++b) {
         const C* xr = active(b) ? xw_of(b) : nullptr;
         for (int64_t k = 0; k < 4; ++k) {
-          const C* src = hr.data() + b * GH + kSource[k] * H;
-          C* dst = gates.data() + k * BH + b * H;
+          const C* src = hr + b * GH + kSource[k] * H;
+          C* dst = gates + k * BH + b * H;
           if (xr) for (int64_t j = 0; j < H; ++j) dst[j] = src[j] + xr[kSource[k] * H + j];
           else std::copy_n(src, H, dst);
         }
@@ -263,8 +262,8 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
       if (Pd)
         for (int64_t b = 0; b < B; ++b)
           for (int64_t j = 0; j < H; ++j) {
-            gi[b * H + j] += Pd[j] * c[size_t(b * H + j)];
-            gf[b * H + j] += Pd[2 * H + j] * c[size_t(b * H + j)];
+            gi[b * H + j] += Pd[j] * c[b * H + j];
+            gf[b * H + j] += Pd[2 * H + j] * c[b * H + j];
           }
       clip_values(gi, 3 * BH, cfg.clip);
       if (cfg.input_forget) {  // f = 1 - i
@@ -277,7 +276,7 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
       // C_t = f . C_{t-1} + i . c~ (kept in gc for the rows that step); o sees C_t through Po.
       for (int64_t b = 0; b < B; ++b) {
         if (!active(b)) continue;
-        C* cb = c.data() + b * H;
+        C* cb = c + b * H;
         const int64_t o = b * H;
         for (int64_t j = 0; j < H; ++j) {
           cb[j] = gf[o + j] * cb[j] + gi[o + j] * gc[o + j];
@@ -291,15 +290,15 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
       h_act.apply(gc, BH);
       for (int64_t b = 0; b < B; ++b) {
         if (!active(b)) continue;
-        C* hb = h.data() + b * H;
+        C* hb = h + b * H;
         const int64_t o = b * H;
         for (int64_t j = 0; j < H; ++j) hb[j] = go[o + j] * gc[o + j];
         std::copy_n(hb, H, Y + y_at(time_of(b), d, b));
       }
     }
     for (int64_t b = 0; b < B; ++b) {
-      std::copy_n(h.begin() + b * H, H, Yh + state_at(d, b));
-      if (lstm) std::copy_n(c.begin() + b * H, H, Yc + state_at(d, b));
+      std::copy_n(h + b * H, H, Yh + state_at(d, b));
+      if (lstm) std::copy_n(c + b * H, H, Yc + state_at(d, b));
     }
   }
   if (!y_store.empty()) write_compute(ty, y_store);
