@@ -51,31 +51,46 @@ class Int16Panels {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n) data_[size_t(((n / 8) * K2_ + k / 2) * 16 + (n % 8) * 2 + k % 2)] = int16_t(b[k * N + n]);
   }
-  // rows x N of C from rows of A' (int16 pairs, K2 per row, zero-padded).
+  // M x N of C from the rows of A' (int16 pairs, K2 per row, zero-padded): tiles of up to 4 rows
+  // x 3 panels (12 sums in registers).
   void multiply(int64_t M, const int32_t* a_pairs, int32_t* c) const {
-    for (int64_t p = 0; p < panels_; ++p) {
-      const __m256i* panel = reinterpret_cast<const __m256i*>(data_.data()) + p * K2_;
-      const int64_t n0 = p * 8, cols = std::min<int64_t>(8, N_ - n0);
+    for (int64_t p = 0; p < panels_; p += 3)
       for (int64_t m0 = 0; m0 < M; m0 += 4) {
-        const int rows = int(std::min<int64_t>(4, M - m0));
-        __m256i sum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-        const int32_t* a = a_pairs + m0 * K2_;
-        for (int64_t k = 0; k < K2_; ++k) {
-          const __m256i v = _mm256_loadu_si256(panel + k);
-          for (int r = 0; r < rows; ++r)
-            sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_set1_epi32(a[r * K2_ + k]), v));
-        }
-        for (int r = 0; r < rows; ++r) {
-          alignas(32) int32_t out[8];
-          _mm256_store_si256(reinterpret_cast<__m256i*>(out), sum[r]);
-          std::copy_n(out, cols, c + (m0 + r) * N_ + n0);
-        }
+        const int rows = int(std::min<int64_t>(4, M - m0)), vectors = int(std::min<int64_t>(3, panels_ - p));
+        kTiles[rows - 1][vectors - 1](*this, a_pairs + m0 * K2_, p, c + m0 * N_);
       }
-    }
   }
   int64_t pairs() const { return K2_; }
 
  private:
+  // Rows [0, R) of A' against panels [p, p + V); writes their columns of C (row stride N).
+  template <int R, int V>
+  static void tile(const Int16Panels& b, const int32_t* a, int64_t p, int32_t* c) {
+    const int64_t K2 = b.K2_;
+    const __m256i* panel = reinterpret_cast<const __m256i*>(b.data_.data()) + p * K2;
+    __m256i sum[R][V];
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) sum[r][v] = _mm256_setzero_si256();
+    for (int64_t k = 0; k < K2; ++k) {
+      __m256i w[V];
+      for (int v = 0; v < V; ++v) w[v] = _mm256_loadu_si256(panel + v * K2 + k);
+      for (int r = 0; r < R; ++r) {
+        const __m256i x = _mm256_set1_epi32(a[r * K2 + k]);
+        for (int v = 0; v < V; ++v) sum[r][v] = _mm256_add_epi32(sum[r][v], _mm256_madd_epi16(x, w[v]));
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) {
+        alignas(32) int32_t out[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out), sum[r][v]);
+        const int64_t n0 = (p + v) * 8;
+        std::copy_n(out, std::min<int64_t>(8, b.N_ - n0), c + r * b.N_ + n0);
+      }
+  }
+  using Tile = void (*)(const Int16Panels&, const int32_t*, int64_t, int32_t*);
+  static constexpr Tile kTiles[4][3] = {{tile<1, 1>, tile<1, 2>, tile<1, 3>}, {tile<2, 1>, tile<2, 2>, tile<2, 3>},
+                                        {tile<3, 1>, tile<3, 2>, tile<3, 3>}, {tile<4, 1>, tile<4, 2>, tile<4, 3>}};
+
   int64_t K2_, N_, panels_;
   std::vector<int16_t> data_;
 };
