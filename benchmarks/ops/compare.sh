@@ -6,9 +6,12 @@
 # refeval/ORT ratio (a shared VM's speed drifts; a ratio within one round cancels most of it),
 # sorted worst first; `same` says whether refeval's outputs match ORT's (refeval test, rtol 1e-3,
 # atol 1e-4). The floor-relu-8 case shows each runtime's fixed cost of a run (onnxruntime-
-# node's is about 0.03 ms). A case one runtime cannot run shows "fail" and sorts last.
-#   benchmarks/ops/compare.sh [BUILD_DIR]   (REPEAT=30, ROUNDS=5, FILTER=regex of case names,
-#                                             REFEVAL_OPS_DIR=/tmp/refeval-ops for the models)
+# node's is about 0.03 ms, plus copying inputs and outputs between JavaScript and ORT: 0.3 ms for
+# a 128 x 768 Add, whose kernel takes 0.1). KERNEL=1 times the node's kernel alone instead, from
+# each runtime's profile (ORT's enableProfiling through ort/profile_ort.js, `refeval profile`;
+# kernel_ms.py takes the median run). A case one runtime cannot run shows "fail" and sorts last.
+#   benchmarks/ops/compare.sh [BUILD_DIR]   (REPEAT=30, ROUNDS=5, KERNEL=0, FILTER=regex of case
+#                                             names, REFEVAL_OPS_DIR=/tmp/refeval-ops for the models)
 # Needs Debian's python3-onnx and npm (installs onnxruntime-node on first use). Never a test.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,12 +31,22 @@ feeds() {  # feeds DIR -> NAME=DIR/NAME.npy for every input file of the case
   local f
   for f in "$1"/*.npy; do printf "%s=%s\n" "$(basename "$f" .npy)" "$f"; done
 }
-ort_ms() {  # ort_ms DIR FEED... -> median ms, or fail
+ort_ms() {  # ort_ms DIR FEED... -> median ms, or nothing on failure
+  if [[ ${KERNEL:-0} == 1 ]]; then
+    (cd "$here/ort" && node profile_ort.js "$1/model.onnx" disabled "$((repeat + 1))" "$work/ort.json" "${@:2}" >/dev/null 2>&1 &&
+      /usr/bin/python3 "$here/ops/kernel_ms.py" "$work/ort.json") || true
+    return
+  fi
   (cd "$here/ort" && ORT_LEVEL=disabled node bench_ort.js "$1/model.onnx" "$repeat" "${@:2}" 2>/dev/null | cut -d' ' -f1) || true
 }
 refeval_ms() {  # refeval_ms DIR FEED... -> median ms, or nothing on failure
   local args=() f
   for f in "${@:2}"; do args+=(--input "$f"); done
+  if [[ ${KERNEL:-0} == 1 ]]; then
+    ("$refeval" -q --threads 1 profile "$1/model.onnx" "${args[@]}" --repeat "$repeat" -o "$work/refeval.json" >/dev/null 2>&1 &&
+      /usr/bin/python3 "$here/ops/kernel_ms.py" "$work/refeval.json") || true
+    return
+  fi
   "$refeval" --threads 1 run "$1/model.onnx" "${args[@]}" --repeat "$repeat" -v 1 2>/dev/null |
     sed -n 's/^elapsed: median \([0-9.]*\) ms.*/\1/p' || true
 }
