@@ -7,9 +7,11 @@
 # sorted worst first; `same` says whether refeval's outputs match ORT's (refeval test, rtol 1e-3,
 # atol 1e-4). The floor-relu-8 case shows each runtime's fixed cost of a run (onnxruntime-
 # node's is about 0.03 ms, plus copying inputs and outputs between JavaScript and ORT: 0.3 ms for
-# a 128 x 768 Add, whose kernel takes 0.1). KERNEL=1 times the node's kernel alone instead, from
-# each runtime's profile (ORT's enableProfiling through ort/profile_ort.js, `refeval profile`;
-# kernel_ms.py takes the median run). A case one runtime cannot run shows "fail" and sorts last.
+# a 128 x 768 Add, whose kernel takes 0.1). KERNEL=1 takes ORT's time from its own profile
+# instead (enableProfiling through ort/profile_ort.js; kernel_ms.py: the node's kernel_time in the
+# median run), against refeval's `run`, which adds 1-2 us to its kernel (floor-relu-8). (Not
+# `refeval profile`: under it a one-node BatchNormalization faulted in 780 fresh pages a run, 37
+# under `run`, and its kernels took 2-6x as long.) A case one runtime cannot run shows "fail".
 #   benchmarks/ops/compare.sh [BUILD_DIR]   (REPEAT=30, ROUNDS=5, KERNEL=0, FILTER=regex of case
 #                                             names, REFEVAL_OPS_DIR=/tmp/refeval-ops for the models)
 # Needs Debian's python3-onnx and npm (installs onnxruntime-node on first use). Never a test.
@@ -42,11 +44,6 @@ ort_ms() {  # ort_ms DIR FEED... -> median ms, or nothing on failure
 refeval_ms() {  # refeval_ms DIR FEED... -> median ms, or nothing on failure
   local args=() f
   for f in "${@:2}"; do args+=(--input "$f"); done
-  if [[ ${KERNEL:-0} == 1 ]]; then
-    ("$refeval" -q --threads 1 profile "$1/model.onnx" "${args[@]}" --repeat "$repeat" -o "$work/refeval.json" >/dev/null 2>&1 &&
-      /usr/bin/python3 "$here/ops/kernel_ms.py" "$work/refeval.json") || true
-    return
-  fi
   "$refeval" --threads 1 run "$1/model.onnx" "${args[@]}" --repeat "$repeat" -v 1 2>/dev/null |
     sed -n 's/^elapsed: median \([0-9.]*\) ms.*/\1/p' || true
 }
