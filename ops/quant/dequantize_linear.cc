@@ -31,8 +31,9 @@ class DequantizeLinear : public OpRun {
     if (zp && zp->size() != scale.size()) ctx.fail("x_zero_point must have x_scale's shape");
     if (!Floats::contains(scale.dtype())) ctx.fail("x_scale must be a float tensor");
     const DType out = output_dtype_ != DType::Undefined ? output_dtype_ : scale.dtype();
-    const std::vector<int64_t> si = scale_indices(x.shape(), scale.shape(), axis_, block_size_);
     Tensor y(out, x.shape());
+    if (out == DType::Float && scale.dtype() == DType::Float && dequantize_to_floats(x, scale, zp, y)) return {y};
+    const std::vector<int64_t> si = scale_indices(x.shape(), scale.shape(), axis_, block_size_);
     visit<Floats>(out, [&]<class T>() {
       T* py = y.data<T>();
       for (int64_t i = 0; i < x.size(); ++i) {
@@ -45,6 +46,26 @@ class DequantizeLinear : public OpRun {
   }
 
  private:
+  // 8- and 16-bit integers into float with a per-tensor or per-axis float scale, one vector loop
+  // per run of elements sharing a scale; false (y untouched) otherwise. The same values as the
+  // element-by-element path: x - zero point is exact in float, and so the product rounds once.
+  bool dequantize_to_floats(const Tensor& x, const Tensor& scale, const Tensor* zp, Tensor& y) const {
+    const std::optional<AxisScale> layout = axis_scale(x.shape(), scale.shape(), axis_, block_size_);
+    using Ints = TypeList<uint8_t, int8_t, uint16_t, int16_t>;
+    if (!layout || !Ints::contains(x.dtype())) return false;
+    visit<Ints>(x.dtype(), [&]<class Q>() {
+      const Q* px = x.data<Q>();
+      float* py = y.data<float>();
+      const int64_t run = layout->inner;
+      for (int64_t o = 0, i = 0; o < layout->outer; ++o)
+        for (int64_t a = 0; a < layout->A; ++a, i += run) {
+          const float s = scale.data<float>()[a], z = zp ? float(zp->data<Q>()[a]) : 0.0f;
+          for (int64_t k = i; k < i + run; ++k) py[k] = (float(px[k]) - z) * s;
+        }
+    });
+    return true;
+  }
+
   int version_;
   int64_t axis_ = 1, block_size_ = 0;
   DType output_dtype_ = DType::Undefined;

@@ -40,6 +40,23 @@ std::vector<int64_t> scale_indices(const Shape& x, const Shape& s, int64_t axis,
   return idx;
 }
 
+std::optional<AxisScale> axis_scale(const Shape& x, const Shape& s, int64_t axis, int64_t block_size) {
+  AxisScale a;
+  if (shape_size(s) == 1 && block_size == 0 && s.size() <= 1) {
+    a.inner = shape_size(x);
+    return a;
+  }
+  const int64_t r = int64_t(x.size());
+  if (block_size != 0 || s.size() != 1 || axis < -r || axis >= r) return std::nullopt;
+  if (axis < 0) axis += r;
+  if (s[0] != x[size_t(axis)]) return std::nullopt;
+  a.outer = 1;
+  for (int64_t d = 0; d < axis; ++d) a.outer *= x[size_t(d)];
+  a.A = x[size_t(axis)];
+  for (int64_t d = axis + 1; d < r; ++d) a.inner *= x[size_t(d)];
+  return a;
+}
+
 double element_as_double(const Tensor& t, int64_t i) {
   return visit<AllNumeric>(t.dtype(), [&]<class T>() -> double {
     if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -56,6 +57,15 @@ Q quant_from_double(double v, bool saturate = true) {
 // block_size is 0; blocked when s has x's rank, s[axis] = ceil(x[axis] / block_size) and the other
 // dims equal x's. Throws naming the shapes otherwise. `axis` may be negative.
 std::vector<int64_t> scale_indices(const Shape& x, const Shape& s, int64_t axis, int64_t block_size);
+
+// The scale layout of a per-tensor or per-axis scale (block_size 0), for the vector loops of
+// Quantize/DequantizeLinear: element (o, a, k) of x seen as [outer, A, inner] uses scale (and
+// zero point) a; a per-tensor scale is [1, 1, size]. nullopt for a blocked scale or one that does
+// not fit (the element-by-element path then handles, or reports, it).
+struct AxisScale {
+  int64_t outer = 1, A = 1, inner = 1;
+};
+std::optional<AxisScale> axis_scale(const Shape& x, const Shape& s, int64_t axis, int64_t block_size);
 
 // The value of `t` (any numeric type, narrow floats included) at flat index i, as double.
 double element_as_double(const Tensor& t, int64_t i);

@@ -50,10 +50,12 @@ class QuantizeLinear : public OpRun {
       if (zp->size() != scale.size()) ctx.fail("y_zero_point must have y_scale's shape");
     }
     if (!is_float_dtype(scale.dtype())) ctx.fail("y_scale must be a float tensor");
-    const std::vector<int64_t> si = scale_indices(x.shape(), scale.shape(), axis_, block_size_);
     const DType prec = precision_ != DType::Undefined ? precision_ : scale.dtype();
-    const bool int_x = is_integer_dtype(x.dtype());
     Tensor y(out, x.shape());
+    if (x.dtype() == DType::Float && scale.dtype() == DType::Float && prec == DType::Float && quantize_floats(x, scale, zp, y))
+      return {y};
+    const std::vector<int64_t> si = scale_indices(x.shape(), scale.shape(), axis_, block_size_);
+    const bool int_x = is_integer_dtype(x.dtype());
     visit<Types>(out, [&]<class Q>() {
       Q* py = y.data<Q>();
       for (int64_t i = 0; i < x.size(); ++i) {
@@ -69,6 +71,31 @@ class QuantizeLinear : public OpRun {
   }
 
  private:
+  // Float x and scale into 8- and 16-bit integers with a per-tensor or per-axis scale, one vector
+  // loop per run of elements sharing a scale; false (y untouched) otherwise. The same values as
+  // the element-by-element path: x / scale is the float quotient (what the double one rounds to),
+  // its integer plus the zero point is exact in float below 2^24 and saturates above.
+  bool quantize_floats(const Tensor& x, const Tensor& scale, const Tensor* zp, Tensor& y) const {
+    const std::optional<AxisScale> layout = axis_scale(x.shape(), scale.shape(), axis_, block_size_);
+    using Ints = TypeList<uint8_t, int8_t, uint16_t, int16_t>;
+    if (!layout || !Ints::contains(y.dtype())) return false;
+    visit<Ints>(y.dtype(), [&]<class Q>() {
+      const float lo = float(std::numeric_limits<Q>::lowest()), hi = float(std::numeric_limits<Q>::max());
+      const float* px = x.data<float>();
+      Q* py = y.data<Q>();
+      const int64_t run = layout->inner;
+      for (int64_t o = 0, i = 0; o < layout->outer; ++o)
+        for (int64_t a = 0; a < layout->A; ++a, i += run) {
+          const float s = scale.data<float>()[a], z = zp ? float(zp->data<Q>()[a]) : 0.0f;
+          for (int64_t k = i; k < i + run; ++k) {
+            const float r = std::nearbyint(px[k] / s) + z;
+            py[k] = r != r ? Q(0) : Q(std::min(hi, std::max(lo, r)));  // NaN quantizes to 0
+          }
+        }
+    });
+    return true;
+  }
+
   int version_;
   int64_t axis_ = 1, block_size_ = 0;
   bool saturate_ = true;

@@ -13,6 +13,7 @@ using MinMaxTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t,
 
 // Sum-like ops accumulate floats in double and integers in their own type (wrapping).
 struct SumLike {
+  static constexpr bool kAdditive = true;
   template <class T> using acc_t = sum_acc_t<T>;
   template <class A> static A init() { return A(0); }
 };
@@ -29,6 +30,7 @@ struct Mean : SumLike {
   }
 };
 struct Prod : SumLike {
+  static constexpr bool kAdditive = false;
   template <class A> static A init() { return A(1); }
   template <class A, class C> static A step(A a, C v) { return wrap_mul(a, A(v)); }
   template <class A> static A finish(A a, int64_t) { return a; }
@@ -54,6 +56,7 @@ struct LogSum : Sum {
 // Max and Min keep the element's compute type; NaN propagates as numpy's max does.
 template <bool IsMax>
 struct Extremum {
+  static constexpr bool kAdditive = false;
   template <class T> using acc_t = compute_t<T>;
   template <class A> static A init() {
     if constexpr (std::is_same_v<A, bool>) return !IsMax;

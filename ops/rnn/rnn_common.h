@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../math/vector_math.h"
@@ -21,39 +22,60 @@ struct Activation {
   Kind kind = Kind::Tanh;
   double alpha = 0, beta = 0;
 
-  template <class C>
-  C operator()(C x) const {
-    const C a = C(alpha), b = C(beta);
-    switch (kind) {
-      case Kind::Relu: return x > C(0) ? x : C(0);
-      case Kind::Tanh: return std::tanh(x);
-      case Kind::Sigmoid: return C(1) / (C(1) + std::exp(-x));
-      case Kind::Affine: return a * x + b;
-      case Kind::LeakyRelu: return x >= C(0) ? x : a * x;
-      case Kind::ThresholdedRelu: return x > a ? x : C(0);
-      case Kind::ScaledTanh: return a * std::tanh(b * x);
-      case Kind::HardSigmoid: return std::max(C(0), std::min(C(1), a * x + b));
-      case Kind::Elu: return x >= C(0) ? x : a * (std::exp(x) - C(1));
-      case Kind::Softsign: return x / (C(1) + std::abs(x));
-      case Kind::Softplus: return std::log1p(std::exp(x));
-    }
-    return x;
-  }
-
-  // The activation over n values in place: float Tanh and Sigmoid through the vector math
-  // library (ops/math/vector_math.h), everything else element by element.
+  // The activation over n values in place, one loop per kind (the kind is chosen once, never per
+  // value). Tanh (float and double) and float Sigmoid go through the vector math library
+  // (ops/math/vector_math.h), whose result for a value does not depend on where it sits.
   template <class C>
   void apply(C* x, int64_t n) const {
-    if constexpr (std::is_same_v<C, float>) {
-      if (kind == Kind::Tanh) return tanh_floats(x, x, n);
-      if (kind == Kind::Sigmoid) {
-        for (int64_t i = 0; i < n; ++i) x[i] = -x[i];
-        exp_floats(x, x, n);
-        for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + x[i]);
+    const C a = C(alpha), b = C(beta);
+    switch (kind) {
+      case Kind::Relu:
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] > C(0) ? x[i] : C(0);
         return;
-      }
+      case Kind::Tanh: return tanh_of(x, n);
+      case Kind::Sigmoid:
+        if constexpr (std::is_same_v<C, float>) {
+          for (int64_t i = 0; i < n; ++i) x[i] = -x[i];
+          exp_floats(x, x, n);
+          for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + x[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) x[i] = C(1) / (C(1) + std::exp(-x[i]));
+        }
+        return;
+      case Kind::Affine:
+        for (int64_t i = 0; i < n; ++i) x[i] = a * x[i] + b;
+        return;
+      case Kind::LeakyRelu:
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= C(0) ? x[i] : a * x[i];
+        return;
+      case Kind::ThresholdedRelu:
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] > a ? x[i] : C(0);
+        return;
+      case Kind::ScaledTanh:
+        for (int64_t i = 0; i < n; ++i) x[i] = b * x[i];
+        tanh_of(x, n);
+        for (int64_t i = 0; i < n; ++i) x[i] = a * x[i];
+        return;
+      case Kind::HardSigmoid:
+        for (int64_t i = 0; i < n; ++i) x[i] = std::max(C(0), std::min(C(1), a * x[i] + b));
+        return;
+      case Kind::Elu:
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] >= C(0) ? x[i] : a * (std::exp(x[i]) - C(1));
+        return;
+      case Kind::Softsign:
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (C(1) + std::abs(x[i]));
+        return;
+      case Kind::Softplus:  // log(1 + e^x), as x + log(1 + e^-x) for x > 0 where e^x would overflow
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] > C(0) ? x[i] + std::log1p(std::exp(-x[i])) : std::log1p(std::exp(x[i]));
+        return;
     }
-    for (int64_t i = 0; i < n; ++i) x[i] = (*this)(x[i]);
+  }
+
+ private:
+  template <class C>
+  static void tanh_of(C* x, int64_t n) {
+    if constexpr (std::is_same_v<C, float>) tanh_floats(x, x, n);
+    else tanh_doubles(x, x, n);
   }
 };
 
@@ -71,6 +93,19 @@ struct RecurrentConfig {
   bool linear_before_reset = false;     // GRU
   bool input_forget = false;            // LSTM
   int64_t layout = 0;
+};
+
+// R (N x K) packed once per run for the product of every step, out (rows x N) = h (rows x K) R^T
+// (recurrent_product.cc). Each element's value depends on K and its inputs only.
+template <class C>
+class PackedRecurrent {
+ public:
+  PackedRecurrent(const C* R, int64_t N, int64_t K);
+  void multiply(int64_t rows, const C* h, C* out) const;
+
+ private:
+  int64_t N_, K_, panels_ = 0;
+  Tensor data_;  // a tensor's buffer: reused from run to run (see Tensor), where a vector's pages fault in anew
 };
 
 // Reads every attribute of the node for its since-version (1, 3 (GRU), 7, 14, 22).

@@ -1,7 +1,14 @@
-// The recurrence shared by RNN, GRU and LSTM. The input projection of every time step is one
-// GEMM per direction (Eigen, through the linalg family); the recurrent projection is one GEMM
-// per step. Sequences shorter than seq_length (sequence_lens) stop at their own end: their Y
-// rows past it stay zero and their last state is the one after their own last step.
+// The recurrence shared by RNN, GRU and LSTM, direction by direction:
+//  - the input projection of every time step, X W^T, is one GEMM (ops/linalg's gemm), with the
+//    biases that only add to it folded in once;
+//  - each step, the recurrent projection of every batch row, H_{t-1} R^T, is one product on R
+//    packed once per run (PackedRecurrent, recurrent_product.cc; GRU: one for z and r, then one
+//    for its h gate, which needs r first unless linear_before_reset);
+//  - each activation runs over a whole gate of every batch row (Activation::apply: one loop per
+//    kind, Tanh and float Sigmoid on the vector math library).
+// Sequences shorter than seq_length (sequence_lens) stop at their own end: their Y rows past it
+// stay zero and their last state is the one after their own last step; reverse starts each row
+// at its own last element.
 #include <algorithm>
 #include <cctype>
 
@@ -44,14 +51,19 @@ void check_shape(const Tensor& t, const Shape& want, const char* name) {
     fail_runtime(fmt::format("{} has shape {}, expected {}", name, shape_to_string(t.shape()), shape_to_string(want)));
 }
 
-// Swaps the first two axes of a [a, b, rest] array (layout 1 <-> layout 0).
+// A tensor's values as C: its own storage when it already holds C, else converted into `store`.
 template <class C>
-std::vector<C> swap01(const std::vector<C>& v, int64_t a, int64_t b, int64_t rest) {
-  std::vector<C> out(v.size());
-  for (int64_t i = 0; i < a; ++i)
-    for (int64_t j = 0; j < b; ++j)
-      std::copy_n(v.begin() + (i * b + j) * rest, rest, out.begin() + (j * a + i) * rest);
-  return out;
+const C* compute_view(const Tensor& t, std::vector<C>& store) {
+  if (t.dtype() == dtype_of<C>) return t.data<C>();
+  store = to_compute<C>(t);
+  return store.data();
+}
+
+template <class C>
+void clip_values(C* p, int64_t n, const std::optional<double>& clip) {
+  if (!clip) return;
+  const C c = C(*clip);
+  for (int64_t i = 0; i < n; ++i) p[i] = std::clamp(p[i], -c, c);
 }
 
 template <class C>
@@ -73,10 +85,12 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
     if (has_value(in, i) && input_tensor(in, i).dtype() != x.dtype() && i != 4)
       fail_runtime("X, W, R, B, initial states and P must have the same element type");
 
-  std::vector<C> X = to_compute<C>(x), W = to_compute<C>(w), R = to_compute<C>(r);
-  if (cfg.layout == 1) X = swap01(X, B, S, I);
-  std::vector<C> Bias(size_t(D * 2 * GH), C(0));
-  if (has_value(in, 3)) { check_shape(input_tensor(in, 3), {D, 2 * GH}, "B"); Bias = to_compute<C>(input_tensor(in, 3)); }
+  std::vector<C> x_store, w_store, r_store, b_store, h0_store, c0_store, p_store;
+  const C* X = compute_view(x, x_store);
+  const C* W = compute_view(w, w_store);
+  const C* R = compute_view(r, r_store);
+  const C* Bias = nullptr;
+  if (has_value(in, 3)) { check_shape(input_tensor(in, 3), {D, 2 * GH}, "B"); Bias = compute_view(input_tensor(in, 3), b_store); }
   std::vector<int64_t> lens(size_t(B), S);
   if (has_value(in, 4)) {
     const Tensor& sl = input_tensor(in, 4);
@@ -89,123 +103,209 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
     }
   }
   const Shape state_shape = cfg.layout == 0 ? Shape{D, B, H} : Shape{B, D, H};
-  auto read_state = [&](size_t i, const char* name) {
-    std::vector<C> v(size_t(D * B * H), C(0));
-    if (!has_value(in, i)) return v;
+  auto read_state = [&](size_t i, const char* name, std::vector<C>& store) -> const C* {
+    if (!has_value(in, i)) return nullptr;
     check_shape(input_tensor(in, i), state_shape, name);
-    v = to_compute<C>(input_tensor(in, i));
-    return cfg.layout == 1 ? swap01(v, B, D, H) : v;
+    return compute_view(input_tensor(in, i), store);
   };
-  std::vector<C> H0 = read_state(5, "initial_h"), C0 = lstm ? read_state(6, "initial_c") : std::vector<C>{};
-  std::vector<C> P(size_t(D * 3 * H), C(0));
-  if (lstm && has_value(in, 7)) { check_shape(input_tensor(in, 7), {D, 3 * H}, "P"); P = to_compute<C>(input_tensor(in, 7)); }
+  const C* H0 = read_state(5, "initial_h", h0_store);
+  const C* C0 = lstm ? read_state(6, "initial_c", c0_store) : nullptr;
+  const C* P = nullptr;
+  if (lstm && has_value(in, 7)) { check_shape(input_tensor(in, 7), {D, 3 * H}, "P"); P = compute_view(input_tensor(in, 7), p_store); }
 
-  std::vector<C> Y(size_t(S * D * B * H), C(0)), Yh(size_t(D * B * H)), Yc(lstm ? size_t(D * B * H) : 0);
+  // The outputs are written in place in either layout; through C vectors for float16 / bfloat16.
+  Tensor ty(dtype, cfg.layout == 0 ? Shape{S, D, B, H} : Shape{B, S, D, H});
+  Tensor th(dtype, state_shape), tc = lstm ? Tensor(dtype, state_shape) : Tensor();
+  std::vector<C> y_store, h_store, c_store;
+  auto out_view = [&](Tensor& t, std::vector<C>& store) -> C* {
+    if (t.dtype() == dtype_of<C>) return t.data<C>();
+    store.assign(size_t(t.size()), C(0));
+    return store.data();
+  };
+  C* Y = out_view(ty, y_store);
+  C* Yh = out_view(th, h_store);
+  C* Yc = lstm ? out_view(tc, c_store) : nullptr;
+  auto y_at = [&](int64_t t, int64_t d, int64_t b) { return cfg.layout == 0 ? ((t * D + d) * B + b) * H : ((b * S + t) * D + d) * H; };
+  auto state_at = [&](int64_t d, int64_t b) { return cfg.layout == 0 ? (d * B + b) * H : (b * D + d) * H; };
+  auto x_row = [&](int64_t t, int64_t b) { return cfg.layout == 0 ? t * B + b : b * S + t; };
+
+  // Columns of the step's recurrent product: every gate, but only z and r for GRU, whose h gate
+  // (linear_before_reset 0) multiplies R_h by r . H_{t-1} and so waits for r.
+  const int64_t N = gru ? 2 * H : GH;
   const size_t nact = lstm ? 3 : gru ? 2 : 1;
-  auto clip = [&](C v) { return cfg.clip ? std::clamp(v, C(-*cfg.clip), C(*cfg.clip)) : v; };
-  std::vector<C> xw(size_t(S * B * GH)), hr(size_t(B * GH)), rh(size_t(B * H)), rhr(size_t(B * H));
-  std::vector<C> gate(lstm ? size_t(4 * H) : 0);  // one batch row's i, f, c, o gates during a step
+  // Work arrays in tensors, whose large buffers are reused from run to run (a vector of a few
+  // MB faults its pages in anew on every run).
+  auto work = [](int64_t n, Tensor& holder) {
+    holder = Tensor(dtype_of<C>, {n});
+    return holder.data<C>();
+  };
+  Tensor xw_t, hr_t, h_t, c_t, hh_t, rh_t, bias_t, gates_t;
+  C* xw = work(S * B * GH, xw_t);
+  C* hr = work(B * N, hr_t);
+  C* h = work(B * H, h_t);
+  C* c = work(lstm ? B * H : 0, c_t);
+  C* hh = work(gru ? B * H : 0, hh_t);
+  C* rh = work(gru ? B * H : 0, rh_t);
+  C* bias = work(GH, bias_t);
+  C* gates = work(lstm ? 4 * B * H : 0, gates_t);  // LSTM's i, f, c, o gates of every row, gate after gate
   for (int64_t d = 0; d < D; ++d) {
     const bool rev = D == 2 ? d == 1 : cfg.reverse;
-    const C* Wd = W.data() + d * GH * I;
-    const C* Rd = R.data() + d * GH * H;
-    const C* Wb = Bias.data() + d * 2 * GH;
-    const C* Rb = Wb + GH;
-    const C* Pd = P.data() + d * 3 * H;
+    const C* Rd = R + d * GH * H;
+    // The step's products: every gate (GRU: z and r; its h gate apart, see N).
+    const PackedRecurrent<C> rec(Rd, N, H);
+    const std::optional<PackedRecurrent<C>> rec_h = gru ? std::optional<PackedRecurrent<C>>(std::in_place, Rd + 2 * H * H, H, H) : std::nullopt;
+    const C* Rbh = gru && cfg.linear_before_reset && Bias ? Bias + d * 2 * GH + GH + 2 * H : nullptr;
+    const C* Pd = P ? P + d * 3 * H : nullptr;
     const Activation& f = cfg.activations[size_t(d) * nact];
     const Activation& g = cfg.activations[size_t(d) * nact + (nact > 1 ? 1 : 0)];
     const Activation& h_act = cfg.activations[size_t(d) * nact + (nact > 2 ? 2 : 0)];
-    gemm(false, true, S * B, GH, I, X.data(), Wd, xw.data(), false);
-    std::vector<C> h(H0.begin() + d * B * H, H0.begin() + (d + 1) * B * H);
-    std::vector<C> c = lstm ? std::vector<C>(C0.begin() + d * B * H, C0.begin() + (d + 1) * B * H) : std::vector<C>{};
-    for (int64_t step = 0; step < S; ++step) {
-      gemm(false, true, B, GH, H, h.data(), Rd, hr.data(), false);
-      auto time_of = [&](int64_t b) { return rev ? lens[size_t(b)] - 1 - step : step; };
-      if (gru && !cfg.linear_before_reset) {  // (r . H_{t-1}) R_h^T needs r of every batch first
-        for (int64_t b = 0; b < B; ++b) {
-          if (step >= lens[size_t(b)]) { std::fill_n(rh.begin() + b * H, H, C(0)); continue; }
-          const C* xr = xw.data() + (time_of(b) * B + b) * GH;
-          for (int64_t j = 0; j < H; ++j) {
-            const C rt = f(clip(xr[H + j] + hr[size_t(b * GH + H + j)] + Wb[H + j] + Rb[H + j]));
-            rh[size_t(b * H + j)] = rt * h[size_t(b * H + j)];
-          }
-        }
-        gemm(false, true, B, H, H, rh.data(), Rd + 2 * H * H, rhr.data(), false);
-      }
-      for (int64_t b = 0; b < B; ++b) {
-        if (step >= lens[size_t(b)]) continue;
-        const int64_t t = time_of(b);
-        const C* xg = xw.data() + (t * B + b) * GH;
-        const C* hg = hr.data() + b * GH;
-        C* hb = h.data() + b * H;
-        if (lstm) {  // gate by gate over the H units, each activation applied to a whole gate at once
-          C* cb = c.data() + b * H;
-          C *gi = gate.data(), *gf = gi + H, *gc = gf + H, *go = gc + H;
-          auto pre = [&](int64_t k, int64_t j) { return xg[k * H + j] + hg[k * H + j] + Wb[k * H + j] + Rb[k * H + j]; };
-          for (int64_t j = 0; j < H; ++j) {
-            gi[j] = clip(pre(0, j) + Pd[j] * cb[j]);
-            gf[j] = clip(pre(2, j) + Pd[2 * H + j] * cb[j]);
-            gc[j] = clip(pre(3, j));
-          }
-          f.apply(gi, H);
-          if (cfg.input_forget) for (int64_t j = 0; j < H; ++j) gf[j] = C(1) - gi[j];
-          else f.apply(gf, H);
-          g.apply(gc, H);
-          for (int64_t j = 0; j < H; ++j) {
-            cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
-            go[j] = clip(pre(1, j) + Pd[H + j] * cb[j]);
-            gc[j] = clip(cb[j]);
-          }
-          f.apply(go, H);
-          h_act.apply(gc, H);
-          for (int64_t j = 0; j < H; ++j) hb[j] = go[j] * gc[j];
-          std::copy_n(hb, H, Y.begin() + ((t * D + d) * B + b) * H);
-          continue;
-        }
-        for (int64_t j = 0; j < H; ++j) {
-          if (cfg.cell == CellKind::Rnn) {
-            hb[j] = f(clip(xg[j] + hg[j] + Wb[j] + Rb[j]));
-          } else if (gru) {
-            const C z = f(clip(xg[j] + hg[j] + Wb[j] + Rb[j]));
-            C pre;
-            if (cfg.linear_before_reset) {
-              const C rt = f(clip(xg[H + j] + hg[H + j] + Wb[H + j] + Rb[H + j]));
-              pre = xg[2 * H + j] + rt * (hg[2 * H + j] + Rb[2 * H + j]) + Wb[2 * H + j];
-            } else {
-              pre = xg[2 * H + j] + rhr[size_t(b * H + j)] + Rb[2 * H + j] + Wb[2 * H + j];
-            }
-            const C ht = g(clip(pre));
-            hb[j] = (C(1) - z) * ht + z * hb[j];
-          }
-        }
-        std::copy_n(hb, H, Y.begin() + ((t * D + d) * B + b) * H);
+
+    // X W^T for every step, plus the biases that only add to it: Wb + Rb, except GRU's Rb_h
+    // under linear_before_reset, which r multiplies.
+    gemm(false, true, S * B, GH, I, X, W + d * GH * I, xw, false);
+    if (Bias) {
+      const C* Wb = Bias + d * 2 * GH;
+      for (int64_t k = 0; k < GH; ++k) bias[k] = Rbh && k >= 2 * H ? Wb[k] : Wb[k] + Wb[GH + k];
+      for (int64_t row = 0; row < S * B; ++row) {
+        C* p = xw + row * GH;
+        for (int64_t k = 0; k < GH; ++k) p[k] += bias[k];
       }
     }
-    std::copy(h.begin(), h.end(), Yh.begin() + d * B * H);
-    if (lstm) std::copy(c.begin(), c.end(), Yc.begin() + d * B * H);
-  }
-  Values out;
-  if (cfg.layout == 0) {
-    Tensor ty(dtype, {S, D, B, H});
-    write_compute(ty, Y);
-    out.push_back(ty);
-  } else {  // [S, D, B, H] -> [B, S, D, H]
-    std::vector<C> y1(Y.size());
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t d = 0; d < D; ++d)
+    for (int64_t b = 0; b < B; ++b) {
+      std::fill_n(h + b * H, H, C(0));
+      if (H0) std::copy_n(H0 + state_at(d, b), H, h + b * H);
+      if (lstm) {
+        std::fill_n(c + b * H, H, C(0));
+        if (C0) std::copy_n(C0 + state_at(d, b), H, c + b * H);
+      }
+    }
+
+    for (int64_t step = 0; step < S; ++step) {
+      // Row b's time step and its X W^T row; rows past their own length do not step (their
+      // gates below are computed from stale values and dropped).
+      auto active = [&](int64_t b) { return step < lens[size_t(b)]; };
+      auto time_of = [&](int64_t b) { return rev ? lens[size_t(b)] - 1 - step : step; };
+      auto xw_of = [&](int64_t b) { return xw + x_row(time_of(b), b) * GH; };
+      rec.multiply(B, h, hr);
+      if (!lstm)
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          const C* xr = xw_of(b);
+          C* p = hr + b * N;
+          for (int64_t k = 0; k < N; ++k) p[k] += xr[k];
+        }
+
+      if (cfg.cell == CellKind::Rnn) {
+        clip_values(hr, B * H, cfg.clip);
+        f.apply(hr, B * H);
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          std::copy_n(hr + b * H, H, h + b * H);
+          std::copy_n(hr + b * H, H, Y + y_at(time_of(b), d, b));
+        }
+        continue;
+      }
+
+      if (gru) {
+        // hr holds z and r of each row (z then r); hh gets the h gate's pre-activation.
+        if (cfg.linear_before_reset) rec_h->multiply(B, h, hh);
+        clip_values(hr, B * 2 * H, cfg.clip);
+        f.apply(hr, B * 2 * H);
+        if (cfg.linear_before_reset) {  // h~ = g(X W_h^T + Wb_h + r . (H_{t-1} R_h^T + Rb_h))
+          for (int64_t b = 0; b < B; ++b) {
+            if (!active(b)) continue;
+            const C* xr = xw_of(b) + 2 * H;
+            const C* rt = hr + b * 2 * H + H;
+            C* p = hh + b * H;
+            for (int64_t j = 0; j < H; ++j) p[j] = xr[j] + rt[j] * (p[j] + (Rbh ? Rbh[j] : C(0)));
+          }
+        } else {  // h~ = g(X W_h^T + Wb_h + Rb_h + (r . H_{t-1}) R_h^T)
+          for (int64_t b = 0; b < B; ++b) {
+            const C* rt = hr + b * 2 * H + H;
+            for (int64_t j = 0; j < H; ++j) rh[b * H + j] = rt[j] * h[b * H + j];
+          }
+          rec_h->multiply(B, rh, hh);
+          for (int64_t b = 0; b < B; ++b) {
+            if (!active(b)) continue;
+            const C* xr = xw_of(b) + 2 * H;
+            C* p = hh + b * H;
+            for (int64_t j = 0; j < H; ++j) p[j] += xr[j];
+          }
+        }
+        clip_values(hh, B * H, cfg.clip);
+        g.apply(hh, B * H);
+        for (int64_t b = 0; b < B; ++b) {
+          if (!active(b)) continue;
+          const C* z = hr + b * 2 * H;
+          const C* ht = hh + b * H;
+          C* hb = h + b * H;
+          for (int64_t j = 0; j < H; ++j) hb[j] = (C(1) - z[j]) * ht[j] + z[j] * hb[j];
+          std::copy_n(hb, H, Y + y_at(time_of(b), d, b));
+        }
+        continue;
+      }
+
+      // LSTM: the pre-activations of W's gate order i, o, f, c go to `gates` as i, f, c, o, each
+      // gate one block of B x H, so that every activation runs over a whole gate of every row.
+      const int64_t BH = B * H;
+      C *gi = gates, *gf = gi + BH, *gc = gf + BH, *go = gc + BH;
+      static constexpr int64_t kSource[4] = {0, 2, 3, 1};  // W's gate of i, f, c, o
+      for (int64_t b = 0; b < B; ++b) {
+        const C* xr = active(b) ? xw_of(b) : nullptr;
+        for (int64_t k = 0; k < 4; ++k) {
+          const C* src = hr + b * GH + kSource[k] * H;
+          C* dst = gates + k * BH + b * H;
+          if (xr) for (int64_t j = 0; j < H; ++j) dst[j] = src[j] + xr[kSource[k] * H + j];
+          else std::copy_n(src, H, dst);
+        }
+      }
+      if (Pd)
         for (int64_t b = 0; b < B; ++b)
-          std::copy_n(Y.begin() + ((s * D + d) * B + b) * H, H, y1.begin() + ((b * S + s) * D + d) * H);
-    Tensor ty(dtype, {B, S, D, H});
-    write_compute(ty, y1);
-    out.push_back(ty);
+          for (int64_t j = 0; j < H; ++j) {
+            gi[b * H + j] += Pd[j] * c[b * H + j];
+            gf[b * H + j] += Pd[2 * H + j] * c[b * H + j];
+          }
+      clip_values(gi, 3 * BH, cfg.clip);
+      if (cfg.input_forget) {  // f = 1 - i
+        f.apply(gi, BH);
+        for (int64_t i = 0; i < BH; ++i) gf[i] = C(1) - gi[i];
+      } else {
+        f.apply(gi, 2 * BH);
+      }
+      g.apply(gc, BH);
+      // C_t = f . C_{t-1} + i . c~ (kept in gc for the rows that step); o sees C_t through Po.
+      for (int64_t b = 0; b < B; ++b) {
+        if (!active(b)) continue;
+        C* cb = c + b * H;
+        const int64_t o = b * H;
+        for (int64_t j = 0; j < H; ++j) {
+          cb[j] = gf[o + j] * cb[j] + gi[o + j] * gc[o + j];
+          if (Pd) go[o + j] += Pd[H + j] * cb[j];
+          gc[o + j] = cb[j];
+        }
+      }
+      clip_values(go, BH, cfg.clip);
+      f.apply(go, BH);
+      clip_values(gc, BH, cfg.clip);
+      h_act.apply(gc, BH);
+      for (int64_t b = 0; b < B; ++b) {
+        if (!active(b)) continue;
+        C* hb = h + b * H;
+        const int64_t o = b * H;
+        for (int64_t j = 0; j < H; ++j) hb[j] = go[o + j] * gc[o + j];
+        std::copy_n(hb, H, Y + y_at(time_of(b), d, b));
+      }
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      std::copy_n(h + b * H, H, Yh + state_at(d, b));
+      if (lstm) std::copy_n(c + b * H, H, Yc + state_at(d, b));
+    }
   }
-  auto state_out = [&](const std::vector<C>& v) {
-    Tensor t(dtype, state_shape);
-    write_compute(t, cfg.layout == 1 ? swap01(v, D, B, H) : v);
-    return t;
-  };
-  out.push_back(state_out(Yh));
-  if (lstm) out.push_back(state_out(Yc));
+  if (!y_store.empty()) write_compute(ty, y_store);
+  if (!h_store.empty()) write_compute(th, h_store);
+  if (!c_store.empty()) write_compute(tc, c_store);
+  Values out{ty, th};
+  if (lstm) out.push_back(tc);
   return out;
 }
 

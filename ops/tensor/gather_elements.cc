@@ -26,18 +26,25 @@ class GatherElements : public OpRun {
     const std::vector<int64_t> xs = dense_strides(x.shape());
     const int64_t dim = x.dim(axis);
     Tensor y(x.dtype(), ind.shape());
+    // Row by row over indices' last axis: a row's offsets in data are one base plus the index
+    // along `axis` (plus the column, when the last axis is not `axis`).
+    const size_t last = rank - 1;
+    const int64_t cols = ind.dim(last), col_stride = last == axis ? 0 : xs[last];
     visit_by_width(x.dtype(), [&]<class W>() {
       const W* src = raw_as<W>(x);
       W* dst = raw_as<W>(y);
-      std::vector<int64_t> pos(rank, 0);
-      for (int64_t k = 0; k < ind.size(); ++k) {
-        int64_t i = idx[size_t(k)];
-        if (i < -dim || i >= dim) fail_runtime(fmt::format("GatherElements: index {} is out of range for an axis of size {}", i, dim));
-        if (i < 0) i += dim;
-        int64_t off = 0;
-        for (size_t d = 0; d < rank; ++d) off += (d == axis ? i : pos[d]) * xs[d];
-        dst[k] = src[off];
-        for (size_t d = rank; d-- > 0;) {
+      std::vector<int64_t> pos(last, 0);
+      for (int64_t k = 0; k < ind.size();) {
+        int64_t base = 0;
+        for (size_t d = 0; d < last; ++d)
+          if (d != axis) base += pos[d] * xs[d];
+        for (int64_t j = 0; j < cols; ++j, ++k) {
+          int64_t i = idx[size_t(k)];
+          if (i < -dim || i >= dim) fail_runtime(fmt::format("GatherElements: index {} is out of range for an axis of size {}", i, dim));
+          if (i < 0) i += dim;
+          dst[k] = src[base + j * col_stride + i * xs[axis]];
+        }
+        for (size_t d = last; d-- > 0;) {
           if (++pos[d] < ind.dim(d)) break;
           pos[d] = 0;
         }

@@ -56,8 +56,13 @@ class TopK : public OpRun {
             if (vb != vb) return false;
             return vb < va;
           };
-          auto before = [&](int64_t a, int64_t b) { return largest_ ? greater(a, b) : greater(b, a); };
-          std::stable_sort(order.begin(), order.end(), before);
+          // A strict total order (ties by index), so that sorting only the first k (O(n log k),
+          // not the whole axis) gives the same elements in the same order as a stable sort.
+          auto before = [&](int64_t a, int64_t b) {
+            const bool ab = largest_ ? greater(a, b) : greater(b, a), ba = largest_ ? greater(b, a) : greater(a, b);
+            return ab || (!ba && a < b);
+          };
+          std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
           for (int64_t i = 0; i < k; ++i) {
             const int64_t p = (o * k + i) * inner + j;
             vo[p] = src[(o * dim + order[size_t(i)]) * inner + j];

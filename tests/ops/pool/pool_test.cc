@@ -1,6 +1,7 @@
 // The pools: output geometry (pads, ceil_mode, auto_pad, dilations), count_include_pad, MaxPool's
 // Indices with storage_order, LpPool, the global pools, MaxUnpool, MaxRoiPool; dtypes and errors.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -137,5 +138,56 @@ TEST_CASE("MaxPool 2-D float fast path equals the generic window walker (run for
       const float a = fast.data<float>()[i], b = walker.data<float>()[i];
       CHECK(((std::isnan(a) && std::isnan(b)) || a == b));
     }
+  }
+}
+
+TEST_CASE("AveragePool and LpPool 2-D (one tap at a time over all outputs) equal a window-by-window oracle") {
+  // The oracle sums the window's taps inside the input in kernel order, in double from +0.0, and
+  // divides by the inside (or padded-input) count: the kernel must give the same float bits.
+  std::mt19937 gen(9);
+  auto r = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(gen)); };
+  for (int trial = 0; trial < 200; ++trial) {
+    V kernel, strides, dilations, pads(4);
+    Shape xs{r(1, 2), r(1, 3)};
+    for (int d = 0; d < 2; ++d) {
+      kernel.push_back(r(1, 4));
+      strides.push_back(r(1, 3));
+      dilations.push_back(r(1, 2));
+      xs.push_back((kernel.back() - 1) * dilations.back() + 1 + r(0, 8));
+    }
+    for (int d = 0; d < 2; ++d) pads[size_t(d)] = r(0, (kernel[size_t(d)] - 1) / 2), pads[size_t(d + 2)] = r(0, (kernel[size_t(d)] - 1) / 2);
+    const int64_t ceil_mode = r(0, 1), include_pad = r(0, 1);
+    std::vector<float> values(size_t(shape_size(xs)));
+    for (float& v : values) v = float(r(-2000, 2000)) * 0.001f + (r(0, 30) == 0 ? -0.0f : 0.0f);
+    const std::vector<Attribute> attrs{attr("kernel_shape", kernel), attr("strides", strides), attr("dilations", dilations),
+                                       attr("pads", pads), attr("ceil_mode", ceil_mode), attr("count_include_pad", include_pad)};
+    CAPTURE(trial);
+    const Tensor x = tensor<float>(xs, values);
+    const Tensor y = run_node(node("AveragePool", {"x"}, {"y"}, attrs), {x})[0].tensor();
+    const Tensor lp = run_node(node("LpPool", {"x"}, {"y"}, {attr("kernel_shape", kernel), attr("strides", strides),
+                                                              attr("dilations", dilations), attr("pads", pads),
+                                                              attr("ceil_mode", ceil_mode), attr("p", int64_t(2))}),
+                               {x})[0].tensor();
+    REQUIRE(y.rank() == 4);
+    REQUIRE(lp.shape() == y.shape());
+    const int64_t OH = y.dim(2), OW = y.dim(3), H = xs[2], W = xs[3];
+    for (int64_t p = 0; p < xs[0] * xs[1]; ++p)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double sum = 0, sq = 0;
+          int64_t inside = 0, padded = 0;
+          for (int64_t kh = 0; kh < kernel[0]; ++kh)
+            for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+              const int64_t i = oh * strides[0] - pads[0] + kh * dilations[0], j = ow * strides[1] - pads[1] + kw * dilations[1];
+              if (i >= -pads[0] && i < H + pads[2] && j >= -pads[1] && j < W + pads[3]) ++padded;
+              if (i < 0 || i >= H || j < 0 || j >= W) continue;
+              const double v = values[size_t((p * H + i) * W + j)];
+              sum += v, sq += v * v, ++inside;
+            }
+          const int64_t count = include_pad ? padded : inside;
+          const float want = float(count > 0 ? sum / double(count) : 0.0), got = y.data<float>()[(p * OH + oh) * OW + ow];
+          if (std::memcmp(&want, &got, sizeof got) != 0) FAIL_CHECK("output " << oh << ", " << ow << ": " << got << " vs " << want);
+          CHECK(lp.data<float>()[(p * OH + oh) * OW + ow] == doctest::Approx(std::sqrt(sq)).epsilon(1e-6));
+        }
   }
 }

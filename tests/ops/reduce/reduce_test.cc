@@ -96,3 +96,33 @@ TEST_CASE("bad axes are errors") {
   CHECK_THROWS_AS(run_node(node("ReduceMean", {"x", "axes"}, {"y"}), {x23, axes({1, -1})}, 18), Error);
   CHECK_THROWS_AS(run_node(node("ReduceSum", {"x", "axes"}, {"y"}), {x23, tensor<int32_t>({1}, {0})}, 13), Error);
 }
+
+TEST_CASE("sum-like reductions of long and short rows match a double oracle (partial sums, tails, NaN, inf)") {
+  // Rows of 1 to 9 elements (every tail of the four partial sums) and one of 100003; float values
+  // whose double sum is exact, so that any order gives the oracle's value.
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 100003}) {
+    CAPTURE(n);
+    std::vector<float> x(size_t(2 * n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 2001) - 1000) * 0.125f;
+    double sum[2] = {0, 0}, sq[2] = {0, 0}, abs1[2] = {0, 0};
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = x[size_t(r * n + i)];
+        sum[r] += v, sq[r] += v * v, abs1[r] += std::abs(v);
+      }
+    const Tensor xt = tensor<float>({2, n}, x), axes = tensor<int64_t>({1}, {-1});
+    auto reduce = [&](const char* op) { return run_node(node(op, {"x", "a"}, {"y"}, {attr("keepdims", int64_t(0))}), {xt, axes})[0]; };
+    check_equal(reduce("ReduceSum"), tensor<float>({2}, {float(sum[0]), float(sum[1])}), Tolerance{0, 0});
+    check_equal(reduce("ReduceMean"), tensor<float>({2}, {float(sum[0] / double(n)), float(sum[1] / double(n))}), Tolerance{0, 0});
+    check_equal(reduce("ReduceSumSquare"), tensor<float>({2}, {float(sq[0]), float(sq[1])}), Tolerance{0, 0});
+    check_equal(reduce("ReduceL1"), tensor<float>({2}, {float(abs1[0]), float(abs1[1])}), Tolerance{0, 0});
+    check_equal(reduce("ReduceL2"), tensor<float>({2}, {float(std::sqrt(sq[0])), float(std::sqrt(sq[1]))}), Tolerance{0, 0});
+  }
+  // NaN anywhere in a row, or +inf and -inf together, make its sum NaN; +inf alone gives +inf.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor special = tensor<float>({3, 6}, {1, 2, 3, 4, 5, std::nanf(""), inf, 1, 2, 3, -inf, 4, 1, 2, 3, 4, 5, inf});
+  const Tensor y = run_node(node("ReduceSum", {"x", "a"}, {"y"}, {attr("keepdims", int64_t(0))}), {special, tensor<int64_t>({1}, {1})})[0].tensor();
+  CHECK(std::isnan(y.data<float>()[0]));
+  CHECK(std::isnan(y.data<float>()[1]));
+  CHECK(y.data<float>()[2] == inf);
+}

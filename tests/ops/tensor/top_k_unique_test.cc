@@ -1,5 +1,7 @@
 // TopK and Unique: ties, NaN, smallest, integer types, axis forms, the four Unique outputs.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "test_util.h"
 
@@ -55,4 +57,36 @@ TEST_CASE("Unique along an axis and on strings") {
   check_equal(cols[0], tensor<int32_t>({2, 2}, {0, 1, 0, 2}));
   auto str = run_node(node("Unique", {"x"}, {"y"}), {tensor<std::string>({3}, {"b", "a", "b"})});
   check_equal(str[0], tensor<std::string>({2}, {"a", "b"}));
+}
+
+TEST_CASE("TopK of few elements out of many equals a stable sort's first k (ties, NaN, a middle axis)") {
+  // x is (2, 300, 3); TopK along axis 1 of k = 7: values repeat (ties) and one NaN per row.
+  std::vector<float> x(2 * 300 * 3);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 37 % 23) - 11);
+  x[5 * 3 + 1] = std::nanf("");
+  for (int64_t largest : {1, 0}) {
+    CAPTURE(largest);
+    auto out = run_node(node("TopK", {"x", "k"}, {"v", "i"}, {attr("axis", int64_t(1)), attr("largest", largest)}),
+                        {tensor<float>({2, 300, 3}, x), tensor<int64_t>({1}, {7})});
+    std::vector<float> want_v;
+    std::vector<int64_t> want_i(2 * 7 * 3);
+    want_v.resize(want_i.size());
+    for (int64_t o = 0; o < 2; ++o)
+      for (int64_t j = 0; j < 3; ++j) {
+        std::vector<int64_t> order(300);
+        std::iota(order.begin(), order.end(), 0);
+        auto key = [&](int64_t a) { return x[size_t((o * 300 + a) * 3 + j)]; };
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          const float va = key(a), vb = key(b);  // NaN first when largest, last when smallest
+          if (std::isnan(va) || std::isnan(vb)) return largest ? std::isnan(va) && !std::isnan(vb) : std::isnan(vb) && !std::isnan(va);
+          return largest ? va > vb : va < vb;
+        });
+        for (int64_t i = 0; i < 7; ++i) {
+          want_i[size_t((o * 7 + i) * 3 + j)] = order[size_t(i)];
+          want_v[size_t((o * 7 + i) * 3 + j)] = key(order[size_t(i)]);
+        }
+      }
+    check_equal(out[1], tensor<int64_t>({2, 7, 3}, want_i));
+    check_equal(out[0], tensor<float>({2, 7, 3}, want_v));
+  }
 }

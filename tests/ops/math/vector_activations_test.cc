@@ -1,0 +1,59 @@
+// The float32 paths of Erf, Elu, Sigmoid, Softplus and Gelu (both forms), which run their
+// transcendental part through glibc's vector functions, against the formulas evaluated here in
+// double: within a few float ulps over [-30, 30] (Gelu: of |x|, where 1 + erf cancels), and the
+// right limits at infinities, signed zeros and NaN.
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <numbers>
+
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+
+std::vector<float> samples() {
+  std::vector<float> x;
+  for (int i = -3000; i <= 3000; ++i) x.push_back(float(i) * 0.01f + float(i % 7) * 1e-4f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, inf, -inf, 1e-30f, -1e-30f, 88.5f, -88.5f, 1e30f, -1e30f, std::nanf("")}) x.push_back(v);
+  return x;
+}
+
+template <class F>
+void check_op(const char* op, std::vector<Attribute> attrs, F oracle, double atol_per_x = 0) {
+  const std::vector<float> x = samples();
+  const Tensor y = run_node(node(op, {"x"}, {"y"}, std::move(attrs)), {tensor<float>({int64_t(x.size())}, x)})[0].tensor();
+  const float* got = y.data<float>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = oracle(double(x[i]));
+    if (std::isnan(want)) {
+      CHECK(std::isnan(got[i]));
+    } else if (std::isinf(want)) {
+      CHECK(double(got[i]) == want);
+    } else {
+      const double bound = 4e-6 * std::abs(want) + 1e-30 + (std::isinf(x[i]) ? 0 : atol_per_x * std::abs(double(x[i])));
+      if (!(std::abs(double(got[i]) - want) <= bound))
+        FAIL_CHECK(std::string(op) << "(" << x[i] << ") = " << std::setprecision(9) << got[i] << ", formula " << want);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("float32 Erf, Elu, Sigmoid, Softplus and Gelu match their formulas in double") {
+  check_op("Erf", {}, [](double v) { return std::erf(v); });
+  check_op("Elu", {attr("alpha", 0.5f)}, [](double v) { return v < 0 ? 0.5 * std::expm1(v) : v; });
+  check_op("Sigmoid", {}, [](double v) { return 1 / (1 + std::exp(-v)); });
+  check_op("Softplus", {}, [](double v) { return v > 30 ? v + std::exp(-v) : std::log1p(std::exp(v)); });
+  // Gelu multiplies x by 1 + erf (or 1 + tanh), which cancels for negative x: an error of a float
+  // ulp of 1 times |x|.
+  check_op("Gelu", {}, [](double v) { return 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2)); }, 1.2e-7);
+  check_op("Gelu", {attr("approximate", "tanh")}, [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+  }, 1.2e-7);
+}
