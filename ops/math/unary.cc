@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "math_common.h"
-#include "vector_math.h"
 
 namespace refeval::ops {
 namespace {
@@ -48,19 +47,6 @@ using ErfFn = decltype([]<class C>(C v) -> C {
 
 using FloatsAndF8 = Concat<Floats, Float8s>;
 
-// Erf: float32 through glibc's vector erff (vector_math.h, as Tanh), other types with ErfFn.
-class Erf : public UnaryOp<ErfFn, Numeric> {
- public:
-  using UnaryOp::UnaryOp;
-  Values run(const Values& in, RunContext& ctx) override {
-    const Tensor& x = input_tensor(in, 0);
-    if (x.dtype() != DType::Float) return UnaryOp::run(in, ctx);
-    Tensor y(DType::Float, x.shape());
-    erf_floats(x.data<float>(), y.data<float>(), x.size());
-    return {y};
-  }
-};
-
 class IsInf : public OpRun {
  public:
   using Types = FloatsAndF8;
@@ -92,7 +78,7 @@ void register_unary(Registry& reg) {
   reg.add("", "Sqrt", {1, 6, 13}, make<UnaryOp<SqrtFn, Floats>>);
   reg.add("", "Exp", {1, 6, 13}, make<UnaryOp<ExpFn, Floats>>);
   reg.add("", "Log", {1, 6, 13}, make<UnaryOp<LogFn, Floats>>);
-  reg.add("", "Erf", {9, 13}, make<Erf>);
+  reg.add("", "Erf", {9, 13}, make<UnaryOp<ErfFn, Numeric>>);
   reg.add("", "Sin", {7, 22}, make<UnaryOp<SinFn, Floats>>);
   reg.add("", "Cos", {7, 22}, make<UnaryOp<CosFn, Floats>>);
   reg.add("", "Tan", {7, 22}, make<UnaryOp<TanFn, Floats>>);

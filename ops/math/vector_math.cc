@@ -13,7 +13,6 @@ extern "C" __m256 _ZGVdN8v_expf(__m256);   // glibc >= 2.22
 extern "C" __m256d _ZGVdN4v_tanh(__m256d); // glibc >= 2.35
 extern "C" __m256 _ZGVdN8v_expm1f(__m256);  // glibc >= 2.35
 extern "C" __m256 _ZGVdN8v_log1pf(__m256);  // glibc >= 2.35
-extern "C" __m256 _ZGVdN8v_erff(__m256);    // glibc >= 2.35
 #endif
 
 namespace refeval::ops {
@@ -93,14 +92,6 @@ void log1p_floats(const float* x, float* y, int64_t n) {
   vectorised<Float8>(_ZGVdN8v_log1pf, x, y, n);
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::log1p(x[i]);
-#endif
-}
-
-void erf_floats(const float* x, float* y, int64_t n) {
-#if defined(__AVX2__)
-  vectorised<Float8>(_ZGVdN8v_erff, x, y, n);
-#else
-  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
 #endif
 }
 
