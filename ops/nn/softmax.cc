@@ -95,17 +95,48 @@ class SoftmaxFamily : public OpRun {
       for (int64_t i = 0; i < n; ++i) out[i] = std::exp(v[i]);
   }
 
+  // The maximum of x[0, n), NaN if there is one (as numpy's max). Float rows compare 8 lanes at a
+  // time (a row's maximum value does not depend on the order of the comparisons).
+  template <class C>
+  static C row_max(const C* x, int64_t n) {
+    int64_t j = 0;
+    C m = x[0];
+    bool nan = false;
+    if constexpr (std::is_same_v<C, float>) {
+      typedef float Float8 __attribute__((vector_size(32)));
+      typedef int Int8 __attribute__((vector_size(32)));
+      if (n >= 8) {
+        Float8 lanes, v;
+        Int8 unordered = {};
+        __builtin_memcpy(&lanes, x, sizeof lanes);
+        for (; j + 8 <= n; j += 8) {
+          __builtin_memcpy(&v, x + j, sizeof v);
+          unordered |= v != v;
+          lanes = v > lanes ? v : lanes;
+        }
+        for (int l = 0; l < 8; ++l) nan |= unordered[l] != 0, m = lanes[l] > m ? lanes[l] : m;
+      }
+    }
+    for (; j < n; ++j) nan |= x[j] != x[j], m = x[j] > m ? x[j] : m;
+    if (nan)
+      for (j = 0;; ++j)
+        if (std::isnan(x[j])) return x[j];
+    return m;
+  }
+
   // y = normalised x (n values; y may be x); LogSoftmax keeps its exponentials in `scratch`.
   template <class C>
   static void normalise(const C* x, C* y, int64_t n, std::vector<C>& scratch) {
     if (n == 0) return;
-    int64_t arg = 0;  // first maximum (NaN wins, as numpy's argmax / max)
-    for (int64_t j = 1; j < n; ++j)
-      if (!std::isnan(x[arg]) && (std::isnan(x[j]) || x[j] > x[arg])) arg = j;
-    const C m = x[arg];
     if constexpr (K == Kind::Hardmax) {
+      int64_t arg = 0;  // first maximum (NaN wins, as numpy's argmax)
+      for (int64_t j = 1; j < n; ++j)
+        if (!std::isnan(x[arg]) && (std::isnan(x[j]) || x[j] > x[arg])) arg = j;
       for (int64_t j = 0; j < n; ++j) y[j] = C(j == arg ? 1 : 0);
-    } else if constexpr (K == Kind::Softmax) {
+      return;
+    }
+    const C m = row_max(x, n);
+    if constexpr (K == Kind::Softmax) {
       for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
       exp_of(y, y, n);
       const C sum = pairwise_sum(y, n);

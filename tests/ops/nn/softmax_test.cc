@@ -71,3 +71,11 @@ TEST_CASE("Softmax and LogSoftmax of long rows, on the last and a middle axis, m
     }
   }
 }
+
+TEST_CASE("Softmax of a long row holding NaN is NaN throughout; other rows are unaffected") {
+  std::vector<float> x(2 * 100, 1.0f);
+  x[50] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = run_node(node("Softmax", {"x"}, {"y"}), {tensor<float>({2, 100}, x)})[0].tensor();
+  for (int64_t j = 0; j < 100; ++j) CHECK(std::isnan(y.data<float>()[j]));
+  for (int64_t j = 100; j < 200; ++j) CHECK(y.data<float>()[j] == doctest::Approx(0.01f));
+}
