@@ -20,7 +20,8 @@ class LeakyRelu : public OpRun {
   using Types = Floats;
   explicit LeakyRelu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 0.01f)) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
-    return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) { return v < 0 ? decltype(v)(alpha_) * v : v; })};
+    // alpha by value: read through `this`, it might alias the output and the loop would not vectorise
+    return {map_unary_of<Types>(input_tensor(in, 0), [alpha = alpha_](auto v) { return v < 0 ? decltype(v)(alpha) * v : v; })};
   }
  private:
   float alpha_;
@@ -58,7 +59,7 @@ class ThresholdedRelu : public OpRun {
   using Types = Floats;
   explicit ThresholdedRelu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 1.0f)) {}
   Values run(const Values& in, RunContext&) override {
-    return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) { return v > decltype(v)(alpha_) ? v : decltype(v)(0); })};
+    return {map_unary_of<Types>(input_tensor(in, 0), [alpha = alpha_](auto v) { return v > decltype(v)(alpha) ? v : decltype(v)(0); })};
   }
  private:
   float alpha_;

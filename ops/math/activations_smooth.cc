@@ -89,7 +89,7 @@ class Sigmoid : public OpRun {
     auto vector = [](const float* x, float* y, int64_t n) {  // e = e^-|x|, then sigmoid's two branches
       for (int64_t i = 0; i < n; ++i) y[i] = -std::fabs(x[i]);
       exp_floats(y, y, n);
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] >= 0.0f ? 1.0f / (1.0f + y[i]) : y[i] / (1.0f + y[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] >= 0.0f ? 1.0f : y[i]) / (1.0f + y[i]);  // one vector loop, no branch
     };
     return {map_unary_vector<Types>(input_tensor(in, 0), vector, [](auto v) { return sigmoid(v); })};
   }

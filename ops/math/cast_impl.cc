@@ -10,10 +10,15 @@
 //     "1.0", "1e-05", "inf", "nan"), bool as "True"/"False";
 //   - from string: numbers in plain or scientific notation, "inf"/"+inf"/"-inf"/"nan" in any case;
 //     to integer types an integer literal is read exactly, a decimal one is truncated.
+// float <-> float16 / bfloat16 convert directly (vectorised with F16C), with the same results.
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "math_common.h"
 
@@ -137,6 +142,42 @@ To write_num(const Num& n, const CastOptions& o) {
   }
 }
 
+// float <-> float16 eight at a time with F16C, which rounds to nearest even and keeps a NaN's sign
+// and top payload bits (quieted) exactly as float16's constructor does; false without F16C.
+bool floats_to_halves(const float* in, float16* out, int64_t n) {
+#if defined(__F16C__)
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) out[i] = float16(in[i]);
+  return true;
+#else
+  (void)in, (void)out, (void)n;
+  return false;
+#endif
+}
+// F16C quiets a signalling NaN, float16's conversion keeps it: a block holding a NaN or an
+// infinity (all exponent bits set) converts element by element.
+bool halves_to_floats(const float16* in, float* out, int64_t n) {
+#if defined(__F16C__)
+  int64_t i = 0;
+  const __m128i exponent = _mm_set1_epi16(0x7c00);
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, exponent), exponent)) != 0) {
+      for (int64_t j = i; j < i + 8; ++j) out[j] = float(in[j]);
+      continue;
+    }
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) out[i] = float(in[i]);
+  return true;
+#else
+  (void)in, (void)out, (void)n;
+  return false;
+#endif
+}
+
 }  // namespace
 
 Tensor cast_tensor(const Tensor& x, DType to, const CastOptions& o) {
@@ -148,6 +189,15 @@ Tensor cast_tensor(const Tensor& x, DType to, const CastOptions& o) {
       const int64_t n = x.size();
       if constexpr (std::is_same_v<From, To>) {
         for (int64_t i = 0; i < n; ++i) out[i] = in[i];
+      } else if constexpr (std::is_same_v<From, float> && (std::is_same_v<To, float16> || std::is_same_v<To, bfloat16>)) {
+        // A float is its own Num: one rounding, as write_num's (without the trip through double).
+        if constexpr (std::is_same_v<To, float16>)
+          if (floats_to_halves(in, out, n)) return y;
+        for (int64_t i = 0; i < n; ++i) out[i] = To(in[i]);
+      } else if constexpr ((std::is_same_v<From, float16> || std::is_same_v<From, bfloat16>) && std::is_same_v<To, float>) {
+        if constexpr (std::is_same_v<From, float16>)
+          if (halves_to_floats(in, out, n)) return y;
+        for (int64_t i = 0; i < n; ++i) out[i] = float(in[i]);  // exact
       } else if constexpr (std::is_same_v<To, std::string>) {
         for (int64_t i = 0; i < n; ++i) out[i] = to_string_value(in[i]);
       } else if constexpr (std::is_same_v<From, std::string>) {

@@ -12,6 +12,9 @@ void tanh_floats(const float* x, float* y, int64_t n);
 void exp_floats(const float* x, float* y, int64_t n);
 void expm1_floats(const float* x, float* y, int64_t n);  // glibc >= 2.35 for these three
 void log1p_floats(const float* x, float* y, int64_t n);
+void log_floats(const float* x, float* y, int64_t n);
+void sin_floats(const float* x, float* y, int64_t n);
+void cos_floats(const float* x, float* y, int64_t n);
 void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
 
 }  // namespace refeval::ops

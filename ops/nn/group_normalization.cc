@@ -11,31 +11,48 @@
 namespace refeval::ops {
 namespace {
 
-// per_channel: scale and bias hold C values, otherwise `groups` values.
+// The sum of f(i) for i in [0, n), in four interleaved partial sums (independent chains of
+// additions; one chain waits out every addition's latency).
+template <class F>
+double sum_of(int64_t n, F f) {
+  double part[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) part[j] += f(i + j);
+  for (; i < n; ++i) part[0] += f(i);
+  return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+// per_channel: scale and bias hold C values, otherwise `groups` values. Statistics in double, the
+// output rounded once to x's type.
 Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t groups, bool per_channel, double eps) {
   if (x.rank() < 2) fail_runtime(fmt::format("X must be [N, C, ...], got {}", shape_to_string(x.shape())));
   const int64_t N = x.dim(0), C = x.dim(1), inner = N * C == 0 ? 0 : x.size() / (N * C);
   if (groups <= 0 || C % groups != 0) fail_runtime(fmt::format("{} channels do not split into {} groups", C, groups));
-  const std::vector<double> xv = to_doubles(x), s = to_doubles(scale), b = to_doubles(bias);
+  const std::vector<double> s = to_doubles(scale), b = to_doubles(bias);
   const size_t want = size_t(per_channel ? C : groups);
   if (s.size() != want || b.size() != want)
     fail_runtime(fmt::format("scale and bias must hold {} values, got {} and {}", want, s.size(), b.size()));
-  const int64_t per_group = C / groups * inner;
-  std::vector<double> y(xv.size());
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t g = 0; g < groups; ++g) {
-      const size_t base = size_t((n * groups + g) * per_group);
-      double sum = 0, sq = 0;
-      for (int64_t i = 0; i < per_group; ++i) sum += xv[base + size_t(i)];
-      const double mean = sum / double(per_group);
-      for (int64_t i = 0; i < per_group; ++i) sq += (xv[base + size_t(i)] - mean) * (xv[base + size_t(i)] - mean);
-      const double inv = 1.0 / std::sqrt(sq / double(per_group) + eps);
-      for (int64_t i = 0; i < per_group; ++i) {
-        const size_t k = per_channel ? size_t(g * (C / groups) + i / inner) : size_t(g);
-        y[base + size_t(i)] = (xv[base + size_t(i)] - mean) * inv * s[k] + b[k];
+  const int64_t channels = C / groups, per_group = channels * inner;
+  Tensor y(x.dtype(), x.shape());
+  visit<Floats>(x.dtype(), [&]<class T>() {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t base = (n * groups + g) * per_group;
+        const T* xg = x.data<T>() + base;
+        T* yg = y.data<T>() + base;
+        auto at = [&](int64_t i) { return double(compute_t<T>(xg[i])); };
+        const double mean = sum_of(per_group, at) / double(per_group);
+        const double sq = sum_of(per_group, [&](int64_t i) { return (at(i) - mean) * (at(i) - mean); });
+        const double inv = 1.0 / std::sqrt(sq / double(per_group) + eps);
+        for (int64_t c = 0; c < channels; ++c) {
+          const size_t k = per_channel ? size_t(g * channels + c) : size_t(g);
+          const double sk = s[k], bk = b[k];
+          for (int64_t i = c * inner; i < (c + 1) * inner; ++i) yg[i] = from_compute<T>((at(i) - mean) * inv * sk + bk);
+        }
       }
-    }
-  return from_doubles(x.dtype(), x.shape(), y);
+  });
+  return y;
 }
 
 class InstanceNormalization : public OpRun {

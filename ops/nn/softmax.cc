@@ -1,12 +1,14 @@
 // Softmax, LogSoftmax, Hardmax. Versions 1 and 11 coerce the input to 2-D at `axis` (default 1)
 // and normalise each row of prod(shape[axis:]) elements; version 13 normalises along the one
-// axis (default -1). Softmax subtracts the maximum first, so it cannot overflow.
+// axis (default -1). Softmax subtracts the maximum first, so it cannot overflow; float
+// exponentials run on the vector math library and a row's sum is numpy's pairwise sum.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "../math/vector_math.h"
 #include "refeval/elementwise.h"
 #include "refeval/registry.h"
 
@@ -39,13 +41,20 @@ class SoftmaxFamily : public OpRun {
       using C = compute_t<T>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      // Rows (o, i) are independent: large inputs split them across threads.
+      // Rows (o, i) are independent: large inputs split them across threads. A float row along
+      // the last axis is normalised where it lies.
       parallel_for(outer * inner, kParallelElements / std::max<int64_t>(n, 1) + 1, [&](int64_t first, int64_t last) {
-        std::vector<C> row(static_cast<size_t>(n));
+        std::vector<C> row(static_cast<size_t>(inner == 1 && std::is_same_v<T, C> ? 0 : n)), scratch;
         for (int64_t r = first; r < last; ++r) {
           const int64_t base = (r / inner) * n * inner + r % inner;
+          if constexpr (std::is_same_v<T, C>) {
+            if (inner == 1) {
+              normalise(px + base, py + base, n, scratch);
+              continue;
+            }
+          }
           for (int64_t j = 0; j < n; ++j) row[size_t(j)] = C(px[base + j * inner]);
-          normalise(row);
+          normalise(row.data(), row.data(), n, scratch);
           for (int64_t j = 0; j < n; ++j) py[base + j * inner] = from_compute<T>(row[size_t(j)]);
         }
       });
@@ -54,26 +63,90 @@ class SoftmaxFamily : public OpRun {
   }
 
  private:
+  // The sum of v[0, n) as numpy sums a contiguous array (pairwise: 8 partial sums per block of up
+  // to 128, blocks halved recursively), not one chain of n dependent additions.
   template <class C>
-  static void normalise(std::vector<C>& v) {
-    if (v.empty()) return;
-    size_t arg = 0;  // first maximum (NaN wins, as numpy's argmax / max)
-    for (size_t j = 1; j < v.size(); ++j)
-      if (!std::isnan(v[arg]) && (std::isnan(v[j]) || v[j] > v[arg])) arg = j;
-    const C m = v[arg];
-    if constexpr (K == Kind::Hardmax) {
-      for (size_t j = 0; j < v.size(); ++j) v[j] = C(j == arg ? 1 : 0);
-    } else {
-      if constexpr (K == Kind::Softmax) {
-        C sum = 0;
-        for (C& e : v) sum += (e = std::exp(e - m));
-        for (C& e : v) e /= sum;
-      } else {
-        C sum = 0;
-        for (const C e : v) sum += std::exp(e - m);
-        const C log_sum = std::log(sum);
-        for (C& e : v) e = e - m - log_sum;
+  static C pairwise_sum(const C* v, int64_t n) {
+    if (n < 8) {
+      C sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += v[i];
+      return sum;
+    }
+    if (n <= 128) {
+      C r[8];
+      for (int j = 0; j < 8; ++j) r[j] = v[j];
+      int64_t i = 8;
+      for (; i < n - n % 8; i += 8)
+        for (int j = 0; j < 8; ++j) r[j] += v[i + j];
+      C sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+      for (; i < n; ++i) sum += v[i];
+      return sum;
+    }
+    int64_t half = n / 2;
+    half -= half % 8;
+    return pairwise_sum(v, half) + pairwise_sum(v + half, n - half);
+  }
+
+  // e^v for n values (float through the vector math library, ops/math/vector_math.h).
+  template <class C>
+  static void exp_of(const C* v, C* out, int64_t n) {
+    if constexpr (std::is_same_v<C, float>) exp_floats(v, out, n);
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] = std::exp(v[i]);
+  }
+
+  // The maximum of x[0, n), NaN if there is one (as numpy's max). Float rows compare 8 lanes at a
+  // time (a row's maximum value does not depend on the order of the comparisons).
+  template <class C>
+  static C row_max(const C* x, int64_t n) {
+    int64_t j = 0;
+    C m = x[0];
+    bool nan = false;
+    if constexpr (std::is_same_v<C, float>) {
+      typedef float Float8 __attribute__((vector_size(32)));
+      typedef int Int8 __attribute__((vector_size(32)));
+      if (n >= 8) {
+        Float8 lanes, v;
+        Int8 unordered = {};
+        __builtin_memcpy(&lanes, x, sizeof lanes);
+        for (; j + 8 <= n; j += 8) {
+          __builtin_memcpy(&v, x + j, sizeof v);
+          unordered |= v != v;
+          lanes = v > lanes ? v : lanes;
+        }
+        for (int l = 0; l < 8; ++l) nan |= unordered[l] != 0, m = lanes[l] > m ? lanes[l] : m;
       }
+    }
+    for (; j < n; ++j) nan |= x[j] != x[j], m = x[j] > m ? x[j] : m;
+    if (nan)
+      for (j = 0;; ++j)
+        if (std::isnan(x[j])) return x[j];
+    return m;
+  }
+
+  // y = normalised x (n values; y may be x); LogSoftmax keeps its exponentials in `scratch`.
+  template <class C>
+  static void normalise(const C* x, C* y, int64_t n, std::vector<C>& scratch) {
+    if (n == 0) return;
+    if constexpr (K == Kind::Hardmax) {
+      int64_t arg = 0;  // first maximum (NaN wins, as numpy's argmax)
+      for (int64_t j = 1; j < n; ++j)
+        if (!std::isnan(x[arg]) && (std::isnan(x[j]) || x[j] > x[arg])) arg = j;
+      for (int64_t j = 0; j < n; ++j) y[j] = C(j == arg ? 1 : 0);
+      return;
+    }
+    const C m = row_max(x, n);
+    if constexpr (K == Kind::Softmax) {
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
+      exp_of(y, y, n);
+      const C sum = pairwise_sum(y, n);
+      for (int64_t j = 0; j < n; ++j) y[j] /= sum;
+    } else {
+      scratch.resize(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) scratch[size_t(j)] = x[j] - m;
+      exp_of(scratch.data(), scratch.data(), n);
+      const C log_sum = std::log(pairwise_sum(scratch.data(), n));
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m - log_sum;
     }
   }
 

@@ -39,9 +39,13 @@ class GlobalPool : public OpRun {
         if constexpr (Kind == Global::Max) {
           r = double(v[0]);
           for (int64_t i = 1; i < n && !std::isnan(r); ++i) r = std::isnan(double(v[i])) || double(v[i]) > r ? double(v[i]) : r;
-        } else if constexpr (Kind == Global::Average) {
-          for (int64_t i = 0; i < n; ++i) r += double(v[i]);
-          r /= double(n);
+        } else if constexpr (Kind == Global::Average) {  // four partial sums: independent chains of additions
+          double part[4] = {0, 0, 0, 0};
+          int64_t i = 0;
+          for (; i + 4 <= n; i += 4)
+            for (int j = 0; j < 4; ++j) part[j] += double(v[i + j]);
+          for (; i < n; ++i) part[0] += double(v[i]);
+          r = ((part[0] + part[1]) + (part[2] + part[3])) / double(n);
         } else {
           for (int64_t i = 0; i < n; ++i) r += std::pow(std::fabs(double(v[i])), p_);
           r = std::pow(r, 1.0 / p_);

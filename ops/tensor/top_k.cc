@@ -5,7 +5,6 @@
 #include "tensor_common.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "refeval/registry.h"
 
@@ -44,29 +43,48 @@ class TopK : public OpRun {
       const T* src = x.data<T>();
       T* vo = values.data<T>();
       int64_t* io = indices.data<int64_t>();
-      std::vector<int64_t> order(static_cast<size_t>(dim));
-      std::vector<C> row(static_cast<size_t>(dim));
+      // A strict total order on (value, index) pairs: NaN is the largest value, ties go by index,
+      // so that keeping the first k in a heap gives the same elements in the same order as a
+      // stable sort of the whole axis (in O(n log k); most elements lose one comparison with the
+      // heap's top, the k-th so far).
+      using Entry = std::pair<C, int64_t>;
+      auto greater = [](C va, C vb) {
+        if (va != va) return !(vb != vb);
+        if (vb != vb) return false;
+        return vb < va;
+      };
+      const bool largest = largest_;
+      auto before = [&](const Entry& a, const Entry& b) {
+        const bool ab = largest ? greater(a.first, b.first) : greater(b.first, a.first);
+        const bool ba = largest ? greater(b.first, a.first) : greater(a.first, b.first);
+        return ab || (!ba && a.second < b.second);
+      };
+      std::vector<Entry> heap(static_cast<size_t>(k));
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < inner; ++j) {
-          for (int64_t i = 0; i < dim; ++i) row[size_t(i)] = C(src[(o * dim + i) * inner + j]);
-          std::iota(order.begin(), order.end(), 0);
-          auto greater = [&](int64_t a, int64_t b) {  // NaN is the largest value
-            const C va = row[size_t(a)], vb = row[size_t(b)];
-            if (va != va) return !(vb != vb);
-            if (vb != vb) return false;
-            return vb < va;
-          };
-          // A strict total order (ties by index), so that sorting only the first k (O(n log k),
-          // not the whole axis) gives the same elements in the same order as a stable sort.
-          auto before = [&](int64_t a, int64_t b) {
-            const bool ab = largest_ ? greater(a, b) : greater(b, a), ba = largest_ ? greater(b, a) : greater(a, b);
-            return ab || (!ba && a < b);
-          };
-          std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+          const T* row = src + o * dim * inner + j;
+          if (k > 0) {
+            for (int64_t i = 0; i < k; ++i) heap[size_t(i)] = {C(row[i * inner]), i};
+            std::make_heap(heap.begin(), heap.end(), before);  // the top is the worst kept
+            // A value can only enter when it beats the top's value outright (a later equal one
+            // loses the tie): one comparison rejects most elements.
+            C top = heap.front().first;
+            for (int64_t i = k; i < dim; ++i) {
+              const C v = C(row[i * inner]);
+              if (largest ? !(v > top || v != v || top != top) : !(v < top || (top != top && v == v))) continue;
+              const Entry e{v, i};
+              if (!before(e, heap.front())) continue;
+              std::pop_heap(heap.begin(), heap.end(), before);
+              heap.back() = e;
+              std::push_heap(heap.begin(), heap.end(), before);
+              top = heap.front().first;
+            }
+            std::sort_heap(heap.begin(), heap.end(), before);
+          }
           for (int64_t i = 0; i < k; ++i) {
             const int64_t p = (o * k + i) * inner + j;
-            vo[p] = src[(o * dim + order[size_t(i)]) * inner + j];
-            io[p] = order[size_t(i)];
+            vo[p] = row[heap[size_t(i)].second * inner];
+            io[p] = heap[size_t(i)].second;
           }
         }
     });

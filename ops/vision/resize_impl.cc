@@ -135,16 +135,25 @@ Tensor resize_nearest(const Tensor& x, const std::vector<AxisTaps>& taps, const 
   for (size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.dim(d);
   const T* src = x.data<T>();
   T* dst = y.data<T>();
-  std::vector<int64_t> pos(r, 0);
-  for (int64_t i = 0; i < y.size(); ++i) {
-    int64_t off = 0;
+  if (r == 0) {
+    dst[0] = src[0];
+    return y;
+  }
+  // Row by row along the last axis: a row's offset and extrapolation are the outer axes' once.
+  const size_t last = r - 1;
+  const int64_t cols = out_shape[last];
+  const std::vector<int64_t>& col_index = taps[last].index;
+  std::vector<char> col_extra(taps[last].extrapolate.begin(), taps[last].extrapolate.end());
+  std::vector<int64_t> pos(last, 0);
+  for (int64_t i = 0; i < y.size(); i += cols) {
+    int64_t base = 0;
     bool extra = false;
-    for (size_t d = 0; d < r; ++d) {
+    for (size_t d = 0; d < last; ++d) {
       extra = extra || taps[d].extrapolate[size_t(pos[d])];
-      off += taps[d].index[size_t(pos[d])] * in_strides[d];
+      base += taps[d].index[size_t(pos[d])] * in_strides[d];
     }
-    dst[i] = extra ? fill : src[off];
-    for (size_t d = r; d-- > 0;) {
+    for (int64_t j = 0; j < cols; ++j) dst[i + j] = extra || col_extra[size_t(j)] ? fill : src[base + col_index[size_t(j)]];
+    for (size_t d = last; d-- > 0;) {
       if (++pos[d] < out_shape[d]) break;
       pos[d] = 0;
     }

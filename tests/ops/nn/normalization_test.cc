@@ -2,6 +2,8 @@
 // normalization and LRN: small hand-computed cases, versions and errors.
 #include <cmath>
 
+#include <random>
+
 #include "test_util.h"
 
 using namespace refeval;
@@ -81,4 +83,36 @@ TEST_CASE("RMSNormalization, MeanVarianceNormalization, LpNormalization, LRN") {
   check_equal(run_node(node("LRN", {"x"}, {"y"}, {attr("size", int64_t(3)), attr("alpha", 1.0f), attr("beta", 0.5f)}), {f({1, 2}, {1, 2})}, 13)[0],
               f({1, 2}, {1 / d, 2 / d}));
   CHECK_THROWS_AS(run_node(node("LRN", {"x"}, {"y"}), {f({1, 2}, {1, 2})}), Error);  // size is required
+}
+
+TEST_CASE("BatchNormalization inference and InstanceNormalization on larger inputs match the formulas in double") {
+  std::mt19937 gen(8);
+  std::uniform_real_distribution<float> u(-3, 3);
+  const int64_t N = 2, C = 5, H = 7, W = 9, inner = H * W;
+  const size_t nc = static_cast<size_t>(C);
+  std::vector<float> x(static_cast<size_t>(N * C * inner)), s(nc), b(nc), m(nc), v(nc);
+  for (float& e : x) e = u(gen);
+  for (int64_t c = 0; c < C; ++c) s[size_t(c)] = u(gen), b[size_t(c)] = u(gen), m[size_t(c)] = u(gen), v[size_t(c)] = std::abs(u(gen)) + 0.1f;
+  const Tensor xt = tensor<float>({N, C, H, W}, x), st = tensor<float>({C}, s), bt = tensor<float>({C}, b);
+  // BatchNormalization: (x - mean) / sqrt(var + eps) * scale + B, rounded once: the same bits.
+  const Tensor y = run_node(node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, {attr("epsilon", 1e-3f)}),
+                            {xt, st, bt, tensor<float>({C}, m), tensor<float>({C}, v)})[0].tensor();
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = size_t(int64_t(i) / inner % C);
+    want[i] = float((double(x[i]) - m[c]) / std::sqrt(double(v[c]) + double(1e-3f)) * s[c] + b[c]);
+  }
+  check_equal(y, tensor<float>({N, C, H, W}, want), Tolerance{0, 0});
+  // InstanceNormalization: statistics of each (n, c) plane.
+  const Tensor yi = run_node(node("InstanceNormalization", {"x", "s", "b"}, {"y"}, {attr("epsilon", 1e-3f)}), {xt, st, bt})[0].tensor();
+  for (int64_t p = 0; p < N * C; ++p) {
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < inner; ++i) sum += x[size_t(p * inner + i)];
+    const double mean = sum / double(inner);
+    for (int64_t i = 0; i < inner; ++i) sq += (x[size_t(p * inner + i)] - mean) * (x[size_t(p * inner + i)] - mean);
+    const double inv = 1 / std::sqrt(sq / double(inner) + double(1e-3f));
+    for (int64_t i = 0; i < inner; ++i)
+      want[size_t(p * inner + i)] = float((x[size_t(p * inner + i)] - mean) * inv * s[size_t(p % C)] + b[size_t(p % C)]);
+  }
+  check_equal(yi, tensor<float>({N, C, H, W}, want), Tolerance{1e-6, 1e-6});
 }

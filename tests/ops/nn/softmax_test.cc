@@ -1,6 +1,7 @@
 // Softmax, LogSoftmax, Hardmax: the 2-D coercion of versions 1/11 against the single axis of 13,
 // stability with large inputs, ties and dtypes.
 #include <cmath>
+#include <limits>
 
 #include "test_util.h"
 
@@ -40,4 +41,41 @@ TEST_CASE("narrow floats, empty tensors and bad axes") {
   check_equal(run_node(node("LogSoftmax", {"x"}, {"y"}), {tensor<float>({0, 3}, {})})[0], tensor<float>({0, 3}, {}));
   CHECK_THROWS_AS(run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(2))}), {tensor<float>({2}, {1, 2})}), Error);
   CHECK_THROWS_AS(run_node(node("Softmax", {"x"}, {"y"}), {tensor<int32_t>({2}, {1, 2})}), Error);
+}
+
+TEST_CASE("Softmax and LogSoftmax of long rows, on the last and a middle axis, match the formulas in double") {
+  // Rows of 5, 100, 300 and 1000 values (the pairwise sum's short, one-block and split forms).
+  for (int64_t n : {5, 100, 300, 1000}) {
+    CAPTURE(n);
+    std::vector<float> x(size_t(3 * n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 201) - 100) * 0.05f;
+    x[size_t(n + 3)] = -std::numeric_limits<float>::infinity();  // row 1 holds -inf: exp gives 0
+    for (int64_t axis : {1, 0}) {  // x as (3, n) along n, and as (n, 3) along n (a strided axis)
+      CAPTURE(axis);
+      const Tensor xt = axis == 1 ? tensor<float>({3, n}, x) : tensor<float>({n, 3}, x);
+      const Tensor sm = run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", axis)}), {xt})[0].tensor();
+      const Tensor lsm = run_node(node("LogSoftmax", {"x"}, {"y"}, {attr("axis", axis)}), {xt})[0].tensor();
+      std::vector<float> want_sm(x.size()), want_lsm(x.size());
+      for (int64_t r = 0; r < 3; ++r) {
+        auto at = [&](int64_t j) { return size_t(axis == 1 ? r * n + j : j * 3 + r); };
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, double(x[at(j)]));
+        for (int64_t j = 0; j < n; ++j) sum += std::exp(double(x[at(j)]) - m);
+        for (int64_t j = 0; j < n; ++j) {
+          want_sm[at(j)] = float(std::exp(double(x[at(j)]) - m) / sum);
+          want_lsm[at(j)] = float(double(x[at(j)]) - m - std::log(sum));
+        }
+      }
+      check_equal(sm, tensor<float>(xt.shape(), want_sm), Tolerance{2e-6, 1e-9});
+      check_equal(lsm, tensor<float>(xt.shape(), want_lsm), Tolerance{2e-6, 1e-6});
+    }
+  }
+}
+
+TEST_CASE("Softmax of a long row holding NaN is NaN throughout; other rows are unaffected") {
+  std::vector<float> x(2 * 100, 1.0f);
+  x[50] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = run_node(node("Softmax", {"x"}, {"y"}), {tensor<float>({2, 100}, x)})[0].tensor();
+  for (int64_t j = 0; j < 100; ++j) CHECK(std::isnan(y.data<float>()[j]));
+  for (int64_t j = 100; j < 200; ++j) CHECK(y.data<float>()[j] == doctest::Approx(0.01f));
 }

@@ -191,3 +191,17 @@ TEST_CASE("AveragePool and LpPool 2-D (one tap at a time over all outputs) equal
         }
   }
 }
+
+TEST_CASE("GlobalAveragePool of large planes equals the exact mean (partial sums and their tails)") {
+  for (int64_t hw : {1, 3, 4, 5, 3137}) {
+    CAPTURE(hw);
+    std::vector<float> x(size_t(2 * hw));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 2001) - 1000) * 0.125f;  // exact double sums
+    const Tensor y = run_node(node("GlobalAveragePool", {"x"}, {"y"}), {tensor<float>({1, 2, hw, 1}, x)})[0].tensor();
+    for (int64_t c = 0; c < 2; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < hw; ++i) sum += x[size_t(c * hw + i)];
+      CHECK(y.data<float>()[c] == float(sum / double(hw)));
+    }
+  }
+}

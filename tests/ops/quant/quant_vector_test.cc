@@ -66,3 +66,32 @@ TEST_CASE("QuantizeLinear / DequantizeLinear float <-> 8 and 16-bit integers, pe
   check_type<uint16_t>(rng);
   check_type<int16_t>(rng);
 }
+
+TEST_CASE("DynamicQuantizeLinear on long inputs (lanes and tails, NaN, all-positive) matches the spec's formulas") {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-3.f, 7.f);
+  for (int64_t n : {1, 7, 8, 9, 1001}) {
+    for (bool positive : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(positive);
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = positive ? std::abs(u(rng)) + 1.f : u(rng);
+      if (n > 8) x[5] = std::numeric_limits<float>::quiet_NaN();
+      const Values out = run_node(node("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}), {tensor<float>({n}, x)});
+      float lo = 0, hi = 0;
+      for (float v : x)
+        if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      const float scale = (hi - lo) / 255.0f;
+      const double zp = std::nearbyint(std::clamp(double(0.0f - lo / scale), 0.0, 255.0));
+      std::vector<uint8_t> want(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        double r = std::nearbyint(double(x[i] / scale)) + zp;
+        if (std::isnan(r)) r = 0;
+        want[i] = uint8_t(std::clamp(r, 0.0, 255.0));
+      }
+      CHECK(out[1].tensor().data<float>()[0] == scale);
+      CHECK(out[2].tensor().data<uint8_t>()[0] == uint8_t(zp));
+      check_equal(out[0], tensor<uint8_t>({n}, want), Tolerance{0, 0});
+    }
+  }
+}

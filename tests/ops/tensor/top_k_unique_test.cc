@@ -60,10 +60,11 @@ TEST_CASE("Unique along an axis and on strings") {
 }
 
 TEST_CASE("TopK of few elements out of many equals a stable sort's first k (ties, NaN, a middle axis)") {
-  // x is (2, 300, 3); TopK along axis 1 of k = 7: values repeat (ties) and one NaN per row.
+  // x is (2, 300, 3); TopK along axis 1 of k = 7: values repeat (ties), a NaN in one row, ten in another.
   std::vector<float> x(2 * 300 * 3);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 37 % 23) - 11);
   x[5 * 3 + 1] = std::nanf("");
+  for (int64_t i = 100; i < 110; ++i) x[size_t((300 + i) * 3 + 2)] = std::nanf("");  // more NaNs than k in one row
   for (int64_t largest : {1, 0}) {
     CAPTURE(largest);
     auto out = run_node(node("TopK", {"x", "k"}, {"v", "i"}, {attr("axis", int64_t(1)), attr("largest", largest)}),
