@@ -13,7 +13,6 @@ using refeval::testing::optimized;
 namespace {
 
 Initializer scalar(const std::string& name, float v) { return {name, Tensor::scalar<float>(v)}; }
-Initializer ints(const std::string& name, std::vector<int64_t> v) { return {name, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)}; }
 Tensor ramp(Shape shape, float start, float step) {
   std::vector<float> v(size_t(shape_size(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
