@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "math_common.h"
+#include "vector_math.h"
 
 namespace refeval::ops {
 namespace {
@@ -20,8 +21,13 @@ class LeakyRelu : public OpRun {
   using Types = Floats;
   explicit LeakyRelu(const NodeContext& ctx) : alpha_(ctx.attr<float>("alpha", 0.01f)) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
-    // alpha by value: read through `this`, it might alias the output and the loop would not vectorise
-    return {map_unary_of<Types>(input_tensor(in, 0), [alpha = alpha_](auto v) { return v < 0 ? decltype(v)(alpha) * v : v; })};
+    const Tensor& x = input_tensor(in, 0);
+    if (x.dtype() == DType::Float) {
+      Tensor y(DType::Float, x.shape());
+      scale_negatives(x.data<float>(), x.data<float>(), alpha_, y.data<float>(), x.size());
+      return {y};
+    }
+    return {map_unary_of<Types>(x, [alpha = alpha_](auto v) { return v < 0 ? decltype(v)(alpha) * v : v; })};
   }
  private:
   float alpha_;

@@ -38,7 +38,7 @@ class Elu : public OpRun {
     const float alpha = alpha_;
     auto vector = [alpha](const float* x, float* y, int64_t n) {
       expm1_floats(x, y, n);
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? alpha * y[i] : x[i];
+      scale_negatives(x, y, alpha, y, n);
     };
     return {map_unary_vector<Types>(input_tensor(in, 0), vector, [&](auto v) {
       using C = decltype(v);

@@ -122,4 +122,16 @@ void cos_floats(const float* x, float* y, int64_t n) {
 #endif
 }
 
+void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const __m256 a = _mm256_set1_ps(alpha), zero = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i), scaled = _mm256_mul_ps(a, _mm256_loadu_ps(t + i));
+    _mm256_storeu_ps(y + i, _mm256_blendv_ps(v, scaled, _mm256_cmp_ps(v, zero, _CMP_LT_OQ)));
+  }
+#endif
+  for (; i < n; ++i) y[i] = x[i] < 0 ? alpha * t[i] : x[i];
+}
+
 }  // namespace refeval::ops

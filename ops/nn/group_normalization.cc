@@ -11,18 +11,6 @@
 namespace refeval::ops {
 namespace {
 
-// The sum of f(i) for i in [0, n), in four interleaved partial sums (independent chains of
-// additions; one chain waits out every addition's latency).
-template <class F>
-double sum_of(int64_t n, F f) {
-  double part[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int j = 0; j < 4; ++j) part[j] += f(i + j);
-  for (; i < n; ++i) part[0] += f(i);
-  return (part[0] + part[1]) + (part[2] + part[3]);
-}
-
 // per_channel: scale and bias hold C values, otherwise `groups` values. Statistics in double, the
 // output rounded once to x's type.
 Tensor group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t groups, bool per_channel, double eps) {

@@ -49,10 +49,9 @@ class LayerNormalization : public OpRun {
       parallel_for(outer, kParallelElements / std::max<int64_t>(n, 1) + 1, [&](int64_t first, int64_t last) {
         for (int64_t o = first; o < last; ++o) {
           const T* row = px + o * n;
-          double sum = 0, sq = 0;
-          for (int64_t j = 0; j < n; ++j) sum += double(compute_t<T>(row[j]));
-          const double m = sum / double(n);
-          for (int64_t j = 0; j < n; ++j) { const double d = double(compute_t<T>(row[j])) - m; sq += d * d; }
+          auto at = [&](int64_t j) { return double(compute_t<T>(row[j])); };
+          const double m = sum_of(n, at) / double(n);
+          const double sq = sum_of(n, [&](int64_t j) { return (at(j) - m) * (at(j) - m); });
           const double is = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
           mean[size_t(o)] = m;
           inv[size_t(o)] = is;

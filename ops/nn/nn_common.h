@@ -1,7 +1,8 @@
-// Helpers of the nn family: axis normalisation. (Tensors as double vectors and unidirectional
+// Helpers of the nn family: axis normalisation, sums of statistics. (Tensors as double vectors and unidirectional
 // broadcasting of parameters come from refeval/compute_vector.h.)
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,6 +18,18 @@ inline size_t normalize_axis(int64_t axis, size_t rank) {
   const int64_t r = int64_t(rank);
   if (axis < -r || axis >= r) fail_runtime(fmt::format("axis {} is out of range for rank {}", axis, r));
   return size_t(axis < 0 ? axis + r : axis);
+}
+
+// The sum of f(i) for i in [0, n), in four interleaved partial sums (independent chains of
+// additions; one chain waits out every addition's latency).
+template <class F>
+double sum_of(int64_t n, F f) {
+  double part[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) part[j] += f(i + j);
+  for (; i < n; ++i) part[0] += f(i);
+  return (part[0] + part[1]) + (part[2] + part[3]);
 }
 
 }  // namespace refeval::ops

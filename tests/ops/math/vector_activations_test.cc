@@ -1,5 +1,5 @@
-// The float32 paths of Exp, Log, Sin, Cos, Erf (scalar erff), Elu, Sigmoid, Softplus and Gelu (both forms),
-// most of which run their transcendental part through glibc's vector functions, against the formulas
+// The float32 paths of Exp, Log, Sin, Cos, Erf (scalar erff), Elu, LeakyRelu, Sigmoid, Softplus and Gelu
+// (both forms), most of which run their transcendental part through glibc's vector functions, against the formulas
 // evaluated here in double: within a few float ulps over [-30, 30] (Gelu, Sin and Cos: of |x|,
 // where 1 + erf cancels or the argument reduction loses x's last bits), and the right limits at
 // infinities, signed zeros and NaN.
@@ -46,13 +46,14 @@ void check_op(const char* op, std::vector<Attribute> attrs, F oracle, double ato
 
 }  // namespace
 
-TEST_CASE("float32 Exp, Log, Sin, Cos, Erf, Elu, Sigmoid, Softplus and Gelu match their formulas in double") {
+TEST_CASE("float32 Exp, Log, Sin, Cos, Erf, Elu, LeakyRelu, Sigmoid, Softplus and Gelu match their formulas in double") {
   check_op("Exp", {}, [](double v) { return std::exp(v); });
   check_op("Log", {}, [](double v) { return std::log(v); });
   check_op("Sin", {}, [](double v) { return std::sin(v); }, 1.2e-7);
   check_op("Cos", {}, [](double v) { return std::cos(v); }, 1.2e-7);
   check_op("Erf", {}, [](double v) { return std::erf(v); });
   check_op("Elu", {attr("alpha", 0.5f)}, [](double v) { return v < 0 ? 0.5 * std::expm1(v) : v; });
+  check_op("LeakyRelu", {attr("alpha", 0.25f)}, [](double v) { return v < 0 ? 0.25 * v : v; });
   check_op("Sigmoid", {}, [](double v) { return 1 / (1 + std::exp(-v)); });
   check_op("Softplus", {}, [](double v) { return v > 30 ? v + std::exp(-v) : std::log1p(std::exp(v)); });
   // Gelu multiplies x by 1 + erf (or 1 + tanh), which cancels for negative x: an error of a float
