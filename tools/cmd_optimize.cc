@@ -31,6 +31,7 @@ class OptimizeVerb : public Verb {
     sub->add_flag("--verify", verify_, "check the output against the input with the evaluator (exit 3 if not equivalent)");
     sub->add_flag("--verify-each", verify_each_, "check after every pass that changed the model; name the first that broke it");
     sub->add_flag("--list-passes", list_, "print the pass names and exit");
+    sub->add_flag("--explain", explain_, "per pass, the candidates found and fused, and why each other candidate was not fused");
     // Looser than check-fusion's atol (1e-7): a 12-layer float model's outputs near zero differ by
     // ~1e-6 between float decompositions and fused kernels that compute in double.
     check_.tolerance.atol = 1e-4;
@@ -51,6 +52,7 @@ class OptimizeVerb : public Verb {
     for (const std::string& p : split_list(only_)) options.only.insert(p);
     for (const std::string& p : split_list(disable_)) options.disable.insert(p);
     if (opset_) options.opset = opset_;
+    options.explain = explain_;
     check_.repeat = 1;
     std::map<std::string, Value> feeds;
     if (verify_ || verify_each_) feeds = make_feeds(ReferenceEvaluator(original, {&registry(g)}), inputs_);
@@ -80,6 +82,11 @@ class OptimizeVerb : public Verb {
     std::vector<std::string> ops;
     for (const auto& [op, n] : op_counts(after)) ops.push_back(fmt::format("{} {}", op, n));
     fmt::print("operators: {}\n", fmt::join(ops, ", "));
+    if (explain_) {
+      for (const Explain::PassCount& c : result.explain.counts)
+        if (c.candidates > 0) fmt::print("explain: {}: {} candidate{}, {} fused\n", c.pass, c.candidates, c.candidates == 1 ? "" : "s", c.fused);
+      for (const std::string& line : result.explain.not_fused) fmt::print("{}\n", line);
+    }
     if (!result.broken_by.empty()) {
       fmt::print("verify-each: pass '{}' broke equivalence; the model before it is written\n{}", result.broken_by, failure);
       std::fflush(stdout);
@@ -104,7 +111,7 @@ class OptimizeVerb : public Verb {
  private:
   std::string in_, out_, level_ = "all", model_type_, only_, disable_;
   int64_t opset_ = 0;
-  bool verify_ = false, verify_each_ = false, list_ = false;
+  bool verify_ = false, verify_each_ = false, list_ = false, explain_ = false;
   fusion::CheckOptions check_;
   InputOptions inputs_;
 };

@@ -95,7 +95,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
   topological_sort(model.graph);
   OptimizeResult result;
   Inference inference;
-  PassContext ctx{registry, &inference};
+  PassContext ctx{registry, &inference, options.explain ? &result.explain : nullptr};
   // Runs one pass; false when the check after it failed.
   auto run = [&](const Pass& pass) {
     if (!enabled(pass, options)) return true;

@@ -16,7 +16,9 @@ namespace refeval::optimize {
 
 struct OptimizeOptions {
   Level level = Level::Extended;  // "all" is extended: there is no layout level
-  std::string model_type;         // "", "gpt2", "bert"
+  std::string model_type;         // "", "gpt2", "bert", "llama"; "" picks llama when the graph looks like one
+  std::string target = "ort";     // "ort": com.microsoft fused operators; "onnx": standard operators of opset 23
+  bool explain = false;           // collect OptimizeResult::explain
   std::set<std::string> only, disable;
   std::optional<int64_t> opset;   // the output's ai.onnx opset
   // Called after each pass that changed the model with the model before and after it; false
@@ -35,6 +37,8 @@ struct OptimizeResult {
   Model model;
   std::vector<PassStats> passes;  // in the order run (a pass may run in several rounds)
   std::string broken_by;          // the pass check_each refused, if any
+  std::string model_type;         // the pass order used (given, or detected)
+  Explain explain;                // with OptimizeOptions::explain
 };
 
 // Names of every pass, in their default order, for --only / --disable and `--list-passes`.

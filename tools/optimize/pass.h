@@ -18,6 +18,7 @@ enum class Level { Basic = 1, Extended = 2 };
 struct PassContext {
   const Registry& registry;
   const Inference* inference = nullptr;  // types of the values at the start of the level
+  Explain* explain = nullptr;            // --explain: passes say what they left and why
 };
 
 struct Pass {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace refeval::optimize {
 
 Operand cap(const std::string& name) { return {Operand::Kind::Capture, name, 0, 0, 0}; }
@@ -23,24 +25,31 @@ struct State {
   std::set<int> used;
 };
 
+std::string quoted(const Node& n) { return fmt::format("'{}' ({})", n.name.empty() ? n.outputs.at(0) : n.name, n.op_type); }
+
 class Matcher {
  public:
-  Matcher(const Pattern& p, const GraphIndex& g, const std::vector<bool>& claimed) : p_(p), g_(g), claimed_(claimed) {
+  Matcher(const Pattern& p, const GraphIndex& g, const std::vector<bool>& claimed, MatchFailure* failure)
+      : p_(p), g_(g), claimed_(claimed), failure_(failure) {
     for (size_t i = 0; i < p.nodes.size(); ++i) by_id_[p.nodes[i].id] = i;
   }
 
   bool node(size_t pid, int gi, State& s) {
     const PatternNode& pn = p_.nodes[pid];
-    if (auto it = s.nodes.find(pn.id); it != s.nodes.end()) return it->second == gi;
-    if (gi < 0 || claimed_[size_t(gi)] || s.used.count(gi)) return false;
+    if (auto it = s.nodes.find(pn.id); it != s.nodes.end())
+      return it->second == gi || fail(s, [&] { return fmt::format("pattern node '{}' would be two different nodes", pn.id); });
+    if (gi < 0) return fail(s, [&] { return fmt::format("no node produces the {} input of the pattern", pn.op_type); });
     const Node& n = g_.graph().nodes[size_t(gi)];
-    if (n.op_type != pn.op_type || n.domain != pn.domain) return false;
+    if (claimed_[size_t(gi)] || s.used.count(gi)) return fail(s, [&] { return fmt::format("{} is already part of another match", quoted(n)); });
+    if (n.op_type != pn.op_type || n.domain != pn.domain)
+      return fail(s, [&] { return fmt::format("{} where the pattern has {}", quoted(n), pn.op_type); });
     size_t arity = n.inputs.size();
     while (arity > 0 && n.inputs[arity - 1].empty()) --arity;
-    if (arity > pn.inputs.size()) return false;
-    for (size_t i = arity; i < pn.inputs.size(); ++i)
-      if (pn.inputs[i].kind != Operand::Kind::Optional) return false;
-    if (pn.accept && !pn.accept(n)) return false;
+    bool arity_ok = arity <= pn.inputs.size();
+    for (size_t i = arity; i < pn.inputs.size() && arity_ok; ++i) arity_ok = pn.inputs[i].kind == Operand::Kind::Optional;
+    if (!arity_ok) return fail(s, [&] { return fmt::format("{} has {} inputs, the pattern {}", quoted(n), arity, pn.inputs.size()); });
+    if (pn.accept && !pn.accept(n))
+      return fail(s, [&] { return fmt::format("{} is not {}", quoted(n), pn.why.empty() ? "the pattern's " + pn.op_type : pn.why); });
     std::vector<std::vector<size_t>> orders = {{}};
     for (size_t i = 0; i < pn.inputs.size(); ++i) orders[0].push_back(i);
     if (commutative(pn.op_type) && pn.inputs.size() == 2) orders.push_back({1, 0});
@@ -49,7 +58,10 @@ class Matcher {
       trial.nodes[pn.id] = gi;
       trial.used.insert(gi);
       bool ok = true;
-      for (size_t k = 0; k < arity && ok; ++k) ok = operand(pn.inputs[order[k]], n.inputs[k], trial);
+      for (size_t k = 0; k < arity && ok; ++k) {
+        ok = operand(pn.inputs[order[k]], n.inputs[k], trial);
+        if (!ok) operand_failure(pn.inputs[order[k]], n, k, trial);
+      }
       if (ok) {
         s = std::move(trial);
         return true;
@@ -59,6 +71,44 @@ class Matcher {
   }
 
  private:
+  // Records a failure when it is the deepest so far (only with --explain); returns false.
+  template <class Why>
+  bool fail(const State& s, Why why) {
+    if (failure_ && (best_depth_ < 0 || int(s.nodes.size()) > best_depth_)) {
+      best_depth_ = int(s.nodes.size());
+      failure_->why = why();
+      failure_->nodes = s.nodes;
+    }
+    return false;
+  }
+
+  // Why input k of n does not fit a leaf operand (a node operand has recorded its own failure).
+  void operand_failure(const Operand& op, const Node& n, size_t k, const State& s) {
+    const std::string& value = n.inputs[k];
+    switch (op.kind) {
+      case Operand::Kind::Constant: fail(s, [&] { return fmt::format("input {} of {} ('{}') is not a constant", k, quoted(n), value); }); break;
+      case Operand::Kind::Capture:
+        fail(s, [&] { return fmt::format("input {} of {} ('{}') is not '{}', which the pattern reads there", k, quoted(n), value, s.captures.at(op.name)); });
+        break;
+      case Operand::Kind::Scalar: {
+        const auto v = g_.scalar(value);
+        fail(s, [&] {
+          return v ? fmt::format("input {} of {} is {:g}, not {:g}", k, quoted(n), *v, op.value)
+                   : fmt::format("input {} of {} ('{}') is not the constant {:g}", k, quoted(n), value, op.value);
+        });
+        break;
+      }
+      case Operand::Kind::NodeOutput:
+        if (g_.producer(value) < 0)
+          fail(s, [&] {
+            return fmt::format("input {} of {} ('{}') is not computed by a node; the pattern has {} there", k, quoted(n), value,
+                               p_.nodes[by_id_.at(op.name)].op_type);
+          });
+        break;
+      default: break;
+    }
+  }
+
   bool operand(const Operand& op, const std::string& value, State& s) {
     switch (op.kind) {
       case Operand::Kind::Any:
@@ -91,34 +141,49 @@ class Matcher {
   const Pattern& p_;
   const GraphIndex& g_;
   const std::vector<bool>& claimed_;
+  MatchFailure* failure_;
+  int best_depth_ = -1;
   std::map<std::string, size_t> by_id_;
 };
 
 }  // namespace
 
-std::optional<Match> match(const Pattern& p, const GraphIndex& g, int root, const std::vector<bool>& claimed) {
-  Matcher m(p, g, claimed);
+const PatternNode& Pattern::anchor_node() const {
+  for (const PatternNode& n : nodes)
+    if (n.id == anchor) return n;
+  return root();
+}
+
+std::optional<Match> match(const Pattern& p, const GraphIndex& g, int root, const std::vector<bool>& claimed, MatchFailure* failure) {
+  Matcher m(p, g, claimed, failure);
   State s;
   if (!m.node(p.nodes.size() - 1, root, s)) return std::nullopt;
-  if (s.nodes.size() != p.nodes.size()) return std::nullopt;  // a pattern node no path reaches
+  if (s.nodes.size() != p.nodes.size()) {  // a pattern node no path reaches: a defect of the pattern
+    if (failure) failure->why = "the pattern has a node no input path reaches", failure->nodes = s.nodes;
+    return std::nullopt;
+  }
   return Match{&p, s.nodes, s.captures};
 }
 
-bool only_root_escapes(const Match& m, const GraphIndex& g) {
+bool only_root_escapes(const Match& m, const GraphIndex& g) { return escaping_intermediate(m, g).empty(); }
+
+std::string escaping_intermediate(const Match& m, const GraphIndex& g) {
   std::set<int> inside;
   for (const auto& [id, gi] : m.nodes) inside.insert(gi);
   std::set<int> escaping = {m.nodes.at(m.pattern->root().id)};
   for (const std::string& id : m.pattern->may_escape) escaping.insert(m.nodes.at(id));
   for (int gi : inside) {
     if (escaping.count(gi)) continue;
-    for (const std::string& out : g.graph().nodes[size_t(gi)].outputs) {
+    const Node& n = g.graph().nodes[size_t(gi)];
+    for (const std::string& out : n.outputs) {
       if (out.empty()) continue;
-      if (g.is_graph_output(out)) return false;
+      if (g.is_graph_output(out)) return fmt::format("the intermediate '{}' of {} is a graph output", out, quoted(n));
       for (int c : g.consumers(out))
-        if (!inside.count(c)) return false;
+        if (!inside.count(c))
+          return fmt::format("the intermediate '{}' of {} is also read by {}", out, quoted(n), quoted(g.graph().nodes[size_t(c)]));
     }
   }
-  return true;
+  return "";
 }
 
 int64_t int_attr(const Node& n, const std::string& name, int64_t fallback) {

@@ -48,6 +48,9 @@ struct PatternNode {
   // Attribute and arity conditions on the graph node; null accepts any.
   std::function<bool(const Node&)> accept = nullptr;
   std::string domain = "";
+  // What `accept` checks, for --explain: "ReduceMean over the last axis keeping it" gives
+  // "'/ln/ReduceMean' is not ReduceMean over the last axis keeping it".
+  std::string why = "";
 };
 
 struct Pattern {
@@ -55,7 +58,16 @@ struct Pattern {
   // Pattern nodes besides the root whose first output may be read outside the match, because
   // the replacement writes it too (SkipLayerNormalization's sum output).
   std::vector<std::string> may_escape = {};
+  // The pattern node that makes a graph node a candidate for --explain (the Softmax of an
+  // attention, the Tanh of a GELU): every graph node of its op type that the pass leaves unfused
+  // gets one "not fused" line, with the condition that failed on the deepest partial match
+  // through it. Empty: the root.
+  std::string anchor = "";
+  // A look-alike: a form that resembles the fusion but computes something else (epsilon added
+  // outside the square root). It is never fused; a match names this reason under --explain.
+  std::string look_alike = "";
   const PatternNode& root() const { return nodes.back(); }
+  const PatternNode& anchor_node() const;
 };
 
 struct Match {
@@ -66,14 +78,26 @@ struct Match {
   const std::string& value(const std::string& capture) const { return captures.at(capture); }
 };
 
+// Why a match failed, for --explain: the condition that failed on the deepest partial match (the
+// one that bound the most pattern nodes) and the graph nodes bound then.
+struct MatchFailure {
+  std::string why;
+  std::map<std::string, int> nodes;  // pattern node id -> graph node index
+};
+
 // Matches `p` rooted at graph node `root`; nodes in `claimed` (already rewritten in this pass)
-// never match. The first match in operand-order search order, or nullopt.
-std::optional<Match> match(const Pattern& p, const GraphIndex& g, int root, const std::vector<bool>& claimed);
+// never match. The first match in operand-order search order, or nullopt; then `failure`, when
+// given, holds the deepest failure.
+std::optional<Match> match(const Pattern& p, const GraphIndex& g, int root, const std::vector<bool>& claimed,
+                           MatchFailure* failure = nullptr);
 
 // True when every output of every matched node except the root is read only by matched nodes
 // and is no graph output: removing them changes nothing else (an intermediate also used
 // elsewhere blocks the fusion).
 bool only_root_escapes(const Match& m, const GraphIndex& g);
+// The same check, naming the first escaping intermediate: "'/ln/Sub' output 'd' is also read by
+// '/x/Mul'"; empty when only the root escapes.
+std::string escaping_intermediate(const Match& m, const GraphIndex& g);
 
 // Attribute helpers for `accept`.
 int64_t int_attr(const Node& n, const std::string& name, int64_t fallback);

@@ -60,21 +60,90 @@ void record_provenance(Model& model, const std::map<int, Replacement>& replaceme
 
 }  // namespace
 
-int apply(const Rewrite& r, Model& model, const Inference* inference) {
+void Explain::add(const std::string& pass, const std::string& node, const std::string& why) {
+  not_fused.push_back(fmt::format("not fused: {} at '{}': {}", pass, node, why));
+}
+
+void Explain::count(const std::string& pass, int candidates, int fused) {
+  for (PassCount& c : counts)
+    if (c.pass == pass) {
+      c.candidates += candidates, c.fused += fused;
+      return;
+    }
+  counts.push_back({pass, candidates, fused});
+}
+
+namespace {
+
+// For --explain: the best reason each anchor node was left unfused, from every failed attempt
+// whose partial match bound it (the attempt that bound the most pattern nodes wins).
+class Reasons {
+ public:
+  void note(const Pattern& p, const MatchFailure& f, int bonus = 0) {
+    auto it = f.nodes.find(p.anchor_node().id);
+    if (it == f.nodes.end()) return;
+    Reason& r = by_anchor_[it->second];
+    if (int(f.nodes.size()) + bonus > r.depth) r = {int(f.nodes.size()) + bonus, f.why};
+  }
+  void report(const Rewrite& r, const Graph& g, const std::vector<bool>& claimed, Explain& explain, const std::string& pass,
+              int fused) const {
+    std::set<std::string> anchor_types;
+    for (const Pattern& p : r.patterns)
+      if (p.look_alike.empty()) anchor_types.insert(p.anchor_node().op_type);
+    int candidates = fused;
+    for (int i = 0; i < int(g.nodes.size()); ++i) {
+      const Node& n = g.nodes[size_t(i)];
+      if (claimed[size_t(i)] || !anchor_types.count(n.op_type)) continue;
+      ++candidates;
+      auto it = by_anchor_.find(i);
+      explain.add(pass, n.name.empty() ? n.outputs.at(0) : n.name,
+                  it != by_anchor_.end() ? it->second.why : fmt::format("no {} pattern reaches it", r.counter));
+    }
+    explain.count(pass, candidates, fused);
+  }
+
+ private:
+  struct Reason {
+    int depth = -1;
+    std::string why;
+  };
+  std::map<int, Reason> by_anchor_;
+};
+
+}  // namespace
+
+int apply(const Rewrite& r, Model& model, const Inference* inference, Explain* explain, const std::string& pass) {
   Graph& g = model.graph;
   const GraphIndex index(g, inference);
   NameGen names(g);
-  RewriteContext ctx{index, names, model.opsets};
+  RewriteContext ctx{index, names, model.opsets, ""};
   std::vector<bool> claimed(g.nodes.size(), false);
   std::map<int, Replacement> replacements;  // by root index
   std::map<int, std::vector<std::string>> replaced;  // by root index: the matched nodes' names
+  Reasons reasons;
   for (int root = 0; root < int(g.nodes.size()); ++root) {
     for (const Pattern& p : r.patterns) {
       if (claimed[size_t(root)] || p.root().op_type != g.nodes[size_t(root)].op_type) continue;
-      std::optional<Match> m = match(p, index, root, claimed);
-      if (!m || !only_root_escapes(*m, index)) continue;
+      MatchFailure failure;
+      std::optional<Match> m = match(p, index, root, claimed, explain ? &failure : nullptr);
+      if (!m) {
+        if (explain) reasons.note(p, failure);
+        continue;
+      }
+      if (!p.look_alike.empty()) {
+        if (explain) reasons.note(p, {p.look_alike, m->nodes}, 1000);  // a named look-alike outranks partial matches
+        continue;
+      }
+      if (const std::string escaping = escaping_intermediate(*m, index); !escaping.empty()) {
+        if (explain) reasons.note(p, {escaping, m->nodes});
+        continue;
+      }
+      ctx.refusal.clear();
       std::optional<Replacement> rep = r.build(*m, ctx);
-      if (!rep) continue;
+      if (!rep) {
+        if (explain) reasons.note(p, {ctx.refusal.empty() ? "the replacement's conditions do not hold" : ctx.refusal, m->nodes});
+        continue;
+      }
       for (const auto& [id, gi] : m->nodes) {
         claimed[size_t(gi)] = true;
         replaced[root].push_back(g.nodes[size_t(gi)].name);
@@ -83,6 +152,7 @@ int apply(const Rewrite& r, Model& model, const Inference* inference) {
       break;
     }
   }
+  if (explain) reasons.report(r, g, claimed, *explain, pass, int(replacements.size()));
   if (replacements.empty()) return 0;
   record_provenance(model, replacements, replaced);
   std::vector<Node> nodes;

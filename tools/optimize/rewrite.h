@@ -27,6 +27,26 @@ struct RewriteContext {
   const OpsetMap& opsets;
   // A node name for a fused node: the replaced nodes' common scope ("/blocks.0/") + op type.
   std::string fused_name(const Match& m, const std::string& op_type) const;
+  // A builder that refuses a match says why, for --explain:
+  //   return ctx.refuse(fmt::format("epsilon {} is not in (0, 0.01]", eps));
+  std::nullopt_t refuse(std::string why) {
+    refusal = std::move(why);
+    return std::nullopt;
+  }
+  std::string refusal;
+};
+
+// What --explain collects: per pass, the candidates found and fused, and one line per candidate
+// left unfused with the condition that failed.
+struct Explain {
+  struct PassCount {
+    std::string pass;
+    int candidates = 0, fused = 0;
+  };
+  std::vector<PassCount> counts;
+  std::vector<std::string> not_fused;  // "not fused: <pass> at '<node>': <why>"
+  void add(const std::string& pass, const std::string& node, const std::string& why);
+  void count(const std::string& pass, int candidates, int fused);
 };
 
 struct Rewrite {
@@ -39,7 +59,9 @@ struct Rewrite {
 // node's provenance, the names of the original nodes it replaced (through earlier fusions too),
 // is kept in the model's metadata_props as "refeval.fused_from:<node name>" = "a,b,c", which
 // `refeval show --diff` uses to link fused nodes to what they replaced; ONNX Runtime ignores it.
-int apply(const Rewrite& r, Model& model, const Inference* inference);
+// With `explain`, also counts the candidates (graph nodes of the anchor's op type, pattern.h) and
+// says, for each one left unfused, which condition failed.
+int apply(const Rewrite& r, Model& model, const Inference* inference, Explain* explain = nullptr, const std::string& pass = "");
 
 inline constexpr const char* kFusedFromKey = "refeval.fused_from:";
 
