@@ -51,5 +51,6 @@ Pass attention_pass();
 Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();
 Pass fused_matmul_pass();
+Pass gemm_reshape_pass();         // Reshape -> Gemm -> Reshape (Hugging Face's Conv1D) back to MatMul + Add
 
 }  // namespace refeval::optimize

@@ -11,6 +11,7 @@
 
 #include "refeval/error.h"
 #include "refeval/model_io.h"
+#include "symbolic_shapes.h"
 
 namespace refeval::optimize {
 namespace {
@@ -132,6 +133,7 @@ Inference infer(const Model& model) {
     out.types[init.name] = ValueType::tensor(init.value.dtype(), dims);
   }
   for (const auto& [name, shape] : shape_data) out.shape_data[name] = dims_of(shape);
+  refine_symbolic_shapes(model, out);
   return out;
 }
 

@@ -5,6 +5,8 @@
 // (a tied embedding read transposed) is absorbed instead of copied.
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "../pass.h"
 #include "refeval/builder.h"
 
@@ -32,8 +34,11 @@ Pass bias_gelu_pass() {
   std::vector<Pattern> patterns;
   for (const char* op : {"Gelu", "FastGelu"})
     patterns.push_back(Pattern{{{"add", "Add", {cap("x"), konst("bias")}}, {"gelu", op, {node("add")}, nullptr, "com.microsoft"}}});
+  for (Pattern& p : patterns) p.anchor = "gelu";
   Rewrite r{"BiasGelu", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
-              if (!bias_fits(ctx.index, m.value("x"), m.value("bias"))) return std::nullopt;
+              if (!bias_fits(ctx.index, m.value("x"), m.value("bias")))
+                return ctx.refuse(fmt::format("the added '{}' is not a 1-D constant over the last axis of '{}' (or that shape is unknown)",
+                                              m.value("bias"), m.value("x")));
               const Node& gelu = m.node(ctx.index, "gelu");
               const std::string op = gelu.op_type == "Gelu" ? "BiasGelu" : "FastGelu";
               return Replacement{{make_node(op, "com.microsoft", {m.value("x"), m.value("bias")}, gelu.outputs, {},
@@ -48,6 +53,7 @@ Pass fused_matmul_pass() {
       Pattern{{{"t", "Transpose", {cap("a")}, swaps_last_two}, {"mm", "MatMul", {node("t"), cap("b")}}}},
       Pattern{{{"t", "Transpose", {cap("b")}, swaps_last_two}, {"mm", "MatMul", {cap("a"), node("t")}}}},
   };
+  for (Pattern& p : patterns) p.anchor = "t";
   Rewrite r{"FusedMatMul", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
               const Node& t = m.node(ctx.index, "t");
               const Node& mm = m.node(ctx.index, "mm");

@@ -39,6 +39,7 @@ Pass gelu_pass() {
                                     PatternNode{"scaled", "Mul", {cap("x"), val(kInvSqrt2, kTol)}}})
     for (const auto& product : half_products())
       patterns.push_back(concat({scaled, {"erf", "Erf", {node("scaled")}}, {"s", "Add", {node("erf"), val(1.0)}}}, product));
+  for (Pattern& p : patterns) p.anchor = "erf";
   Rewrite r{"Gelu", patterns, [](const Match& m, RewriteContext& ctx) { return unary(m, ctx, "Gelu"); }};
   return rewrite_pass("gelu", Level::Extended, std::move(r));
 }
@@ -68,6 +69,7 @@ Pass fast_gelu_pass() {
                                {"t", "Tanh", {node("arg")}},
                                {"s", "Add", {node("t"), val(1.0)}}},
                               product));
+  for (Pattern& p : patterns) p.anchor = "t";
   Rewrite r{"FastGelu", patterns, [](const Match& m, RewriteContext& ctx) { return unary(m, ctx, "FastGelu"); }};
   return rewrite_pass("fast-gelu", Level::Extended, std::move(r));
 }

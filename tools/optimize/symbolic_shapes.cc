@@ -1,0 +1,562 @@
+#include "symbolic_shapes.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "pattern.h"
+
+namespace refeval::optimize {
+namespace {
+
+// A polynomial over the model's dim symbols with integer coefficients: monomial -> coefficient.
+class Poly {
+ public:
+  Poly() = default;
+  static Poly constant(int64_t c) {
+    Poly p;
+    if (c != 0) p.terms_[{}] = c;
+    return p;
+  }
+  static Poly symbol(const std::string& s) {
+    Poly p;
+    p.terms_[{s}] = 1;
+    return p;
+  }
+  std::optional<int64_t> fixed() const {
+    if (terms_.empty()) return 0;
+    if (terms_.size() == 1 && terms_.begin()->first.empty()) return terms_.begin()->second;
+    return std::nullopt;
+  }
+  Poly operator+(const Poly& o) const {
+    Poly r = *this;
+    for (const auto& [m, c] : o.terms_) r.add(m, c);
+    return r;
+  }
+  Poly operator-(const Poly& o) const { return *this + o * Poly::constant(-1); }
+  Poly operator*(const Poly& o) const {
+    Poly r;
+    for (const auto& [ma, ca] : terms_)
+      for (const auto& [mb, cb] : o.terms_) {
+        std::vector<std::string> m = ma;
+        m.insert(m.end(), mb.begin(), mb.end());
+        std::sort(m.begin(), m.end());
+        r.add(m, ca * cb);
+      }
+    return r;
+  }
+  // Exact division by a single monomial (a constant, a symbol, a product); nullopt otherwise.
+  std::optional<Poly> divided_by(const Poly& d) const {
+    if (d.terms_.size() != 1) return std::nullopt;
+    const auto& [dm, dc] = *d.terms_.begin();
+    if (dc == 0) return std::nullopt;
+    Poly r;
+    for (const auto& [m, c] : terms_) {
+      std::multiset<std::string> left(m.begin(), m.end());
+      for (const std::string& s : dm) {
+        auto it = left.find(s);
+        if (it == left.end()) return std::nullopt;
+        left.erase(it);
+      }
+      if (c % dc != 0) return std::nullopt;
+      r.add({left.begin(), left.end()}, c / dc);
+    }
+    return r;
+  }
+  bool operator==(const Poly& o) const { return terms_ == o.terms_; }
+  // "past + seq", "batch*seq", "2*seq - 1": the constant last, monomials in a fixed order.
+  std::string text() const {
+    std::string out;
+    auto term = [&](const std::vector<std::string>& m, int64_t c) {
+      const bool first = out.empty();
+      if (!first) out += c < 0 ? " - " : " + ";
+      else if (c < 0) out += "-";
+      const int64_t a = c < 0 ? -c : c;
+      if (m.empty()) return void(out += std::to_string(a));
+      if (a != 1) out += std::to_string(a) + "*";
+      out += fmt::format("{}", fmt::join(m, "*"));
+    };
+    for (const auto& [m, c] : terms_)
+      if (!m.empty()) term(m, c);
+    if (auto it = terms_.find({}); it != terms_.end()) term({}, it->second);
+    return out.empty() ? "0" : out;
+  }
+
+ private:
+  void add(const std::vector<std::string>& m, int64_t c) {
+    if ((terms_[m] += c) == 0) terms_.erase(m);
+  }
+  std::map<std::vector<std::string>, int64_t> terms_;
+};
+
+using Elem = std::optional<Poly>;
+using Shape_ = std::vector<Elem>;
+
+Elem from_dim(const Dim& d) {
+  if (d.fixed()) return Poly::constant(d.value);
+  if (!d.param.empty()) return Poly::symbol(d.param);
+  return std::nullopt;
+}
+
+Dim to_dim(const Elem& e) {
+  if (!e) return Dim{};
+  if (auto f = e->fixed()) return *f >= 0 ? Dim{*f, ""} : Dim{};
+  return Dim{-1, e->text()};
+}
+
+// ONNX's own placeholder for a dim it could not name: a fresh symbol, true but uninformative.
+bool onnx_placeholder(const Dim& d) { return !d.fixed() && (d.param.empty() || d.param.rfind("unk__", 0) == 0); }
+
+class Propagation {
+ public:
+  Propagation(const Model& m, Inference& inf) : g_(m.graph), inf_(inf), index_(m.graph, &inf) {}
+
+  void run() {
+    for (const ValueInfo& v : g_.inputs) set_declared(v.name, v.type);
+    for (const Node& n : g_.nodes) {
+      node(n);
+      for (const std::string& out : n.outputs)
+        if (!out.empty()) publish(out);
+    }
+  }
+
+ private:
+  void set_declared(const std::string& name, const ValueType& t) {
+    if (t.kind != ValueType::Kind::Tensor || !t.has_shape) return;
+    Shape_ s;
+    for (const Dim& d : t.dims) s.push_back(from_dim(d));
+    dims_[name] = s;
+  }
+
+  // Our dims of a value: computed here, else ONNX's, else a constant's.
+  const Shape_* dims(const std::string& v) {
+    if (auto it = dims_.find(v); it != dims_.end()) return &it->second;
+    if (const std::vector<Dim>* d = index_.dims(v)) {
+      Shape_ s;
+      for (const Dim& x : *d) s.push_back(from_dim(x));
+      return &(dims_[v] = s);
+    }
+    return nullptr;
+  }
+
+  // The elements of a small integer value: computed here, a constant's, or ONNX's data.
+  const Shape_* data(const std::string& v) {
+    if (auto it = data_.find(v); it != data_.end()) return &it->second;
+    if (const Tensor* t = index_.constant(v); t && t->rank() <= 1 && t->size() <= 64) {
+      if (auto ints = index_.ints(v)) {
+        Shape_ s;
+        for (int64_t i : *ints) s.push_back(Poly::constant(i));
+        return &(data_[v] = s);
+      }
+    }
+    if (const std::vector<Dim>* d = index_.shape_data(v)) {
+      Shape_ s;
+      for (const Dim& x : *d) s.push_back(from_dim(x));
+      return &(data_[v] = s);
+    }
+    return nullptr;
+  }
+
+  std::optional<int64_t> const_int(const std::string& v) {
+    const Shape_* d = data(v);
+    if (!d || d->size() != 1 || !(*d)[0]) return std::nullopt;
+    return (*d)[0]->fixed();
+  }
+
+  static Elem broadcast(const Elem& a, const Elem& b) {
+    auto one = [](const Elem& e) { return e && e->fixed() == std::optional<int64_t>(1); };
+    if (one(a)) return b;
+    if (one(b)) return a;
+    if (a && b && *a == *b) return a;
+    // A known size other than 1 wins: the other operand must then be 1 or equal to it.
+    if (a && a->fixed() && !b) return a;
+    if (b && b->fixed() && !a) return b;
+    if (a && !b) return a;  // a symbolic dim broadcast against an unknown one: the sizes agree or
+    if (b && !a) return b;  // the unknown is 1 (a mismatch would fail the model at run time)
+    return std::nullopt;
+  }
+
+  static std::optional<Shape_> broadcast_all(const std::vector<const Shape_*>& shapes) {
+    size_t rank = 0;
+    for (const Shape_* s : shapes) {
+      if (!s) return std::nullopt;
+      rank = std::max(rank, s->size());
+    }
+    Shape_ out(rank, Poly::constant(1));
+    for (const Shape_* s : shapes)
+      for (size_t i = 0; i < s->size(); ++i) {
+        Elem& o = out[rank - s->size() + i];
+        o = broadcast(o, (*s)[i]);
+      }
+    return out;
+  }
+
+  static int64_t axis_of(int64_t a, size_t rank) { return a < 0 ? a + int64_t(rank) : a; }
+
+  std::vector<int64_t> axes(const Node& n, size_t input) {
+    std::vector<int64_t> a = ints_attr(n, "axes");
+    if (n.inputs.size() > input && !n.inputs[input].empty()) a = index_.ints(n.inputs[input]).value_or(std::vector<int64_t>{});
+    return a;
+  }
+
+  Elem numel(const Shape_& s) {
+    Poly p = Poly::constant(1);
+    for (const Elem& e : s) {
+      if (!e) return std::nullopt;
+      p = p * *e;
+    }
+    return p;
+  }
+
+  void node(const Node& n) {
+    const std::string& op = n.op_type;
+    auto in = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty() ? dims(n.inputs[i]) : nullptr; };
+    auto set = [&](size_t i, Shape_ s) {
+      if (i < n.outputs.size() && !n.outputs[i].empty()) dims_[n.outputs[i]] = std::move(s);
+    };
+    if (!n.domain.empty() && n.domain != "ai.onnx") return;
+    static const std::set<std::string> same = {"Cast", "Softmax", "LogSoftmax", "Neg", "Sqrt", "Reciprocal", "Tanh", "Erf", "Sigmoid",
+                                               "Relu", "Not", "Exp", "Log", "Abs", "Identity", "Dropout", "LayerNormalization",
+                                               "Gelu", "IsNaN", "Sin", "Cos", "CastLike", "Trilu", "Clip", "Floor", "Ceil",
+                                               "RMSNormalization", "HardSigmoid", "Softplus", "Elu", "LeakyRelu"};
+    static const std::set<std::string> elementwise = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater",
+                                                      "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod"};
+    if (same.count(op)) {
+      if (const Shape_* s = in(0)) set(0, *s);
+    } else if (elementwise.count(op)) {
+      std::vector<const Shape_*> shapes;
+      for (size_t i = 0; i < n.inputs.size(); ++i) shapes.push_back(in(i));
+      if (auto s = broadcast_all(shapes)) set(0, *s);
+      elementwise_data(n);
+    } else if (op == "MatMul") {
+      matmul(n);
+    } else if (op == "Gemm") {
+      const Shape_ *a = in(0), *b = in(1);
+      if (a && b && a->size() == 2 && b->size() == 2)
+        set(0, {(*a)[int_attr(n, "transA", 0) ? 1 : 0], (*b)[int_attr(n, "transB", 0) ? 0 : 1]});
+    } else if (op == "Transpose") {
+      if (const Shape_* s = in(0)) {
+        std::vector<int64_t> perm = ints_attr(n, "perm");
+        if (perm.empty())
+          for (size_t i = s->size(); i-- > 0;) perm.push_back(int64_t(i));
+        if (perm.size() != s->size()) return;
+        Shape_ o;
+        for (int64_t p : perm) o.push_back((*s)[size_t(p)]);
+        set(0, o);
+      }
+    } else if (op == "Reshape") {
+      reshape(n);
+    } else if (op == "Slice") {
+      slice(n);
+    } else if (op == "Concat") {
+      concat(n);
+    } else if (op == "Split") {
+      split(n);
+    } else if (op == "Gather") {
+      gather(n);
+    } else if (op == "Unsqueeze" || op == "Squeeze") {
+      squeeze(n);
+    } else if (op == "Shape") {
+      shape(n);
+    } else if (op == "Expand") {
+      const Shape_* s = in(0);
+      const Shape_* t = data(n.inputs[1]);
+      if (s && t) {
+        if (auto o = broadcast_all({s, t})) set(0, *o);
+      }
+    } else if (op == "ConstantOfShape") {
+      if (const Shape_* t = data(n.inputs[0])) set(0, *t);
+    } else if (op == "Range") {
+      const Shape_ *start = data(n.inputs[0]), *limit = data(n.inputs[1]);
+      const auto delta = const_int(n.inputs[2]);
+      if (start && limit && start->size() == 1 && limit->size() == 1 && (*start)[0] && (*limit)[0] && delta == 1)
+        set(0, {*(*limit)[0] - *(*start)[0]});
+    } else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin") {
+      reduce(n);
+    }
+  }
+
+  void elementwise_data(const Node& n) {
+    const std::string& op = n.op_type;
+    if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return;
+    const Shape_ *a = data(n.inputs[0]), *b = data(n.inputs[1]);
+    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
+    const size_t size = std::max(a->size(), b->size());
+    Shape_ out;
+    for (size_t i = 0; i < size; ++i) {
+      const Elem &x = (*a)[a->size() == 1 ? 0 : i], &y = (*b)[b->size() == 1 ? 0 : i];
+      if (!x || !y) {
+        out.push_back(std::nullopt);
+        continue;
+      }
+      if (op == "Add") out.push_back(*x + *y);
+      else if (op == "Sub") out.push_back(*x - *y);
+      else if (op == "Mul") out.push_back(*x * *y);
+      else if (auto fx = x->fixed(), fy = y->fixed(); fx && fy && *fy != 0) out.push_back(Poly::constant(*fx / *fy));  // integer division as ONNX
+      else out.push_back(y->fixed() && *y->fixed() > 0 ? x->divided_by(*y) : std::nullopt);
+    }
+    data_[n.outputs[0]] = out;
+  }
+
+  void matmul(const Node& n) {
+    const Shape_ *a = dims(n.inputs[0]), *b = dims(n.inputs[1]);
+    if (!a || !b || a->empty() || b->empty()) return;
+    Shape_ x = *a, y = *b;
+    const bool va = x.size() == 1, vb = y.size() == 1;
+    if (va) x.insert(x.begin(), Poly::constant(1));
+    if (vb) y.push_back(Poly::constant(1));
+    const Shape_ bx(x.begin(), x.end() - 2), by(y.begin(), y.end() - 2);
+    auto batch = broadcast_all({&bx, &by});
+    if (!batch) return;
+    Shape_ out = *batch;
+    if (!va) out.push_back(x[x.size() - 2]);
+    if (!vb) out.push_back(y.back());
+    dims_[n.outputs[0]] = out;
+  }
+
+  void reshape(const Node& n) {
+    const Shape_* s = dims(n.inputs[0]);
+    const Shape_* t = data(n.inputs[1]);
+    if (!t) return;
+    Shape_ out;
+    int infer_at = -1;
+    for (size_t i = 0; i < t->size(); ++i) {
+      const Elem& e = (*t)[i];
+      const auto f = e ? e->fixed() : std::nullopt;
+      if (f == 0 && int_attr(n, "allowzero", 0) == 0) out.push_back(s && i < s->size() ? (*s)[i] : std::nullopt);
+      else if (f == -1) out.push_back(std::nullopt), infer_at = int(i);
+      else out.push_back(e);
+    }
+    if (infer_at >= 0 && s) {
+      Shape_ rest = out;
+      rest.erase(rest.begin() + infer_at);
+      const Elem total = numel(*s), known = numel(rest);
+      if (total && known) out[size_t(infer_at)] = total->divided_by(*known);
+    }
+    dims_[n.outputs[0]] = out;
+    if (const Shape_* d = data(n.inputs[0]); d && out.size() <= 1) data_[n.outputs[0]] = *d;
+  }
+
+  // Slice bounds as ONNX clamps them: a negative bound counts from the end, a huge one is the
+  // end; a symbolic bound is taken as in range (the model fails at run time otherwise).
+  Elem bound(const Elem& b, const Elem& dim) {
+    if (!b) return std::nullopt;
+    if (auto f = b->fixed()) {
+      if (*f >= (int64_t(1) << 31)) return dim;
+      if (*f < 0) return dim ? std::optional<Poly>(*dim + *b) : std::nullopt;
+      if (dim && dim->fixed()) return Poly::constant(std::min(*f, *dim->fixed()));
+    }
+    return b;
+  }
+
+  void slice(const Node& n) {
+    const Shape_* s = dims(n.inputs[0]);
+    const Shape_* starts = n.inputs.size() > 1 ? data(n.inputs[1]) : nullptr;
+    const Shape_* ends = n.inputs.size() > 2 ? data(n.inputs[2]) : nullptr;
+    if (!s || !starts || !ends || starts->size() != ends->size()) return;
+    std::vector<int64_t> ax;
+    if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+      const auto a = index_.ints(n.inputs[3]);
+      if (!a) return;
+      ax = *a;
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i) ax.push_back(int64_t(i));
+    }
+    if (n.inputs.size() > 4 && !n.inputs[4].empty()) {
+      const auto steps = index_.ints(n.inputs[4]);
+      if (!steps || std::any_of(steps->begin(), steps->end(), [](int64_t v) { return v != 1; })) return;
+    }
+    if (ax.size() != starts->size()) return;
+    Shape_ out = *s;
+    for (size_t i = 0; i < ax.size(); ++i) {
+      const int64_t a = axis_of(ax[i], s->size());
+      if (a < 0 || a >= int64_t(s->size())) return;
+      const Elem dim = (*s)[size_t(a)];
+      const Elem b = bound((*starts)[i], dim), e = bound((*ends)[i], dim);
+      out[size_t(a)] = b && e ? std::optional<Poly>(*e - *b) : std::nullopt;
+    }
+    dims_[n.outputs[0]] = out;
+    // The elements of a sliced 1-D shape value.
+    if (const Shape_* d = data(n.inputs[0]); d && ax.size() == 1 && s->size() == 1) {
+      const auto b = (*starts)[0] ? (*starts)[0]->fixed() : std::nullopt;
+      const auto e = (*ends)[0] ? (*ends)[0]->fixed() : std::nullopt;
+      if (!b || !e) return;
+      const int64_t size = int64_t(d->size());
+      const int64_t lo = std::clamp(*b < 0 ? *b + size : *b, int64_t(0), size);
+      const int64_t hi = std::clamp(*e < 0 ? *e + size : *e, int64_t(0), size);
+      data_[n.outputs[0]] = Shape_(d->begin() + lo, d->begin() + std::max(lo, hi));
+    }
+  }
+
+  void concat(const Node& n) {
+    const int64_t axis = int_attr(n, "axis", 0);
+    Shape_ out;
+    Shape_ values;
+    bool all_data = true;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Shape_* s = dims(n.inputs[i]);
+      if (const Shape_* d = data(n.inputs[i])) values.insert(values.end(), d->begin(), d->end());
+      else all_data = false;
+      if (!s) {
+        out.clear();
+        break;
+      }
+      if (i == 0) {
+        out = *s;
+        continue;
+      }
+      const int64_t a = axis_of(axis, s->size());
+      if (s->size() != out.size() || a < 0 || a >= int64_t(out.size())) {
+        out.clear();
+        break;
+      }
+      const Elem& x = out[size_t(a)];
+      const Elem& y = (*s)[size_t(a)];
+      out[size_t(a)] = x && y ? std::optional<Poly>(*x + *y) : std::nullopt;
+      for (size_t k = 0; k < out.size(); ++k)
+        if (int64_t(k) != a) out[k] = broadcast(out[k], (*s)[k]);
+    }
+    if (!out.empty()) dims_[n.outputs[0]] = out;
+    if (all_data) data_[n.outputs[0]] = values;
+  }
+
+  void split(const Node& n) {
+    const Shape_* s = dims(n.inputs[0]);
+    if (!s) return;
+    const int64_t a = axis_of(int_attr(n, "axis", 0), s->size());
+    if (a < 0 || a >= int64_t(s->size())) return;
+    std::vector<int64_t> sizes = ints_attr(n, "split");
+    if (n.inputs.size() > 1 && !n.inputs[1].empty()) sizes = index_.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      Shape_ o = *s;
+      if (!sizes.empty()) {
+        if (sizes.size() != n.outputs.size()) return;
+        o[size_t(a)] = Poly::constant(sizes[i]);
+      } else {
+        const Elem& d = (*s)[size_t(a)];
+        o[size_t(a)] = d ? d->divided_by(Poly::constant(int64_t(n.outputs.size()))) : std::nullopt;
+      }
+      if (!n.outputs[i].empty()) dims_[n.outputs[i]] = o;
+    }
+  }
+
+  void gather(const Node& n) {
+    const Shape_ *s = dims(n.inputs[0]), *idx = dims(n.inputs[1]);
+    const int64_t a = s ? axis_of(int_attr(n, "axis", 0), s->size()) : -1;
+    if (s && idx && a >= 0 && a < int64_t(s->size())) {
+      Shape_ o(s->begin(), s->begin() + a);
+      o.insert(o.end(), idx->begin(), idx->end());
+      o.insert(o.end(), s->begin() + a + 1, s->end());
+      dims_[n.outputs[0]] = o;
+    }
+    const Shape_* d = data(n.inputs[0]);
+    const auto indices = index_.ints(n.inputs[1]);
+    if (!d || !indices || a != 0) return;
+    Shape_ values;
+    for (int64_t i : *indices) {
+      const int64_t k = i < 0 ? i + int64_t(d->size()) : i;
+      if (k < 0 || k >= int64_t(d->size())) return;
+      values.push_back((*d)[size_t(k)]);
+    }
+    data_[n.outputs[0]] = values;
+  }
+
+  void squeeze(const Node& n) {
+    const Shape_* s = dims(n.inputs[0]);
+    if (const Shape_* d = data(n.inputs[0])) data_[n.outputs[0]] = *d;  // elements unchanged (rank 0 <-> 1)
+    if (!s) return;
+    std::vector<int64_t> ax = axes(n, 1);
+    if (n.op_type == "Unsqueeze") {
+      const size_t rank = s->size() + ax.size();
+      std::vector<bool> added(rank, false);
+      for (int64_t a : ax) {
+        const int64_t k = axis_of(a, rank);
+        if (k < 0 || k >= int64_t(rank)) return;
+        added[size_t(k)] = true;
+      }
+      Shape_ o;
+      size_t j = 0;
+      for (size_t i = 0; i < rank; ++i) o.push_back(added[i] ? Elem(Poly::constant(1)) : (*s)[j++]);
+      dims_[n.outputs[0]] = o;
+    } else {
+      Shape_ o;
+      for (size_t i = 0; i < s->size(); ++i) {
+        const bool dropped = ax.empty() ? (*s)[i] && (*s)[i]->fixed() == std::optional<int64_t>(1)
+                                        : std::any_of(ax.begin(), ax.end(), [&](int64_t a) { return axis_of(a, s->size()) == int64_t(i); });
+        if (!dropped) o.push_back((*s)[i]);
+      }
+      dims_[n.outputs[0]] = o;
+    }
+  }
+
+  void shape(const Node& n) {
+    const Shape_* s = dims(n.inputs[0]);
+    if (!s) return;
+    const int64_t rank = int64_t(s->size());
+    int64_t start = int_attr(n, "start", 0), end = int_attr(n, "end", rank);
+    start = std::clamp(start < 0 ? start + rank : start, int64_t(0), rank);
+    end = std::clamp(end < 0 ? end + rank : end, int64_t(0), rank);
+    data_[n.outputs[0]] = Shape_(s->begin() + start, s->begin() + std::max(start, end));
+    dims_[n.outputs[0]] = {Poly::constant(std::max(int64_t(0), end - start))};
+  }
+
+  void reduce(const Node& n) {
+    const Shape_* s = dims(n.inputs[0]);
+    if (!s) return;
+    std::vector<int64_t> ax = axes(n, 1);
+    const bool keep = int_attr(n, "keepdims", 1) != 0;
+    if (ax.empty()) return;  // all axes or none (noop_with_empty_axes): left to ONNX
+    Shape_ o;
+    for (size_t i = 0; i < s->size(); ++i) {
+      const bool reduced = std::any_of(ax.begin(), ax.end(), [&](int64_t a) { return axis_of(a, s->size()) == int64_t(i); });
+      if (!reduced) o.push_back((*s)[i]);
+      else if (keep) o.push_back(Poly::constant(1));
+    }
+    dims_[n.outputs[0]] = o;
+  }
+
+  // Writes what is known of `v` into the inference where ONNX knows less.
+  void publish(const std::string& v) {
+    if (auto it = dims_.find(v); it != dims_.end()) {
+      auto t = inf_.types.find(v);
+      if (t != inf_.types.end() && t->second.kind == ValueType::Kind::Tensor) {
+        ValueType& type = t->second;
+        if (!type.has_shape) {
+          type.has_shape = true;
+          for (const Elem& e : it->second) type.dims.push_back(to_dim(e));
+        } else if (type.dims.size() == it->second.size()) {
+          for (size_t i = 0; i < type.dims.size(); ++i) {
+            const Dim mine = to_dim(it->second[i]);
+            if (onnx_placeholder(type.dims[i]) && (mine.fixed() || !mine.param.empty())) type.dims[i] = mine;
+          }
+        }
+        // Our view follows ONNX's names where it knew them; our polynomials elsewhere.
+        for (size_t i = 0; i < type.dims.size() && i < it->second.size(); ++i)
+          if (!onnx_placeholder(type.dims[i])) it->second[i] = from_dim(type.dims[i]);
+      }
+    }
+    if (auto it = data_.find(v); it != data_.end()) {
+      std::vector<Dim> mine;
+      for (const Elem& e : it->second) mine.push_back(to_dim(e));
+      auto d = inf_.shape_data.find(v);
+      if (d == inf_.shape_data.end()) {
+        inf_.shape_data[v] = mine;
+      } else if (d->second.size() == mine.size()) {
+        for (size_t i = 0; i < mine.size(); ++i)
+          if (onnx_placeholder(d->second[i]) && (mine[i].fixed() || !mine[i].param.empty())) d->second[i] = mine[i];
+      }
+    }
+  }
+
+  const Graph& g_;
+  Inference& inf_;
+  GraphIndex index_;
+  std::map<std::string, Shape_> dims_, data_;
+};
+
+}  // namespace
+
+void refine_symbolic_shapes(const Model& model, Inference& inference) { Propagation(model, inference).run(); }
+
+}  // namespace refeval::optimize

@@ -1,0 +1,23 @@
+// Symbolic shapes where ONNX's own inference gives up. ONNX 1.12 knows `batch` and `seq` through
+// most operators, but loses them at data-dependent shapes that every torch export has: a Range
+// of a sequence length (position ids), a Slice of the causal buffer from `k_len - q_len` to
+// `k_len`, and everything after them (a Where over that mask, Softmax, the head merge). ORT's
+// symbolic shape inference (sympy) is what lets its fusions see through these; this is the same
+// idea on a small scale: dims are polynomials with integer coefficients over the model's
+// symbols ("past + seq", "batch*seq"), and values computed from shapes (Shape -> Gather ->
+// Concat, Slice bounds) are vectors of such polynomials, propagated in graph order.
+//
+// A dim refined here is written as a Dim whose param is the polynomial's canonical text, so two
+// dims are equal exactly when same_dim() says so. Only dims ONNX left unknown (no dim, or its own
+// placeholder "unk__N") are refined; what ONNX knows stays as it is.
+#pragma once
+
+#include "graph_index.h"
+#include "refeval/ir.h"
+
+namespace refeval::optimize {
+
+// Fills `inference` (types and shape data from ONNX) with what the propagation knows better.
+void refine_symbolic_shapes(const Model& model, Inference& inference);
+
+}  // namespace refeval::optimize
