@@ -49,6 +49,16 @@ void set_opset(Model& m, const Registry& registry, int64_t opset) {
   m.opsets[""] = opset;
 }
 
+// `fresh` with `earlier`'s types wherever `fresh` knows less (no type, or no shape).
+Inference merged(Inference fresh, const Inference& earlier) {
+  for (const auto& [name, type] : earlier.types) {
+    auto [it, added] = fresh.types.emplace(name, type);
+    if (!added && !it->second.has_shape && type.has_shape) it->second = type;
+  }
+  for (const auto& [name, data] : earlier.shape_data) fresh.shape_data.emplace(name, data);
+  return fresh;
+}
+
 }  // namespace
 
 std::vector<std::string> pass_names() {
@@ -121,9 +131,15 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     if (!changed) break;
   }
   if (options.level >= Level::Extended) {
-    inference = infer(model);  // once: fusions keep every surviving value's name and type
-    for (const Pass& p : extended_passes(options.model_type))
+    inference = infer(model);
+    for (const Pass& p : extended_passes(options.model_type)) {
+      const size_t before = result.passes.size();
       if (!run(p)) return result.model = std::move(model), result;
+      // A fusion keeps the names and types of the values it does not remove, but the values it
+      // adds (a MatMul's product) are unknown until inferred again; what ONNX cannot type anew
+      // (after com.microsoft operators) keeps its earlier type.
+      if (result.passes.size() > before && result.passes.back().count > 0) inference = merged(infer(model), inference);
+    }
   }
   if (options.opset) set_opset(model, registry, *options.opset);
   bool microsoft = false;

@@ -93,9 +93,44 @@ class Poly {
 using Elem = std::optional<Poly>;
 using Shape_ = std::vector<Elem>;
 
+// A dim's text as a polynomial: our own canonical text ("past + seq", "2*seq - 1"), and the
+// same for exporters' names written that way (Optimum's "past_sequence_length + 1"); any other
+// text is one symbol.
+Poly parse(const std::string& text) {
+  Poly out;
+  size_t at = 0;
+  int64_t sign = 1;
+  if (text.rfind("-", 0) == 0) sign = -1, at = 1;
+  for (;;) {
+    size_t next = text.size();
+    int64_t next_sign = 1;
+    for (const char* sep : {" + ", " - "}) {
+      const size_t k = text.find(sep, at);
+      if (k != std::string::npos && k < next) next = k, next_sign = sep[1] == '-' ? -1 : 1;
+    }
+    const std::string term = text.substr(at, next - at);
+    Poly t = Poly::constant(sign);
+    size_t from = 0;
+    for (;;) {
+      const size_t star = term.find('*', from);
+      const std::string factor = term.substr(from, star == std::string::npos ? std::string::npos : star - from);
+      if (!factor.empty() && std::all_of(factor.begin(), factor.end(), [](char c) { return c >= '0' && c <= '9'; }) && factor.size() < 18)
+        t = t * Poly::constant(std::stoll(factor));
+      else
+        t = t * Poly::symbol(factor);
+      if (star == std::string::npos) break;
+      from = star + 1;
+    }
+    out = out + t;
+    if (next == text.size()) break;
+    at = next + 3, sign = next_sign;
+  }
+  return out;
+}
+
 Elem from_dim(const Dim& d) {
   if (d.fixed()) return Poly::constant(d.value);
-  if (!d.param.empty()) return Poly::symbol(d.param);
+  if (!d.param.empty()) return parse(d.param);
   return std::nullopt;
 }
 
@@ -172,9 +207,10 @@ class Propagation {
     // A known size other than 1 wins: the other operand must then be 1 or equal to it.
     if (a && a->fixed() && !b) return a;
     if (b && b->fixed() && !a) return b;
-    if (a && !b) return a;  // a symbolic dim broadcast against an unknown one: the sizes agree or
-    if (b && !a) return b;  // the unknown is 1 (a mismatch would fail the model at run time)
-    return std::nullopt;
+    // A symbolic dim broadcast against an unknown or another symbol: taken as equal, as ORT's
+    // symbolic shape inference merges them (a mask's `total` with the scores' `seq`); the other
+    // case, a symbol that is 1 at run time, broadcasts a mask over keys, which no export does.
+    return a ? a : b;
   }
 
   static std::optional<Shape_> broadcast_all(const std::vector<const Shape_*>& shapes) {
@@ -215,6 +251,16 @@ class Propagation {
     auto set = [&](size_t i, Shape_ s) {
       if (i < n.outputs.size() && !n.outputs[i].empty()) dims_[n.outputs[i]] = std::move(s);
     };
+    // com.microsoft operators whose first output has the shape and type of their first input.
+    static const std::set<std::string> ms_same = {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "FastGelu",
+                                                  "Gelu", "BiasGelu", "QuickGelu", "RotaryEmbedding", "SimplifiedLayerNormalization"};
+    if (n.domain == "com.microsoft" || (n.domain.empty() && op == "SimplifiedLayerNormalization")) {
+      if (!ms_same.count(op)) return;
+      if (const Shape_* s = in(0)) set(0, *s), same_type(n, 0, 0);
+      if ((op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization") && n.outputs.size() > 3)
+        if (const Shape_* s = in(0)) set(3, *s), same_type(n, 3, 0);
+      return;
+    }
     if (!n.domain.empty() && n.domain != "ai.onnx") return;
     static const std::set<std::string> same = {"Cast", "Softmax", "LogSoftmax", "Neg", "Sqrt", "Reciprocal", "Tanh", "Erf", "Sigmoid",
                                                "Relu", "Not", "Exp", "Log", "Abs", "Identity", "Dropout", "LayerNormalization",
@@ -224,6 +270,7 @@ class Propagation {
                                                       "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod"};
     if (same.count(op)) {
       if (const Shape_* s = in(0)) set(0, *s);
+      if (op != "Cast" && op != "Not" && op != "IsNaN") same_type(n, 0, 0);
     } else if (elementwise.count(op)) {
       std::vector<const Shape_*> shapes;
       for (size_t i = 0; i < n.inputs.size(); ++i) shapes.push_back(in(i));
@@ -516,6 +563,14 @@ class Propagation {
     dims_[n.outputs[0]] = o;
   }
 
+  // Output `out` has input `in`'s element type: typed here when ONNX did not (an operator it
+  // does not know), so that the fusions after it still see shapes.
+  void same_type(const Node& n, size_t out, size_t in) {
+    if (out >= n.outputs.size() || n.outputs[out].empty() || in >= n.inputs.size() || inf_.types.count(n.outputs[out])) return;
+    if (const ValueType* t = index_.type(n.inputs[in]); t && t->kind == ValueType::Kind::Tensor)
+      inf_.types[n.outputs[out]] = ValueType::tensor_of_unknown_rank(t->dtype);
+  }
+
   // Writes what is known of `v` into the inference where ONNX knows less.
   void publish(const std::string& v) {
     if (auto it = dims_.find(v); it != dims_.end()) {
@@ -558,5 +613,16 @@ class Propagation {
 }  // namespace
 
 void refine_symbolic_shapes(const Model& model, Inference& inference) { Propagation(model, inference).run(); }
+
+std::optional<Dim> dim_difference(const Dim& a, const Dim& b) {
+  const Elem x = from_dim(a), y = from_dim(b);
+  if (!x || !y) return std::nullopt;
+  return to_dim(*x - *y);
+}
+
+bool dims_equal(const Dim& a, const Dim& b) {
+  const Elem x = from_dim(a), y = from_dim(b);
+  return x && y && *x == *y;
+}
 
 }  // namespace refeval::optimize

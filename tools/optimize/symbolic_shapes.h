@@ -20,4 +20,10 @@ namespace refeval::optimize {
 // Fills `inference` (types and shape data from ONNX) with what the propagation knows better.
 void refine_symbolic_shapes(const Model& model, Inference& inference);
 
+// a - b when both are known (sizes or polynomial texts); nullopt otherwise. A negative
+// difference is an unknown Dim.
+std::optional<Dim> dim_difference(const Dim& a, const Dim& b);
+// Equal as polynomials ("seq + past" and "past + seq"; 3 and 3).
+bool dims_equal(const Dim& a, const Dim& b);
+
 }  // namespace refeval::optimize
