@@ -28,18 +28,14 @@ Node make_node(const std::string& op_type, const std::string& domain, std::vecto
   return n;
 }
 
-namespace {
-
-// metadata "refeval.fused_from:<new node>" = the original names behind the replaced nodes.
-void record_provenance(Model& model, const std::map<int, Replacement>& replacements,
-                       const std::map<int, std::vector<std::string>>& replaced) {
+void record_provenance(Model& model, const std::vector<Provenance>& fusions) {
   std::map<std::string, std::string> earlier;  // a replaced node that was itself fused -> its originals
   for (const auto& [key, value] : model.metadata)
     if (key.rfind(kFusedFromKey, 0) == 0) earlier[key.substr(std::string(kFusedFromKey).size())] = value;
   std::set<std::string> consumed;
-  for (const auto& [root, rep] : replacements) {
+  for (const Provenance& f : fusions) {
     std::vector<std::string> originals;
-    for (const std::string& name : replaced.at(root)) {
+    for (const std::string& name : f.replaced) {
       if (name.empty()) continue;
       if (auto it = earlier.find(name); it != earlier.end()) {
         originals.push_back(it->second);
@@ -50,15 +46,13 @@ void record_provenance(Model& model, const std::map<int, Replacement>& replaceme
     }
     if (originals.empty()) continue;
     const std::string list = fmt::format("{}", fmt::join(originals, ","));
-    for (const Node& n : rep.nodes)
-      if (!n.name.empty()) model.metadata.emplace_back(kFusedFromKey + n.name, list);
+    for (const std::string& n : f.created)
+      if (!n.empty()) model.metadata.emplace_back(kFusedFromKey + n, list);
   }
   std::erase_if(model.metadata, [&](const auto& kv) {
     return kv.first.rfind(kFusedFromKey, 0) == 0 && consumed.count(kv.first.substr(std::string(kFusedFromKey).size()));
   });
 }
-
-}  // namespace
 
 void Explain::add(const std::string& pass, const std::string& node, const std::string& why) {
   not_fused.push_back(fmt::format("not fused: {} at '{}': {}", pass, node, why));
@@ -154,7 +148,13 @@ int apply(const Rewrite& r, Model& model, const Inference* inference, Explain* e
   }
   if (explain) reasons.report(r, g, claimed, *explain, pass, int(replacements.size()));
   if (replacements.empty()) return 0;
-  record_provenance(model, replacements, replaced);
+  std::vector<Provenance> provenance;
+  for (const auto& [root, rep] : replacements) {
+    Provenance p{replaced.at(root), {}};
+    for (const Node& n : rep.nodes) p.created.push_back(n.name);
+    provenance.push_back(std::move(p));
+  }
+  record_provenance(model, provenance);
   std::vector<Node> nodes;
   for (int i = 0; i < int(g.nodes.size()); ++i) {
     if (auto it = replacements.find(i); it != replacements.end()) {

@@ -65,6 +65,13 @@ int apply(const Rewrite& r, Model& model, const Inference* inference, Explain* e
 
 inline constexpr const char* kFusedFromKey = "refeval.fused_from:";
 
+// One fusion's provenance: the nodes it replaced and the nodes it created, by name. For passes
+// that rewrite without apply() (attention).
+struct Provenance {
+  std::vector<std::string> replaced, created;
+};
+void record_provenance(Model& model, const std::vector<Provenance>& fusions);
+
 // Builders' helpers.
 Node make_node(const std::string& op_type, const std::string& domain, std::vector<std::string> inputs,
                std::vector<std::string> outputs, std::vector<Attribute> attributes, const std::string& name);

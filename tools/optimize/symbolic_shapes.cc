@@ -262,6 +262,11 @@ class Propagation {
       return;
     }
     if (!n.domain.empty() && n.domain != "ai.onnx") return;
+    // Too few inputs: the model fails to plan anyway; nothing to say about its shapes.
+    static const std::map<std::string, size_t> arity = {{"Reshape", 2}, {"Expand", 2}, {"Range", 3}, {"Gather", 2}, {"MatMul", 2},
+                                                        {"Gemm", 2},    {"Where", 3},  {"Slice", 3}, {"ConstantOfShape", 1}};
+    if (auto it = arity.find(op); it != arity.end() && n.inputs.size() < it->second) return;
+    if (n.inputs.empty() || n.outputs.empty()) return;
     static const std::set<std::string> same = {"Cast", "Softmax", "LogSoftmax", "Neg", "Sqrt", "Reciprocal", "Tanh", "Erf", "Sigmoid",
                                                "Relu", "Not", "Exp", "Log", "Abs", "Identity", "Dropout", "LayerNormalization",
                                                "Gelu", "IsNaN", "Sin", "Cos", "CastLike", "Trilu", "Clip", "Floor", "Ceil",
@@ -326,7 +331,7 @@ class Propagation {
 
   void elementwise_data(const Node& n) {
     const std::string& op = n.op_type;
-    if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return;
+    if ((op != "Add" && op != "Sub" && op != "Mul" && op != "Div") || n.inputs.size() != 2) return;
     const Shape_ *a = data(n.inputs[0]), *b = data(n.inputs[1]);
     if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
     const size_t size = std::max(a->size(), b->size());

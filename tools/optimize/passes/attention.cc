@@ -113,8 +113,8 @@ class Reader : public AttentionReader {
     if (!t) return why = fmt::format("'{}' is not the Transpose of a head split", v), std::nullopt;
     const bool plain = perm_is(*t, {0, 2, 1, 3}), kt = perm_is(*t, {0, 2, 3, 1});
     if (!(plain && !k_transposed) && !(kt && k_transposed)) return why = fmt::format("'{}' has perm {} for a head split", t->name, fmt::join(ints_attr(*t, "perm"), " ")), std::nullopt;
-    const Node* r = producer(t->inputs[0], "Reshape");
-    if (!r) return why = fmt::format("'{}' does not transpose a Reshape into heads", t->name), std::nullopt;
+    const Node* r = t->inputs.empty() ? nullptr : producer(t->inputs[0], "Reshape");
+    if (!r || r->inputs.size() != 2) return why = fmt::format("'{}' does not transpose a Reshape into heads", t->name), std::nullopt;
     const std::vector<Dim>* x = g_.dims(r->inputs[0]);
     const auto target = shape_value(g_, r->inputs[1]);
     if (!x || x->size() != 3 || !target || target->size() != 4)
@@ -133,20 +133,21 @@ class Reader : public AttentionReader {
     std::string cur = v;
     if (k_transposed) {  // K^T: Transpose(K, 0 1 3 2) of a 4-D K, or the head split's perm 0 2 3 1
       const Node* t = producer(cur, "Transpose");
-      if (t && perm_is(*t, {0, 1, 3, 2})) use(t), cur = t->inputs[0], k_transposed = false;
+      if (t && !t->inputs.empty() && perm_is(*t, {0, 1, 3, 2})) use(t), cur = t->inputs[0], k_transposed = false;
     }
     if (!k_transposed) {
       // Repeated keys and values (grouped-query): Reshape(Expand(Unsqueeze(kv, 2), ...), (B, N, T, h)).
       if (const Node* r = producer(cur, "Reshape")) {
-        const Node* e = producer(r->inputs[0], "Expand");
-        const Node* u = e ? producer(e->inputs[0], "Unsqueeze") : nullptr;
+        const Node* e = r->inputs.empty() ? nullptr : producer(r->inputs[0], "Expand");
+        const Node* u = e && !e->inputs.empty() ? producer(e->inputs[0], "Unsqueeze") : nullptr;
+        if (u && u->inputs.empty()) u = nullptr;
         if (u) {
           s.repeated = cur;
           use(r), use(e), use(u);
           cur = u->inputs[0];
         }
       }
-      if (const Node* c = producer(cur, "Concat"); c && c->inputs.size() == 2) {
+      if (const Node* c = producer(cur, "Concat"); c && c->inputs.size() == 2 && !c->outputs.empty()) {
         const int64_t axis = int_attr(*c, "axis", 0);
         if (axis != 2 && axis != -2) return why = fmt::format("'{}' concatenates the past on axis {}, not the sequence", c->name, axis), std::nullopt;
         s.concat = c, s.present = c->outputs[0];
@@ -157,6 +158,7 @@ class Reader : public AttentionReader {
     }
     if (const int p = g_.producer(cur); p >= 0 && g_.graph().nodes[size_t(p)].op_type == "RotaryEmbedding" &&
                                         g_.graph().nodes[size_t(p)].domain == "com.microsoft") {
+      if (g_.graph().nodes[size_t(p)].inputs.size() < 4) return why = "a RotaryEmbedding with too few inputs", std::nullopt;
       s.rotary_node = &g_.graph().nodes[size_t(p)];
       use(s.rotary_node);
       cur = s.rotary_node->inputs[0];
@@ -183,7 +185,7 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     const Node& n = g.graph().nodes[size_t(p)];
     if (n.op_type == "Cast") cond = n.inputs[0];
     else if (n.op_type == "Not") flip = !flip, cond = n.inputs[0];
-    else if (n.op_type == "Equal" && g.scalar(n.inputs[1]) == 0.0) flip = !flip, cond = n.inputs[0];
+    else if (n.op_type == "Equal" && n.inputs.size() == 2 && g.scalar(n.inputs[1]) == 0.0) flip = !flip, cond = n.inputs[0];
     else break;
     used.insert(p);
   }
@@ -193,6 +195,7 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     const int p = g.producer(cond);
     if (p < 0 || g.graph().nodes[size_t(p)].op_type != "Slice") break;
     const Node& n = g.graph().nodes[size_t(p)];
+    if (n.inputs.size() < 3) return false;
     const auto starts = shape_value(g, n.inputs[1]), ends = shape_value(g, n.inputs[2]);
     const auto axes = n.inputs.size() > 3 && !n.inputs[3].empty() ? g.ints(n.inputs[3]) : std::nullopt;
     const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional<std::vector<int64_t>>(std::vector<int64_t>(starts ? starts->size() : 0, 1));
@@ -236,18 +239,18 @@ std::optional<std::string> padding_input(const GraphIndex& g, const std::string&
   const int p = g.producer(v);
   if (p < 0) return std::nullopt;
   const Node& mul = g.graph().nodes[size_t(p)];
-  if (mul.op_type != "Mul") return std::nullopt;
+  if (mul.op_type != "Mul" || mul.inputs.size() != 2) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const auto k = g.scalar(mul.inputs[size_t(1 - side)]);
     const int q = g.producer(mul.inputs[size_t(side)]);
     if (!k || q < 0 || g.graph().nodes[size_t(q)].op_type != "Sub") continue;
     const Node& sub = g.graph().nodes[size_t(q)];
-    if (g.scalar(sub.inputs[0]) != 1.0) continue;
+    if (sub.inputs.size() != 2 || g.scalar(sub.inputs[0]) != 1.0) continue;
     std::string cur = sub.inputs[1];
     std::set<int> chain = {p, q};
     for (int r; (r = g.producer(cur)) >= 0;) {
       const Node& n = g.graph().nodes[size_t(r)];
-      if (n.op_type != "Cast" && n.op_type != "Unsqueeze" && n.op_type != "Reshape") break;
+      if ((n.op_type != "Cast" && n.op_type != "Unsqueeze" && n.op_type != "Reshape") || n.inputs.empty()) break;
       chain.insert(r);
       cur = n.inputs[0];
     }
@@ -269,6 +272,7 @@ const std::vector<Dim>* product_dims(const GraphIndex& g, const std::string& v, 
   const Node& n = g.graph().nodes[size_t(p)];
   if (n.op_type == "MatMul") return g.dims(v);
   std::vector<std::string> from;
+  if (n.inputs.size() < (n.op_type == "Where" ? 3u : 2u)) return nullptr;
   if (n.op_type == "Div" || n.op_type == "Mul") from = {n.inputs[0]};
   else if (n.op_type == "Where") from = {n.inputs[1], n.inputs[2]};
   else if (n.op_type == "Add") from = {n.inputs[0], n.inputs[1]};
@@ -302,14 +306,15 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   Dim S = (*sd)[2], T = (*sd)[3];
   if (const std::vector<Dim>* pd = product_dims(g, sm.inputs[0], 8); pd && pd->size() == 4) S = (*pd)[2], T = (*pd)[3];
   // Output: MatMul(p, v) -> Transpose 0 2 1 3 -> Reshape (B, S, N*h).
+  if (sm.inputs.empty() || sm.outputs.empty()) return why = "a Softmax without input or output", std::nullopt;
   const Node* pv = r.only_consumer(sm.outputs[0], "MatMul");
-  if (!pv || pv->inputs[0] != sm.outputs[0]) return why = "the probabilities are not only multiplied by V", std::nullopt;
+  if (!pv || pv->inputs.size() != 2 || pv->inputs[0] != sm.outputs[0]) return why = "the probabilities are not only multiplied by V", std::nullopt;
   const Node* t = r.only_consumer(pv->outputs[0], "Transpose");
   if (!t || !perm_is(*t, {0, 2, 1, 3})) return why = "the context is not transposed back to (B, S, N, h)", std::nullopt;
   const Node* y = r.only_consumer(t->outputs[0], "Reshape");
   const std::vector<Dim>* td = g.dims(t->outputs[0]);
   const auto target = y ? shape_value(g, y->inputs[1]) : std::nullopt;
-  if (!y) return why = "the transposed context is not only reshaped", std::nullopt;
+  if (!y || y->inputs.size() != 2) return why = "the transposed context is not only reshaped", std::nullopt;
   if (!td || td->size() != 4) return why = fmt::format("the transposed context '{}' has an unknown shape", t->outputs[0]), std::nullopt;
   if (!target || target->size() != 3) return why = fmt::format("the head merge '{}' has an unknown or non-3-D target", y->name), std::nullopt;
   auto keeps = [&](size_t i) { return same_dim((*target)[i], (*td)[i]) || ((*target)[i].fixed() && (*target)[i].value == 0); };
@@ -327,6 +332,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     if (p < 0) return why = "the scores do not come from a product of Q and K", std::nullopt;
     const Node& n = g.graph().nodes[size_t(p)];
     if (!g.is_graph_output(cur) && g.consumers(cur).size() != 1) return why = fmt::format("the scores '{}' are read elsewhere", cur), std::nullopt;
+    if (n.inputs.size() < (n.op_type == "Where" ? 3u : 2u)) return why = fmt::format("'{}' has too few inputs", n.name), std::nullopt;
     if (n.op_type == "MatMul") {
       qk = &n;
     } else if ((n.op_type == "Div" || n.op_type == "Mul") && g.scalar(n.inputs[1])) {
@@ -389,7 +395,8 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     const int p = g.producer(v);
     if (p < 0) return v;
     const Node& n = g.graph().nodes[size_t(p)];
-    if ((n.op_type == "Mul" || n.op_type == "Div") && g.scalar(n.inputs[1]) && *g.scalar(n.inputs[1]) > 0 && g.consumers(v).size() == 1) {
+    if ((n.op_type == "Mul" || n.op_type == "Div") && n.inputs.size() == 2 && g.scalar(n.inputs[1]) && *g.scalar(n.inputs[1]) > 0 &&
+        g.consumers(v).size() == 1) {
       const double c = *g.scalar(n.inputs[1]);
       f.scale *= n.op_type == "Div" ? 1 / c : c;
       r.use(&n);
@@ -440,11 +447,13 @@ std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f) {
   const int ap = g.producer(split.inputs[0]);
   if (ap < 0 || g.graph().nodes[size_t(ap)].op_type != "Add") return std::nullopt;
   const Node& add = g.graph().nodes[size_t(ap)];
+  if (add.inputs.size() != 2 || split.inputs.empty()) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const Tensor* b = g.constant(add.inputs[size_t(1 - side)]);
     const int mp = g.producer(add.inputs[size_t(side)]);
     if (!b || b->rank() != 1 || b->dim(0) != 3 * D || mp < 0 || g.graph().nodes[size_t(mp)].op_type != "MatMul") continue;
     const Node& mm = g.graph().nodes[size_t(mp)];
+    if (mm.inputs.size() != 2) continue;
     const Tensor* w = g.constant(mm.inputs[1]);
     const std::vector<Dim>* x = g.dims(mm.inputs[0]);
     if (!w || w->rank() != 2 || w->dim(1) != 3 * D || !x || x->size() != 3) continue;
@@ -519,6 +528,7 @@ Pass attention_pass() {
             std::vector<bool> drop(g.nodes.size(), false);
             std::map<int, std::vector<Node>> insert_at;  // before node index
             std::set<int> claimed;
+            std::vector<Provenance> provenance;
             int fused = 0, candidates = 0;
             auto refuse = [&](const Node& sm, const std::string& why) {
               if (ctx.explain) ctx.explain->add("attention", sm.name.empty() ? sm.outputs[0] : sm.name, why);
@@ -601,12 +611,21 @@ Pass attention_pass() {
                 refuse(sm, "an intermediate is read elsewhere: " + e);
                 continue;
               }
-              for (int i : used) drop[size_t(i)] = true, claimed.insert(i);
+              Provenance p;
+              for (int i : used) {
+                drop[size_t(i)] = true, claimed.insert(i);
+                // the readers of sizes are bookkeeping, not the attention a user looks for
+                if (!std::set<std::string>{"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Constant"}.count(g.nodes[size_t(i)].op_type))
+                  p.replaced.push_back(g.nodes[size_t(i)].name);
+              }
+              for (const Node& n : nodes) p.created.push_back(n.name);
+              provenance.push_back(std::move(p));
               insert_at[f->output] = std::move(nodes);
               ++fused;
             }
             if (ctx.explain) ctx.explain->count("attention", candidates, fused);
             if (!fused) return 0;
+            record_provenance(m, provenance);
             std::vector<Node> out;
             for (int i = 0; i < int(g.nodes.size()); ++i) {
               if (auto it = insert_at.find(i); it != insert_at.end())
