@@ -27,6 +27,7 @@ import onnx
 import torch
 from onnx import numpy_helper
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import exporters  # noqa: E402
 
@@ -120,11 +121,12 @@ def write_pb(path, array, name):
     path.write_bytes(numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
 
 
-def make(name, size, out):
+def make(name, size, out, all_opsets):
     model = exporters.build(name, size)
     sets = data_sets(model, model.cfg.vocab)
     folders = []
-    for opset in exporters.MODELS[name][1]:
+    _, opsets, committed = exporters.MODELS[name]
+    for opset in opsets if all_opsets or size == "full" else committed:
         folder = out / f"{name}_opset{opset}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -151,14 +153,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", choices=("small", "full"), default="small")
     p.add_argument("--out", help="output folder (default: this folder for small, /tmp/refeval-exports for full)")
+    p.add_argument("--all-opsets", action="store_true",
+                   help="at the small size, also the opset-14 GPT-2 exports the repo does not keep")
     p.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(exporters.MODELS), help="only these models")
     a = p.parse_args()
     out = pathlib.Path(a.out or (HERE if a.size == "small" else "/tmp/refeval-exports"))
     names = a.only or list(exporters.MODELS)
     folders = []
     for name in names:
-        folders += make(name, a.size, out)
-    if a.size == "small" and out == HERE and not a.only:
+        folders += make(name, a.size, out, a.all_opsets)
+    if a.size == "small" and out == HERE and not a.only and not a.all_opsets:
         with open(HERE / "forms.txt", "w") as f:
             f.write("# <folder> <family> <has_past> <opset>: one backend-test folder per line (make_exports.py)\n")
             for folder, family, has_past, opset in folders:
