@@ -6,8 +6,8 @@
 // in every form the exporters write: the square as Pow(v, 2) or v * v; the division as Div(v, s),
 // v * Div(1, s) or v * Reciprocal(s) (torch's rsqrt); gamma and beta on either side; LayerNorm
 // without beta; the statistics computed in float between a Cast of x and a Cast back to x's type
-// (HF Llama's RMSNorm in fp16: Cast, normalise, Cast back, then the weight), the weight before or
-// after the Cast back. Fused only when both ReduceMeans reduce the last axis alone keeping it,
+// (HF Llama's RMSNorm in fp16: Cast, normalise, Cast back, then the weight; with the weight
+// before the Cast back, the Casts stay around the fused node). Fused only when both ReduceMeans reduce the last axis alone keeping it,
 // epsilon is inside the square root and in (0, 0.01], gamma (and beta) are 1-D constants of x's
 // last dim and x's type, and a Cast in widens x to float. The fused node reads x itself.
 // Look-alikes (never fused, named under --explain): epsilon added outside the square root, and
@@ -47,16 +47,14 @@ struct Head {
 };
 std::vector<Head> heads() { return {{{}, cap("x"), false}, {{{"cin", "Cast", {cap("x")}}}, node("cin"), true}}; }
 
-// gamma (and beta) applied to "n"; with a Cast head, the Cast "cout" back before gamma or last.
-std::vector<Nodes> tails(bool cast, bool beta) {
-  auto affine = [&](const Operand& in) {
-    Nodes t = {{"g", "Mul", {in, cap("gamma")}}};
-    if (beta) t.push_back({"b", "Add", {node("g"), cap("beta")}});
-    return t;
-  };
-  if (!cast) return {affine(node("n"))};
-  return {cat({{{"cout", "Cast", {node("n")}}}, affine(node("cout"))}),
-          cat({affine(node("n")), {{"cout", "Cast", {node(beta ? "b" : "g")}}}})};
+// gamma (and beta) applied to "n"; with a Cast head, after the Cast "cout" back to x's type. With
+// gamma before the Cast back (Gemma), gamma is float and x narrower, which the fused operator does
+// not take: the pattern without Cast head then fuses the normalisation between the two Casts.
+Nodes tail(bool cast, bool beta) {
+  Nodes t = {{"g", "Mul", {node(cast ? "cout" : "n"), cap("gamma")}}};
+  if (beta) t.push_back({"b", "Add", {node("g"), cap("beta")}});
+  if (cast) t.insert(t.begin(), {"cout", "Cast", {node("n")}});
+  return t;
 }
 
 const std::string& root_output(const Match& m, const GraphIndex& g) { return m.node(g, m.pattern->root().id).outputs[0]; }
@@ -95,15 +93,14 @@ Pass layer_norm_pass() {
     for (const Nodes& square : squares(node("d")))
       for (const Nodes& division : divisions(node("d"), "std"))
         for (bool beta : {true, false})
-          for (const Nodes& tail : tails(head.cast, beta))
-            patterns.push_back(Pattern{cat({head.nodes,
-                                            {{"mean", "ReduceMean", {head.xf, opt()}}, {"d", "Sub", {head.xf, node("mean")}}},
-                                            square,
-                                            {{"var", "ReduceMean", {node("sq"), opt()}},
-                                             {"ve", "Add", {node("var"), konst("eps")}},
-                                             {"std", "Sqrt", {node("ve")}}},
-                                            division, tail}),
-                                       {}, "std"});
+          patterns.push_back(Pattern{cat({head.nodes,
+                                          {{"mean", "ReduceMean", {head.xf, opt()}}, {"d", "Sub", {head.xf, node("mean")}}},
+                                          square,
+                                          {{"var", "ReduceMean", {node("sq"), opt()}},
+                                           {"ve", "Add", {node("var"), konst("eps")}},
+                                           {"std", "Sqrt", {node("ve")}}},
+                                          division, tail(head.cast, beta)}),
+                                     {}, "std"});
   for (const Nodes& square : squares(node("d")))
     patterns.push_back(Pattern{cat({{{"mean", "ReduceMean", {cap("x"), opt()}}, {"d", "Sub", {cap("x"), node("mean")}}},
                                     square,
@@ -136,13 +133,12 @@ Pass simplified_layer_norm_pass() {
   for (const Head& head : heads())
     for (const Nodes& square : squares(head.xf))
       for (const Nodes& division : divisions(head.xf, "rms"))
-        for (const Nodes& tail : tails(head.cast, false))
-          patterns.push_back(Pattern{cat({head.nodes, square,
-                                          {{"ms", "ReduceMean", {node("sq"), opt()}},
-                                           {"ve", "Add", {node("ms"), konst("eps")}},
-                                           {"rms", "Sqrt", {node("ve")}}},
-                                          division, tail}),
-                                     {}, "rms"});
+        patterns.push_back(Pattern{cat({head.nodes, square,
+                                        {{"ms", "ReduceMean", {node("sq"), opt()}},
+                                         {"ve", "Add", {node("ms"), konst("eps")}},
+                                         {"rms", "Sqrt", {node("ve")}}},
+                                        division, tail(head.cast, false)}),
+                                   {}, "rms"});
   for (const Nodes& square : squares(cap("x")))
     patterns.push_back(Pattern{cat({square,
                                     {{"ms", "ReduceMean", {node("sq"), opt()}},

@@ -12,9 +12,11 @@
 namespace refeval::optimize {
 
 Pass quick_gelu_pass() {
+  // The general form first: its refusal (a gate) is the reason --explain gives when the scaled
+  // form does not match either.
   const std::vector<Pattern> patterns = {
-      Pattern{{{"ax", "Mul", {cap("x"), konst("alpha")}}, {"sig", "Sigmoid", {node("ax")}}, {"y", "Mul", {cap("x"), node("sig")}}}, {}, "sig"},
       Pattern{{{"sig", "Sigmoid", {cap("z")}}, {"y", "Mul", {cap("x"), node("sig")}}}, {}, "sig"},
+      Pattern{{{"ax", "Mul", {cap("x"), konst("alpha")}}, {"sig", "Sigmoid", {node("ax")}}, {"y", "Mul", {cap("x"), node("sig")}}}, {}, "sig"},
   };
   Rewrite r{"QuickGelu", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
               const GraphIndex& g = ctx.index;
@@ -27,7 +29,7 @@ Pass quick_gelu_pass() {
                 if (!dx || g.constant(m.value("alpha"))->rank() > dx->size())
                   return ctx.refuse(fmt::format("alpha '{}' may broadcast '{}' to a higher rank", m.value("alpha"), x));
                 alpha = float(*a);
-              } else if (m.value("z") != x) {
+              } else if (m.value("z") != x) {  // x * Sigmoid(alpha x) is the second pattern
                 return ctx.refuse(fmt::format("the Sigmoid reads '{}', not the multiplied '{}': a gate, not a SiLU", m.value("z"), x));
               }
               const ValueType* t = g.type(x);
