@@ -45,8 +45,10 @@ Pass layer_norm_pass();
 Pass simplified_layer_norm_pass();
 Pass gelu_pass();
 Pass fast_gelu_pass();
+Pass quick_gelu_pass();  // SiLU x * Sigmoid(x) (and x * Sigmoid(alpha x)) -> com.microsoft QuickGelu
 Pass reshape_fusion_pass();
 Pass skip_layer_norm_pass();
+Pass skip_simplified_layer_norm_pass();  // Add + SimplifiedLayerNormalization (the Llama residual)
 Pass attention_pass();
 Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();

@@ -1,57 +1,126 @@
 // LayerNormalization from its decomposition (exports before opset 17, ORT's LayerNormFusion):
-//   d = x - ReduceMean(x); y = d / Sqrt(ReduceMean(d^2) + eps) * gamma + beta   (d^2 as Pow or d*d)
-// and SimplifiedLayerNormalization (RMSNorm): y = x / Sqrt(ReduceMean(x^2) + eps) * gamma.
-// Fused only when both ReduceMeans reduce the last axis alone with keepdims, the exponent is 2,
-// epsilon sits inside the square root and is positive, and gamma (and beta) are 1-D constants.
+//   d = x - ReduceMean(x); y = d / Sqrt(ReduceMean(d^2) + eps) * gamma (+ beta)
+// and SimplifiedLayerNormalization, RMSNorm (ORT's SimplifiedLayerNormFusion; ai.onnx domain as
+// ORT registers it):
+//   y = x / Sqrt(ReduceMean(x^2) + eps) * gamma
+// in every form the exporters write: the square as Pow(v, 2) or v * v; the division as Div(v, s),
+// v * Div(1, s) or v * Reciprocal(s) (torch's rsqrt); gamma and beta on either side; LayerNorm
+// without beta; the statistics computed in float between a Cast of x and a Cast back to x's type
+// (HF Llama's RMSNorm in fp16: Cast, normalise, Cast back, then the weight; with the weight
+// before the Cast back, the Casts stay around the fused node). Fused only when both ReduceMeans reduce the last axis alone keeping it,
+// epsilon is inside the square root and in (0, 0.01], gamma (and beta) are 1-D constants of x's
+// last dim and x's type, and a Cast in widens x to float. The fused node reads x itself.
+// Look-alikes (never fused, named under --explain): epsilon added outside the square root, and
+// for RMSNorm the square root of the mean of x rather than of its square.
+#include <fmt/format.h>
+
 #include "../pass.h"
+#include "norm_common.h"
 #include "refeval/builder.h"
 
 namespace refeval::optimize {
 namespace {
 
-// ReduceMean over the last axis only, keeping it: axes as attribute (< 18) or constant input.
-bool last_axis_mean(const Node& n, const GraphIndex& g) {
-  if (int_attr(n, "keepdims", 1) != 1) return false;
-  std::vector<int64_t> axes = ints_attr(n, "axes");
-  if (n.inputs.size() > 1) axes = g.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
-  if (axes.size() != 1) return false;
-  if (axes[0] == -1) return true;
-  const std::vector<Dim>* dims = g.dims(n.inputs[0]);
-  return dims && axes[0] == int64_t(dims->size()) - 1;
+using Nodes = std::vector<PatternNode>;
+
+Nodes cat(std::initializer_list<Nodes> parts) {
+  Nodes all;
+  for (const Nodes& p : parts) all.insert(all.end(), p.begin(), p.end());
+  return all;
 }
 
-bool one_d(const GraphIndex& g, const std::string& v) {
-  const Tensor* t = g.constant(v);
-  return t && t->rank() == 1;
+// The square "sq" of v: Pow(v, 2) or v * v.
+std::vector<Nodes> squares(const Operand& v) { return {{{"sq", "Pow", {v, val(2.0)}}}, {{"sq", "Mul", {v, v}}}}; }
+
+// "n" = num / the output of pattern node `root`: Div, or a Mul by Div(1, root) or Reciprocal(root).
+std::vector<Nodes> divisions(const Operand& num, const std::string& root) {
+  return {{{"n", "Div", {num, node(root)}}},
+          {{"inv", "Div", {val(1.0), node(root)}}, {"n", "Mul", {num, node("inv")}}},
+          {{"inv", "Reciprocal", {node(root)}}, {"n", "Mul", {num, node("inv")}}}};
 }
 
-std::optional<float> epsilon(const Match& m, const GraphIndex& g) {
-  const auto eps = g.scalar(m.value("eps"));
-  if (!eps || !(*eps > 0) || *eps > 1e-2) return std::nullopt;
-  return float(*eps);
+// Where the statistics read x: x itself, or a Cast "cin" of it (paired with a Cast back in the tail).
+struct Head {
+  Nodes nodes;
+  Operand xf;
+  bool cast;
+};
+std::vector<Head> heads() { return {{{}, cap("x"), false}, {{{"cin", "Cast", {cap("x")}}}, node("cin"), true}}; }
+
+// gamma (and beta) applied to "n"; with a Cast head, after the Cast "cout" back to x's type. With
+// gamma before the Cast back (Gemma), gamma is float and x narrower, which the fused operator does
+// not take: the pattern without Cast head then fuses the normalisation between the two Casts.
+Nodes tail(bool cast, bool beta) {
+  Nodes t = {{"g", "Mul", {node(cast ? "cout" : "n"), cap("gamma")}}};
+  if (beta) t.push_back({"b", "Add", {node("g"), cap("beta")}});
+  if (cast) t.insert(t.begin(), {"cout", "Cast", {node("n")}});
+  return t;
+}
+
+const std::string& root_output(const Match& m, const GraphIndex& g) { return m.node(g, m.pattern->root().id).outputs[0]; }
+
+// The checks both fusions share; "" when the match may fuse.
+std::string common_problem(const Match& m, const GraphIndex& g, const std::vector<std::string>& means, std::optional<float>& eps) {
+  std::string problem;
+  eps = norm_epsilon(m.value("eps"), g, problem);
+  if (!eps) return problem;
+  for (const std::string& id : means)
+    if (problem = last_axis_mean_problem(m.node(g, id), g); !problem.empty()) return problem;
+  const std::string& x = m.value("x");
+  const Node* cast_in = m.nodes.count("cin") ? &m.node(g, "cin") : nullptr;
+  if (problem = norm_types_problem(x, cast_in, root_output(m, g), g); !problem.empty()) return problem;
+  return channel_vector_problem("gamma", m.value("gamma"), x, g);
+}
+
+// A LayerNorm without beta whose only reader adds a beta: the match with that Add fuses at the
+// Add, which comes later in the graph (fusing here would leave the Add outside).
+std::string bias_after(const Match& m, const GraphIndex& g) {
+  const std::string& y = root_output(m, g);
+  const std::vector<int>& readers = g.consumers(y);
+  if (readers.size() != 1 || g.is_graph_output(y)) return "";
+  const Node& add = g.graph().nodes[size_t(readers[0])];
+  if (add.op_type != "Add" || add.inputs.size() != 2) return "";
+  const std::string& beta = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+  if (!channel_vector_problem("beta", beta, m.value("x"), g).empty()) return "";
+  return fmt::format("the Add {} after it adds beta '{}', fused with it", node_label(add), beta);
 }
 
 }  // namespace
 
 Pass layer_norm_pass() {
   std::vector<Pattern> patterns;
-  for (const PatternNode& square : {PatternNode{"sq", "Pow", {node("d"), val(2.0)}}, PatternNode{"sq", "Mul", {node("d"), node("d")}}})
-    patterns.push_back(Pattern{{{"mean", "ReduceMean", {cap("x"), opt()}},
-                                {"d", "Sub", {cap("x"), node("mean")}},
-                                square,
-                                {"var", "ReduceMean", {node("sq"), opt()}},
-                                {"ve", "Add", {node("var"), konst("eps")}},
-                                {"std", "Sqrt", {node("ve")}},
-                                {"n", "Div", {node("d"), node("std")}},
-                                {"g", "Mul", {node("n"), konst("gamma")}},
-                                {"y", "Add", {node("g"), konst("beta")}}}});
+  for (const Head& head : heads())
+    for (const Nodes& square : squares(node("d")))
+      for (const Nodes& division : divisions(node("d"), "std"))
+        for (bool beta : {true, false})
+          patterns.push_back(Pattern{cat({head.nodes,
+                                          {{"mean", "ReduceMean", {head.xf, opt()}}, {"d", "Sub", {head.xf, node("mean")}}},
+                                          square,
+                                          {{"var", "ReduceMean", {node("sq"), opt()}},
+                                           {"ve", "Add", {node("var"), konst("eps")}},
+                                           {"std", "Sqrt", {node("ve")}}},
+                                          division, tail(head.cast, beta)}),
+                                     {}, "std"});
+  for (const Nodes& square : squares(node("d")))
+    patterns.push_back(Pattern{cat({{{"mean", "ReduceMean", {cap("x"), opt()}}, {"d", "Sub", {cap("x"), node("mean")}}},
+                                    square,
+                                    {{"var", "ReduceMean", {node("sq"), opt()}},
+                                     {"std", "Sqrt", {node("var")}},
+                                     {"se", "Add", {node("std"), konst("eps")}}}}),
+                               {}, "std", "epsilon is added outside the square root"});
   Rewrite r{"LayerNormalization", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
               const GraphIndex& g = ctx.index;
-              const auto eps = epsilon(m, g);
-              if (!eps || !last_axis_mean(m.node(g, "mean"), g) || !last_axis_mean(m.node(g, "var"), g)) return std::nullopt;
-              if (!one_d(g, m.value("gamma")) || !one_d(g, m.value("beta"))) return std::nullopt;
-              const Node& y = m.node(g, "y");
-              return Replacement{{make_node("LayerNormalization", "", {m.value("x"), m.value("gamma"), m.value("beta")}, {y.outputs[0]},
+              std::optional<float> eps;
+              if (std::string problem = common_problem(m, g, {"mean", "var"}, eps); !problem.empty()) return ctx.refuse(problem);
+              std::vector<std::string> inputs = {m.value("x"), m.value("gamma")};
+              if (!m.captures.count("beta")) {
+                if (std::string bias = bias_after(m, g); !bias.empty()) return ctx.refuse(bias);
+              } else {
+                if (std::string problem = channel_vector_problem("beta", m.value("beta"), m.value("x"), g); !problem.empty())
+                  return ctx.refuse(problem);
+                inputs.push_back(m.value("beta"));
+              }
+              return Replacement{{make_node("LayerNormalization", "", inputs, {root_output(m, g)},
                                             {build::attr("axis", int64_t(-1)), build::attr("epsilon", *eps)},
                                             ctx.fused_name(m, "LayerNormalization"))},
                                  {}};
@@ -60,18 +129,33 @@ Pass layer_norm_pass() {
 }
 
 Pass simplified_layer_norm_pass() {
-  Pattern p{{{"sq", "Pow", {cap("x"), val(2.0)}},
-             {"ms", "ReduceMean", {node("sq"), opt()}},
-             {"ve", "Add", {node("ms"), konst("eps")}},
-             {"rms", "Sqrt", {node("ve")}},
-             {"n", "Div", {cap("x"), node("rms")}},
-             {"y", "Mul", {node("n"), konst("gamma")}}}};
-  Rewrite r{"SimplifiedLayerNormalization", {p}, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
+  std::vector<Pattern> patterns;
+  for (const Head& head : heads())
+    for (const Nodes& square : squares(head.xf))
+      for (const Nodes& division : divisions(head.xf, "rms"))
+        patterns.push_back(Pattern{cat({head.nodes, square,
+                                        {{"ms", "ReduceMean", {node("sq"), opt()}},
+                                         {"ve", "Add", {node("ms"), konst("eps")}},
+                                         {"rms", "Sqrt", {node("ve")}}},
+                                        division, tail(head.cast, false)}),
+                                   {}, "rms"});
+  for (const Nodes& square : squares(cap("x")))
+    patterns.push_back(Pattern{cat({square,
+                                    {{"ms", "ReduceMean", {node("sq"), opt()}},
+                                     {"rms", "Sqrt", {node("ms")}},
+                                     {"re", "Add", {node("rms"), konst("eps")}}}}),
+                               {}, "rms", "epsilon is added outside the square root"});
+  for (const Nodes& division : divisions(cap("x"), "rms"))
+    patterns.push_back(Pattern{cat({{{"ms", "ReduceMean", {cap("x"), opt()}},
+                                     {"ve", "Add", {node("ms"), konst("eps")}},
+                                     {"rms", "Sqrt", {node("ve")}}},
+                                    division}),
+                               {}, "rms", "the square root is of the mean of x, not of the mean of its square"});
+  Rewrite r{"SimplifiedLayerNormalization", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
               const GraphIndex& g = ctx.index;
-              const auto eps = epsilon(m, g);
-              if (!eps || !last_axis_mean(m.node(g, "ms"), g) || !one_d(g, m.value("gamma"))) return std::nullopt;
-              const Node& y = m.node(g, "y");
-              return Replacement{{make_node("SimplifiedLayerNormalization", "", {m.value("x"), m.value("gamma")}, {y.outputs[0]},
+              std::optional<float> eps;
+              if (std::string problem = common_problem(m, g, {"ms"}, eps); !problem.empty()) return ctx.refuse(problem);
+              return Replacement{{make_node("SimplifiedLayerNormalization", "", {m.value("x"), m.value("gamma")}, {root_output(m, g)},
                                             {build::attr("axis", int64_t(-1)), build::attr("epsilon", *eps)},
                                             ctx.fused_name(m, "SimplifiedLayerNormalization"))},
                                  {}};
