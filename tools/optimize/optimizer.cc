@@ -25,7 +25,7 @@ std::vector<Pass> basic_passes() {
 // attention, then the bias fusions; fused MatMul last.
 std::vector<Pass> extended_passes(const std::string& model_type) {
   std::vector<Pass> passes = {layer_norm_pass(), simplified_layer_norm_pass(), gelu_pass(), fast_gelu_pass(),
-                              reshape_fusion_pass(), skip_layer_norm_pass()};
+                              reshape_fusion_pass(), skip_layer_norm_pass(), rotary_embedding_pass()};
   if (model_type != "bert") passes.push_back(attention_pass());  // BERT's attention pattern is not implemented
   for (Pass p : {bias_gelu_pass(), bias_skip_layer_norm_pass(), fused_matmul_pass(), dead_code_pass()}) passes.push_back(p);
   return passes;

@@ -47,6 +47,7 @@ Pass gelu_pass();
 Pass fast_gelu_pass();
 Pass reshape_fusion_pass();
 Pass skip_layer_norm_pass();
+Pass rotary_embedding_pass();  // rotate-half RoPE -> com.microsoft RotaryEmbedding
 Pass attention_pass();
 Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();
