@@ -71,6 +71,7 @@ struct Trig {
   std::string table;      // gathered: the constant table (.., max_pos, h)
   std::string freqs;      // computed: the Concat(f, f) value
   std::string inv_freq;   // computed: the constant (.., h/2, 1)
+  std::string function;   // computed: "Cos" or "Sin"
   std::string positions;  // the int64 (B, S) position ids
   int64_t axis = 0;       // the Unsqueeze axis: 1 for x (B, N, S, h), 2 for (B, S, N, h)
   double scale = 1;       // constant factors on the way
@@ -89,44 +90,59 @@ bool from_graph_input(const GraphIndex& g, std::string v) {
   return false;
 }
 
-// The (.., max_pos, h) constant a Gather's data comes from through Slices of rows from 0 and
-// Squeezes; empty with `why` otherwise.
+// The (.., max_pos, h) constant, all leading dims 1, a Gather's data comes from through Slices of
+// the rows from 0, Squeezes of the leading dims and Casts, arriving 2-D; empty with `why` otherwise.
 std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
+  std::vector<const Node*> chain;
   for (const Node* n = producer(g, v); n && !g.constant(v); n = producer(g, v)) {
-    if (n->op_type == "Squeeze" || n->op_type == "Cast") {
-      v = n->inputs[0];
-      continue;
-    }
-    const std::vector<Dim>* dims = g.dims(n->inputs[0]);
-    if (n->op_type != "Slice" || n->inputs.size() < 4 || !dims) {
-      why = fmt::format("the cos/sin table '{}' is computed by {} ('{}'), not a constant sliced from row 0", v, n->op_type, n->name);
+    if (n->op_type != "Squeeze" && n->op_type != "Cast" && n->op_type != "Slice") {
+      why = fmt::format("the cos/sin table '{}' is computed by {} ('{}'), not sliced from a constant", v, n->op_type, n->name);
       return "";
     }
-    const auto starts = g.ints(n->inputs[1]), axes = g.ints(n->inputs[3]);
-    const auto steps = n->inputs.size() > 4 && !n->inputs[4].empty() ? g.ints(n->inputs[4]) : std::optional(std::vector<int64_t>{1});
-    const int64_t rows_axis = int64_t(dims->size()) - 2;
-    if (!starts || !axes || !steps || *starts != std::vector<int64_t>{0} || axes->size() != 1 || *steps != std::vector<int64_t>{1} ||
-        ((*axes)[0] != rows_axis && (*axes)[0] != -2)) {
-      why = fmt::format("'{}' does not slice the cos/sin table's rows from 0", n->name);
-      return "";
-    }
+    chain.push_back(n);
     v = n->inputs[0];
   }
   const Tensor* t = g.constant(v);
-  if (!t || t->rank() < 2) {
-    why = fmt::format("the cos/sin table '{}' is not a constant of rank >= 2", v);
+  bool leading_ones = t && t->rank() >= 2;
+  for (size_t i = 0; leading_ones && i + 2 < t->rank(); ++i) leading_ones = t->dim(i) == 1;
+  if (!leading_ones) {
+    why = fmt::format("the cos/sin table '{}' is not a constant (.., max_pos, h) with leading dims 1", v);
     return "";
   }
-  for (size_t i = 0; i + 2 < t->rank(); ++i)
-    if (t->dim(i) != 1) {
-      why = fmt::format("the cos/sin table '{}' has shape {}, not (.., max_pos, h)", v, shape_to_string(t->shape()));
-      return "";
+  // Forward from the constant: the rank, and what each step does to it.
+  int64_t rank = int64_t(t->rank());
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node& n = **it;
+    if (n.op_type == "Squeeze") {
+      auto axes = n.inputs.size() > 1 ? g.ints(n.inputs[1]) : std::optional(ints_attr(n, "axes"));
+      bool leading = axes && !axes->empty();
+      for (int64_t& a : axes.value_or(std::vector<int64_t>{})) leading = leading && (a < 0 ? a + rank : a) < rank - 2;
+      if (!leading) {
+        why = fmt::format("'{}' does not squeeze leading unit dims of the cos/sin table", n.name);
+        return "";
+      }
+      rank -= int64_t(axes->size());
+    } else if (n.op_type == "Slice") {
+      const auto starts = n.inputs.size() > 3 ? g.ints(n.inputs[1]) : std::nullopt;
+      const auto axes = n.inputs.size() > 3 ? g.ints(n.inputs[3]) : std::nullopt;
+      const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional(std::vector<int64_t>{1});
+      if (!starts || !axes || !steps || *starts != std::vector<int64_t>{0} || axes->size() != 1 || *steps != std::vector<int64_t>{1} ||
+          ((*axes)[0] != rank - 2 && (*axes)[0] != -2)) {
+        why = fmt::format("'{}' does not slice the cos/sin table's rows from 0", n.name);
+        return "";
+      }
     }
+  }
+  if (rank != 2) {
+    why = fmt::format("the cos/sin table gathered from '{}' is {}-D, not (max_pos, h)", v, rank);
+    return "";
+  }
   return v;
 }
 
-// Traces a cos (`trig` "Cos") or sin operand of the rotary products.
-std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::string& trig, std::string& why) {
+// Traces the operand `what` ("cos" or "sin") of the rotary products. The op takes any two tables,
+// so x * sin + rotate_half(x) * cos fuses as well (with the caches swapped).
+std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::string& what, std::string& why) {
   Trig t;
   bool unsqueezed = false;
   const Node* n = producer(g, v);
@@ -147,7 +163,6 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
       break;
     }
   }
-  const std::string what = trig == "Cos" ? "cos" : "sin";
   if (!unsqueezed || (t.axis != 1 && t.axis != 2)) {
     why = fmt::format("the {} operand '{}' is not Unsqueeze(c, 1) or Unsqueeze(c, 2) of a (B, S, h) value", what, v);
     return std::nullopt;
@@ -157,31 +172,23 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
       why = fmt::format("'{}' gathers the {} table along axis {}, not its rows", n->name, what, int_attr(*n, "axis", 0));
       return std::nullopt;
     }
-    const std::vector<Dim>* data = g.dims(n->inputs[0]);
-    if (!data || data->size() != 2) {
-      why = fmt::format("the {} table gathered by '{}' is not known to be 2-D", what, n->name);
-      return std::nullopt;
-    }
     t.table = trace_table(g, n->inputs[0], why);
     if (t.table.empty()) return std::nullopt;
     t.positions = n->inputs[1];
     return t;
   }
-  if (n && n->op_type == (trig == "Cos" ? "Sin" : "Cos")) {
-    why = fmt::format("the {} operand is computed by {} ('{}')", what, n->op_type, n->name);
-    return std::nullopt;
-  }
-  if (!n || n->op_type != trig) {
-    why = fmt::format("the {} operand '{}' is neither gathered from a constant table by position nor {} of position frequencies", what, v, trig);
+  if (!n || (n->op_type != "Cos" && n->op_type != "Sin")) {
+    why = fmt::format("the {} operand '{}' is neither gathered from a constant table by position nor Cos / Sin of position frequencies", what, v);
     return std::nullopt;
   }
   t.computed = true;
+  t.function = n->op_type;
   t.freqs = n->inputs[0];
   const Node* cat = producer(g, t.freqs);
   const Node* tr = cat && cat->op_type == "Concat" && cat->inputs.size() == 2 && cat->inputs[0] == cat->inputs[1] ? producer(g, cat->inputs[0]) : nullptr;
   const int64_t cat_axis = cat ? int_attr(*cat, "axis", 0) : 0;
   if (!tr || (cat_axis != -1 && cat_axis != 2)) {
-    why = fmt::format("the argument of {} ('{}') is not Concat(f, f) on the last axis", trig, n->name);
+    why = fmt::format("the argument of {} ('{}') is not Concat(f, f) on the last axis", n->op_type, n->name);
     return std::nullopt;
   }
   const Node* mm = tr->op_type == "Transpose" && ints_attr(*tr, "perm") == std::vector<int64_t>{0, 2, 1} ? producer(g, tr->inputs[0]) : nullptr;
@@ -256,19 +263,19 @@ std::optional<std::pair<Tensor, Tensor>> table_caches(const GraphIndex& g, const
   return std::pair{from_doubles(dtype, {rows, half}, oc), from_doubles(dtype, {rows, half}, os)};
 }
 
-// The caches of computed cos/sin for positions 0 .. kComputedPositions - 1: cos(inv[i] * p) with
-// the float product torch rounds, cos and sin rounded to float, then the float scale.
-std::pair<Tensor, Tensor> computed_caches(const GraphIndex& g, const Trig& c, const Trig& s, DType dtype) {
-  const std::vector<double> inv = to_doubles(*g.constant(c.inv_freq));
+// The cache of a computed operand for positions 0 .. kComputedPositions - 1: cos (or sin) of
+// inv[i] * p with the float product torch rounds, rounded to float, then times the float scale.
+Tensor computed_cache(const GraphIndex& g, const Trig& t, DType dtype) {
+  const std::vector<double> inv = to_doubles(*g.constant(t.inv_freq));
   const int64_t half = int64_t(inv.size()), rows = kComputedPositions;
-  std::vector<double> oc(size_t(rows * half)), os(size_t(rows * half));
+  std::vector<double> out(size_t(rows * half));
   for (int64_t p = 0; p < rows; ++p)
     for (int64_t i = 0; i < half; ++i) {
       const double angle = double(float(inv[size_t(i)]) * float(p));
-      oc[size_t(p * half + i)] = double(float(std::cos(angle)) * float(c.scale));
-      os[size_t(p * half + i)] = double(float(std::sin(angle)) * float(s.scale));
+      const float f = float(t.function == "Cos" ? std::cos(angle) : std::sin(angle));
+      out[size_t(p * half + i)] = double(f * float(t.scale));
     }
-  return {from_doubles(dtype, {rows, half}, oc), from_doubles(dtype, {rows, half}, os)};
+  return from_doubles(dtype, {rows, half}, out);
 }
 
 // The halves of x the rotate-half reads: ("first", "second") Slices or one Split "halves".
@@ -325,16 +332,22 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
   if (concat_axis != -1 && concat_axis != 3) return ctx.refuse(fmt::format("the rotate-half Concat joins axis {}, not the last", concat_axis));
   if (std::string why = check_halves(m, g, h); !why.empty()) return ctx.refuse(why);
 
+  const bool x_first = m.value("xc0") == m.value("x");
+  if (!x_first && m.value("xc1") != m.value("x"))
+    return ctx.refuse(fmt::format("the other product '{}' does not multiply the rotated value '{}'", m.node(g, "xc").name, m.value("x")));
+  const std::string cos_value = m.value(x_first ? "xc1" : "xc0");
   std::string why;
-  const auto c = trace_trig(g, m.value("cos"), "Cos", why);
+  const auto c = trace_trig(g, cos_value, "cos", why);
   if (!c) return ctx.refuse(why);
-  const auto s = trace_trig(g, m.value("sin"), "Sin", why);
+  const auto s = trace_trig(g, m.value("sin"), "sin", why);
   if (!s) return ctx.refuse(why);
   if (c->positions != s->positions) return ctx.refuse(fmt::format("cos and sin use different position ids ('{}', '{}')", c->positions, s->positions));
   if (c->axis != s->axis) return ctx.refuse("cos and sin are unsqueezed at different axes");
   if (c->computed != s->computed || (c->computed && c->freqs != s->freqs))
     return ctx.refuse("cos and sin are not computed from the same frequencies");
   // Positions: int64 (B, S) with x's batch and sequence, from a graph input.
+  if (!from_graph_input(g, c->positions))
+    return ctx.refuse(fmt::format("the position ids '{}' are not computed from a graph input", c->positions));
   const std::vector<Dim>* p = g.dims(c->positions);
   const ValueType* pt = g.type(c->positions);
   const bool bnsh = c->axis == 1;
@@ -344,8 +357,6 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
     return ctx.refuse(fmt::format("the position ids '{}' are {} {}, not int64 (B, S) = {} of the rotated value {}", c->positions,
                                   pt ? dtype_onnx_name(pt->dtype) : "untyped", p ? dims_string(*p) : "of unknown shape",
                                   dims_string({batch, seq}), dims_string(*x)));
-  if (!from_graph_input(g, c->positions))
-    return ctx.refuse(fmt::format("the position ids '{}' are not computed from a graph input", c->positions));
   if (c->computed && g.constant(c->inv_freq)->size() * 2 != h)
     return ctx.refuse(fmt::format("the frequencies '{}' have {} values for a head size of {}", c->inv_freq, g.constant(c->inv_freq)->size(), h));
   const std::vector<Dim>* y = g.dims(m.node(g, "y").outputs[0]);
@@ -353,13 +364,13 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
   if (!bnsh && !(*x)[2].fixed()) return ctx.refuse("x is (B, S, N, h) with an unknown head count N");
 
   Replacement rep;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}", c->computed ? c->inv_freq : c->table, s->computed ? "" : s->table, c->scale, s->scale,
-                                      int(xt->dtype));
+  const std::string key = c->computed ? fmt::format("{}|{}|{}|{}|{}|{}", c->inv_freq, c->function, s->function, c->scale, s->scale, int(xt->dtype))
+                                      : fmt::format("{}|{}|{}|{}|{}", c->table, s->table, c->scale, s->scale, int(xt->dtype));
   auto cached = caches.find(key);
   if (cached == caches.end()) {
     std::pair<Tensor, Tensor> tensors;
     if (c->computed) {
-      tensors = computed_caches(g, *c, *s, xt->dtype);
+      tensors = {computed_cache(g, *c, xt->dtype), computed_cache(g, *s, xt->dtype)};
     } else {
       auto t = table_caches(g, *c, *s, h, xt->dtype, why);
       if (!t) return ctx.refuse(why);
@@ -413,7 +424,8 @@ Pattern rotary_pattern(bool split, bool neg_on_second, const std::string& look_a
     nodes.push_back({"rot", "Concat", {second, node("neg")}});
   }
   nodes.push_back({"rs", "Mul", {node("rot"), cap("sin")}});
-  nodes.push_back({"xc", "Mul", {cap("x"), cap("cos")}});
+  // Either operand of x * cos may be x: the builder tells (the matcher binds captures in order).
+  nodes.push_back({"xc", "Mul", {cap("xc0"), cap("xc1")}});
   nodes.push_back({"y", "Add", {node("rs"), node("xc")}});
   return Pattern{nodes, {}, "neg", look_alike};
 }
@@ -433,7 +445,7 @@ void explain_missing_neg(const Model& model, const PassContext& ctx) {
       nodes.push_back({"rot", "Concat", {node("second"), node("first")}});
     }
     nodes.push_back({"rs", "Mul", {node("rot"), cap("sin")}});
-    nodes.push_back({"xc", "Mul", {cap("x"), cap("cos")}});
+    nodes.push_back({"xc", "Mul", {cap("xc0"), cap("xc1")}});
     nodes.push_back({"y", "Add", {node("rs"), node("xc")}});
     const Pattern p{nodes};
     for (int i = 0; i < int(model.graph.nodes.size()); ++i) {
