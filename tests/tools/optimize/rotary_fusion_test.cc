@@ -26,6 +26,7 @@ struct Form {
   bool add_swapped = false;    // rotate_half(x) * sin + x * cos
   bool sliced_table = false;   // Gather(Slice(T, 0:S + 20), positions)
   bool bsnh = false;           // x (B, S, N, h), cos unsqueezed at axis 2
+  bool squeezed_table = false; // T (1, 1, max_pos, h) sliced on axis 2, squeezed twice, then gathered
   bool scaled = false;         // cos and sin times attention_scaling 0.75 (computed form)
   int opset = 17;
   // near misses
@@ -130,6 +131,14 @@ class RopeBuilder {
     }
     init(c + "_cached", table(cosine, cosine && f_.uneven_table));
     std::string data = c + "_cached";
+    if (f_.squeezed_table) {  // transformers 4.3x: cos_cached[:, :, :seq_len, ...].squeeze(1).squeeze(0)
+      inits_.back().value = inits_.back().value.reshaped({1, 1, kRows, H});
+      init(c + "_s0", ints({0})), init(c + "_end", ints({20})), init(c + "_ax2", ints({2})), init(c + "_q1", ints({1})), init(c + "_q0", ints({0}));
+      add("Slice", {data, c + "_s0", c + "_end", c + "_ax2"}, {c + "_rows4"});
+      add("Squeeze", {c + "_rows4", c + "_q1"}, {c + "_sq1"});
+      add("Squeeze", {c + "_sq1", c + "_q0"}, {c + "_sq0"});
+      data = c + "_sq0";
+    }
     if (f_.sliced_table) {
       if (cosine) {
         init("one_idx", Tensor::scalar<int64_t>(1)), init("twenty", ints({20})), init("row0", ints({0})), init("axis0", ints({0}));
@@ -292,6 +301,7 @@ TEST_CASE("rotary fusion: every exporter form fuses q and k and stays equivalent
       {"cos * x, sin * rotate_half", {.cos_first = true}},
       {"Add operands swapped", {.add_swapped = true}},
       {"table sliced to the sequence", {.sliced_table = true}},
+      {"table (1, 1, max_pos, h) sliced and squeezed", {.squeezed_table = true}},
       {"slice bounds from Shape / 2 after folding", {.shape_bounds = true}, true},
       {"x (B, S, N, h)", {.bsnh = true}},
       {"cos/sin computed from inv_freq", {.computed = true}},

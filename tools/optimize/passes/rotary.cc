@@ -4,15 +4,17 @@
 // with the halves cut by two Slices (constant or shape-computed bounds, an end past h allowed) or
 // one Split, either product order and either Add order. x is (B, N, S, h) after the head
 // transpose, or (B, S, N, h) (then reshaped to (B, S, N*h) around the fused node). cos and sin are
-// Unsqueeze(c, 1 or 2) of a (B, S, h) value, through Casts and constant factors (attention_scaling):
+// Unsqueeze(c, 1 or 2) of a (B, S, h) value, through Casts and constant factors (attention_scaling);
+// RotaryEmbedding takes any two tables, so which is cos and which sin is not checked:
 //   - gathered: Gather(T, p) of a constant table T (max_pos, h) (maybe Slice(T, 0:len) or Squeezed
 //     from (1, 1, max_pos, h)); T must be cat(freqs, freqs): its two column halves equal, and the
 //     op's cache (max_pos, h/2) is the first half;
 //   - computed: Cos / Sin of Concat(f, f) with f = Transpose(MatMul(inv_freq (.., h/2, 1),
 //     Unsqueeze(p, 1) as float), 0 2 1), as transformers >= 4.38 writes it; the caches are
 //     materialised for positions 0 .. kComputedPositions - 1 with float products as torch rounds
-//     them. A position past that is out of the caches' range: refeval's RotaryEmbedding fails
-//     naming it; ORT 1.30's CPU kernel does not check it (it reads past the cache).
+//     them. A position past that is out of the caches' range, and the fused node fails where
+//     the original computed: refeval "position 5000 is outside the cos/sin caches' 4096 rows",
+//     ORT 1.30 "position_ids value 5000 at index 0 is out of range [0, 4096)".
 // The positions p must be one int64 (B, S) tensor for cos and sin, with x's B and S, computed from
 // a graph input (Reshape / Unsqueeze / Squeeze / Expand / Cast of it); RotaryEmbedding reads p.
 // Caches are emitted once per distinct source (q and k share them). The cos/sin chains stay until
