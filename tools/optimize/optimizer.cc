@@ -7,6 +7,7 @@
 
 #include "refeval/error.h"
 #include "refeval/evaluator.h"
+#include "opset_convert.h"
 #include "shape_inference.h"
 
 namespace refeval::optimize {
@@ -21,14 +22,33 @@ std::vector<Pass> basic_passes() {
           conv_bn_pass(),              matmul_add_gemm_pass(),      dead_code_pass()};
 }
 
-// ORT's transformer optimizer order (C.2): normalisations, GELUs, reshapes, skip layer norms,
-// attention, then the bias fusions; fused MatMul last.
-std::vector<Pass> extended_passes(const std::string& model_type) {
-  std::vector<Pass> passes = {gemm_reshape_pass(), layer_norm_pass(), simplified_layer_norm_pass(), gelu_pass(), fast_gelu_pass(),
-                              reshape_fusion_pass(), skip_layer_norm_pass()};
-  if (model_type != "bert") passes.push_back(attention_pass());  // BERT's attention pattern is not implemented
-  for (Pass p : {bias_gelu_pass(), bias_skip_layer_norm_pass(), fused_matmul_pass(), dead_code_pass()}) passes.push_back(p);
+// ORT's transformer optimizer order (llm-decoders.md §3.2): HF Conv1D back to MatMul + Add,
+// normalisations, GELUs and SiLU, reshapes, skip normalisations, rotary, attention, then the bias
+// fusions; fused MatMul last. One order serves GPT-2 and Llama-family models: a pass whose
+// pattern is absent finds no candidate. BERT's attention is not implemented (refused by type).
+std::vector<Pass> extended_passes(const std::string& model_type, const std::string& target) {
+  std::vector<Pass> passes = {gemm_reshape_pass(),           layer_norm_pass(),   simplified_layer_norm_pass(), gelu_pass(),
+                              fast_gelu_pass(),              quick_gelu_pass(),   reshape_fusion_pass(),        skip_layer_norm_pass(),
+                              skip_simplified_layer_norm_pass(), rotary_embedding_pass()};
+  if (model_type != "bert") passes.push_back(attention_pass());
+  passes.push_back(bias_gelu_pass());
+  passes.push_back(bias_skip_layer_norm_pass());
+  // FusedMatMul has no standard form better than the Transpose + MatMul it replaced.
+  if (target != "onnx") passes.push_back(fused_matmul_pass());
+  if (target == "onnx") passes.push_back(to_standard_ops_pass());
+  passes.push_back(dead_code_pass());
   return passes;
+}
+
+// The family the fused operators show: what `--model-type` did not say.
+std::string detected_type(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.op_type == "SimplifiedLayerNormalization" || n.op_type == "SkipSimplifiedLayerNormalization" || n.op_type == "RotaryEmbedding" ||
+        n.op_type == "RMSNormalization")
+      return "llama";
+  for (const Node& n : g.nodes)
+    if (n.op_type == "Attention" || n.op_type == "SkipLayerNormalization" || n.op_type == "MultiHeadAttention") return "gpt2";
+  return "";
 }
 
 bool enabled(const Pass& p, const OptimizeOptions& o) {
@@ -63,7 +83,7 @@ Inference merged(Inference fresh, const Inference& earlier) {
 
 std::vector<std::string> pass_names() {
   std::vector<std::string> names;
-  for (const auto& list : {basic_passes(), extended_passes("gpt2")})
+  for (const auto& list : {basic_passes(), extended_passes("gpt2", "ort"), extended_passes("gpt2", "onnx")})
     for (const Pass& p : list)
       if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
   return names;
@@ -95,8 +115,12 @@ uint64_t weight_bytes(const Graph& g) {
 }
 
 OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOptions& options) {
-  if (!options.model_type.empty() && options.model_type != "gpt2" && options.model_type != "bert")
-    fail_usage(fmt::format("--model-type: '{}' is not gpt2 or bert", options.model_type));
+  if (!options.model_type.empty() && options.model_type != "gpt2" && options.model_type != "bert" && options.model_type != "llama")
+    fail_usage(fmt::format("--model-type: '{}' is not gpt2, llama or bert", options.model_type));
+  if (options.target != "ort" && options.target != "onnx") fail_usage(fmt::format("--target: '{}' is not ort or onnx", options.target));
+  if (options.target == "onnx" && options.opset && *options.opset < 23)
+    fail_usage(fmt::format("--opset {} with --target onnx: the standard attention, RMS and rotary operators need opset 23", *options.opset));
+  if (options.target == "onnx" && options.level < Level::Extended) fail_usage("--target onnx rewrites the fused operators: it needs --level extended or all");
   check_pass_names(options.only);
   check_pass_names(options.disable);
   // The model must plan (known operators, valid attributes, every input produced): the passes and
@@ -132,7 +156,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
   }
   if (options.level >= Level::Extended) {
     inference = infer(model);
-    for (const Pass& p : extended_passes(options.model_type)) {
+    for (const Pass& p : extended_passes(options.model_type, options.target)) {
       const size_t before = result.passes.size();
       if (!run(p)) return result.model = std::move(model), result;
       // A fusion keeps the names and types of the values it does not remove, but the values it
@@ -141,7 +165,9 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
       if (result.passes.size() > before && result.passes.back().count > 0) inference = merged(infer(model), inference);
     }
   }
-  if (options.opset) set_opset(model, registry, *options.opset);
+  if (options.opset && options.target == "onnx") convert_opset(model, registry, *options.opset);
+  else if (options.opset) set_opset(model, registry, *options.opset);
+  result.model_type = options.model_type.empty() ? detected_type(model.graph) : options.model_type;
   bool microsoft = false;
   for (const Node& n : model.graph.nodes) microsoft = microsoft || n.domain == "com.microsoft";
   if (microsoft && !model.opsets.count("com.microsoft")) model.opsets["com.microsoft"] = 1;

@@ -49,6 +49,7 @@ Pass quick_gelu_pass();  // SiLU x * Sigmoid(x) (and x * Sigmoid(alpha x)) -> co
 Pass reshape_fusion_pass();
 Pass skip_layer_norm_pass();
 Pass skip_simplified_layer_norm_pass();  // Add + SimplifiedLayerNormalization (the Llama residual)
+Pass rotary_embedding_pass();  // rotate-half RoPE -> com.microsoft RotaryEmbedding
 Pass attention_pass();
 Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();

@@ -1,0 +1,479 @@
+// Rotate-half rotary position embedding (GPT-NeoX / Llama RoPE, as Hugging Face writes it) into
+// com.microsoft RotaryEmbedding (ORT's FusionRotaryEmbeddings):
+//   y = x * cos + rotate_half(x) * sin,  rotate_half(x) = Concat(-x[..., h/2:], x[..., :h/2], last axis)
+// with the halves cut by two Slices (constant or shape-computed bounds, an end past h allowed) or
+// one Split, either product order and either Add order. x is (B, N, S, h) after the head
+// transpose, or (B, S, N, h) (then reshaped to (B, S, N*h) around the fused node). cos and sin are
+// Unsqueeze(c, 1 or 2) of a (B, S, h) value, through Casts and constant factors (attention_scaling);
+// RotaryEmbedding takes any two tables, so which is cos and which sin is not checked:
+//   - gathered: Gather(T, p) of a constant table T (max_pos, h) (maybe Slice(T, 0:len) or Squeezed
+//     from (1, 1, max_pos, h)); T must be cat(freqs, freqs): its two column halves equal, and the
+//     op's cache (max_pos, h/2) is the first half;
+//   - computed: Cos / Sin of Concat(f, f) with f = Transpose(MatMul(inv_freq (.., h/2, 1),
+//     Unsqueeze(p, 1) as float), 0 2 1), as transformers >= 4.38 writes it; the caches are
+//     materialised for positions 0 .. kComputedPositions - 1 with float products as torch rounds
+//     them. A position past that is out of the caches' range, and the fused node fails where
+//     the original computed: refeval "position 5000 is outside the cos/sin caches' 4096 rows",
+//     ORT 1.30 "position_ids value 5000 at index 0 is out of range [0, 4096)".
+// The positions p must be one int64 (B, S) tensor for cos and sin, with x's B and S, computed from
+// a graph input (Reshape / Unsqueeze / Squeeze / Expand / Cast of it); RotaryEmbedding reads p.
+// Caches are emitted once per distinct source (q and k share them). The cos/sin chains stay until
+// dead-code removal (other layers read them too).
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "../pass.h"
+#include "refeval/builder.h"
+#include "refeval/compute_vector.h"
+
+namespace refeval::optimize {
+namespace {
+
+constexpr int64_t kComputedPositions = 4096;
+constexpr const char* kPass = "rotary-embedding";
+
+const Node* producer(const GraphIndex& g, const std::string& v) {
+  const int p = g.producer(v);
+  return p < 0 ? nullptr : &g.graph().nodes[size_t(p)];
+}
+
+// A constant's int64 values, or a shape-computed value whose elements are all known sizes.
+std::optional<std::vector<int64_t>> known_ints(const GraphIndex& g, const std::string& v) {
+  if (auto c = g.ints(v)) return c;
+  const std::vector<Dim>* d = g.shape_data(v);
+  if (!d) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Dim& x : *d) {
+    if (!x.fixed()) return std::nullopt;
+    out.push_back(x.value);
+  }
+  return out;
+}
+
+// The axes of an Unsqueeze (attribute before opset 13, input since).
+std::optional<std::vector<int64_t>> unsqueeze_axes(const Node& n, const GraphIndex& g) {
+  if (n.inputs.size() > 1) return g.ints(n.inputs[1]);
+  return ints_attr(n, "axes");
+}
+
+std::string dims_string(const std::vector<Dim>& dims) {
+  std::vector<std::string> s;
+  for (const Dim& d : dims) s.push_back(d.fixed() ? std::to_string(d.value) : d.param.empty() ? "?" : d.param);
+  return fmt::format("({})", fmt::join(s, ", "));
+}
+
+// Where a cos or sin operand comes from.
+struct Trig {
+  bool computed = false;
+  std::string table;      // gathered: the constant table (.., max_pos, h)
+  std::string freqs;      // computed: the Concat(f, f) value
+  std::string inv_freq;   // computed: the constant (.., h/2, 1)
+  std::string function;   // computed: "Cos" or "Sin"
+  std::string positions;  // the int64 (B, S) position ids
+  int64_t axis = 0;       // the Unsqueeze axis: 1 for x (B, N, S, h), 2 for (B, S, N, h)
+  double scale = 1;       // constant factors on the way
+};
+
+// True when `v` is a graph input, possibly through shape-only operators and Casts.
+bool from_graph_input(const GraphIndex& g, std::string v) {
+  for (const Node* n = producer(g, v); n; n = producer(g, v)) {
+    static const std::set<std::string> kThrough = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Identity", "Flatten"};
+    if (!kThrough.count(n->op_type) || !n->domain.empty()) return false;
+    v = n->inputs[0];
+  }
+  if (g.constant(v)) return false;
+  for (const ValueInfo& in : g.graph().inputs)
+    if (in.name == v) return true;
+  return false;
+}
+
+// The (.., max_pos, h) constant, all leading dims 1, a Gather's data comes from through Slices of
+// the rows from 0, Squeezes of the leading dims and Casts, arriving 2-D; empty with `why` otherwise.
+std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
+  std::vector<const Node*> chain;
+  for (const Node* n = producer(g, v); n && !g.constant(v); n = producer(g, v)) {
+    if (n->op_type != "Squeeze" && n->op_type != "Cast" && n->op_type != "Slice") {
+      why = fmt::format("the cos/sin table '{}' is computed by {} ('{}'), not sliced from a constant", v, n->op_type, n->name);
+      return "";
+    }
+    chain.push_back(n);
+    v = n->inputs[0];
+  }
+  const Tensor* t = g.constant(v);
+  bool leading_ones = t && t->rank() >= 2;
+  for (size_t i = 0; leading_ones && i + 2 < t->rank(); ++i) leading_ones = t->dim(i) == 1;
+  if (!leading_ones) {
+    why = fmt::format("the cos/sin table '{}' is not a constant (.., max_pos, h) with leading dims 1", v);
+    return "";
+  }
+  // Forward from the constant: the rank, and what each step does to it.
+  int64_t rank = int64_t(t->rank());
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node& n = **it;
+    if (n.op_type == "Squeeze") {
+      auto axes = n.inputs.size() > 1 ? g.ints(n.inputs[1]) : std::optional(ints_attr(n, "axes"));
+      bool leading = axes && !axes->empty();
+      for (int64_t& a : axes.value_or(std::vector<int64_t>{})) leading = leading && (a < 0 ? a + rank : a) < rank - 2;
+      if (!leading) {
+        why = fmt::format("'{}' does not squeeze leading unit dims of the cos/sin table", n.name);
+        return "";
+      }
+      rank -= int64_t(axes->size());
+    } else if (n.op_type == "Slice") {
+      const auto starts = n.inputs.size() > 3 ? g.ints(n.inputs[1]) : std::nullopt;
+      const auto axes = n.inputs.size() > 3 ? g.ints(n.inputs[3]) : std::nullopt;
+      const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional(std::vector<int64_t>{1});
+      if (!starts || !axes || !steps || *starts != std::vector<int64_t>{0} || axes->size() != 1 || *steps != std::vector<int64_t>{1} ||
+          ((*axes)[0] != rank - 2 && (*axes)[0] != -2)) {
+        why = fmt::format("'{}' does not slice the cos/sin table's rows from 0", n.name);
+        return "";
+      }
+    }
+  }
+  if (rank != 2) {
+    why = fmt::format("the cos/sin table gathered from '{}' is {}-D, not (max_pos, h)", v, rank);
+    return "";
+  }
+  return v;
+}
+
+// Traces the operand `what` ("cos" or "sin") of the rotary products. The op takes any two tables,
+// so x * sin + rotate_half(x) * cos fuses as well (with the caches swapped).
+std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::string& what, std::string& why) {
+  Trig t;
+  bool unsqueezed = false;
+  const Node* n = producer(g, v);
+  for (; n; n = producer(g, v)) {
+    if (n->op_type == "Cast" || n->op_type == "Identity") {
+      v = n->inputs[0];
+    } else if (n->op_type == "Mul" && (g.scalar(n->inputs[0]) || g.scalar(n->inputs[1]))) {
+      const bool first = g.scalar(n->inputs[0]).has_value();
+      t.scale *= *g.scalar(n->inputs[first ? 0 : 1]);
+      v = n->inputs[first ? 1 : 0];
+    } else if (n->op_type == "Unsqueeze" && !unsqueezed) {
+      const auto axes = unsqueeze_axes(*n, g);
+      if (!axes || axes->size() != 1) break;
+      t.axis = (*axes)[0] < 0 ? (*axes)[0] + 4 : (*axes)[0];
+      unsqueezed = true;
+      v = n->inputs[0];
+    } else {
+      break;
+    }
+  }
+  if (!unsqueezed || (t.axis != 1 && t.axis != 2)) {
+    why = fmt::format("the {} operand '{}' is not Unsqueeze(c, 1) or Unsqueeze(c, 2) of a (B, S, h) value", what, v);
+    return std::nullopt;
+  }
+  if (n && n->op_type == "Gather") {
+    if (int_attr(*n, "axis", 0) != 0) {
+      why = fmt::format("'{}' gathers the {} table along axis {}, not its rows", n->name, what, int_attr(*n, "axis", 0));
+      return std::nullopt;
+    }
+    t.table = trace_table(g, n->inputs[0], why);
+    if (t.table.empty()) return std::nullopt;
+    t.positions = n->inputs[1];
+    return t;
+  }
+  if (!n || (n->op_type != "Cos" && n->op_type != "Sin")) {
+    why = fmt::format("the {} operand '{}' is neither gathered from a constant table by position nor Cos / Sin of position frequencies", what, v);
+    return std::nullopt;
+  }
+  t.computed = true;
+  t.function = n->op_type;
+  t.freqs = n->inputs[0];
+  const Node* cat = producer(g, t.freqs);
+  const Node* tr = cat && cat->op_type == "Concat" && cat->inputs.size() == 2 && cat->inputs[0] == cat->inputs[1] ? producer(g, cat->inputs[0]) : nullptr;
+  const int64_t cat_axis = cat ? int_attr(*cat, "axis", 0) : 0;
+  if (!tr || (cat_axis != -1 && cat_axis != 2)) {
+    why = fmt::format("the argument of {} ('{}') is not Concat(f, f) on the last axis", n->op_type, n->name);
+    return std::nullopt;
+  }
+  const Node* mm = tr->op_type == "Transpose" && ints_attr(*tr, "perm") == std::vector<int64_t>{0, 2, 1} ? producer(g, tr->inputs[0]) : nullptr;
+  if (!mm || mm->op_type != "MatMul") {
+    why = fmt::format("the frequencies concatenated by '{}' are not Transpose(MatMul(inv_freq, positions), 0 2 1)", cat->name);
+    return std::nullopt;
+  }
+  // inv_freq (.., h/2, 1), maybe expanded over the batch.
+  std::string inv = mm->inputs[0];
+  for (const Node* p = producer(g, inv); p && !g.constant(inv) && (p->op_type == "Expand" || p->op_type == "Cast"); p = producer(g, inv))
+    inv = p->inputs[0];
+  const Tensor* it = g.constant(inv);
+  bool column = it && it->rank() >= 2 && it->dim(it->rank() - 1) == 1 && it->size() == it->dim(it->rank() - 2);
+  if (!column) {
+    why = fmt::format("the frequencies '{}' of '{}' are not a constant column (.., h/2, 1)", mm->inputs[0], mm->name);
+    return std::nullopt;
+  }
+  t.inv_freq = inv;
+  // positions: Unsqueeze(p, 1) of the int64 (B, S) ids, cast to float before or after.
+  std::string pos = mm->inputs[1];
+  bool pos_unsqueezed = false;
+  for (const Node* p = producer(g, pos); p; p = producer(g, pos)) {
+    const ValueType* type = g.type(pos);
+    if (pos_unsqueezed && type && type->dtype == DType::Int64) break;
+    if (p->op_type == "Cast") {
+      pos = p->inputs[0];
+    } else if (p->op_type == "Unsqueeze" && !pos_unsqueezed && unsqueeze_axes(*p, g) &&
+               (*unsqueeze_axes(*p, g) == std::vector<int64_t>{1} || *unsqueeze_axes(*p, g) == std::vector<int64_t>{-2})) {
+      pos_unsqueezed = true;
+      pos = p->inputs[0];
+    } else {
+      break;
+    }
+  }
+  if (!pos_unsqueezed) {
+    why = fmt::format("the second operand of '{}' is not the position ids unsqueezed at axis 1", mm->name);
+    return std::nullopt;
+  }
+  t.positions = pos;
+  return t;
+}
+
+struct Caches {
+  std::string cos, sin;
+};
+
+// The (rows, h/2) caches of a gathered table pair: the first column half, scaled, in `dtype`.
+std::optional<std::pair<Tensor, Tensor>> table_caches(const GraphIndex& g, const Trig& c, const Trig& s, int64_t h, DType dtype,
+                                                      std::string& why) {
+  const Tensor* tc = g.constant(c.table);
+  const Tensor* ts = g.constant(s.table);
+  const int64_t rows = tc->dim(tc->rank() - 2);
+  if (tc->dim(tc->rank() - 1) != h || ts->dim(ts->rank() - 1) != h || ts->dim(ts->rank() - 2) != rows) {
+    why = fmt::format("the cos/sin tables {} and {} are not (max_pos, {}) both", shape_to_string(tc->shape()), shape_to_string(ts->shape()), h);
+    return std::nullopt;
+  }
+  const std::vector<double> vc = to_doubles(*tc), vs = to_doubles(*ts);
+  const int64_t half = h / 2;
+  std::vector<double> oc(size_t(rows * half)), os(size_t(rows * half));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      const size_t a = size_t(r * h + i), b = size_t(r * h + i + half);
+      if (vc[a] != vc[b] || vs[a] != vs[b]) {
+        why = fmt::format("the {} table '{}' has different halves (row {}, column {}): not cat(freqs, freqs)", vc[a] != vc[b] ? "cos" : "sin",
+                          vc[a] != vc[b] ? c.table : s.table, r, i);
+        return std::nullopt;
+      }
+      // The product with the scale rounds as the graph's float Mul does.
+      oc[size_t(r * half + i)] = double(float(vc[a]) * float(c.scale));
+      os[size_t(r * half + i)] = double(float(vs[a]) * float(s.scale));
+    }
+  return std::pair{from_doubles(dtype, {rows, half}, oc), from_doubles(dtype, {rows, half}, os)};
+}
+
+// The cache of a computed operand for positions 0 .. kComputedPositions - 1: cos (or sin) of
+// inv[i] * p with the float product torch rounds, rounded to float, then times the float scale.
+Tensor computed_cache(const GraphIndex& g, const Trig& t, DType dtype) {
+  const std::vector<double> inv = to_doubles(*g.constant(t.inv_freq));
+  const int64_t half = int64_t(inv.size()), rows = kComputedPositions;
+  std::vector<double> out(size_t(rows * half));
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = double(float(inv[size_t(i)]) * float(p));
+      const float f = float(t.function == "Cos" ? std::cos(angle) : std::sin(angle));
+      out[size_t(p * half + i)] = double(f * float(t.scale));
+    }
+  return from_doubles(dtype, {rows, half}, out);
+}
+
+// The halves of x the rotate-half reads: ("first", "second") Slices or one Split "halves".
+// Empty when they are [0, h/2) and [h/2, h) of the last axis; the reason otherwise.
+std::string check_halves(const Match& m, const GraphIndex& g, int64_t h) {
+  const auto last = [](int64_t axis) { return axis == -1 || axis == 3; };
+  if (m.nodes.count("halves")) {
+    const Node& split = m.node(g, "halves");
+    std::vector<int64_t> sizes = ints_attr(split, "split");
+    if (split.inputs.size() > 1 && !split.inputs[1].empty()) sizes = known_ints(g, split.inputs[1]).value_or(std::vector<int64_t>{0});
+    if (!last(int_attr(split, "axis", 0)) || split.outputs.size() != 2 || !(sizes.empty() || sizes == std::vector<int64_t>{h / 2, h / 2}))
+      return fmt::format("'{}' does not split the last axis into two halves of {}", split.name, h / 2);
+    return "";
+  }
+  // [begin, end) of a Slice on the last axis, clamped as Slice does; nullopt otherwise.
+  const auto range = [&](const Node& s) -> std::optional<std::pair<int64_t, int64_t>> {
+    std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
+    if (s.inputs.size() == 1) {  // opset < 10: attributes
+      starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
+    } else {
+      starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
+      axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
+      if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
+    }
+    if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
+        *steps != std::vector<int64_t>{1})
+      return std::nullopt;
+    const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
+    return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
+  };
+  const Node& first = m.node(g, "first");
+  const Node& second = m.node(g, "second");
+  const auto a = range(first), b = range(second);
+  if (!a || !b) return fmt::format("'{}' is not a Slice of the last axis with known bounds", (a ? second : first).name);
+  if (*a != std::pair{int64_t(0), h / 2} || *b != std::pair{h / 2, h})
+    return fmt::format("the Concat reads -x[{}:{}] and x[{}:{}]; rotate_half is Concat(-x[{}:{}], x[0:{}])", b->first, b->second, a->first,
+                       a->second, h / 2, h, h / 2);
+  return "";
+}
+
+using CacheMap = std::map<std::string, Caches>;  // cache source key -> initializer names
+
+std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& caches) {
+  const GraphIndex& g = ctx.index;
+  const std::vector<Dim>* x = g.dims(m.value("x"));
+  const ValueType* xt = g.type(m.value("x"));
+  if (!x || x->size() != 4 || !xt) return ctx.refuse(fmt::format("the rotated value '{}' is not known to be 4-D", m.value("x")));
+  if (xt->dtype != DType::Float && xt->dtype != DType::Float16)
+    return ctx.refuse(fmt::format("the rotated value is {}; RotaryEmbedding takes float or float16", dtype_onnx_name(xt->dtype)));
+  const Dim& hd = (*x)[3];
+  if (!hd.fixed() || hd.value % 2 != 0) return ctx.refuse(fmt::format("the head size {} is not a known even size", dims_string({hd})));
+  const int64_t h = hd.value;
+  const int64_t concat_axis = int_attr(m.node(g, "rot"), "axis", 0);
+  if (concat_axis != -1 && concat_axis != 3) return ctx.refuse(fmt::format("the rotate-half Concat joins axis {}, not the last", concat_axis));
+  if (std::string why = check_halves(m, g, h); !why.empty()) return ctx.refuse(why);
+
+  const bool x_first = m.value("xc0") == m.value("x");
+  if (!x_first && m.value("xc1") != m.value("x"))
+    return ctx.refuse(fmt::format("the other product '{}' does not multiply the rotated value '{}'", m.node(g, "xc").name, m.value("x")));
+  const std::string cos_value = m.value(x_first ? "xc1" : "xc0");
+  std::string why;
+  const auto c = trace_trig(g, cos_value, "cos", why);
+  if (!c) return ctx.refuse(why);
+  const auto s = trace_trig(g, m.value("sin"), "sin", why);
+  if (!s) return ctx.refuse(why);
+  if (c->positions != s->positions) return ctx.refuse(fmt::format("cos and sin use different position ids ('{}', '{}')", c->positions, s->positions));
+  if (c->axis != s->axis) return ctx.refuse("cos and sin are unsqueezed at different axes");
+  if (c->computed != s->computed || (c->computed && c->freqs != s->freqs))
+    return ctx.refuse("cos and sin are not computed from the same frequencies");
+  // Positions: int64 (B, S) with x's batch and sequence, from a graph input.
+  if (!from_graph_input(g, c->positions))
+    return ctx.refuse(fmt::format("the position ids '{}' are not computed from a graph input", c->positions));
+  const std::vector<Dim>* p = g.dims(c->positions);
+  const ValueType* pt = g.type(c->positions);
+  const bool bnsh = c->axis == 1;
+  const Dim& batch = (*x)[0];
+  const Dim& seq = (*x)[bnsh ? 2 : 1];
+  if (!p || !pt || pt->dtype != DType::Int64 || p->size() != 2 || !same_dim((*p)[0], batch) || !same_dim((*p)[1], seq))
+    return ctx.refuse(fmt::format("the position ids '{}' are {} {}, not int64 (B, S) = {} of the rotated value {}", c->positions,
+                                  pt ? dtype_onnx_name(pt->dtype) : "untyped", p ? dims_string(*p) : "of unknown shape",
+                                  dims_string({batch, seq}), dims_string(*x)));
+  if (c->computed && g.constant(c->inv_freq)->size() * 2 != h)
+    return ctx.refuse(fmt::format("the frequencies '{}' have {} values for a head size of {}", c->inv_freq, g.constant(c->inv_freq)->size(), h));
+  const std::vector<Dim>* y = g.dims(m.node(g, "y").outputs[0]);
+  if (!y || !same_shape(*y, *x)) return ctx.refuse("the rotary sum does not have the rotated value's shape (cos or sin broadcasts it)");
+  if (!bnsh && !(*x)[2].fixed()) return ctx.refuse("x is (B, S, N, h) with an unknown head count N");
+
+  Replacement rep;
+  const std::string key = c->computed ? fmt::format("{}|{}|{}|{}|{}|{}", c->inv_freq, c->function, s->function, c->scale, s->scale, int(xt->dtype))
+                                      : fmt::format("{}|{}|{}|{}|{}", c->table, s->table, c->scale, s->scale, int(xt->dtype));
+  auto cached = caches.find(key);
+  if (cached == caches.end()) {
+    std::pair<Tensor, Tensor> tensors;
+    if (c->computed) {
+      tensors = {computed_cache(g, *c, xt->dtype), computed_cache(g, *s, xt->dtype)};
+    } else {
+      auto t = table_caches(g, *c, *s, h, xt->dtype, why);
+      if (!t) return ctx.refuse(why);
+      tensors = std::move(*t);
+    }
+    const Caches names{ctx.names.value("rotary_cos_cache"), ctx.names.value("rotary_sin_cache")};
+    rep.initializers.push_back({names.cos, std::move(tensors.first)});
+    rep.initializers.push_back({names.sin, std::move(tensors.second)});
+    cached = caches.emplace(key, names).first;
+  }
+  const std::string name = ctx.fused_name(m, "RotaryEmbedding");
+  const std::string out = m.node(g, "y").outputs[0];
+  std::vector<Attribute> attrs = {build::attr("interleaved", int64_t(0))};
+  if (bnsh) {
+    if ((*x)[1].fixed()) attrs.push_back(build::attr("num_heads", (*x)[1].value));
+    rep.nodes.push_back(make_node("RotaryEmbedding", "com.microsoft", {m.value("x"), c->positions, cached->second.cos, cached->second.sin}, {out},
+                                  attrs, name));
+    return rep;
+  }
+  // (B, S, N, h): the op's 3-D form on (B, S, N*h), reshaped back.
+  const int64_t N = (*x)[2].value;
+  attrs.push_back(build::attr("num_heads", N));
+  const std::string flat_shape = ctx.names.value("rotary_flat_shape"), head_shape = ctx.names.value("rotary_head_shape");
+  const std::string flat = ctx.names.value(out + "_flat"), rotated = ctx.names.value(out + "_rotated");
+  rep.initializers.push_back({flat_shape, Tensor::from_vector<int64_t>({3}, {0, 0, N * h})});
+  rep.initializers.push_back({head_shape, Tensor::from_vector<int64_t>({4}, {0, 0, N, h})});
+  rep.nodes.push_back(make_node("Reshape", "", {m.value("x"), flat_shape}, {flat}, {}, ctx.names.node(name + "/flatten")));
+  rep.nodes.push_back(make_node("RotaryEmbedding", "com.microsoft", {flat, c->positions, cached->second.cos, cached->second.sin}, {rotated},
+                                attrs, name));
+  rep.nodes.push_back(make_node("Reshape", "", {rotated, head_shape}, {out}, {}, ctx.names.node(name + "/unflatten")));
+  return rep;
+}
+
+// Patterns of y = x * cos + rotate_half(x) * sin; `concat` orders the Concat's operands.
+// halves: two Slices "first" and "second" of x, or one Split "halves".
+Pattern rotary_pattern(bool split, bool neg_on_second, const std::string& look_alike) {
+  std::vector<PatternNode> nodes;
+  Operand first = node("first"), second = node("second");
+  if (split) {
+    nodes.push_back({"halves", "Split", {cap("x"), opt()}});
+    first = node("halves", 0), second = node("halves", 1);
+  } else {
+    nodes.push_back({"first", "Slice", {cap("x"), any(), any(), opt(), opt()}});
+    nodes.push_back({"second", "Slice", {cap("x"), any(), any(), opt(), opt()}});
+  }
+  if (neg_on_second) {
+    nodes.push_back({"neg", "Neg", {second}});
+    nodes.push_back({"rot", "Concat", {node("neg"), first}});
+  } else {  // the look-alike: Concat(x2, -x1)
+    nodes.push_back({"neg", "Neg", {first}});
+    nodes.push_back({"rot", "Concat", {second, node("neg")}});
+  }
+  nodes.push_back({"rs", "Mul", {node("rot"), cap("sin")}});
+  // Either operand of x * cos may be x: the builder tells (the matcher binds captures in order).
+  nodes.push_back({"xc", "Mul", {cap("xc0"), cap("xc1")}});
+  nodes.push_back({"y", "Add", {node("rs"), node("xc")}});
+  return Pattern{nodes, {}, "neg", look_alike};
+}
+
+// --explain for a rotate-half without its Neg, Concat(x2, x1) (no Neg for the anchor to find).
+void explain_missing_neg(const Model& model, const PassContext& ctx) {
+  const GraphIndex g(model.graph, ctx.inference);
+  const std::vector<bool> none(model.graph.nodes.size(), false);
+  for (bool split : {false, true}) {
+    std::vector<PatternNode> nodes;
+    if (split) {
+      nodes.push_back({"halves", "Split", {cap("x"), opt()}});
+      nodes.push_back({"rot", "Concat", {node("halves", 1), node("halves", 0)}});
+    } else {
+      nodes.push_back({"first", "Slice", {cap("x"), any(), any(), opt(), opt()}});
+      nodes.push_back({"second", "Slice", {cap("x"), any(), any(), opt(), opt()}});
+      nodes.push_back({"rot", "Concat", {node("second"), node("first")}});
+    }
+    nodes.push_back({"rs", "Mul", {node("rot"), cap("sin")}});
+    nodes.push_back({"xc", "Mul", {cap("xc0"), cap("xc1")}});
+    nodes.push_back({"y", "Add", {node("rs"), node("xc")}});
+    const Pattern p{nodes};
+    for (int i = 0; i < int(model.graph.nodes.size()); ++i) {
+      if (model.graph.nodes[size_t(i)].op_type != "Add") continue;
+      if (const auto m = match(p, g, i, none)) {
+        ctx.explain->add(kPass, m->node(g, "rot").name, "the halves are swapped without a Neg: Concat(x2, x1) is not rotate_half");
+        ctx.explain->count(kPass, 1, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Pass rotary_embedding_pass() {
+  return {kPass, "Fused RotaryEmbedding", Level::Extended, [](Model& model, PassContext& ctx) {
+            auto caches = std::make_shared<CacheMap>();
+            const std::string sign = "rotate-half has the sign on the first half: Concat(x2, -x1) is Concat(-x2, x1) negated";
+            Rewrite r{"RotaryEmbedding",
+                      {rotary_pattern(false, true, ""), rotary_pattern(true, true, ""), rotary_pattern(false, false, sign),
+                       rotary_pattern(true, false, sign)},
+                      [caches](const Match& m, RewriteContext& rc) { return build(m, rc, *caches); }};
+            const int fused = apply(r, model, ctx.inference, ctx.explain, kPass);
+            if (ctx.explain) explain_missing_neg(model, ctx);
+            return fused;
+          }};
+}
+
+}  // namespace refeval::optimize
