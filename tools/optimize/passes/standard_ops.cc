@@ -380,6 +380,9 @@ bool to_rewrite(const Node& n) {
 }
 
 int to_standard_ops(Model& m, PassContext& ctx) {
+  // The existing nodes first: the new ones exist only at the target opset.
+  const int64_t opset = m.opsets.count("") ? m.opsets.at("") : 0;
+  convert_opset(m, ctx.registry, std::max(opset, kTargetOpset));
   Graph& g = m.graph;
   const GraphIndex index(g, ctx.inference);
   NameGen names(g);
@@ -406,8 +409,6 @@ int to_standard_ops(Model& m, PassContext& ctx) {
   }
   g.nodes = std::move(nodes);
   for (Initializer& i : initializers) g.initializers.push_back(std::move(i));
-  const int64_t opset = m.opsets.count("") ? m.opsets.at("") : 0;
-  convert_opset(m, ctx.registry, std::max(opset, kTargetOpset));
   bool microsoft = false;
   for (const Node& n : g.nodes) microsoft = microsoft || n.domain == "com.microsoft";
   if (!microsoft) m.opsets.erase("com.microsoft");
