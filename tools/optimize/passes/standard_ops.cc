@@ -78,11 +78,13 @@ struct Emitter {
   std::string ints(const std::string& base, std::vector<int64_t> v) {
     return constant(base, Tensor::from_vector<int64_t>({int64_t(v.size())}, v));
   }
-  // A float scalar in `like`'s element type: a float initializer when `like` is known to be
+  // A float scalar in `like`'s element type: a float initializer when `like` (or, for a value
+  // made here, the original node's first input, whose type every rewrite keeps) is known to be
   // float, else CastLike.
   std::string scalar_like(const std::string& base, float v, const std::string& like) {
     const std::string c = constant(base, Tensor::scalar<float>(v));
     const ValueType* t = index.type(like);
+    if (!t && !original.inputs.empty()) t = index.type(original.inputs[0]);
     if (t && t->kind == ValueType::Kind::Tensor && t->dtype == DType::Float) return c;
     return op("CastLike", {c, like});
   }
