@@ -55,5 +55,9 @@ Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();
 Pass fused_matmul_pass();
 Pass gemm_reshape_pass();         // Reshape -> Gemm -> Reshape (Hugging Face's Conv1D) back to MatMul + Add
+// --target onnx (passes/standard_ops.cc): com.microsoft fused operators rewritten into ai.onnx
+// operators, then the model raised to opset 23 (opset_convert.h). A node that does not map is a
+// usage error naming it, or with ctx.explain a "not fused" line and the node left as it is.
+Pass to_standard_ops_pass();
 
 }  // namespace refeval::optimize
