@@ -24,7 +24,8 @@ class OptimizeVerb : public Verb {
     sub->add_option("model", in_, "the .onnx model")->required();
     sub->add_option("-o,--output", out_, "OUT.onnx: the optimized model")->required();
     sub->add_option("--level", level_, "basic, extended or all (default all)");
-    sub->add_option("--model-type", model_type_, "gpt2 or bert: the transformer pass order (ORT's optimizer)");
+    sub->add_option("--model-type", model_type_, "gpt2, llama or bert (default: what the graph shows)");
+    sub->add_option("--target", target_, "ort (com.microsoft fused operators, default) or onnx (standard operators of opset 23)");
     sub->add_option("--only", only_, "PASS,...: run only these passes (and dead-code removal)");
     sub->add_option("--disable", disable_, "PASS,...: skip these passes");
     sub->add_option("--opset", opset_, "N: the output's ai.onnx opset (refused if an operator's version would change)");
@@ -53,6 +54,7 @@ class OptimizeVerb : public Verb {
     for (const std::string& p : split_list(disable_)) options.disable.insert(p);
     if (opset_) options.opset = opset_;
     options.explain = explain_;
+    options.target = target_;
     check_.repeat = 1;
     std::map<std::string, Value> feeds;
     if (verify_ || verify_each_) feeds = make_feeds(ReferenceEvaluator(original, {&registry(g)}), inputs_);
@@ -72,7 +74,9 @@ class OptimizeVerb : public Verb {
       if (!totals.count(p.counter)) order.push_back(p.counter);
       totals[p.counter] += p.count;
     }
-    fmt::print("optimize: {} -> {} (level {}{})\n", in_, out_, level_, model_type_.empty() ? "" : ", model type " + model_type_);
+    const std::string type = model_type_.empty() ? (result.model_type.empty() ? "" : ", model type " + result.model_type + " (detected)")
+                                                 : ", model type " + model_type_;
+    fmt::print("optimize: {} -> {} (level {}{}{})\n", in_, out_, level_, type, target_ == "onnx" ? ", standard operators" : "");
     for (const std::string& c : order)
       if (totals[c] > 0) fmt::print("  {}: {}\n", c, totals[c]);
     const Graph& before = original.graph;
@@ -109,7 +113,7 @@ class OptimizeVerb : public Verb {
   }
 
  private:
-  std::string in_, out_, level_ = "all", model_type_, only_, disable_;
+  std::string in_, out_, level_ = "all", model_type_, only_, disable_, target_ = "ort";
   int64_t opset_ = 0;
   bool verify_ = false, verify_each_ = false, list_ = false, explain_ = false;
   fusion::CheckOptions check_;

@@ -281,6 +281,8 @@ class Propagation {
       for (size_t i = 0; i < n.inputs.size(); ++i) shapes.push_back(in(i));
       if (auto s = broadcast_all(shapes)) set(0, *s);
       elementwise_data(n);
+      if (op == "Equal") equal_data(n);
+      if (op == "Where") where_data(n);
     } else if (op == "MatMul") {
       matmul(n);
     } else if (op == "Gemm") {
@@ -318,7 +320,10 @@ class Propagation {
         if (auto o = broadcast_all({s, t})) set(0, *o);
       }
     } else if (op == "ConstantOfShape") {
-      if (const Shape_* t = data(n.inputs[0])) set(0, *t);
+      if (const Shape_* t = data(n.inputs[0])) {
+        set(0, *t);
+        constant_of_shape_data(n, *t);
+      }
     } else if (op == "Range") {
       const Shape_ *start = data(n.inputs[0]), *limit = data(n.inputs[1]);
       const auto delta = const_int(n.inputs[2]);
@@ -347,6 +352,49 @@ class Propagation {
       else if (op == "Mul") out.push_back(*x * *y);
       else if (auto fx = x->fixed(), fy = y->fixed(); fx && fy && *fy != 0) out.push_back(Poly::constant(*fx / *fy));  // integer division as ONNX
       else out.push_back(y->fixed() && *y->fixed() > 0 ? x->divided_by(*y) : std::nullopt);
+    }
+    data_[n.outputs[0]] = out;
+  }
+
+  // torch's expand(): Where(Equal(shape, -1s), 1s, shape) picks each size: the data of
+  // ConstantOfShape, Equal and Where on shape values.
+  void constant_of_shape_data(const Node& n, const Shape_& shape) {
+    if (shape.size() != 1 || !shape[0] || !shape[0]->fixed() || *shape[0]->fixed() > 64) return;
+    int64_t v = 0;
+    if (const Attribute* a = n.find_attribute("value"); a && a->type == AttrType::Tensor) {
+      const Tensor& t = a->t;
+      if (t.size() != 1 || (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)) return;
+      v = t.dtype() == DType::Int64 ? t.data<int64_t>()[0] : t.data<int32_t>()[0];
+    }
+    data_[n.outputs[0]] = Shape_(size_t(*shape[0]->fixed()), Poly::constant(v));
+  }
+
+  void equal_data(const Node& n) {
+    const Shape_ *a = data(n.inputs[0]), *b = data(n.inputs[1]);
+    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
+    Shape_ out;
+    for (size_t i = 0; i < std::max(a->size(), b->size()); ++i) {
+      const Elem &x = (*a)[a->size() == 1 ? 0 : i], &y = (*b)[b->size() == 1 ? 0 : i];
+      if (!x || !y) return;
+      const auto fx = x->fixed(), fy = y->fixed();
+      if (fx && fy) out.push_back(Poly::constant(*fx == *fy));
+      else if (*x == *y) out.push_back(Poly::constant(1));
+      else if ((fx && *fx < 0) || (fy && *fy < 0)) out.push_back(Poly::constant(0));  // a size is never negative
+      else return;
+    }
+    data_[n.outputs[0]] = out;
+  }
+
+  void where_data(const Node& n) {
+    const Shape_ *c = data(n.inputs[0]), *x = data(n.inputs[1]), *y = data(n.inputs[2]);
+    if (!c || !x || !y) return;
+    const size_t size = std::max({c->size(), x->size(), y->size()});
+    Shape_ out;
+    for (size_t i = 0; i < size; ++i) {
+      auto at = [&](const Shape_* s) -> const Elem* { return s->size() == 1 ? &(*s)[0] : i < s->size() ? &(*s)[i] : nullptr; };
+      const Elem *ce = at(c), *xe = at(x), *ye = at(y);
+      if (!ce || !xe || !ye || !*ce || !(*ce)->fixed()) return;
+      out.push_back(*(*ce)->fixed() ? *xe : *ye);
     }
     data_[n.outputs[0]] = out;
   }

@@ -31,6 +31,7 @@
 
 #include "../pass.h"
 #include "refeval/builder.h"
+#include "refeval/compute_vector.h"
 #include "../symbolic_shapes.h"
 
 namespace refeval::optimize {
@@ -119,7 +120,13 @@ class Reader : public AttentionReader {
     const auto target = shape_value(g_, r->inputs[1]);
     if (!x || x->size() != 3 || !target || target->size() != 4)
       return why = fmt::format("the head split '{}' has unknown shapes", r->name), std::nullopt;
-    const auto N = fixed((*target)[2]), h = fixed((*target)[3]), D = fixed((*x)[2]);
+    // view(B, S, -1, h) or view(B, S, N, -1): one -1 among the head sizes is D / the other.
+    const auto ints = g_.ints(r->inputs[1]);
+    auto size_at = [&](size_t i) { return ints && ints->size() == 4 ? std::optional<int64_t>((*ints)[i]) : fixed((*target)[i]); };
+    auto N = size_at(2), h = size_at(3);
+    const auto D = fixed((*x)[2]);
+    if (D && N == -1 && h && *h > 0 && *D % *h == 0) N = *D / *h;
+    if (D && h == -1 && N && *N > 0 && *D % *N == 0) h = *D / *N;
     if (!N || !h || !D || *N <= 0 || *h <= 0 || *N * *h != *D) return why = fmt::format("the head split '{}' is not (B, S, N, h) of a (B, S, N*h) input", r->name), std::nullopt;
     auto keeps = [&](size_t i) { return same_dim((*target)[i], (*x)[i]) || (*target)[i].value == 0; };
     if (!keeps(0) || !keeps(1)) return why = fmt::format("the head split '{}' changes the batch or sequence dims", r->name), std::nullopt;
@@ -175,6 +182,9 @@ struct Mask {
   std::string padding_input;     // a 2-D (B, T) graph input: key padding
   std::string bias;              // an additive (B|1, 1, S, T) value
   double filler = 0;             // the value masked scores get (the most negative seen)
+  std::string where_cond;        // a Where mask that is not provably causal: its condition,
+  bool where_keeps = true;       // whether true keeps the score,
+  double where_filler = 0;       // and what hidden scores get
 };
 
 // `cond` true exactly where key j <= query i + (T - S): the causal mask in the "keep" polarity.
@@ -318,8 +328,11 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   if (!td || td->size() != 4) return why = fmt::format("the transposed context '{}' has an unknown shape", t->outputs[0]), std::nullopt;
   if (!target || target->size() != 3) return why = fmt::format("the head merge '{}' has an unknown or non-3-D target", y->name), std::nullopt;
   auto keeps = [&](size_t i) { return same_dim((*target)[i], (*td)[i]) || ((*target)[i].fixed() && (*target)[i].value == 0); };
-  const auto Nh = fixed((*target)[2]);
-  if (!keeps(0) || !keeps(1) || !(*td)[2].fixed() || !(*td)[3].fixed() || !Nh || *Nh != (*td)[2].value * (*td)[3].value)
+  // The last size N*h, or -1 (view(B, S, -1)) with the heads' sizes known.
+  const auto target_ints = g.ints(y->inputs[1]);  // a constant's -1 is not a Dim
+  const auto Nh = target_ints && target_ints->size() == 3 ? std::optional<int64_t>((*target_ints)[2]) : fixed((*target)[2]);
+  const bool heads_known = (*td)[2].fixed() && (*td)[3].fixed();
+  if (!keeps(0) || !keeps(1) || !heads_known || !Nh || (*Nh != (*td)[2].value * (*td)[3].value && *Nh != -1))
     return why = fmt::format("the head merge '{}' is not (B, S, N*h)", y->name), std::nullopt;
   r.use(pv), r.use(t), r.use(y);
   f.output = int(y - g.graph().nodes.data());
@@ -347,10 +360,20 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       if (!(filler <= kMaskFloor)) return why = fmt::format("the Where '{}' fills {:g}, not a hiding value", n.name, filler), std::nullopt;
       bool flip = a.has_value();  // Where(cond, filler, scores): cond hides
       std::set<int> mask_nodes;  // shared by the layers: left to dead-code removal
-      if (f.mask.causal || !is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes) || flip)
-        return why = fmt::format("the mask of '{}' is not causal (key j <= query i + past) over S = {}, T = {}", n.name,
-                                 S.fixed() ? std::to_string(S.value) : S.param, T.fixed() ? std::to_string(T.value) : T.param), std::nullopt;
-      f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
+      if (!f.mask.causal && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes) && !flip) {
+        f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
+      } else if (f.mask.where_cond.empty()) {
+        // Another mask (built at run time, not provably causal): it becomes an additive bias
+        // Where(cond, 0, filler), which hides the same scores. Its shape must end in (S, T).
+        const std::vector<Dim>* cd = g.dims(n.inputs[0]);
+        if (!cd || cd->size() < 2 || cd->size() > 4 || !same_dim((*cd)[cd->size() - 2], S) || !same_dim((*cd)[cd->size() - 1], T) ||
+            (cd->size() == 4 && !((*cd)[1].fixed() && (*cd)[1].value == 1)))
+          return why = fmt::format("the mask of '{}' is not causal (key j <= query i + past) and its shape is not (.., 1, S, T) with S = {}, T = {}",
+                                   n.name, S.fixed() ? std::to_string(S.value) : S.param, T.fixed() ? std::to_string(T.value) : T.param), std::nullopt;
+        f.mask.where_cond = n.inputs[0], f.mask.where_keeps = !a.has_value(), f.mask.where_filler = filler;
+      } else {
+        return why = fmt::format("'{}' is a second Where mask", n.name), std::nullopt;
+      }
       cur = a ? n.inputs[2] : n.inputs[1];
     } else if (n.op_type == "Add") {
       // The operand leading to the product is the scores; the other is the mask.
@@ -376,8 +399,9 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
           f.mask.padding_input = *in, f.mask.filler = std::min(f.mask.filler, c);
         } else {
           const std::vector<Dim>* md = g.dims(m);
-          if (!md || md->size() != 4 || !((*md)[1].fixed() && (*md)[1].value == 1) || !same_dim((*md)[2], S) || !same_dim((*md)[3], T))
-            return why = fmt::format("the added '{}' is neither a padding mask nor a (B|1, 1, S, T) bias", m), std::nullopt;
+          if (!md || md->size() < 2 || md->size() > 4 || (md->size() == 4 && !((*md)[1].fixed() && (*md)[1].value == 1)) ||
+              !same_dim((*md)[md->size() - 2], S) || !same_dim((*md)[md->size() - 1], T))
+            return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T) or (B|1, 1, S, T)", m), std::nullopt;
           f.mask.bias = m;
         }
       } else {
@@ -529,6 +553,7 @@ Pass attention_pass() {
             std::map<int, std::vector<Node>> insert_at;  // before node index
             std::set<int> claimed;
             std::vector<Provenance> provenance;
+            std::vector<Initializer> new_inits;
             int fused = 0, candidates = 0;
             auto refuse = [&](const Node& sm, const std::string& why) {
               if (ctx.explain) ctx.explain->add("attention", sm.name.empty() ? sm.outputs[0] : sm.name, why);
@@ -560,6 +585,43 @@ Pass attention_pass() {
                 mask_index = names.value(f->mask.padding_input + "_int32");
                 nodes.push_back(make_node("Cast", "", {f->mask.padding_input}, {mask_index}, {build::attr("to", int64_t(DType::Int32))},
                                           names.node(scope + "/MaskCast")));
+              }
+              if (!f->mask.where_cond.empty()) {
+                if (!f->mask.bias.empty()) {
+                  refuse(sm, "a run-time Where mask and an additive bias together");
+                  continue;
+                }
+                // bias = Where(cond, 0, filler) (or the reverse), 4-D (.., 1, S, T) by Unsqueeze.
+                const ValueType* st = index.type(sm.inputs[0]);
+                if (!st || st->kind != ValueType::Kind::Tensor) {
+                  refuse(sm, "the scores' element type is unknown");
+                  continue;
+                }
+                const std::string zero = names.value(scope + "/mask_zero"), fill = names.value(scope + "/mask_filler");
+                new_inits.push_back({zero, from_doubles(st->dtype, {}, {0.0})});
+                new_inits.push_back({fill, from_doubles(st->dtype, {}, {std::max(f->mask.where_filler, -3.4028234663852886e38)})});
+                std::string bias = names.value(scope + "/mask_bias");
+                nodes.push_back(make_node("Where", "", {f->mask.where_cond, f->mask.where_keeps ? zero : fill, f->mask.where_keeps ? fill : zero},
+                                          {bias}, {}, names.node(scope + "/MaskBias")));
+                const size_t rank = index.dims(f->mask.where_cond)->size();
+                if (rank < 4) {
+                  const std::string axes = names.value(scope + "/mask_axes"), b4 = names.value(scope + "/mask_bias_4d");
+                  std::vector<int64_t> ax;
+                  for (size_t i = 0; i < 4 - rank; ++i) ax.push_back(int64_t(i));
+                  new_inits.push_back({axes, Tensor::from_vector<int64_t>({int64_t(ax.size())}, ax)});
+                  nodes.push_back(make_node("Unsqueeze", "", {bias, axes}, {b4}, {}, names.node(scope + "/MaskBias4d")));
+                  bias = b4;
+                }
+                f->mask.bias = bias;
+              } else if (!f->mask.bias.empty() && index.dims(f->mask.bias)->size() < 4) {
+                const size_t rank = index.dims(f->mask.bias)->size();
+                const std::string axes = names.value(scope + "/mask_axes"), b4 = names.value(scope + "/mask_bias_4d");
+                std::vector<int64_t> ax;
+                for (size_t i = 0; i < 4 - rank; ++i) ax.push_back(int64_t(i));
+                if (rank == 3) ax = {1};  // (B, S, T) -> (B, 1, S, T)
+                new_inits.push_back({axes, Tensor::from_vector<int64_t>({int64_t(ax.size())}, ax)});
+                nodes.push_back(make_node("Unsqueeze", "", {f->mask.bias, axes}, {b4}, {}, names.node(scope + "/MaskBias4d")));
+                f->mask.bias = b4;
               }
               const std::string y = g.nodes[size_t(f->output)].outputs[0];
               std::set<int> used = f->used;
@@ -626,6 +688,7 @@ Pass attention_pass() {
             if (ctx.explain) ctx.explain->count("attention", candidates, fused);
             if (!fused) return 0;
             record_provenance(m, provenance);
+            for (Initializer& i : new_inits) g.initializers.push_back(std::move(i));
             std::vector<Node> out;
             for (int i = 0; i < int(g.nodes.size()); ++i) {
               if (auto it = insert_at.find(i); it != insert_at.end())

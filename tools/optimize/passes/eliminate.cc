@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "../pass.h"
+#include "refeval/compute_vector.h"
 
 namespace refeval::optimize {
 namespace {
@@ -64,6 +65,23 @@ Pass dropout_elimination_pass() {
           }};
 }
 
+// Every element of the floating or integer constant `c` equals v.
+bool all_equal(const GraphIndex& g, const std::string& c, double v) {
+  const Tensor* t = g.constant(c);
+  if (!t || t->size() == 0 || t->size() > 4096) return false;
+  std::vector<double> d;
+  if (is_integer_dtype(t->dtype())) {
+    const auto ints = g.ints(c);
+    if (!ints) return false;
+    d.assign(ints->begin(), ints->end());
+  } else if (t->dtype() == DType::Float || t->dtype() == DType::Double || t->dtype() == DType::Float16 || t->dtype() == DType::BFloat16) {
+    d = to_doubles(*t);
+  } else {
+    return false;
+  }
+  return std::all_of(d.begin(), d.end(), [v](double x) { return x == v; });
+}
+
 Pass noop_elimination_pass() {
   return {"noop", "Removed no-op node", Level::Basic, [](Model& m, PassContext& ctx) {
             return bypass_all(m, ctx.inference, [](const Node& n, const GraphIndex& g) -> std::string {
@@ -79,6 +97,25 @@ Pass noop_elimination_pass() {
                 const auto* in = g.dims(x);
                 const auto* out = g.dims(n.outputs[0]);
                 return in && out && same_shape(*in, *out) ? x : "";
+              }
+              // x * 1, x / 1, x + 0, x - 0 (torch writes `1.0 / t` as Reciprocal then Mul by 1.0):
+              // the constant must not broadcast x to a larger shape.
+              if ((n.op_type == "Mul" || n.op_type == "Div" || n.op_type == "Add" || n.op_type == "Sub") && n.inputs.size() == 2) {
+                const double identity = n.op_type == "Mul" || n.op_type == "Div" ? 1.0 : 0.0;
+                const bool commutes = n.op_type == "Mul" || n.op_type == "Add";
+                for (int side = 1; side >= (commutes ? 0 : 1); --side) {
+                  const std::string& c = n.inputs[size_t(side)];
+                  const std::string& other = n.inputs[size_t(1 - side)];
+                  const Tensor* t = g.constant(c);
+                  if (!t || g.constant(other) || !all_equal(g, c, identity)) continue;
+                  const auto* in = g.dims(other);
+                  const auto* out = g.dims(n.outputs[0]);
+                  const bool keeps_shape = (in && out && same_shape(*in, *out)) ||
+                                           (in && t->rank() <= int64_t(in->size()) &&
+                                            std::all_of(t->shape().begin(), t->shape().end(), [](int64_t d) { return d == 1; }));
+                  if (keeps_shape) return other;
+                }
+                return "";
               }
               if (n.op_type == "Transpose") {
                 const std::vector<int64_t> perm = ints_attr(n, "perm");
