@@ -17,6 +17,8 @@ struct Inference {
   std::map<std::string, ValueType> types;               // value name -> inferred type
   std::map<std::string, std::vector<Dim>> shape_data;   // values computed from shapes (Shape, Gather,
                                                         // Concat...) -> their elements as dims
+  std::map<std::string, std::string> aliases;           // a symbol ONNX named ("total_sequence") -> the
+                                                        // polynomial it equals ("past_sequence + sequence")
 };
 
 class GraphIndex {
@@ -24,6 +26,7 @@ class GraphIndex {
   GraphIndex(const Graph& g, const Inference* inference = nullptr);
 
   const Graph& graph() const { return g_; }
+  const Inference* inference() const { return inference_; }
   // The index of the node producing `value`, -1 for graph inputs, initializers and unknown names.
   int producer(const std::string& value) const;
   // Indices of the nodes reading `value`, in graph order (a node reading it twice appears once).

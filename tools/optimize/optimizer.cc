@@ -76,6 +76,7 @@ Inference merged(Inference fresh, const Inference& earlier) {
     if (!added && !it->second.has_shape && type.has_shape) it->second = type;
   }
   for (const auto& [name, data] : earlier.shape_data) fresh.shape_data.emplace(name, data);
+  for (const auto& [name, poly] : earlier.aliases) fresh.aliases.emplace(name, poly);
   return fresh;
 }
 

@@ -110,10 +110,24 @@ Inference infer(const Model& model) {
   }
   light.graph.initializers = kept;
   light.graph.value_info.clear();  // inferred afresh: an earlier pass may have changed a value
+  // libonnx 1.12 crashes on a node of the default domain it has no schema for (ORT's
+  // SimplifiedLayerNormalization, which ORT registers there): such nodes go to a domain of
+  // their own, which ONNX skips like any other it does not know.
+  // A fused node's domain (com.microsoft) may not be imported yet: the optimizer adds the import
+  // at the end, and libonnx crashes on a domain with no import too.
+  const int64_t opset = light.opsets.count("") ? light.opsets.at("") : 1;
+  for (Node& n : light.graph.nodes) {
+    if ((n.domain.empty() || n.domain == "ai.onnx") && !onnx::OpSchemaRegistry::Schema(n.op_type, int(opset), ""))
+      n.domain = "refeval.unknown";
+    if (!n.domain.empty() && !light.opsets.count(n.domain)) light.opsets[n.domain] = 1;
+  }
 
   Inference out;
   std::string inferred_bytes, shape_bytes;
-  if (!infer_in_child(serialize_model(light), inferred_bytes, shape_bytes)) return out;
+  if (!infer_in_child(serialize_model(light), inferred_bytes, shape_bytes)) {
+    refine_symbolic_shapes(model, out);  // what the declared inputs and initializers alone tell
+    return out;
+  }
   onnx::GraphProto shapes;  // shape data: value infos whose tensor shape holds a value's elements
   shapes.ParseFromString(shape_bytes);
   std::unordered_map<std::string, onnx::TensorShapeProto> shape_data;

@@ -639,9 +639,15 @@ class Propagation {
             if (onnx_placeholder(type.dims[i]) && (mine.fixed() || !mine.param.empty())) type.dims[i] = mine;
           }
         }
-        // Our view follows ONNX's names where it knew them; our polynomials elsewhere.
-        for (size_t i = 0; i < type.dims.size() && i < it->second.size(); ++i)
-          if (!onnx_placeholder(type.dims[i])) it->second[i] = from_dim(type.dims[i]);
+        // Our view follows ONNX's names where it knew them; our polynomials elsewhere. A name
+        // ONNX gave to what we know as a polynomial of other symbols is an alias for it.
+        for (size_t i = 0; i < type.dims.size() && i < it->second.size(); ++i) {
+          if (onnx_placeholder(type.dims[i])) continue;
+          const Elem& mine = it->second[i];
+          if (mine && !mine->fixed() && !type.dims[i].fixed() && !(*mine == parse(type.dims[i].param)))
+            inf_.aliases.emplace(type.dims[i].param, mine->text());
+          it->second[i] = from_dim(type.dims[i]);
+        }
       }
     }
     if (auto it = data_.find(v); it != data_.end()) {
@@ -667,14 +673,22 @@ class Propagation {
 
 void refine_symbolic_shapes(const Model& model, Inference& inference) { Propagation(model, inference).run(); }
 
-std::optional<Dim> dim_difference(const Dim& a, const Dim& b) {
-  const Elem x = from_dim(a), y = from_dim(b);
+namespace {
+Dim resolved(const Dim& d, const Inference* inference) {
+  if (!inference || d.fixed()) return d;
+  auto it = inference->aliases.find(d.param);
+  return it == inference->aliases.end() ? d : Dim{-1, it->second};
+}
+}  // namespace
+
+std::optional<Dim> dim_difference(const Dim& a, const Dim& b, const Inference* inference) {
+  const Elem x = from_dim(resolved(a, inference)), y = from_dim(resolved(b, inference));
   if (!x || !y) return std::nullopt;
   return to_dim(*x - *y);
 }
 
-bool dims_equal(const Dim& a, const Dim& b) {
-  const Elem x = from_dim(a), y = from_dim(b);
+bool dims_equal(const Dim& a, const Dim& b, const Inference* inference) {
+  const Elem x = from_dim(resolved(a, inference)), y = from_dim(resolved(b, inference));
   return x && y && *x == *y;
 }
 

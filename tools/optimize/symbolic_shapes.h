@@ -22,8 +22,9 @@ void refine_symbolic_shapes(const Model& model, Inference& inference);
 
 // a - b when both are known (sizes or polynomial texts); nullopt otherwise. A negative
 // difference is an unknown Dim.
-std::optional<Dim> dim_difference(const Dim& a, const Dim& b);
-// Equal as polynomials ("seq + past" and "past + seq"; 3 and 3).
-bool dims_equal(const Dim& a, const Dim& b);
+std::optional<Dim> dim_difference(const Dim& a, const Dim& b, const Inference* inference = nullptr);
+// Equal as polynomials ("seq + past" and "past + seq"; 3 and 3), a symbol ONNX named standing
+// for the polynomial the propagation found for the same dim (Inference::aliases).
+bool dims_equal(const Dim& a, const Dim& b, const Inference* inference = nullptr);
 
 }  // namespace refeval::optimize

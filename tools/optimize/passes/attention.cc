@@ -225,8 +225,9 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     return false;
   const int64_t W = c->dim(c->rank() - 1);
   // Rows [T - S, T) and columns [0, T): with no past (S = T) the slices may start at 0 for both.
-  const bool rows_ok = r0 && r1 && dims_equal(*r1, T) && dims_equal(dim_difference(*r1, *r0).value_or(Dim{}), S);
-  const bool cols_ok = c0 && c1 && c0->fixed() && c0->value == 0 && dims_equal(*c1, T);
+  const Inference* inf = g.inference();
+  const bool rows_ok = r0 && r1 && dims_equal(*r1, T, inf) && dims_equal(dim_difference(*r1, *r0, inf).value_or(Dim{}), S, inf);
+  const bool cols_ok = c0 && c1 && c0->fixed() && c0->value == 0 && dims_equal(*c1, T, inf);
   if (!rows_ok || !cols_ok) return false;
   std::vector<double> v(size_t(W * W));
   if (c->dtype() == DType::Bool) {
@@ -530,6 +531,26 @@ void absorb_dead_readers(const GraphIndex& g, std::set<int>& used, const std::se
   used.insert(extra.begin(), extra.end());
 }
 
+// The fused nodes read values (a run-time mask's condition) whose computation may pass through
+// nodes of the match (the Shape of K): those stay.
+void keep_what_new_nodes_read(const GraphIndex& g, const std::vector<Node>& nodes, std::set<int>& used) {
+  std::set<std::string> made;
+  for (const Node& n : nodes) made.insert(n.outputs.begin(), n.outputs.end());
+  std::vector<std::string> todo;
+  for (const Node& n : nodes)
+    for (const std::string& in : n.inputs)
+      if (!in.empty() && !made.count(in)) todo.push_back(in);
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const int p = g.producer(todo.back());
+    todo.pop_back();
+    if (p < 0 || !seen.insert(p).second) continue;
+    used.erase(p);
+    for (const std::string& in : g.graph().nodes[size_t(p)].inputs)
+      if (!in.empty()) todo.push_back(in);
+  }
+}
+
 // True when every output of the nodes in `used`, but the `kept` values, is read only inside.
 std::string escaping(const GraphIndex& g, const std::set<int>& used, const std::set<std::string>& kept) {
   for (int i : used)
@@ -669,6 +690,7 @@ Pass attention_pass() {
                 if (s->concat && used.count(int(s->concat - g.nodes.data()))) kept.insert(s->present);
               kept.insert(y);
               absorb_dead_readers(index, used, kept);
+              keep_what_new_nodes_read(index, nodes, used);
               if (const std::string e = escaping(index, used, kept); !e.empty()) {
                 refuse(sm, "an intermediate is read elsewhere: " + e);
                 continue;
