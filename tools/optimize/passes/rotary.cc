@@ -508,6 +508,25 @@ Tensor computed_cache(const GraphIndex& g, const Trig& t, DType dtype) {
   return from_doubles(dtype, {rows, half}, out);
 }
 
+// [begin, end) of a Slice on the last axis of a 4-D value whose last dim is h, clamped as Slice
+// does; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h) {
+  const auto last = [](int64_t axis) { return axis == -1 || axis == 3; };
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
+  if (s.inputs.size() == 1) {  // opset < 10: attributes
+    starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
+  } else {
+    starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
+    axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
+    if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
+  }
+  if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
+      *steps != std::vector<int64_t>{1})
+    return std::nullopt;
+  const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
+  return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
+}
+
 // The halves of x the rotate-half reads: ("first", "second") Slices or one Split "halves".
 // Empty when they are [0, h/2) and [h/2, h) of the last axis; the reason otherwise.
 std::string check_halves(const Match& m, const GraphIndex& g, int64_t h) {
@@ -520,25 +539,9 @@ std::string check_halves(const Match& m, const GraphIndex& g, int64_t h) {
       return fmt::format("'{}' does not split the last axis into two halves of {}", split.name, h / 2);
     return "";
   }
-  // [begin, end) of a Slice on the last axis, clamped as Slice does; nullopt otherwise.
-  const auto range = [&](const Node& s) -> std::optional<std::pair<int64_t, int64_t>> {
-    std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
-    if (s.inputs.size() == 1) {  // opset < 10: attributes
-      starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
-    } else {
-      starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
-      axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
-      if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
-    }
-    if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
-        *steps != std::vector<int64_t>{1})
-      return std::nullopt;
-    const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
-    return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
-  };
   const Node& first = m.node(g, "first");
   const Node& second = m.node(g, "second");
-  const auto a = range(first), b = range(second);
+  const auto a = last_axis_range(g, first, h), b = last_axis_range(g, second, h);
   if (!a || !b) return fmt::format("'{}' is not a Slice of the last axis with known bounds", (a ? second : first).name);
   if (*a != std::pair{int64_t(0), h / 2} || *b != std::pair{h / 2, h})
     return fmt::format("the Concat reads -x[{}:{}] and x[{}:{}]; rotate_half is Concat(-x[{}:{}], x[0:{}])", b->first, b->second, a->first,
@@ -660,6 +663,87 @@ Pattern rotary_pattern(bool split, bool neg_on_second, const std::string& look_a
   return Pattern{nodes, {}, "neg", look_alike};
 }
 
+// Partial rotary (GPT-NeoX, Phi-2: rotary_dim < head size): the first rd columns of q rotated and
+// the rest concatenated back, Concat(RotaryEmbedding(q[..., :rd]), q[..., rd:]) with the halves cut
+// by two Slices or one Split, becomes RotaryEmbedding(q) with rotary_embedding_dim = rd (ORT and
+// refeval pass the other columns through; both need num_heads with it, so the head count must be
+// known). The rotated part was fused above: directly on a (B, N, S, rd) part, or on a (B, S, N, rd)
+// part reshaped to 3-D and back ("flatten", "unflatten").
+Pattern partial_pattern(bool split, bool bsnh) {
+  std::vector<PatternNode> nodes;
+  Operand rot = node("rot_in"), pass = node("pass");
+  if (split) {
+    nodes.push_back({"parts", "Split", {cap("q"), opt()}});
+    rot = node("parts", 0), pass = node("parts", 1);
+  } else {
+    nodes.push_back({"rot_in", "Slice", {cap("q"), any(), any(), opt(), opt()}});
+    nodes.push_back({"pass", "Slice", {cap("q"), any(), any(), opt(), opt()}});
+  }
+  const auto full_rotation = [](const Node& n) { return int_attr(n, "rotary_embedding_dim", 0) == 0; };
+  if (bsnh) {
+    nodes.push_back({"flatten", "Reshape", {rot, any()}});
+    rot = node("flatten");
+  }
+  nodes.push_back({"re", "RotaryEmbedding", {rot, cap("pos"), cap("cos"), cap("sin")}, full_rotation, "com.microsoft"});
+  Operand rotated = node("re");
+  if (bsnh) {
+    nodes.push_back({"unflatten", "Reshape", {rotated, any()}});
+    rotated = node("unflatten");
+  }
+  nodes.push_back({"y", "Concat", {rotated, pass}});
+  return Pattern{nodes};
+}
+
+std::optional<Replacement> build_partial(const Match& m, RewriteContext& ctx, bool bsnh) {
+  const GraphIndex& g = ctx.index;
+  const std::string& q = m.value("q");
+  const std::vector<Dim>* x = g.dims(q);
+  if (!x || x->size() != 4 || !(*x)[3].fixed()) return ctx.refuse(fmt::format("'{}' is not 4-D with a known head size", q));
+  const int64_t h = (*x)[3].value;
+  const int64_t axis = int_attr(m.node(g, "y"), "axis", 0);
+  if (axis != -1 && axis != 3) return ctx.refuse(fmt::format("'{}' joins axis {}, not the last", m.node(g, "y").name, axis));
+  int64_t rd = 0;
+  if (m.nodes.count("parts")) {
+    const Node& split = m.node(g, "parts");
+    const std::vector<Dim>* a = g.dims(split.outputs[0]);
+    const std::vector<Dim>* b = split.outputs.size() == 2 ? g.dims(split.outputs[1]) : nullptr;
+    const int64_t split_axis = int_attr(split, "axis", 0);
+    if (!a || !b || a->size() != 4 || b->size() != 4 || !a->back().fixed() || !b->back().fixed() || (split_axis != -1 && split_axis != 3) ||
+        a->back().value + b->back().value != h)
+      return ctx.refuse(fmt::format("'{}' does not split the last axis of '{}' into two parts of known sizes", split.name, q));
+    rd = a->back().value;
+  } else {
+    const auto a = last_axis_range(g, m.node(g, "rot_in"), h), b = last_axis_range(g, m.node(g, "pass"), h);
+    if (!a || !b || a->first != 0 || b->first != a->second || b->second != h)
+      return ctx.refuse(fmt::format("the parts of '{}' are not [0, rd) and [rd, {}) of the last axis", q, h));
+    rd = a->second;
+  }
+  if (rd <= 0 || rd >= h || rd % 2 != 0) return ctx.refuse(fmt::format("the rotated part has {} of {} columns", rd, h));
+  const Dim& heads = (*x)[bsnh ? 2 : 1];
+  if (!heads.fixed())
+    return ctx.refuse(fmt::format("the head count of '{}' is not known; RotaryEmbedding needs num_heads with rotary_embedding_dim", q));
+  const int64_t N = heads.value;
+  const Node& re = m.node(g, "re");
+  std::vector<Attribute> attrs = {build::attr("interleaved", int_attr(re, "interleaved", 0)), build::attr("num_heads", N),
+                                  build::attr("rotary_embedding_dim", rd)};
+  Replacement rep;
+  const std::string name = ctx.fused_name(m, "RotaryEmbedding");
+  const std::string out = m.node(g, "y").outputs[0];
+  const std::vector<std::string> tables = {m.value("pos"), m.value("cos"), m.value("sin")};
+  if (!bsnh) {
+    rep.nodes.push_back(make_node("RotaryEmbedding", "com.microsoft", {q, tables[0], tables[1], tables[2]}, {out}, attrs, name));
+    return rep;
+  }
+  const std::string flat_shape = ctx.names.value("rotary_flat_shape"), head_shape = ctx.names.value("rotary_head_shape");
+  const std::string flat = ctx.names.value(out + "_flat"), rotated = ctx.names.value(out + "_rotated");
+  rep.initializers.push_back({flat_shape, Tensor::from_vector<int64_t>({3}, {0, 0, N * h})});
+  rep.initializers.push_back({head_shape, Tensor::from_vector<int64_t>({4}, {0, 0, N, h})});
+  rep.nodes.push_back(make_node("Reshape", "", {q, flat_shape}, {flat}, {}, ctx.names.node(name + "/flatten")));
+  rep.nodes.push_back(make_node("RotaryEmbedding", "com.microsoft", {flat, tables[0], tables[1], tables[2]}, {rotated}, attrs, name));
+  rep.nodes.push_back(make_node("Reshape", "", {rotated, head_shape}, {out}, {}, ctx.names.node(name + "/unflatten")));
+  return rep;
+}
+
 // --explain for a rotate-half without its Neg, Concat(x2, x1) (no Neg for the anchor to find).
 void explain_missing_neg(const Model& model, const PassContext& ctx) {
   const GraphIndex g(model.graph, ctx.inference);
@@ -700,6 +784,21 @@ Pass rotary_embedding_pass() {
                       [caches](const Match& m, RewriteContext& rc) { return build(m, rc, *caches); }};
             const int fused = apply(r, model, ctx.inference, ctx.explain, kPass);
             if (ctx.explain) explain_missing_neg(model, ctx);
+            // Partial rotations: no candidate count (every full RotaryEmbedding would be one); a
+            // refused match still says why.
+            Explain* explain = ctx.explain;
+            for (const bool bsnh : {false, true}) {
+              Rewrite partial{"RotaryEmbedding (partial)",
+                              {partial_pattern(false, bsnh), partial_pattern(true, bsnh)},
+                              [bsnh, explain](const Match& m, RewriteContext& rc) {
+                                auto rep = build_partial(m, rc, bsnh);
+                                if (!rep && explain)
+                                  explain->add(kPass, m.node(rc.index, "y").name,
+                                               "the partial rotation stays Slice + RotaryEmbedding + Concat: " + rc.refusal);
+                                return rep;
+                              }};
+              apply(partial, model, ctx.inference, nullptr, kPass);
+            }
             return fused;
           }};
 }
