@@ -9,16 +9,20 @@
 //   - gathered: Gather(T, p) of a constant table T (max_pos, h) (maybe Slice(T, 0:len) or Squeezed
 //     from (1, 1, max_pos, h)); T must be cat(freqs, freqs): its two column halves equal, and the
 //     op's cache (max_pos, h/2) is the first half;
-//   - computed: Cos / Sin of Concat(f, f) with f = Transpose(MatMul(inv_freq (.., h/2, 1),
-//     Unsqueeze(p, 1) as float), 0 2 1), as transformers >= 4.38 writes it; the caches are
-//     materialised for positions 0 .. kComputedPositions - 1 with float products as torch rounds
-//     them. A position past that is out of the caches' range, and the fused node fails where
+//   - computed: Cos / Sin of Concat(f, f) with f[b, s, i] = float(p[b, s]) * inv_freq[i] written
+//     any way an exporter does (trace_outer): Transpose(MatMul(inv_freq (.., h/2, 1), Unsqueeze(p, 1)
+//     as float), 0 2 1) as transformers >= 4.38, `p[..., None].float() * inv_freq` as Phi-3,
+//     torch.outer's MatMul over a unit axis, an Einsum without summation, transposed or not; the
+//     caches are materialised for positions 0 .. kComputedPositions - 1 with float products as
+//     torch rounds them. A position past that is out of the caches' range, and the fused node fails where
 //     the original computed: refeval "position 5000 is outside the cos/sin caches' 4096 rows",
 //     ORT 1.30 "position_ids value 5000 at index 0 is out of range [0, 4096)".
 // The positions p must be one int64 (B, S) tensor for cos and sin, with x's B and S, computed from
 // a graph input (Reshape / Unsqueeze / Squeeze / Expand / Cast of it); RotaryEmbedding reads p.
 // Caches are emitted once per distinct source (q and k share them). The cos/sin chains stay until
-// dead-code removal (other layers read them too).
+// dead-code removal (other layers read them too). A partial rotation (rotary_dim < head size),
+// Concat(rotated q[..., :rd], q[..., rd:]), then becomes one RotaryEmbedding with
+// rotary_embedding_dim (build_partial).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
