@@ -16,10 +16,24 @@ using refeval::testing::count_ops;
 
 namespace {
 
-constexpr int64_t N = 2, H = 8, D = N * H, kRows = 32;
+constexpr int64_t N = 2, H = 8, D = N * H, kRows = 32, kPartial = 4;
+
+// How computed frequencies f (B, S, r/2) are written, f[b, s, i] = float(p[b, s]) * inv_freq[i].
+enum class Freqs {
+  MatMulT,        // transformers >= 4.38: Transpose(inv (B, r/2, 1) @ float(p[:, None, :]), 0 2 1)
+  Mul,            // Phi-3: float(p[..., None]) * inv (r/2)
+  MulInvFirst,    // inv (1, 1, r/2) * Unsqueeze(float(p), -1)
+  OuterMatMul,    // float(p[..., None]) (B, S, 1) @ inv (1, r/2): torch.outer's export, no Transpose
+  Einsum,         // einsum("bs,d->bsd", float(p), inv)
+  EinsumT,        // Transpose(einsum("bs , d -> bds", ...), 0 2 1)
+  EinsumEllipsis, // einsum("...,d->...d", float(p), inv)
+};
 
 struct Form {
-  bool computed = false;       // cos/sin = Cos/Sin(Concat(f, f)), f from inv_freq @ positions
+  bool computed = false;       // cos/sin = Cos/Sin(Concat(f, f)), f from positions and inv_freq
+  Freqs freqs = Freqs::MatMulT;
+  bool partial = false;        // only the first kPartial of H columns rotate (GPT-NeoX / Phi-2)
+  bool partial_split = false;  // the partial parts cut by one Split
   bool split = false;          // halves by Split (split sizes input; num_outputs at opset 18)
   bool shape_bounds = false;   // slice bounds from Shape -> Gather -> Div 2 (folded first)
   bool cos_first = false;      // cos * x and sin * rotate_half(x)
@@ -35,25 +49,29 @@ struct Form {
   bool neg_first_half = false; // Concat(-x1, x2)
   bool uneven_table = false;   // the cos table's halves differ
   bool range_positions = false;// positions from Range, not a graph input
+  bool shifted_positions = false;  // f = (float(p) + 1) * inv_freq
+  bool partial_swapped = false;    // Concat(q[..., r:], rotated): not the partial rotation
+  int64_t rot() const { return partial ? kPartial : H; }
 };
 
-std::vector<float> inv_freq() {
-  std::vector<float> inv(H / 2);
-  for (int64_t i = 0; i < H / 2; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(H)));
+// inv_freq of a rotation over r columns: r/2 values.
+std::vector<float> inv_freq(int64_t r = H) {
+  std::vector<float> inv(size_t(r / 2));
+  for (int64_t i = 0; i < r / 2; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(r)));
   return inv;
 }
 
-// cat(freqs, freqs) tables of kRows positions.
-Tensor table(bool cosine, bool uneven) {
-  const std::vector<float> inv = inv_freq();
-  std::vector<float> v(size_t(kRows * H));
+// cat(freqs, freqs) tables of kRows positions, r columns.
+Tensor table(bool cosine, bool uneven, int64_t r) {
+  const std::vector<float> inv = inv_freq(r);
+  std::vector<float> v(size_t(kRows * r));
   for (int64_t p = 0; p < kRows; ++p)
-    for (int64_t i = 0; i < H; ++i) {
-      const float angle = float(p) * inv[size_t(i % (H / 2))];
-      v[size_t(p * H + i)] = cosine ? std::cos(angle) : std::sin(angle);
+    for (int64_t i = 0; i < r; ++i) {
+      const float angle = float(p) * inv[size_t(i % (r / 2))];
+      v[size_t(p * r + i)] = cosine ? std::cos(angle) : std::sin(angle);
     }
-  if (uneven) v[size_t(3 * H + H - 1)] += 0.25f;
-  return Tensor::from_vector<float>({kRows, H}, v);
+  if (uneven) v[size_t(3 * r + r - 1)] += 0.25f;
+  return Tensor::from_vector<float>({kRows, r}, v);
 }
 
 Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
@@ -70,7 +88,23 @@ class RopeBuilder {
       add("Reshape", {q + "_in", "head_shape"}, {q + "_heads"});
       std::string x = q + "_heads";
       if (!f_.bsnh) add("Transpose", {x}, {q + "_t"}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}), x = q + "_t";
-      rope(q, x, cos, sin);
+      if (!f_.partial) {
+        rope(q, x, cos, sin, q + "_out");
+        continue;
+      }
+      // q[..., :r] rotated, q[..., r:] passed through
+      if (f_.partial_split) {
+        init(q + "_parts", ints({kPartial, H - kPartial}));
+        add("Split", {x, q + "_parts"}, {q + "_head", q + "_pass"}, {attr("axis", int64_t(-1))});
+      } else {
+        init(q + "_p0", ints({0})), init(q + "_pr", ints({kPartial})), init(q + "_pend", ints({std::numeric_limits<int64_t>::max()}));
+        init(q + "_paxis", ints({3}));
+        add("Slice", {x, q + "_p0", q + "_pr", q + "_paxis"}, {q + "_head"});
+        add("Slice", {x, q + "_pr", q + "_pend", q + "_paxis"}, {q + "_pass"});
+      }
+      rope(q, q + "_head", cos, sin, q + "_rotated");
+      add("Concat", f_.partial_swapped ? std::vector<std::string>{q + "_pass", q + "_rotated"} : std::vector<std::string>{q + "_rotated", q + "_pass"},
+          {q + "_out"}, {attr("axis", int64_t(-1))});
     }
     const std::vector<DimSpec> out = f_.bsnh ? std::vector<DimSpec>{"batch", "seq", N, H} : std::vector<DimSpec>{"batch", N, "seq", H};
     return model(graph("rope", nodes_,
@@ -109,30 +143,17 @@ class RopeBuilder {
     const std::string c = cosine ? "cos" : "sin";
     const int64_t axis = f_.bsnh ? 2 : 1;
     if (f_.computed) {
-      if (cosine) {  // the frequencies once, as transformers' rotary module computes them
-        std::vector<float> inv = inv_freq();
-        init("inv_freq", Tensor::from_vector<float>({1, H / 2, 1}, inv));
-        init("start0", ints({0})), init("end1", ints({1})), init("inv_tail", ints({H / 2, 1}));
-        add("Shape", {pos}, {"pos_shape"});
-        add("Slice", {"pos_shape", "start0", "end1"}, {"pos_batch"});
-        add("Concat", {"pos_batch", "inv_tail"}, {"inv_shape"}, {attr("axis", int64_t(0))});
-        add("Expand", {"inv_freq", "inv_shape"}, {"inv_expanded"});
-        const std::string row = unsqueeze(pos, 1);
-        add("Cast", {row}, {"pos_float"}, {attr("to", int64_t(DType::Float))});
-        add("MatMul", {"inv_expanded", "pos_float"}, {"freqs_t"});
-        add("Transpose", {"freqs_t"}, {"freqs"}, {attr("perm", std::vector<int64_t>{0, 2, 1})});
-        add("Concat", {"freqs", "freqs"}, {"emb"}, {attr("axis", int64_t(-1))});
-      }
+      if (cosine) frequencies(pos);
       add(cosine ? "Cos" : "Sin", {"emb"}, {c + "_raw"});
       init(c + "_scaling", Tensor::scalar<float>(f_.scaled ? 0.75f : 1.0f));
       add("Mul", {c + "_raw", c + "_scaling"}, {c + "_scaled"});
       add("Cast", {c + "_scaled"}, {c + "_cast"}, {attr("to", int64_t(DType::Float))});
       return unsqueeze(c + "_cast", axis);
     }
-    init(c + "_cached", table(cosine, cosine && f_.uneven_table));
+    init(c + "_cached", table(cosine, cosine && f_.uneven_table, f_.rot()));
     std::string data = c + "_cached";
     if (f_.squeezed_table) {  // transformers 4.3x: cos_cached[:, :, :seq_len, ...].squeeze(1).squeeze(0)
-      inits_.back().value = inits_.back().value.reshaped({1, 1, kRows, H});
+      inits_.back().value = inits_.back().value.reshaped({1, 1, kRows, f_.rot()});
       init(c + "_s0", ints({0})), init(c + "_end", ints({20})), init(c + "_ax2", ints({2})), init(c + "_q1", ints({1})), init(c + "_q0", ints({0}));
       add("Slice", {data, c + "_s0", c + "_end", c + "_ax2"}, {c + "_rows4"});
       add("Squeeze", {c + "_rows4", c + "_q1"}, {c + "_sq1"});
@@ -154,14 +175,68 @@ class RopeBuilder {
     return unsqueeze(c + "_g", axis);
   }
 
-  // y = x * cos + rotate_half(x) * sin for q or k.
-  void rope(const std::string& q, const std::string& x, const std::string& cos, const std::string& sin) {
+  // emb = Concat(f, f) with f (B, S, r/2) computed from the positions in the form f_.freqs.
+  void frequencies(const std::string& pos) {
+    const int64_t half = f_.rot() / 2;
+    const std::vector<float> inv = inv_freq(f_.rot());
+    const auto cast = [&](const std::string& v) {
+      add("Cast", {v}, {v + "_f"}, {attr("to", int64_t(DType::Float))});
+      return v + "_f";
+    };
+    std::string f = "freqs";
+    switch (f_.freqs) {
+      case Freqs::MatMulT: {  // inv_freq[None, :, None].expand(B, -1, 1) @ position_ids[:, None, :].float()
+        init("inv_freq", Tensor::from_vector<float>({1, half, 1}, inv));
+        init("start0", ints({0})), init("end1", ints({1})), init("inv_tail", ints({half, 1}));
+        add("Shape", {pos}, {"pos_shape"});
+        add("Slice", {"pos_shape", "start0", "end1"}, {"pos_batch"});
+        add("Concat", {"pos_batch", "inv_tail"}, {"inv_shape"}, {attr("axis", int64_t(0))});
+        add("Expand", {"inv_freq", "inv_shape"}, {"inv_expanded"});
+        add("MatMul", {"inv_expanded", cast(unsqueeze(pos, 1))}, {"freqs_t"});
+        add("Transpose", {"freqs_t"}, {"freqs"}, {attr("perm", std::vector<int64_t>{0, 2, 1})});
+        break;
+      }
+      case Freqs::Mul: {
+        init("inv_freq", Tensor::from_vector<float>({half}, inv));
+        const std::string p = f_.shifted_positions ? "pos_shifted" : cast(unsqueeze(pos, -1));
+        if (f_.shifted_positions) {
+          init("one_f", Tensor::scalar<float>(1.0f));
+          add("Add", {cast(unsqueeze(pos, -1)), "one_f"}, {"pos_shifted"});
+        }
+        add("Mul", {p, "inv_freq"}, {"freqs"});
+        break;
+      }
+      case Freqs::MulInvFirst:
+        init("inv_freq", Tensor::from_vector<float>({1, 1, half}, inv));
+        add("Mul", {"inv_freq", unsqueeze(cast(pos), 2)}, {"freqs"});
+        break;
+      case Freqs::OuterMatMul:
+        init("inv_freq", Tensor::from_vector<float>({1, half}, inv));
+        add("MatMul", {cast(unsqueeze(pos, -1)), "inv_freq"}, {"freqs"});
+        break;
+      case Freqs::Einsum:
+      case Freqs::EinsumT:
+      case Freqs::EinsumEllipsis: {
+        init("inv_freq", Tensor::from_vector<float>({half}, inv));
+        const char* eq = f_.freqs == Freqs::Einsum ? "bs,d->bsd" : f_.freqs == Freqs::EinsumT ? "bs , d -> bds" : "...,d->...d";
+        if (f_.freqs == Freqs::EinsumT) f = "freqs_t";
+        add("Einsum", {cast(pos), "inv_freq"}, {f}, {attr("equation", std::string(eq))});
+        if (f_.freqs == Freqs::EinsumT) add("Transpose", {"freqs_t"}, {"freqs"}, {attr("perm", std::vector<int64_t>{0, 2, 1})});
+        break;
+      }
+    }
+    add("Concat", {"freqs", "freqs"}, {"emb"}, {attr("axis", int64_t(-1))});
+  }
+
+  // y = x * cos + rotate_half(x) * sin for q or k, rotating r = f_.rot() columns.
+  void rope(const std::string& q, const std::string& x, const std::string& cos, const std::string& sin, const std::string& y) {
+    const int64_t R = f_.rot();
     std::string x1 = q + "_x1", x2 = q + "_x2";
     if (f_.split) {
       if (f_.opset >= 18) {
         add("Split", {x}, {x1, x2}, {attr("axis", int64_t(-1)), attr("num_outputs", int64_t(2))});
       } else {
-        init(q + "_sizes", ints({H / 2, H / 2}));
+        init(q + "_sizes", ints({R / 2, R / 2}));
         add("Split", {x, q + "_sizes"}, {x1, x2}, {attr("axis", int64_t(-1))});
       }
     } else if (f_.shape_bounds) {
@@ -174,7 +249,7 @@ class RopeBuilder {
       add("Slice", {x, q + "_zero", q + "_half1", q + "_axes"}, {x1});
       add("Slice", {x, q + "_half1", q + "_big", q + "_axes"}, {x2});
     } else {
-      init(q + "_s0", ints({0})), init(q + "_e0", ints({H / 2})), init(q + "_s1", ints({H / 2}));
+      init(q + "_s0", ints({0})), init(q + "_e0", ints({R / 2})), init(q + "_s1", ints({R / 2}));
       init(q + "_e1", ints({std::numeric_limits<int64_t>::max()})), init(q + "_last", ints({-1}));
       add("Slice", {x, q + "_s0", q + "_e0", q + "_last"}, {x1});
       add("Slice", {x, q + "_s1", q + "_e1", q + "_last"}, {x2});
@@ -195,7 +270,7 @@ class RopeBuilder {
     add("Concat", halves, {q + "_rot"}, {attr("axis", int64_t(-1))});
     add("Mul", f_.cos_first ? std::vector<std::string>{cos, x} : std::vector<std::string>{x, cos}, {q + "_xc"});
     add("Mul", f_.cos_first ? std::vector<std::string>{sin, q + "_rot"} : std::vector<std::string>{q + "_rot", sin}, {q + "_rs"});
-    add("Add", f_.add_swapped ? std::vector<std::string>{q + "_rs", q + "_xc"} : std::vector<std::string>{q + "_xc", q + "_rs"}, {q + "_out"});
+    add("Add", f_.add_swapped ? std::vector<std::string>{q + "_rs", q + "_xc"} : std::vector<std::string>{q + "_xc", q + "_rs"}, {y});
   }
 
   Form f_;
@@ -364,4 +439,86 @@ TEST_CASE("rotary fusion: an intermediate read elsewhere keeps that one unfused;
     CHECK(count_ops(out, "RotaryEmbedding") == 2);
     check_equivalent(m, out);
   }
+}
+
+TEST_CASE("rotary fusion: frequencies as any outer product of the positions and inv_freq fuse (Mul, MatMul, Einsum; transposed or not)") {
+  struct Case {
+    const char* name;
+    Freqs freqs;
+  };
+  const std::vector<Case> cases = {
+      {"Transpose(inv_freq @ positions)", Freqs::MatMulT},  {"positions[..., None] * inv_freq (Phi-3)", Freqs::Mul},
+      {"inv_freq * positions, cast first", Freqs::MulInvFirst}, {"positions[..., None] @ inv_freq[None] (torch.outer)", Freqs::OuterMatMul},
+      {"einsum bs,d->bsd", Freqs::Einsum},                   {"Transpose(einsum bs,d->bds)", Freqs::EinsumT},
+      {"einsum ...,d->...d", Freqs::EinsumEllipsis},
+  };
+  for (const Case& c : cases)
+    for (const bool bsnh : {false, true}) {
+      const std::string name = c.name;
+      CAPTURE(name);
+      CAPTURE(bsnh);
+      const Model m = RopeBuilder({.computed = true, .freqs = c.freqs, .bsnh = bsnh}).build();
+      optimize::Explain explain;
+      const Model out = rotary(m, false, &explain);
+      for (const std::string& line : explain.not_fused) MESSAGE(line);
+      CHECK(count_ops(out, "RotaryEmbedding") == 2);
+      CHECK(count_ops(out, "Cos") + count_ops(out, "Sin") + count_ops(out, "Einsum") + count_ops(out, "MatMul") == 0);
+      CHECK(rotary_caches(out) == 2);
+      const Node& r = only_node(out, "RotaryEmbedding");
+      const Tensor& cos = out.graph.find_initializer(r.inputs[2])->value;
+      CHECK(cos.shape() == Shape{4096, H / 2});
+      CHECK(cos.data<float>()[5 * H / 2 + 1] == std::cos(float(5) * inv_freq()[1]));
+      check_equivalent(m, out);                         // batch 2, positions 3..7 and 11..15
+      check_equivalent(m, out, feeds(1000, 4090));      // far positions, the caches' last rows
+      check_equivalent(m, out, feeds(7, 0));            // the second row from 0
+    }
+}
+
+TEST_CASE("rotary fusion: frequencies that are not the position ids times inv_freq stay, naming the frequencies' Concat") {
+  // (float(p) + 1) * inv_freq: RotaryEmbedding would read p.
+  check_refused({.computed = true, .freqs = Freqs::Mul, .shifted_positions = true},
+                "the frequencies f of Concat(f, f) '/emb/Concat' ('freqs', from Mul '/freqs/Mul') are not position ids times a constant inv_freq");
+  check_refused({.computed = true, .freqs = Freqs::Mul, .shifted_positions = true},
+                "'/freqs/Mul' (Mul) does not multiply the position ids cast to float by a constant inv_freq");
+}
+
+TEST_CASE("rotary fusion: a partial rotation (rotary_dim < head size) becomes one RotaryEmbedding with rotary_embedding_dim") {
+  struct Case {
+    const char* name;
+    Form form;
+  };
+  const std::vector<Case> cases = {
+      {"gathered tables, Slices", {.partial = true}},
+      {"gathered tables, Split", {.partial = true, .partial_split = true}},
+      {"computed Phi-3 style, rotate-half by Split", {.computed = true, .freqs = Freqs::Mul, .partial = true, .split = true}},
+      {"computed, x (B, S, N, h)", {.computed = true, .freqs = Freqs::Einsum, .partial = true, .bsnh = true}},
+      {"gathered, x (B, S, N, h), Split", {.partial = true, .partial_split = true, .bsnh = true}},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    const Model m = RopeBuilder(c.form).build();
+    optimize::Explain explain;
+    const Model out = rotary(m, false, &explain);
+    for (const std::string& line : explain.not_fused) MESSAGE(line);
+    CHECK(count_ops(out, "RotaryEmbedding") == 2);
+    CHECK(count_ops(out, "Concat") + count_ops(out, "Slice") + count_ops(out, "Split") + count_ops(out, "Neg") == 0);
+    if (c.form.bsnh) CHECK(count_ops(out, "Reshape") == 2 + 4);
+    const Node& r = only_node(out, "RotaryEmbedding");
+    CHECK(r.find_attribute("rotary_embedding_dim")->i == kPartial);
+    CHECK(r.find_attribute("num_heads")->i == N);
+    CHECK(r.inputs[0] == (c.form.bsnh ? "q_out_flat" : "q_t"));
+    CHECK(out.graph.find_initializer(r.inputs[2])->value.dim(1) == kPartial / 2);
+    check_equivalent(m, out);
+    check_equivalent(m, out, feeds(20, 0));
+  }
+}
+
+TEST_CASE("rotary fusion: the passed-through part before the rotated one is not a partial rotation") {
+  const Model m = RopeBuilder({.partial = true, .partial_swapped = true}).build();
+  const Model out = rotary(m);
+  CHECK(count_ops(out, "RotaryEmbedding") == 2);  // the rotated parts still fuse, on their own
+  CHECK(count_ops(out, "Concat") == 2);
+  CHECK(only_node(out, "RotaryEmbedding").find_attribute("rotary_embedding_dim") == nullptr);
+  check_equivalent(m, out);
 }

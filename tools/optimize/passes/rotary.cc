@@ -9,16 +9,22 @@
 //   - gathered: Gather(T, p) of a constant table T (max_pos, h) (maybe Slice(T, 0:len) or Squeezed
 //     from (1, 1, max_pos, h)); T must be cat(freqs, freqs): its two column halves equal, and the
 //     op's cache (max_pos, h/2) is the first half;
-//   - computed: Cos / Sin of Concat(f, f) with f = Transpose(MatMul(inv_freq (.., h/2, 1),
-//     Unsqueeze(p, 1) as float), 0 2 1), as transformers >= 4.38 writes it; the caches are
-//     materialised for positions 0 .. kComputedPositions - 1 with float products as torch rounds
-//     them. A position past that is out of the caches' range, and the fused node fails where
+//   - computed: Cos / Sin of Concat(f, f) with f[b, s, i] = float(p[b, s]) * inv_freq[i] written
+//     any way an exporter does (trace_outer): Transpose(MatMul(inv_freq (.., h/2, 1), Unsqueeze(p, 1)
+//     as float), 0 2 1) as transformers >= 4.38, `p[..., None].float() * inv_freq` as Phi-3,
+//     torch.outer's MatMul over a unit axis, an Einsum without summation, transposed or not; the
+//     caches are materialised for positions 0 .. kComputedPositions - 1 with float products as
+//     torch rounds them. A position past that is out of the caches' range, and the fused node fails where
 //     the original computed: refeval "position 5000 is outside the cos/sin caches' 4096 rows",
 //     ORT 1.30 "position_ids value 5000 at index 0 is out of range [0, 4096)".
 // The positions p must be one int64 (B, S) tensor for cos and sin, with x's B and S, computed from
 // a graph input (Reshape / Unsqueeze / Squeeze / Expand / Cast of it); RotaryEmbedding reads p.
 // Caches are emitted once per distinct source (q and k share them). The cos/sin chains stay until
-// dead-code removal (other layers read them too).
+// dead-code removal (other layers read them too). A partial rotation (rotary_dim < head size),
+// Concat(rotated q[..., :rd], q[..., rd:]), then becomes one RotaryEmbedding with
+// rotary_embedding_dim (build_partial).
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -142,6 +148,253 @@ std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
   return v;
 }
 
+// Frequencies computed on the fly are an outer product f[b, s, i] = float(p[b, s]) * inv_freq[i],
+// written as a broadcast Mul (`position_ids[..., None].float() * inv_freq`), a MatMul over a unit
+// axis (transformers >= 4.38: `inv_freq[None, :, None] @ position_ids[:, None, :]`, transposed;
+// `torch.outer`), or an Einsum without summation (`einsum("bs,d->bsd", ...)`), each maybe
+// transposed. Tracing gives each axis of a value a role: 'b' and 's' (the positions' batch and
+// sequence), 'i' (inv_freq's index) or '1' (the value does not vary along it: a unit or broadcast
+// axis). f fuses when its roles are (b, s, i).
+struct Outer {
+  std::vector<char> roles;
+  std::string inv;        // the constant inv_freq: one axis of h/2 values, the others 1
+  std::string positions;  // the int64 (B, S) position ids
+};
+
+std::vector<std::string> role_names(const std::vector<char>& roles) {
+  std::vector<std::string> out;
+  for (const char r : roles) out.push_back(r == 'b' ? "batch" : r == 's' ? "sequence" : r == 'i' ? "inv_freq" : "1");
+  return out;
+}
+
+std::optional<std::vector<char>> unsqueezed(std::vector<char> roles, std::vector<int64_t> axes) {
+  const int64_t rank = int64_t(roles.size() + axes.size());
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    a = a < 0 ? a + rank : a;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return std::nullopt;
+  for (const int64_t a : axes) roles.insert(roles.begin() + a, '1');
+  return roles;
+}
+
+// Numpy broadcasting of two role lists (right-aligned); nullopt when both vary along one axis.
+std::optional<std::vector<char>> broadcast(const std::vector<char>& a, const std::vector<char>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<char> out(rank, '1');
+  for (size_t k = 0; k < rank; ++k) {
+    const char ra = k + a.size() < rank ? '1' : a[k + a.size() - rank];
+    const char rb = k + b.size() < rank ? '1' : b[k + b.size() - rank];
+    if (ra != '1' && rb != '1') return std::nullopt;
+    out[k] = ra != '1' ? ra : rb;
+  }
+  return out;
+}
+
+bool casts_to_float(const Node& n) {
+  const int64_t to = int_attr(n, "to", 0);
+  return to == int64_t(DType::Float) || to == int64_t(DType::Double);
+}
+
+// `v` as the position ids: the int64 (B, S) ids through Unsqueezes and Casts to float (or double
+// then float: the same rounding of an integer), arriving float.
+std::optional<Outer> position_side(const GraphIndex& g, const std::string& v) {
+  std::vector<const Node*> chain;
+  std::string cur = v;
+  for (;;) {
+    const ValueType* t = g.type(cur);
+    const std::vector<Dim>* d = g.dims(cur);
+    if (t && t->dtype == DType::Int64 && d && d->size() == 2) break;
+    const Node* n = producer(g, cur);
+    if (!n || !n->domain.empty() || (n->op_type != "Unsqueeze" && n->op_type != "Identity" && !(n->op_type == "Cast" && casts_to_float(*n))))
+      return std::nullopt;
+    chain.push_back(n);
+    cur = n->inputs[0];
+  }
+  Outer o{{'b', 's'}, "", cur};
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if ((*it)->op_type != "Unsqueeze") continue;
+    const auto axes = unsqueeze_axes(**it, g);
+    const auto roles = axes ? unsqueezed(o.roles, *axes) : std::nullopt;
+    if (!roles) return std::nullopt;
+    o.roles = *roles;
+  }
+  const ValueType* t = g.type(v);
+  if (!t || t->dtype != DType::Float) return std::nullopt;
+  return o;
+}
+
+// `v` as inv_freq: a float constant with one non-unit axis, through Unsqueezes, Expands (over the
+// batch) and Casts to float.
+std::optional<Outer> inv_freq_side(const GraphIndex& g, const std::string& v) {
+  std::vector<const Node*> chain;
+  std::string cur = v;
+  while (!g.constant(cur)) {
+    const Node* n = producer(g, cur);
+    if (!n || !n->domain.empty() ||
+        (n->op_type != "Unsqueeze" && n->op_type != "Expand" && n->op_type != "Identity" && !(n->op_type == "Cast" && casts_to_float(*n))))
+      return std::nullopt;
+    chain.push_back(n);
+    cur = n->inputs[0];
+  }
+  const Tensor* c = g.constant(cur);
+  if (c->dtype() != DType::Float && c->dtype() != DType::Double) return std::nullopt;
+  Outer o{{}, cur, ""};
+  for (size_t k = 0; k < c->rank(); ++k) o.roles.push_back(c->dim(k) == 1 ? '1' : 'i');
+  if (std::count(o.roles.begin(), o.roles.end(), 'i') != 1) return std::nullopt;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node& n = **it;
+    if (n.op_type == "Unsqueeze") {
+      const auto axes = unsqueeze_axes(n, g);
+      const auto roles = axes ? unsqueezed(o.roles, *axes) : std::nullopt;
+      if (!roles) return std::nullopt;
+      o.roles = *roles;
+    } else if (n.op_type == "Expand") {  // new leading axes and unit axes repeated: the values do not vary along them
+      const std::vector<Dim>* d = g.dims(n.outputs[0]);
+      if (!d || d->size() < o.roles.size()) return std::nullopt;
+      o.roles.insert(o.roles.begin(), d->size() - o.roles.size(), '1');
+    }
+  }
+  return o;
+}
+
+// The roles of an Einsum's output from its operands', for an equation without summation or
+// diagonals (every input label in the output once); nullopt otherwise.
+std::optional<std::vector<char>> einsum_roles(const std::string& equation, const std::vector<char>& a, const std::vector<char>& b) {
+  std::string e;
+  for (const char ch : equation)
+    if (ch != ' ') e += ch;
+  const size_t arrow = e.find("->");
+  const std::string lhs = e.substr(0, arrow);
+  const size_t comma = lhs.find(',');
+  if (comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos) return std::nullopt;
+  // Labels per axis; the axes of an ellipsis get digits counted from the right, as they broadcast.
+  size_t ellipsis_width = 0;
+  const auto expand = [&](const std::string& term, size_t rank) -> std::optional<std::string> {
+    const size_t dots = term.find("...");
+    std::string letters = term;
+    if (dots != std::string::npos) letters.erase(dots, 3);
+    for (const char ch : letters)
+      if (!std::isalpha(static_cast<unsigned char>(ch))) return std::nullopt;
+    if (dots == std::string::npos) return letters.size() == rank ? std::optional(letters) : std::nullopt;
+    if (letters.size() > rank) return std::nullopt;
+    const size_t width = rank - letters.size();
+    ellipsis_width = std::max(ellipsis_width, width);
+    std::string labels;
+    for (size_t k = 0; k < width; ++k) labels += char('0' + (width - 1 - k));
+    return term.substr(0, dots) + labels + term.substr(dots + 3);
+  };
+  const auto la = expand(lhs.substr(0, comma), a.size()), lb = expand(lhs.substr(comma + 1), b.size());
+  if (!la || !lb) return std::nullopt;
+  std::string out;
+  if (arrow == std::string::npos) {  // implicit output: the ellipsis, then the labels used once, sorted
+    for (size_t k = 0; k < ellipsis_width; ++k) out += char('0' + (ellipsis_width - 1 - k));
+    std::string once;
+    for (const char ch : *la + *lb)
+      if (std::isalpha(static_cast<unsigned char>(ch)) && std::count((*la + *lb).begin(), (*la + *lb).end(), ch) == 1) once += ch;
+    std::sort(once.begin(), once.end());
+    out += once;
+  } else {
+    out = e.substr(arrow + 2);
+    if (const size_t dots = out.find("..."); dots != std::string::npos) {
+      std::string labels;
+      for (size_t k = 0; k < ellipsis_width; ++k) labels += char('0' + (ellipsis_width - 1 - k));
+      out.replace(dots, 3, labels);
+    }
+  }
+  const auto unique = [](std::string s) {
+    std::sort(s.begin(), s.end());
+    return std::adjacent_find(s.begin(), s.end()) == s.end();
+  };
+  if (!unique(*la) || !unique(*lb) || !unique(out)) return std::nullopt;
+  std::vector<char> roles;
+  for (const char ch : out) {
+    const size_t ia = la->find(ch), ib = lb->find(ch);
+    if (ia == std::string::npos && ib == std::string::npos) return std::nullopt;
+    const char ra = ia == std::string::npos ? '1' : a[ia], rb = ib == std::string::npos ? '1' : b[ib];
+    if (ra != '1' && rb != '1') return std::nullopt;
+    roles.push_back(ra != '1' ? ra : rb);
+  }
+  for (const char ch : *la + *lb)
+    if (out.find(ch) == std::string::npos) return std::nullopt;  // summed over
+  return roles;
+}
+
+// Traces the frequencies `v` back to the outer product of the position ids and inv_freq.
+std::optional<Outer> trace_outer(const GraphIndex& g, const std::string& v, std::string& why) {
+  const Node* n = producer(g, v);
+  if (!n || !n->domain.empty()) {
+    why = fmt::format("'{}' is not computed by a standard operator", v);
+    return std::nullopt;
+  }
+  const ValueType* t = g.type(v);
+  if (!t || t->dtype != DType::Float) {
+    why = fmt::format("'{}' is {}, not float", v, t ? dtype_onnx_name(t->dtype) : "untyped");
+    return std::nullopt;
+  }
+  if (n->op_type == "Cast" || n->op_type == "Identity") {
+    const ValueType* in = g.type(n->inputs[0]);
+    if (!in || in->dtype != DType::Float) {
+      why = fmt::format("'{}' casts a {} value", n->name, in ? dtype_onnx_name(in->dtype) : "untyped");
+      return std::nullopt;
+    }
+    return trace_outer(g, n->inputs[0], why);
+  }
+  if (n->op_type == "Transpose") {
+    auto o = trace_outer(g, n->inputs[0], why);
+    if (!o) return std::nullopt;
+    std::vector<int64_t> perm = ints_attr(*n, "perm");
+    if (perm.empty())
+      for (int64_t k = int64_t(o->roles.size()) - 1; k >= 0; --k) perm.push_back(k);
+    if (perm.size() != o->roles.size()) {
+      why = fmt::format("'{}' has a perm of {} axes for a {}-D value", n->name, perm.size(), o->roles.size());
+      return std::nullopt;
+    }
+    std::vector<char> roles;
+    for (const int64_t k : perm) {
+      if (k < 0 || k >= int64_t(o->roles.size())) return std::nullopt;
+      roles.push_back(o->roles[size_t(k)]);
+    }
+    o->roles = roles;
+    return o;
+  }
+  if ((n->op_type != "Mul" && n->op_type != "MatMul" && n->op_type != "Einsum") || n->inputs.size() != 2) {
+    why = fmt::format("'{}' is {}", n->name, n->op_type);
+    return std::nullopt;
+  }
+  std::optional<Outer> side[2][2];  // [operand][0: positions, 1: inv_freq]
+  for (size_t k = 0; k < 2; ++k) side[k][0] = position_side(g, n->inputs[k]), side[k][1] = inv_freq_side(g, n->inputs[k]);
+  const int p = side[0][0] ? 0 : side[1][0] ? 1 : -1;
+  if (p < 0 || !side[1 - p][1]) {
+    why = fmt::format("'{}' ({}) does not multiply the position ids cast to float by a constant inv_freq", n->name, n->op_type);
+    return std::nullopt;
+  }
+  const std::vector<char>& a = side[0][p == 0 ? 0 : 1]->roles;
+  const std::vector<char>& b = side[1][p == 1 ? 0 : 1]->roles;
+  std::optional<std::vector<char>> roles;
+  if (n->op_type == "Mul") {
+    roles = broadcast(a, b);
+  } else if (n->op_type == "Einsum") {
+    roles = einsum_roles(std::string(n->find_attribute("equation") ? n->find_attribute("equation")->s : ""), a, b);
+  } else {
+    // MatMul over a unit axis: a (.., M, 1) @ b (.., 1, N) is the broadcast product. The positions'
+    // operand has role '1' only on the axes its Unsqueezes inserted, of size 1, so the contracted
+    // axis is 1 on both sides (MatMul needs them equal) when both have role '1' there.
+    if (a.size() < 2 || b.size() < 2 || a.back() != '1' || b[b.size() - 2] != '1') {
+      why = fmt::format("'{}' does not contract a unit axis (not an outer product)", n->name);
+      return std::nullopt;
+    }
+    roles = broadcast(std::vector<char>(a.begin(), a.end() - 2), std::vector<char>(b.begin(), b.end() - 2));
+    if (roles) roles->push_back(a[a.size() - 2]), roles->push_back(b.back());
+  }
+  if (!roles) {
+    why = fmt::format("'{}' ({}) is not an outer product of the position ids and inv_freq", n->name, n->op_type);
+    return std::nullopt;
+  }
+  return Outer{*roles, side[1 - p][1]->inv, side[p][0]->positions};
+}
+
 // Traces the operand `what` ("cos" or "sin") of the rotary products. The op takes any two tables,
 // so x * sin + rotate_half(x) * cos fuses as well (with the caches swapped).
 std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::string& what, std::string& why) {
@@ -187,49 +440,28 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
   t.function = n->op_type;
   t.freqs = n->inputs[0];
   const Node* cat = producer(g, t.freqs);
-  const Node* tr = cat && cat->op_type == "Concat" && cat->inputs.size() == 2 && cat->inputs[0] == cat->inputs[1] ? producer(g, cat->inputs[0]) : nullptr;
-  const int64_t cat_axis = cat ? int_attr(*cat, "axis", 0) : 0;
-  if (!tr || (cat_axis != -1 && cat_axis != 2)) {
+  const bool twice = cat && cat->op_type == "Concat" && cat->inputs.size() == 2 && cat->inputs[0] == cat->inputs[1];
+  const int64_t cat_axis = twice ? int_attr(*cat, "axis", 0) : 0;
+  if (!twice || (cat_axis != -1 && cat_axis != 2)) {
     why = fmt::format("the argument of {} ('{}') is not Concat(f, f) on the last axis", n->op_type, n->name);
     return std::nullopt;
   }
-  const Node* mm = tr->op_type == "Transpose" && ints_attr(*tr, "perm") == std::vector<int64_t>{0, 2, 1} ? producer(g, tr->inputs[0]) : nullptr;
-  if (!mm || mm->op_type != "MatMul") {
-    why = fmt::format("the frequencies concatenated by '{}' are not Transpose(MatMul(inv_freq, positions), 0 2 1)", cat->name);
+  const std::string& f = cat->inputs[0];
+  const Node* fp = producer(g, f);
+  const auto outer = trace_outer(g, f, why);
+  if (!outer) {
+    why = fmt::format("the frequencies f of Concat(f, f) '{}' ('{}', from {} '{}') are not position ids times a constant inv_freq (Mul, MatMul or "
+                      "Einsum, maybe transposed): {}",
+                      cat->name, f, fp ? fp->op_type : "no node", fp ? fp->name : "", why);
     return std::nullopt;
   }
-  // inv_freq (.., h/2, 1), maybe expanded over the batch.
-  std::string inv = mm->inputs[0];
-  for (const Node* p = producer(g, inv); p && !g.constant(inv) && (p->op_type == "Expand" || p->op_type == "Cast"); p = producer(g, inv))
-    inv = p->inputs[0];
-  const Tensor* it = g.constant(inv);
-  bool column = it && it->rank() >= 2 && it->dim(it->rank() - 1) == 1 && it->size() == it->dim(it->rank() - 2);
-  if (!column) {
-    why = fmt::format("the frequencies '{}' of '{}' are not a constant column (.., h/2, 1)", mm->inputs[0], mm->name);
+  if (outer->roles != std::vector<char>{'b', 's', 'i'}) {
+    why = fmt::format("the frequencies '{}' of Concat(f, f) '{}' have axes ({}), not (batch, sequence, inv_freq)", f, cat->name,
+                      fmt::join(role_names(outer->roles), ", "));
     return std::nullopt;
   }
-  t.inv_freq = inv;
-  // positions: Unsqueeze(p, 1) of the int64 (B, S) ids, cast to float before or after.
-  std::string pos = mm->inputs[1];
-  bool pos_unsqueezed = false;
-  for (const Node* p = producer(g, pos); p; p = producer(g, pos)) {
-    const ValueType* type = g.type(pos);
-    if (pos_unsqueezed && type && type->dtype == DType::Int64) break;
-    if (p->op_type == "Cast") {
-      pos = p->inputs[0];
-    } else if (p->op_type == "Unsqueeze" && !pos_unsqueezed && unsqueeze_axes(*p, g) &&
-               (*unsqueeze_axes(*p, g) == std::vector<int64_t>{1} || *unsqueeze_axes(*p, g) == std::vector<int64_t>{-2})) {
-      pos_unsqueezed = true;
-      pos = p->inputs[0];
-    } else {
-      break;
-    }
-  }
-  if (!pos_unsqueezed) {
-    why = fmt::format("the second operand of '{}' is not the position ids unsqueezed at axis 1", mm->name);
-    return std::nullopt;
-  }
-  t.positions = pos;
+  t.inv_freq = outer->inv;
+  t.positions = outer->positions;
   return t;
 }
 
@@ -280,6 +512,25 @@ Tensor computed_cache(const GraphIndex& g, const Trig& t, DType dtype) {
   return from_doubles(dtype, {rows, half}, out);
 }
 
+// [begin, end) of a Slice on the last axis of a 4-D value whose last dim is h, clamped as Slice
+// does; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h) {
+  const auto last = [](int64_t axis) { return axis == -1 || axis == 3; };
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
+  if (s.inputs.size() == 1) {  // opset < 10: attributes
+    starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
+  } else {
+    starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
+    axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
+    if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
+  }
+  if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
+      *steps != std::vector<int64_t>{1})
+    return std::nullopt;
+  const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
+  return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
+}
+
 // The halves of x the rotate-half reads: ("first", "second") Slices or one Split "halves".
 // Empty when they are [0, h/2) and [h/2, h) of the last axis; the reason otherwise.
 std::string check_halves(const Match& m, const GraphIndex& g, int64_t h) {
@@ -292,25 +543,9 @@ std::string check_halves(const Match& m, const GraphIndex& g, int64_t h) {
       return fmt::format("'{}' does not split the last axis into two halves of {}", split.name, h / 2);
     return "";
   }
-  // [begin, end) of a Slice on the last axis, clamped as Slice does; nullopt otherwise.
-  const auto range = [&](const Node& s) -> std::optional<std::pair<int64_t, int64_t>> {
-    std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
-    if (s.inputs.size() == 1) {  // opset < 10: attributes
-      starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
-    } else {
-      starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
-      axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
-      if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
-    }
-    if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
-        *steps != std::vector<int64_t>{1})
-      return std::nullopt;
-    const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
-    return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
-  };
   const Node& first = m.node(g, "first");
   const Node& second = m.node(g, "second");
-  const auto a = range(first), b = range(second);
+  const auto a = last_axis_range(g, first, h), b = last_axis_range(g, second, h);
   if (!a || !b) return fmt::format("'{}' is not a Slice of the last axis with known bounds", (a ? second : first).name);
   if (*a != std::pair{int64_t(0), h / 2} || *b != std::pair{h / 2, h})
     return fmt::format("the Concat reads -x[{}:{}] and x[{}:{}]; rotate_half is Concat(-x[{}:{}], x[0:{}])", b->first, b->second, a->first,
@@ -432,6 +667,87 @@ Pattern rotary_pattern(bool split, bool neg_on_second, const std::string& look_a
   return Pattern{nodes, {}, "neg", look_alike};
 }
 
+// Partial rotary (GPT-NeoX, Phi-2: rotary_dim < head size): the first rd columns of q rotated and
+// the rest concatenated back, Concat(RotaryEmbedding(q[..., :rd]), q[..., rd:]) with the halves cut
+// by two Slices or one Split, becomes RotaryEmbedding(q) with rotary_embedding_dim = rd (ORT and
+// refeval pass the other columns through; both need num_heads with it, so the head count must be
+// known). The rotated part was fused above: directly on a (B, N, S, rd) part, or on a (B, S, N, rd)
+// part reshaped to 3-D and back ("flatten", "unflatten").
+Pattern partial_pattern(bool split, bool bsnh) {
+  std::vector<PatternNode> nodes;
+  Operand rot = node("rot_in"), pass = node("pass");
+  if (split) {
+    nodes.push_back({"parts", "Split", {cap("q"), opt()}});
+    rot = node("parts", 0), pass = node("parts", 1);
+  } else {
+    nodes.push_back({"rot_in", "Slice", {cap("q"), any(), any(), opt(), opt()}});
+    nodes.push_back({"pass", "Slice", {cap("q"), any(), any(), opt(), opt()}});
+  }
+  const auto full_rotation = [](const Node& n) { return int_attr(n, "rotary_embedding_dim", 0) == 0; };
+  if (bsnh) {
+    nodes.push_back({"flatten", "Reshape", {rot, any()}});
+    rot = node("flatten");
+  }
+  nodes.push_back({"re", "RotaryEmbedding", {rot, cap("pos"), cap("cos"), cap("sin")}, full_rotation, "com.microsoft"});
+  Operand rotated = node("re");
+  if (bsnh) {
+    nodes.push_back({"unflatten", "Reshape", {rotated, any()}});
+    rotated = node("unflatten");
+  }
+  nodes.push_back({"y", "Concat", {rotated, pass}});
+  return Pattern{nodes};
+}
+
+std::optional<Replacement> build_partial(const Match& m, RewriteContext& ctx, bool bsnh) {
+  const GraphIndex& g = ctx.index;
+  const std::string& q = m.value("q");
+  const std::vector<Dim>* x = g.dims(q);
+  if (!x || x->size() != 4 || !(*x)[3].fixed()) return ctx.refuse(fmt::format("'{}' is not 4-D with a known head size", q));
+  const int64_t h = (*x)[3].value;
+  const int64_t axis = int_attr(m.node(g, "y"), "axis", 0);
+  if (axis != -1 && axis != 3) return ctx.refuse(fmt::format("'{}' joins axis {}, not the last", m.node(g, "y").name, axis));
+  int64_t rd = 0;
+  if (m.nodes.count("parts")) {
+    const Node& split = m.node(g, "parts");
+    const std::vector<Dim>* a = g.dims(split.outputs[0]);
+    const std::vector<Dim>* b = split.outputs.size() == 2 ? g.dims(split.outputs[1]) : nullptr;
+    const int64_t split_axis = int_attr(split, "axis", 0);
+    if (!a || !b || a->size() != 4 || b->size() != 4 || !a->back().fixed() || !b->back().fixed() || (split_axis != -1 && split_axis != 3) ||
+        a->back().value + b->back().value != h)
+      return ctx.refuse(fmt::format("'{}' does not split the last axis of '{}' into two parts of known sizes", split.name, q));
+    rd = a->back().value;
+  } else {
+    const auto a = last_axis_range(g, m.node(g, "rot_in"), h), b = last_axis_range(g, m.node(g, "pass"), h);
+    if (!a || !b || a->first != 0 || b->first != a->second || b->second != h)
+      return ctx.refuse(fmt::format("the parts of '{}' are not [0, rd) and [rd, {}) of the last axis", q, h));
+    rd = a->second;
+  }
+  if (rd <= 0 || rd >= h || rd % 2 != 0) return ctx.refuse(fmt::format("the rotated part has {} of {} columns", rd, h));
+  const Dim& heads = (*x)[bsnh ? 2 : 1];
+  if (!heads.fixed())
+    return ctx.refuse(fmt::format("the head count of '{}' is not known; RotaryEmbedding needs num_heads with rotary_embedding_dim", q));
+  const int64_t N = heads.value;
+  const Node& re = m.node(g, "re");
+  std::vector<Attribute> attrs = {build::attr("interleaved", int_attr(re, "interleaved", 0)), build::attr("num_heads", N),
+                                  build::attr("rotary_embedding_dim", rd)};
+  Replacement rep;
+  const std::string name = ctx.fused_name(m, "RotaryEmbedding");
+  const std::string out = m.node(g, "y").outputs[0];
+  const std::vector<std::string> tables = {m.value("pos"), m.value("cos"), m.value("sin")};
+  if (!bsnh) {
+    rep.nodes.push_back(make_node("RotaryEmbedding", "com.microsoft", {q, tables[0], tables[1], tables[2]}, {out}, attrs, name));
+    return rep;
+  }
+  const std::string flat_shape = ctx.names.value("rotary_flat_shape"), head_shape = ctx.names.value("rotary_head_shape");
+  const std::string flat = ctx.names.value(out + "_flat"), rotated = ctx.names.value(out + "_rotated");
+  rep.initializers.push_back({flat_shape, Tensor::from_vector<int64_t>({3}, {0, 0, N * h})});
+  rep.initializers.push_back({head_shape, Tensor::from_vector<int64_t>({4}, {0, 0, N, h})});
+  rep.nodes.push_back(make_node("Reshape", "", {q, flat_shape}, {flat}, {}, ctx.names.node(name + "/flatten")));
+  rep.nodes.push_back(make_node("RotaryEmbedding", "com.microsoft", {flat, tables[0], tables[1], tables[2]}, {rotated}, attrs, name));
+  rep.nodes.push_back(make_node("Reshape", "", {rotated, head_shape}, {out}, {}, ctx.names.node(name + "/unflatten")));
+  return rep;
+}
+
 // --explain for a rotate-half without its Neg, Concat(x2, x1) (no Neg for the anchor to find).
 void explain_missing_neg(const Model& model, const PassContext& ctx) {
   const GraphIndex g(model.graph, ctx.inference);
@@ -472,6 +788,21 @@ Pass rotary_embedding_pass() {
                       [caches](const Match& m, RewriteContext& rc) { return build(m, rc, *caches); }};
             const int fused = apply(r, model, ctx.inference, ctx.explain, kPass);
             if (ctx.explain) explain_missing_neg(model, ctx);
+            // Partial rotations: no candidate count (every full RotaryEmbedding would be one); a
+            // refused match still says why.
+            Explain* explain = ctx.explain;
+            for (const bool bsnh : {false, true}) {
+              Rewrite partial{"RotaryEmbedding (partial)",
+                              {partial_pattern(false, bsnh), partial_pattern(true, bsnh)},
+                              [bsnh, explain](const Match& m, RewriteContext& rc) {
+                                auto rep = build_partial(m, rc, bsnh);
+                                if (!rep && explain)
+                                  explain->add(kPass, m.node(rc.index, "y").name,
+                                               "the partial rotation stays Slice + RotaryEmbedding + Concat: " + rc.refusal);
+                                return rep;
+                              }};
+              apply(partial, model, ctx.inference, nullptr, kPass);
+            }
             return fused;
           }};
 }
