@@ -245,6 +245,19 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
   return true;
 }
 
+// True when `cond` is a constant, or Cast / Not / Equal(., 0) / Slice of one.
+bool slices_a_constant(const GraphIndex& g, std::string cond) {
+  for (int steps = 0; steps < 16; ++steps) {
+    if (g.constant(cond)) return true;
+    const int p = g.producer(cond);
+    if (p < 0) return false;
+    const Node& n = g.graph().nodes[size_t(p)];
+    if (n.inputs.empty() || !(n.op_type == "Cast" || n.op_type == "Not" || n.op_type == "Equal" || n.op_type == "Slice")) return false;
+    cond = n.inputs[0];
+  }
+  return false;
+}
+
 // (1 - Cast(Unsqueeze(mask, 1, 2))) * c of a 2-D graph input: the key padding mask; its input.
 std::optional<std::string> padding_input(const GraphIndex& g, const std::string& v, double& c, std::set<int>& used) {
   const int p = g.producer(v);
@@ -363,6 +376,10 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       std::set<int> mask_nodes;  // shared by the layers: left to dead-code removal
       if (!f.mask.causal && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes) && !flip) {
         f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
+      } else if (slices_a_constant(g, n.inputs[0])) {
+        // A causal look-alike (a buffer off by one, an upper triangle): left as it is, named.
+        return why = fmt::format("the mask of '{}' slices a constant buffer that is not causal (key j <= query i + past) over S = {}, T = {}",
+                                 n.name, S.fixed() ? std::to_string(S.value) : S.param, T.fixed() ? std::to_string(T.value) : T.param), std::nullopt;
       } else if (f.mask.where_cond.empty()) {
         // Another mask (built at run time, not provably causal): it becomes an additive bias
         // Where(cond, 0, filler), which hides the same scores. Its shape must end in (S, T).
