@@ -163,7 +163,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
       // A fusion keeps the names and types of the values it does not remove, but the values it
       // adds (a MatMul's product) are unknown until inferred again; what ONNX cannot type anew
       // (after com.microsoft operators) keeps its earlier type.
-      if (result.passes.size() > before && result.passes.back().count > 0) inference = merged(infer(model), inference);
+      if (result.passes.size() > before && result.passes.back().count > 0) inference = merged(infer(model, &inference), inference);
     }
   }
   if (options.opset && options.target == "onnx") convert_opset(model, registry, *options.opset);

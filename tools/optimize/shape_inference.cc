@@ -95,7 +95,7 @@ bool infer_in_child(const std::string& model_bytes, std::string& inferred, std::
 
 }  // namespace
 
-Inference infer(const Model& model) {
+Inference infer(const Model& model, const Inference* earlier) {
   Model light = model;
   light.functions.clear();
   std::vector<Initializer> kept;
@@ -110,17 +110,35 @@ Inference infer(const Model& model) {
   }
   light.graph.initializers = kept;
   light.graph.value_info.clear();  // inferred afresh: an earlier pass may have changed a value
-  // libonnx 1.12 crashes on a node of the default domain it has no schema for (ORT's
-  // SimplifiedLayerNormalization, which ORT registers there): such nodes go to a domain of
-  // their own, which ONNX skips like any other it does not know.
-  // A fused node's domain (com.microsoft) may not be imported yet: the optimizer adds the import
-  // at the end, and libonnx crashes on a domain with no import too.
-  const int64_t opset = light.opsets.count("") ? light.opsets.at("") : 1;
+  // libonnx 1.12's data propagation crashes on a node it has no schema for (a com.microsoft
+  // fusion, ORT's SimplifiedLayerNormalization in the default domain). Such nodes leave the light
+  // model; their outputs enter it as inputs typed as before (or as their first input's type), and
+  // the symbolic propagation below gives them shapes from the operator's meaning.
+  std::map<std::string, DType> known;
+  for (const ValueInfo& v : light.graph.inputs) known[v.name] = v.type.dtype;
+  for (const Initializer& i : light.graph.initializers) known[i.name] = i.value.dtype();
+  if (earlier)
+    for (const auto& [name, type] : earlier->types) known.emplace(name, type.dtype);
+  std::vector<Node> nodes;
   for (Node& n : light.graph.nodes) {
-    if ((n.domain.empty() || n.domain == "ai.onnx") && !onnx::OpSchemaRegistry::Schema(n.op_type, int(opset), ""))
-      n.domain = "refeval.unknown";
-    if (!n.domain.empty() && !light.opsets.count(n.domain)) light.opsets[n.domain] = 1;
+    const std::string domain = n.domain == "ai.onnx" ? "" : n.domain;
+    const int version = light.opsets.count(domain) ? int(light.opsets.at(domain)) : 1;
+    if (onnx::OpSchemaRegistry::Schema(n.op_type, version, domain)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    DType dtype = DType::Float;
+    if (!n.inputs.empty())
+      if (auto it = known.find(n.inputs[0]); it != known.end() && it->second != DType::Undefined) dtype = it->second;
+    for (const std::string& out : n.outputs) {
+      if (out.empty()) continue;
+      auto it = known.find(out);
+      const DType t = it != known.end() && it->second != DType::Undefined ? it->second : dtype;
+      light.graph.inputs.push_back({out, ValueType::tensor_of_unknown_rank(t)});
+      known[out] = t;
+    }
   }
+  light.graph.nodes = std::move(nodes);
 
   Inference out;
   std::string inferred_bytes, shape_bytes;

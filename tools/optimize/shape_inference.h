@@ -13,6 +13,8 @@ namespace refeval::optimize {
 // needed), so a 600 MB model costs little. The inference runs in a forked child process, since
 // libonnx 1.12 crashes on some valid models: then nothing is known (empty Inference) and the
 // passes that need shapes do nothing. Never throws for a graph ONNX cannot fully infer.
-Inference infer(const Model& model);
+// `earlier`, an inference of the model before a pass, types the outputs of nodes ONNX has no
+// schema for.
+Inference infer(const Model& model, const Inference* earlier = nullptr);
 
 }  // namespace refeval::optimize

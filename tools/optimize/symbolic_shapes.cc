@@ -65,6 +65,20 @@ class Poly {
     return r;
   }
   bool operator==(const Poly& o) const { return terms_ == o.terms_; }
+  // Each symbol with an entry in `by` replaced by that polynomial.
+  template <class Lookup>
+  Poly substituted(Lookup by) const {
+    Poly r;
+    for (const auto& [m, c] : terms_) {
+      Poly t = Poly::constant(c);
+      for (const std::string& s : m) {
+        const std::optional<Poly> p = by(s);
+        t = t * (p ? *p : Poly::symbol(s));
+      }
+      r = r + t;
+    }
+    return r;
+  }
   // "past + seq", "batch*seq", "2*seq - 1": the constant last, monomials in a fixed order.
   std::string text() const {
     std::string out;
@@ -674,21 +688,25 @@ class Propagation {
 void refine_symbolic_shapes(const Model& model, Inference& inference) { Propagation(model, inference).run(); }
 
 namespace {
-Dim resolved(const Dim& d, const Inference* inference) {
-  if (!inference || d.fixed()) return d;
-  auto it = inference->aliases.find(d.param);
-  return it == inference->aliases.end() ? d : Dim{-1, it->second};
+// A dim as a polynomial, each symbol ONNX named for a polynomial the propagation found replaced by it.
+Elem resolved(const Dim& d, const Inference* inference) {
+  Elem e = from_dim(d);
+  if (!e || !inference || inference->aliases.empty()) return e;
+  return e->substituted([&](const std::string& s) -> std::optional<Poly> {
+    auto it = inference->aliases.find(s);
+    return it == inference->aliases.end() ? std::nullopt : std::optional<Poly>(parse(it->second));
+  });
 }
 }  // namespace
 
 std::optional<Dim> dim_difference(const Dim& a, const Dim& b, const Inference* inference) {
-  const Elem x = from_dim(resolved(a, inference)), y = from_dim(resolved(b, inference));
+  const Elem x = resolved(a, inference), y = resolved(b, inference);
   if (!x || !y) return std::nullopt;
   return to_dim(*x - *y);
 }
 
 bool dims_equal(const Dim& a, const Dim& b, const Inference* inference) {
-  const Elem x = from_dim(resolved(a, inference)), y = from_dim(resolved(b, inference));
+  const Elem x = resolved(a, inference), y = resolved(b, inference);
   return x && y && *x == *y;
 }
 

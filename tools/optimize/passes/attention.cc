@@ -384,7 +384,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
         // Another mask (built at run time, not provably causal): it becomes an additive bias
         // Where(cond, 0, filler), which hides the same scores. Its shape must end in (S, T).
         const std::vector<Dim>* cd = g.dims(n.inputs[0]);
-        if (!cd || cd->size() < 2 || cd->size() > 4 || !same_dim((*cd)[cd->size() - 2], S) || !same_dim((*cd)[cd->size() - 1], T) ||
+        if (!cd || cd->size() < 2 || cd->size() > 4 || !dims_equal((*cd)[cd->size() - 2], S, g.inference()) || !dims_equal((*cd)[cd->size() - 1], T, g.inference()) ||
             (cd->size() == 4 && !((*cd)[1].fixed() && (*cd)[1].value == 1)))
           return why = fmt::format("the mask of '{}' is not causal (key j <= query i + past) and its shape is not (.., 1, S, T) with S = {}, T = {}",
                                    n.name, S.fixed() ? std::to_string(S.value) : S.param, T.fixed() ? std::to_string(T.value) : T.param), std::nullopt;
@@ -418,7 +418,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
         } else {
           const std::vector<Dim>* md = g.dims(m);
           if (!md || md->size() < 2 || md->size() > 4 || (md->size() == 4 && !((*md)[1].fixed() && (*md)[1].value == 1)) ||
-              !same_dim((*md)[md->size() - 2], S) || !same_dim((*md)[md->size() - 1], T))
+              !dims_equal((*md)[md->size() - 2], S, g.inference()) || !dims_equal((*md)[md->size() - 1], T, g.inference()))
             return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T) or (B|1, 1, S, T)", m), std::nullopt;
           f.mask.bias = m;
         }

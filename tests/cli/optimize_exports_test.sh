@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `refeval optimize` on torch exports written the ways real code writes GPT-2 and Llama
+# (tests/data/optimize, README there): each form fuses what its family should, for both targets,
+# and the optimized model still gives torch's outputs (prefill, decode step, batch 2 with right and
+# left padding) within 1e-4. The look-alike traps stay unfused, equal to torch, and --explain names
+# the condition that failed.
+# Usage: optimize_exports_test.sh REFEVAL SOURCE_DIR
+set -u
+refeval=$1
+data=$2/tests/data/optimize
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+
+# count OP: how many OP nodes the last `optimize` left ("operators: A 1, B 2").
+count() { grep '^operators:' "$work/out" | grep -oE "(: |, )$1 [0-9]+" | grep -oE '[0-9]+$' || echo 0; }
+sum() { local s=0; for op in "$@"; do s=$((s + $(count "$op"))); done; echo $s; }
+
+# optimized FOLDER TARGET: optimize FOLDER's model into $work/FOLDER-TARGET with its data sets.
+optimized() {
+  local dir=$work/$1-$2
+  mkdir -p "$dir" && cp -r "$data/$1"/test_data_set_* "$dir/"
+  expect 0 "^nodes: " "" -- optimize "$data/$1/model.onnx" -o "$dir/model.onnx" --target "$2" --explain
+  cp "$work/out" "$dir.log"
+  check "$1 [$2]: torch's outputs within 1e-4 on every data set" bash -c "'$refeval' -q test '$dir' --rtol 0 --atol 1e-4 >/dev/null"
+}
+
+while read -r folder family past opset; do
+  [[ -z $folder || $folder == \#* ]] && continue
+  for target in ort onnx; do
+    optimized "$folder" "$target"
+    cp "$work/$folder-$target.log" "$work/out"
+    if [[ $target == onnx ]]; then
+      # Standard operators only: the model imports no com.microsoft domain.
+      check "$folder [onnx]: standard operators only" bash -c "'$refeval' show '$work/$folder-onnx/model.onnx' --format text | head -4 | grep -q 'opset_import: \[\"\" : 2[3-9]\]'"
+    fi
+    case $folder in
+      trap_ln_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: layer-norm at .*epsilon is added outside the square root" "$work/out" ;;
+      trap_ln_first_axis*) check "$folder: the first-axis mean named" grep -q "not fused: layer-norm at .*reduces axis 0, not the last axis" "$work/out" ;;
+      trap_gelu_coef*) check "$folder: the coefficient named" grep -q "not fused: fast-gelu at .*is 0.05, not 0.044715" "$work/out"
+        check "$folder: the Tanh stays" test "$(count Tanh)" -eq 1 ;;
+      trap_mask_shifted*) check "$folder: the non-causal mask named" grep -q "not fused: attention at .*not causal" "$work/out"
+        check "$folder: its Softmax stays" test "$(count Softmax)" -eq 1 ;;
+      trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out" ;;
+      ort_gpt2_past*) check "$folder: ORT's stacked past is named as not supported" grep -q "not fused: attention at .*stacked past" "$work/out" ;;
+      *)
+        [[ $target == ort ]] || continue
+        check "$folder: no Softmax left" test "$(count Softmax)" -eq 0
+        check "$folder: attention fused in both layers" test "$(sum Attention MultiHeadAttention)" -eq 2
+        if [[ $family == gpt2 ]]; then
+          check "$folder: 5 LayerNorm-family nodes" test "$(sum LayerNormalization SkipLayerNormalization)" -eq 5
+          check "$folder: no Tanh left" test "$(count Tanh)" -eq 0
+        else
+          check "$folder: 5 RMSNorm-family nodes" test "$(sum SimplifiedLayerNormalization SkipSimplifiedLayerNormalization)" -eq 5
+          check "$folder: rotary fused for q and k in both layers" test "$(count RotaryEmbedding)" -eq 4
+          check "$folder: no Neg left" test "$(count Neg)" -eq 0
+        fi ;;
+    esac
+  done
+done <"$data/forms.txt"
+finish
