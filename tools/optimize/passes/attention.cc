@@ -31,6 +31,7 @@
 
 #include "../pass.h"
 #include "refeval/builder.h"
+#include "refeval/error.h"
 #include "refeval/compute_vector.h"
 #include "../symbolic_shapes.h"
 
@@ -101,6 +102,7 @@ struct Source {   // where Q, K or V of the attention comes from
   std::string past, present;      // separate per-layer past (B, N, P, h) and the Concat's output
   const Node* concat = nullptr;
   std::string stacked_past;       // ORT's (2, B, N, P, h) past, and which half (0 = K, 1 = V)
+  int64_t stacked_index = -1;
   std::string repeated;           // grouped-query: the repeated (B, N, T, h) value fed to attention
 };
 
@@ -134,6 +136,33 @@ class Reader : public AttentionReader {
     return Heads{r->inputs[0], *N, *h, k_transposed};
   }
 
+  // ORT's gpt2_helper past: Squeeze(Split(past, axis 0)[i], 0) or Gather(past, i, axis 0) of a
+  // (2, B, N, P, h) graph input.
+  void stacked(Source& s) {
+    const int p = g_.producer(s.past);
+    if (p < 0) return;
+    const Node& n = g_.graph().nodes[size_t(p)];
+    if (n.op_type == "Gather" && n.inputs.size() == 2 && int_attr(n, "axis", 0) == 0) {
+      const auto i = g_.scalar(n.inputs[1]);
+      const Tensor* it = g_.constant(n.inputs[1]);
+      if (i && it && it->rank() == 0 && (*i == 0 || *i == 1)) s.stacked_past = n.inputs[0], s.stacked_index = int64_t(*i), use(&n);
+    } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
+      std::vector<int64_t> axes = ints_attr(n, "axes");
+      if (n.inputs.size() > 1) axes = g_.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+      const int q = g_.producer(n.inputs[0]);
+      if (axes != std::vector<int64_t>{0} || q < 0) return;
+      const Node& split = g_.graph().nodes[size_t(q)];
+      if (split.op_type != "Split" || split.outputs.size() != 2 || int_attr(split, "axis", 0) != 0 || split.inputs.empty()) return;
+      const int64_t i = split.outputs[0] == n.inputs[0] ? 0 : 1;
+      s.stacked_past = split.inputs[0], s.stacked_index = i;
+      use(&n), use(&split);
+    }
+    if (!s.stacked_past.empty()) {
+      const std::vector<Dim>* d = g_.dims(s.stacked_past);
+      if (!d || d->size() != 5 || !(*d)[0].fixed() || (*d)[0].value != 2) s.stacked_past.clear(), s.stacked_index = -1;
+    }
+  }
+
   // Q, K or V: heads, maybe rotated, maybe after a past, maybe repeated.
   std::optional<Source> source(const std::string& v, bool k_transposed, std::string& why) {
     Source s;
@@ -159,6 +188,7 @@ class Reader : public AttentionReader {
         if (axis != 2 && axis != -2) return why = fmt::format("'{}' concatenates the past on axis {}, not the sequence", c->name, axis), std::nullopt;
         s.concat = c, s.present = c->outputs[0];
         s.past = c->inputs[0];
+        stacked(s);
         cur = c->inputs[1];
         use(c);
       }
@@ -182,6 +212,10 @@ struct Mask {
   std::string padding_input;     // a 2-D (B, T) graph input: key padding
   std::string bias;              // an additive (B|1, 1, S, T) value
   double filler = 0;             // the value masked scores get (the most negative seen)
+  std::string causal_cond;       // the causal Where's condition, its polarity and filler
+  bool causal_keeps = true;
+  double causal_filler = 0;
+  std::string padding_value;     // the additive padding mask (B, 1, 1, T) the graph computes
   std::string where_cond;        // a Where mask that is not provably causal: its condition,
   bool where_keeps = true;       // whether true keeps the score,
   double where_filler = 0;       // and what hidden scores get
@@ -376,6 +410,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       std::set<int> mask_nodes;  // shared by the layers: left to dead-code removal
       if (!f.mask.causal && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes) && !flip) {
         f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
+        f.mask.causal_cond = n.inputs[0], f.mask.causal_keeps = !a.has_value(), f.mask.causal_filler = filler;
       } else if (slices_a_constant(g, n.inputs[0])) {
         // A causal look-alike (a buffer off by one, an upper triangle): left as it is, named.
         return why = fmt::format("the mask of '{}' slices a constant buffer that is not causal (key j <= query i + past) over S = {}, T = {}",
@@ -415,6 +450,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
         if (auto in = padding_input(g, m, c, mask_nodes)) {
           if (!(c <= kMaskFloor)) return why = fmt::format("the padding mask of '{}' adds {:g}, not a hiding value", n.name, c), std::nullopt;
           f.mask.padding_input = *in, f.mask.filler = std::min(f.mask.filler, c);
+          f.mask.padding_value = m;
         } else {
           const std::vector<Dim>* md = g.dims(m);
           if (!md || md->size() < 2 || md->size() > 4 || (md->size() == 4 && !((*md)[1].fixed() && (*md)[1].value == 1)) ||
@@ -503,6 +539,65 @@ std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f) {
     return Packed{mm.inputs[0], mm.inputs[1], add.inputs[size_t(1 - side)], sp, ap, mp};
   }
   return std::nullopt;
+}
+
+// ORT's stacked present: Concat(Unsqueeze(K with past, 0), Unsqueeze(V with past, 0), axis 0),
+// K and V taken from halves 0 and 1 of the same stacked past.
+struct StackedPresent {
+  std::string value;
+  int unsqueeze_k = -1, unsqueeze_v = -1, stack = -1;
+};
+std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& f) {
+  if (f.k.stacked_past.empty() || f.k.stacked_past != f.v.stacked_past || f.k.stacked_index != 0 || f.v.stacked_index != 1)
+    return std::nullopt;
+  auto unsqueeze0 = [&](const std::string& v) -> int {
+    for (int c : g.consumers(v)) {
+      const Node& n = g.graph().nodes[size_t(c)];
+      std::vector<int64_t> axes = ints_attr(n, "axes");
+      if (n.op_type == "Unsqueeze" && n.inputs.size() > 1) axes = g.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+      if (n.op_type == "Unsqueeze" && axes == std::vector<int64_t>{0}) return c;
+    }
+    return -1;
+  };
+  const int uk = unsqueeze0(f.k.present), uv = unsqueeze0(f.v.present);
+  if (uk < 0 || uv < 0) return std::nullopt;
+  const std::vector<int>& readers = g.consumers(g.graph().nodes[size_t(uk)].outputs[0]);
+  if (readers.size() != 1) return std::nullopt;
+  const Node& stack = g.graph().nodes[size_t(readers[0])];
+  if (stack.op_type != "Concat" || int_attr(stack, "axis", -1) != 0 || stack.inputs.size() != 2 ||
+      stack.inputs[0] != g.graph().nodes[size_t(uk)].outputs[0] || stack.inputs[1] != g.graph().nodes[size_t(uv)].outputs[0])
+    return std::nullopt;
+  return StackedPresent{stack.outputs[0], uk, uv, readers[0]};
+}
+
+// True when computing `v` reads one of `values` (through any chain of producers).
+bool depends_on(const GraphIndex& g, const std::string& v, std::set<std::string> values) {
+  values.erase("");
+  std::vector<std::string> todo = {v};
+  std::set<std::string> seen;
+  while (!todo.empty() && !values.empty()) {
+    const std::string x = todo.back();
+    todo.pop_back();
+    if (values.count(x)) return true;
+    if (!seen.insert(x).second) continue;
+    const int p = g.producer(x);
+    if (p >= 0)
+      for (const std::string& in : g.graph().nodes[size_t(p)].inputs)
+        if (!in.empty()) todo.push_back(in);
+  }
+  return false;
+}
+
+// A node reading a value nothing defines, described; empty when the graph is whole.
+std::string undefined_read(const Graph& g) {
+  std::set<std::string> defined;
+  for (const ValueInfo& v : g.inputs) defined.insert(v.name);
+  for (const Initializer& i : g.initializers) defined.insert(i.name);
+  for (const Node& n : g.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs)
+      if (!in.empty() && !defined.count(in)) return fmt::format("node '{}' reading '{}', which nothing computes", n.name, in);
+  return "";
 }
 
 bool graph_input(const GraphIndex& g, const std::string& v) {
@@ -611,13 +706,33 @@ Pass attention_pass() {
                 continue;
               }
               const int64_t N = f->q.heads.N, h = f->q.heads.h;
+              std::vector<Node> nodes;
+              const std::string scope = names.node(sm.name.substr(0, sm.name.rfind('/') + 1) + "Attention");
+              // Causal and padding together: the fused operators add mask_filter_value once where
+              // either hides a key, where the export adds the padding mask to the already filled
+              // causal scores. They differ only in rows with every key hidden (a left-padded
+              // row's first queries), where the export attends uniformly to the keys hidden by
+              // one mask and not the other; the exact bias Where(causal, M, M + filler) keeps that.
+              const std::vector<Dim>* cond_dims = f->mask.causal ? index.dims(f->mask.causal_cond) : nullptr;
+              const ValueType* score_type = index.type(sm.inputs[0]);
+              // (Not when the condition is sliced by the length of a present the fused node writes.)
+              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.where_cond.empty() && cond_dims &&
+                  cond_dims->size() == 4 && score_type && score_type->kind == ValueType::Kind::Tensor &&
+                  !depends_on(index, f->mask.causal_cond, {f->k.present, f->v.present})) {
+                const std::string fill = names.value(scope + "/causal_filler"), hidden = names.value(scope + "/hidden_bias"),
+                                  bias = names.value(scope + "/mask_bias");
+                new_inits.push_back({fill, from_doubles(score_type->dtype, {}, {std::max(f->mask.causal_filler, -3.4028234663852886e38)})});
+                nodes.push_back(make_node("Add", "", {f->mask.padding_value, fill}, {hidden}, {}, names.node(scope + "/HiddenBias")));
+                nodes.push_back(make_node("Where", "", {f->mask.causal_cond, f->mask.causal_keeps ? f->mask.padding_value : hidden,
+                                                        f->mask.causal_keeps ? hidden : f->mask.padding_value},
+                                          {bias}, {}, names.node(scope + "/MaskBias")));
+                f->mask.bias = bias, f->mask.causal = false, f->mask.padding_input.clear();
+              }
               std::vector<Attribute> attrs = {build::attr("num_heads", N)};
               if (f->mask.causal) attrs.push_back(build::attr("unidirectional", int64_t(1)));
               if (f->mask.causal || !f->mask.padding_input.empty())
                 attrs.push_back(build::attr("mask_filter_value", float(std::max(f->mask.filler, -3.4028234663852886e38))));
               if (std::fabs(f->scale * std::sqrt(double(h)) - 1) > 1e-6) attrs.push_back(build::attr("scale", float(f->scale)));
-              std::vector<Node> nodes;
-              const std::string scope = names.node(sm.name.substr(0, sm.name.rfind('/') + 1) + "Attention");
               std::string mask_index;
               if (!f->mask.padding_input.empty()) {
                 mask_index = names.value(f->mask.padding_input + "_int32");
@@ -651,7 +766,7 @@ Pass attention_pass() {
                   bias = b4;
                 }
                 f->mask.bias = bias;
-              } else if (!f->mask.bias.empty() && index.dims(f->mask.bias)->size() < 4) {
+              } else if (!f->mask.bias.empty() && index.dims(f->mask.bias) && index.dims(f->mask.bias)->size() < 4) {
                 const size_t rank = index.dims(f->mask.bias)->size();
                 const std::string axes = names.value(scope + "/mask_axes"), b4 = names.value(scope + "/mask_bias_4d");
                 std::vector<int64_t> ax;
@@ -665,9 +780,17 @@ Pass attention_pass() {
               std::set<int> used = f->used;
               std::set<std::string> kept;  // values of used nodes that stay read outside
               const std::optional<Packed> packed = packed_qkv(index, *f);
+              const std::optional<StackedPresent> present = stacked_present(index, *f);
               if (packed && f->k.past.empty() && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node) {
                 used.insert({packed->split, packed->add, packed->matmul});
                 nodes.push_back(make_node("Attention", "com.microsoft", {packed->x, packed->w, packed->b, mask_index, "", f->mask.bias}, {y},
+                                          attrs, scope));
+              } else if (packed && present && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node) {
+                // ORT's GPT-2 with past: Attention(x, W, b, mask_index, past) -> (y, present).
+                used.insert({packed->split, packed->add, packed->matmul, present->unsqueeze_k, present->unsqueeze_v, present->stack});
+                kept.insert(present->value);
+                nodes.push_back(make_node("Attention", "com.microsoft",
+                                          {packed->x, packed->w, packed->b, mask_index, f->k.stacked_past, f->mask.bias}, {y, present->value},
                                           attrs, scope));
               } else {
                 // MultiHeadAttention on 3-D Q (rotated here in its 3-D form), K and V.
@@ -735,7 +858,12 @@ Pass attention_pass() {
               if (!drop[size_t(i)]) out.push_back(std::move(g.nodes[size_t(i)]));
             }
             g.nodes = std::move(out);
+            // Size computations of removed values (a Shape of K) that fed only the removed
+            // nodes are dead now; anything else reading a removed value would be a defect here.
+            remove_dead(g);
             topological_sort(g);
+            if (const std::string missing = undefined_read(g); !missing.empty())
+              fail_runtime(fmt::format("optimize: the attention pass left {}; please report this model", missing));
             return fused;
           }};
 }
