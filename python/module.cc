@@ -194,5 +194,5 @@ PYBIND11_MODULE(_refeval, m) {
   m.def("emulate_accuracy_level", &refeval::emulate_accuracy_level);
   m.def("profile", &profile_model, py::arg("model"), py::arg("feeds"), py::arg("warmup"), py::arg("repeat"), py::arg("out"));
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
-        py::arg("disable"));
+        py::arg("disable"), py::arg("target"));
 }

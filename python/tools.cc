@@ -61,10 +61,12 @@ std::string generate_model(const std::string& model_path, const py::handle& prom
 }
 
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
-                        const std::vector<std::string>& only, const std::vector<std::string>& disable) {
+                        const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target) {
   optimize::OptimizeOptions o;
   o.level = optimize::parse_level(level);
   o.model_type = model_type;
+  o.target = target;
+  o.explain = true;
   o.only.insert(only.begin(), only.end());
   o.disable.insert(disable.begin(), disable.end());
   const Model original = load_model(in);
@@ -77,9 +79,13 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
   py::dict counters;
   for (const optimize::PassStats& p : result.passes)
     if (p.count) counters[p.counter.c_str()] = counters.contains(p.counter) ? counters[p.counter.c_str()].cast<int>() + p.count : p.count;
+  py::dict candidates;
+  for (const optimize::Explain::PassCount& c : result.explain.counts)
+    if (c.candidates) candidates[c.pass.c_str()] = py::make_tuple(c.candidates, c.fused);
   return py::dict(py::arg("path") = out, py::arg("nodes_before") = original.graph.nodes.size(),
                   py::arg("nodes_after") = result.model.graph.nodes.size(), py::arg("counters") = counters,
-                  py::arg("operators") = optimize::op_counts(result.model.graph));
+                  py::arg("operators") = optimize::op_counts(result.model.graph), py::arg("model_type") = result.model_type,
+                  py::arg("candidates") = candidates, py::arg("not_fused") = result.explain.not_fused);
 }
 
 }  // namespace refeval::python

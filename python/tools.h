@@ -16,7 +16,7 @@ namespace py = pybind11;
 py::dict profile_model(const std::string& model_path, const py::dict& feeds, int warmup, int repeat, const std::string& out);
 // Optimizes `in` into `out`; returns the node counts, the statistics counters and op counts.
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
-                        const std::vector<std::string>& only, const std::vector<std::string>& disable);
+                        const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target);
 
 // The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,
 // memory); `profile` non-empty writes the phase-tagged profile there.

@@ -197,11 +197,15 @@ def profile(model, feeds, warmup=1, repeat=10, path=None):
     return _native(_refeval.profile, os.fspath(model), dict(feeds), int(warmup), int(repeat), os.fspath(path))
 
 
-def optimize(model, out, level="all", model_type="", only=None, disable=None):
+def optimize(model, out, level="all", model_type="", only=None, disable=None, target="ort"):
     """Optimizes a model file as `refeval optimize` does and writes `out`; returns
-    {"path", "nodes_before", "nodes_after", "counters": {"Fused FastGelu": 12, ...}, "operators": {...}}.
+    {"path", "nodes_before", "nodes_after", "counters": {"Fused FastGelu": 12, ...}, "operators": {...},
+    "model_type": "llama", "candidates": {"attention": (found, fused), ...},
+    "not_fused": ["not fused: <pass> at '<node>': <why>", ...]} (what `--explain` prints).
+    target="onnx" emits standard opset-23 operators instead of com.microsoft ones.
     Prove the result with refeval.ReferenceEvaluator on both models (or `refeval optimize --verify`)."""
-    return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []))
+    return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []),
+                   target)
 
 
 def generate(model, prompt, new_tokens=16, prompt_mask=None, eos=None, max_length=None, profile=None):

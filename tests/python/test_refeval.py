@@ -198,6 +198,21 @@ def test_profile_and_optimize_from_python(tmp_path):
         refeval.optimize(LINREG, tmp_path / "x.onnx", level="max")
 
 
+def test_optimize_a_llama_export_and_read_why(tmp_path):
+    # A torch export of a Llama-style decoder with a KV cache (tests/data/optimize/README.md).
+    folder = os.path.join(SOURCE, "tests", "data", "optimize", "hf_llama_opset17")
+    out = refeval.optimize(os.path.join(folder, "model.onnx"), tmp_path / "opt.onnx")
+    assert out["model_type"] == "llama"
+    ops = out["operators"]
+    assert ops["MultiHeadAttention"] == 2 and ops["RotaryEmbedding"] == 4 and "Softmax" not in ops and "Neg" not in ops
+    assert out["candidates"]["attention"] == (2, 2)
+    standard = refeval.optimize(os.path.join(folder, "model.onnx"), tmp_path / "std.onnx", target="onnx")
+    assert standard["operators"]["RMSNormalization"] == 5 and "SimplifiedLayerNormalization" not in standard["operators"]
+    trap = os.path.join(SOURCE, "tests", "data", "optimize", "trap_ln_eps_outside_opset17", "model.onnx")
+    why = refeval.optimize(trap, tmp_path / "trap.onnx")["not_fused"]
+    assert any("epsilon is added outside the square root" in line for line in why)
+
+
 def test_threads_give_the_same_bits():
     n = 200
     nodes = [helper.make_node("MatMul", ["X", "W"], ["Y"])]
