@@ -34,6 +34,10 @@ import exporters  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 
 
+# Exported a second time with fixed shapes: what a user gets without dynamic_axes.
+FIXED = ["hf_gpt2", "hf_llama"]
+
+
 def past_shape(model, batch, past_len):
     c = model.cfg
     shape = (batch, model.kv_heads(), past_len, c.hd)
@@ -107,8 +111,13 @@ def dynamic_axes(model):
     return axes
 
 
-def export(model, path, opset):
-    # traced at B 2, S 5, P 3: no dim is 0 or 1, so none is specialised
+def export(model, path, opset, fixed_inputs=None):
+    """Dynamic batch, sequence and past, traced at B 2, S 5, P 3 (no dim is 0 or 1, so none is
+    specialised); or every shape fixed to those of `fixed_inputs`."""
+    if fixed_inputs is not None:
+        torch.onnx.export(model, tuple(fixed_inputs), str(path), opset_version=opset, input_names=model.input_names(),
+                          output_names=model.output_names())
+        return
     ids = torch.randint(0, model.cfg.vocab, (2, 5))
     mask = torch.ones(2, 8 if model.past is not None else 5, dtype=torch.int64)
     past = [torch.randn(past_shape(model, 2, 3)) for _ in model.past_names()] or None
@@ -121,16 +130,20 @@ def write_pb(path, array, name):
     path.write_bytes(numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
 
 
-def make(name, size, out, all_opsets):
+def make(name, size, out, all_opsets, fixed=False):
     model = exporters.build(name, size)
     sets = data_sets(model, model.cfg.vocab)
+    # Fixed shapes: the model exported at set 2's shapes (batch 2, 7 tokens, one row right-padded,
+    # an empty past), which is then its only data set.
+    if fixed:
+        sets = [sets[2]]
     folders = []
     _, opsets, committed = exporters.MODELS[name]
     for opset in opsets if all_opsets or size == "full" else committed:
-        folder = out / f"{name}_opset{opset}"
+        folder = out / f"{name}{'_fixed' if fixed else ''}_opset{opset}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        export(model, folder / "model.onnx", opset)
+        export(model, folder / "model.onnx", opset, sets[0][0] if fixed else None)
         graph = onnx.load(str(folder / "model.onnx")).graph
         graph_inputs = [i.name for i in graph.input]
         if graph_inputs != model.input_names():
@@ -156,12 +169,17 @@ def main():
     p.add_argument("--all-opsets", action="store_true",
                    help="at the small size, also the opset-14 GPT-2 exports the repo does not keep")
     p.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(exporters.MODELS), help="only these models")
+    p.add_argument("--fixed", nargs="*", metavar="NAME", choices=sorted(exporters.MODELS), default=FIXED,
+                   help=f"also export these with every shape fixed (default: {' '.join(FIXED)})")
     a = p.parse_args()
     out = pathlib.Path(a.out or (HERE if a.size == "small" else "/tmp/refeval-exports"))
     names = a.only or list(exporters.MODELS)
     folders = []
     for name in names:
         folders += make(name, a.size, out, a.all_opsets)
+    for name in a.fixed:
+        if name in names:
+            folders += make(name, a.size, out, False, fixed=True)
     if a.size == "small" and out == HERE and not a.only and not a.all_opsets:
         with open(HERE / "forms.txt", "w") as f:
             f.write("# <folder> <family> <has_past> <opset>: one backend-test folder per line (make_exports.py)\n")

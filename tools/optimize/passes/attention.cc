@@ -221,6 +221,22 @@ struct Mask {
   double where_filler = 0;       // and what hidden scores get
 };
 
+// An S x T constant (leading dims 1) that is nonzero exactly where key j <= query i + (T - S).
+bool constant_keeps_causal(const Tensor& c, int64_t S, int64_t T) {
+  std::vector<double> v;
+  if (c.dtype() == DType::Bool) {
+    for (int64_t i = 0; i < S * T; ++i) v.push_back(c.data<bool>()[i]);
+  } else if (c.dtype() == DType::Float || c.dtype() == DType::UInt8) {
+    v = to_doubles(c);
+  } else {
+    return false;
+  }
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < T; ++j)
+      if ((v[size_t(i * T + j)] != 0) != (j <= i + (T - S))) return false;
+  return true;
+}
+
 // `cond` true exactly where key j <= query i + (T - S): the causal mask in the "keep" polarity.
 bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const Dim& T, bool& flip, std::set<int>& used) {
   for (;;) {
@@ -255,6 +271,9 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     cond = n.inputs[0];
   }
   const Tensor* c = g.constant(cond);
+  if (c && !r0 && !c0 && S.fixed() && T.fixed() && c->rank() >= 2 && c->dim(c->rank() - 2) == S.value &&
+      c->dim(c->rank() - 1) == T.value && c->size() == S.value * T.value)
+    return constant_keeps_causal(*c, S.value, T.value);  // fixed shapes: the slice was folded
   if (!c || c->rank() < 2 || c->dim(c->rank() - 1) != c->dim(c->rank() - 2) || c->size() != c->dim(c->rank() - 1) * c->dim(c->rank() - 2))
     return false;
   const int64_t W = c->dim(c->rank() - 1);

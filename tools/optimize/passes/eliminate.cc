@@ -106,8 +106,10 @@ Pass noop_elimination_pass() {
                 for (int side = 1; side >= (commutes ? 0 : 1); --side) {
                   const std::string& c = n.inputs[size_t(side)];
                   const std::string& other = n.inputs[size_t(1 - side)];
+                  // Only a scalar: a vector of ones is a LayerNorm's gamma (Hugging Face's default
+                  // init), which the fusions must still see.
                   const Tensor* t = g.constant(c);
-                  if (!t || g.constant(other) || !all_equal(g, c, identity)) continue;
+                  if (!t || t->size() != 1 || g.constant(other) || !all_equal(g, c, identity)) continue;
                   const auto* in = g.dims(other);
                   const auto* out = g.dims(n.outputs[0]);
                   const bool keeps_shape = (in && out && same_shape(*in, *out)) ||

@@ -34,8 +34,13 @@ std::optional<Replacement> build_skip(const Match& m, RewriteContext& ctx, bool 
   const GraphIndex& g = ctx.index;
   const Node& ln = m.node(g, "ln");
   std::string a = m.value("a"), b = m.value("b");
+  // A constant of the skip's shape (position embeddings folded for fixed shapes) is a skip too; a
+  // 1-D constant is a bias, and two constants are not an activation.
+  if (g.constant(a) && g.constant(b)) return ctx.refuse(fmt::format("the Add {} adds two constants", node_label(m.node(g, "sum"))));
   for (const std::string& v : {a, b})
-    if (g.constant(v)) return ctx.refuse(fmt::format("the Add {} adds the constant '{}', not a residual", node_label(m.node(g, "sum")), v));
+    if (const Tensor* t = g.constant(v); t && t->rank() < 2)
+      return ctx.refuse(fmt::format("the Add {} adds the {}-D constant '{}', a bias, not a residual", node_label(m.node(g, "sum")), t->rank(), v));
+  if (g.constant(a)) std::swap(a, b);
   const std::vector<Dim>*da = g.dims(a), *db = g.dims(b);
   if (!da || !db) return ctx.refuse(fmt::format("the shape of '{}' is not known", da ? b : a));
   if (!is_skip_shape(*da, *db)) {
