@@ -1,0 +1,73 @@
+// Self-attention read by its meaning around a Softmax (attention.cc says what is read and what is
+// emitted): the scale, the masks, the heads of Q, K and V and where they come from. Everything read
+// is recorded, so the pass knows which nodes the fused operator replaces.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "../pass.h"
+
+namespace refeval::optimize::attention {
+
+struct Heads {
+  std::string x;      // the 3-D (B, S, N*h) value split into heads
+  int64_t N = 0, h = 0;
+  bool transposed_k = false;  // heads reached through perm 0 2 3 1 (K already transposed)
+};
+
+struct Source {   // where Q, K or V of the attention comes from
+  Heads heads;
+  std::string rotary;             // a com.microsoft RotaryEmbedding node's name on the 4-D heads, if any
+  const Node* rotary_node = nullptr;
+  std::string past, present;      // separate per-layer past (B, N, P, h) and the Concat's output
+  const Node* concat = nullptr;
+  std::string stacked_past;       // ORT's (2, B, N, P, h) past, and which half (0 = K, 1 = V)
+  int64_t stacked_index = -1;
+  std::string repeated;           // grouped-query: the repeated (B, N, T, h) value fed to attention
+};
+
+struct Mask {
+  bool causal = false;
+  std::string padding_input;     // a 2-D (B, T) graph input: key padding
+  std::string bias;              // an additive (B|1, 1, S, T) value
+  double filler = 0;             // the value masked scores get (the most negative seen)
+  std::string causal_cond;       // the causal Where's condition, its polarity and filler
+  bool causal_keeps = true;
+  double causal_filler = 0;
+  std::string padding_value;     // the additive padding mask (B, 1, 1, T) the graph computes
+  std::string where_cond;        // a Where mask that is not provably causal: its condition,
+  bool where_keeps = true;       // whether true keeps the score,
+  double where_filler = 0;       // and what hidden scores get
+};
+
+struct Found {
+  int softmax = -1, output = -1;  // the Softmax and the final Reshape
+  Source q, k, v;
+  Mask mask;
+  double scale = 1;
+  std::set<int> used;      // every node read
+  std::set<int> kv_nodes;  // the nodes computing K and V from their projections
+};
+
+// The three equal parts of one projection x W + b split on the last axis: (x, W, b), or nullopt.
+struct Packed {
+  std::string x, w, b;
+  int split = -1, add = -1, matmul = -1;
+};
+
+// ORT's stacked present: Concat(Unsqueeze(K with past, 0), Unsqueeze(V with past, 0), axis 0),
+// K and V taken from halves 0 and 1 of the same stacked past.
+struct StackedPresent {
+  std::string value;
+  int unsqueeze_k = -1, unsqueeze_v = -1, stack = -1;
+};
+
+// Reads the attention around Softmax node `softmax`; nullopt with `why` (for --explain) when it
+// is not one.
+std::optional<Found> read(const GraphIndex& g, int softmax, std::string& why);
+std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f);
+std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& f);
+
+}  // namespace refeval::optimize::attention
