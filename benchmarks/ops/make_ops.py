@@ -643,6 +643,88 @@ def ms_embedlayernorm_128x768():
                  {"epsilon": 1e-12}, outputs=2, domain=MS, types=[np.float32, np.int32])
 
 
+# --- com.microsoft at LLM decoder sizes (the fused nodes of `refeval optimize` on GPT-2 / Llama:
+# a few tokens per call, so a kernel's fixed costs matter as much as its per-value cost)
+@case
+def ms_fastgelu_8x3072():
+    return model("FastGelu", {"x": rand(1, 8, 3072)}, domain=MS)
+
+
+@case
+def ms_fastgelu_bias_8x3072():
+    return model("FastGelu", {"x": rand(1, 8, 3072)}, {"b": rand(3072)}, domain=MS)
+
+
+@case
+def ms_gelu_8x3072():
+    return model("Gelu", {"x": rand(1, 8, 3072)}, domain=MS)
+
+
+@case
+def ms_biasgelu_8x3072():
+    return model("BiasGelu", {"x": rand(1, 8, 3072)}, {"b": rand(3072)}, domain=MS)
+
+
+@case
+def ms_quickgelu_7x2048():
+    return model("QuickGelu", {"x": rand(1, 7, 2048)}, attrs={"alpha": 1.702}, domain=MS)
+
+
+def _rotary_llama(seq, first):
+    pos = np.arange(first, first + seq, dtype=np.int64).reshape(1, seq)
+    inv = 1.0 / (10000 ** (np.arange(0, 64, 2) / 64))
+    ang = np.outer(np.arange(2048), inv)
+    return model("RotaryEmbedding", {"x": rand(1, 12, seq, 64), "pos": pos},
+                 {"cos": np.cos(ang).astype(np.float32), "sin": np.sin(ang).astype(np.float32)}, domain=MS)
+
+
+@case
+def ms_rotaryembedding_bnsh_prefill_12x7x64():
+    return _rotary_llama(7, 0)
+
+
+@case
+def ms_rotaryembedding_bnsh_decode_12x1x64():
+    return _rotary_llama(1, 7)
+
+
+@case
+def ms_simplifiedlayernorm_7x768():
+    return model("SimplifiedLayerNormalization", {"x": rand(1, 7, 768)}, {"g": rand(768)}, {"axis": -1, "epsilon": 1e-6},
+                 domain="")
+
+
+@case
+def ms_skipsimplifiedlayernorm_7x768():
+    return model("SkipSimplifiedLayerNormalization", {"x": rand(1, 7, 768), "skip": rand(1, 7, 768)}, {"g": rand(768)},
+                 {"epsilon": 1e-6}, domain=MS)
+
+
+@case
+def ms_skiplayernorm_8x768():
+    return model("SkipLayerNormalization", {"x": rand(1, 8, 768), "skip": rand(1, 8, 768)},
+                 {"g": rand(768), "b": rand(768)}, {"epsilon": 1e-5}, domain=MS)
+
+
+@case
+def ms_multiheadattention_causal_7x768():
+    return model("MultiHeadAttention", {"q": rand(1, 7, 768), "k": rand(1, 7, 768), "v": rand(1, 7, 768)},
+                 attrs={"num_heads": 12, "unidirectional": 1}, domain=MS)
+
+
+@case
+def ms_multiheadattention_decode_past7_768():
+    return model("MultiHeadAttention", {"q": rand(1, 1, 768), "k": rand(1, 1, 768), "v": rand(1, 1, 768),
+                                        "pk": rand(1, 12, 7, 64), "pv": rand(1, 12, 7, 64)},
+                 attrs={"num_heads": 12}, domain=MS, inputs=["q", "k", "v", "", "", "", "pk", "pv"], outputs=3)
+
+
+@case
+def ms_attention_gpt2_causal_8x768():
+    return model("Attention", {"x": rand(1, 8, 768)}, {"w": rand(768, 2304, scale=0.03), "b": rand(2304)},
+                 {"num_heads": 12, "unidirectional": 1}, domain=MS)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", nargs="?")

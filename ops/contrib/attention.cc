@@ -57,11 +57,13 @@ class Attention : public OpRun {
     if (x.dtype() == DType::Float) {
       std::vector<float> projected(qkv.size());
       ops::gemm(false, false, B * S, width, hin, x.data<float>(), w.data<float>(), projected.data(), false);
-      for (size_t i = 0; i < qkv.size(); ++i)
-        qkv[i] = bias.empty() ? double(projected[i]) : double(projected[i] + float(bias[i % size_t(width)]));
+      for (size_t r = 0; r < qkv.size(); r += size_t(width))
+        for (size_t j = 0; j < size_t(width); ++j)
+          qkv[r + j] = bias.empty() ? double(projected[r + j]) : double(projected[r + j] + float(bias[j]));
     } else {
       gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
-      for (size_t i = 0; i < qkv.size() && !bias.empty(); ++i) qkv[i] += bias[i % size_t(width)];
+      for (size_t r = 0; r < qkv.size() && !bias.empty(); r += size_t(width))
+        for (size_t j = 0; j < size_t(width); ++j) qkv[r + j] += bias[j];
     }
 
     AttentionProblem p;

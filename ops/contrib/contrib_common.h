@@ -60,6 +60,16 @@ inline std::vector<int64_t> to_int64s(const Tensor& t, const std::string& name) 
 // Row-major values of shape `shape` transposed by `perm` (output dim d is input dim perm[d]).
 std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm);
 
+// One row of normalize_rows: the n values of `row` normalised into y, each computed in double and
+// rounded once to Out (float or double); beta may be null. Returns the row's mean (0 when rms)
+// and inv_std. The float32 kernels call it row by row from a small double buffer instead of
+// widening whole tensors.
+struct RowStats {
+  double mean, inv_std;
+};
+template <class Out>
+RowStats normalize_row(const double* row, int64_t n, double epsilon, bool rms, const double* gamma, const double* beta, Out* y);
+
 // Normalises `rows` rows of n values each: y = (x - mean) * inv_std * gamma + beta with
 // inv_std = 1 / sqrt(var + epsilon), or without the mean when `rms` (RMS normalisation:
 // inv_std = 1 / sqrt(mean(x^2) + epsilon)). beta may be empty; mean/inv_std receive one value

@@ -37,6 +37,35 @@ std::vector<double> permute(const std::vector<double>& v, const Shape& shape, co
   return out;
 }
 
+namespace {
+// The sum of n values in eight interleaved partial sums: vectorised (a single running sum is a
+// chain of dependent adds, 4 cycles each), and as accurate.
+template <class F> double sum8(int64_t n, const F& term) {
+  double acc[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += term(j + k);
+  double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; j < n; ++j) s += term(j);
+  return s;
+}
+}  // namespace
+
+template <class Out>
+RowStats normalize_row(const double* row, int64_t n, double epsilon, bool rms, const double* gamma, const double* beta, Out* y) {
+  const double m = rms ? 0.0 : sum8(n, [&](int64_t j) { return row[j]; }) / double(n);
+  // two passes: the variance of the centred values, not E[x^2] - E[x]^2
+  const double sq = sum8(n, [&](int64_t j) { return (row[j] - m) * (row[j] - m); });
+  const double inv = 1.0 / std::sqrt(sq / double(n) + epsilon);
+  if (beta)
+    for (int64_t j = 0; j < n; ++j) y[j] = Out((row[j] - m) * inv * gamma[j] + beta[j]);
+  else
+    for (int64_t j = 0; j < n; ++j) y[j] = Out((row[j] - m) * inv * gamma[j]);
+  return {m, inv};
+}
+template RowStats normalize_row<float>(const double*, int64_t, double, bool, const double*, const double*, float*);
+template RowStats normalize_row<double>(const double*, int64_t, double, bool, const double*, const double*, double*);
+
 void normalize_rows(const std::vector<double>& x, int64_t n, double epsilon, bool rms, const std::vector<double>& gamma,
                     const std::vector<double>& beta, std::vector<double>& y, std::vector<double>* mean,
                     std::vector<double>* inv_std) {
@@ -45,19 +74,10 @@ void normalize_rows(const std::vector<double>& x, int64_t n, double epsilon, boo
   if (mean) mean->assign(size_t(rows), 0.0);
   if (inv_std) inv_std->assign(size_t(rows), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
-    const double* row = x.data() + r * n;
-    double m = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < n; ++j) m += row[j];
-      m /= double(n);
-    }
-    double sq = 0;  // two passes: the variance of the centred values, not E[x^2] - E[x]^2
-    for (int64_t j = 0; j < n; ++j) sq += (row[j] - m) * (row[j] - m);
-    const double inv = 1.0 / std::sqrt(sq / double(n) + epsilon);
-    for (int64_t j = 0; j < n; ++j)
-      y[size_t(r * n + j)] = (row[j] - m) * inv * gamma[size_t(j)] + (beta.empty() ? 0.0 : beta[size_t(j)]);
-    if (mean) (*mean)[size_t(r)] = m;
-    if (inv_std) (*inv_std)[size_t(r)] = inv;
+    const RowStats st = normalize_row(x.data() + r * n, n, epsilon, rms, gamma.data(), beta.empty() ? nullptr : beta.data(),
+                                      y.data() + r * n);
+    if (mean) (*mean)[size_t(r)] = st.mean;
+    if (inv_std) (*inv_std)[size_t(r)] = st.inv_std;
   }
 }
 

@@ -7,8 +7,13 @@
 //     Y = X / sqrt(mean(X^2) + epsilon) * Scale
 // Scale and B broadcast to the normalised shape; Y takes Scale's element type (ORT's V). Mean
 // and InvStdDev have X's shape with the normalised dims set to 1, in stash_type (float/double).
+// Statistics and Y are computed in double and rounded once; float32 row by row (normalize_row).
+#include <algorithm>
+
 #include "contrib_common.h"
+#include "refeval/elementwise.h"
 #include "refeval/registry.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops::contrib {
 namespace {
@@ -43,13 +48,32 @@ class LayerNorm : public OpRun {
       require_dtype(input_tensor(in, 2), scale.dtype(), "B");
       beta = expand_to(input_tensor(in, 2), norm_shape, "B");
     }
-    std::vector<double> y, mean, inv_std;
-    normalize_rows(to_doubles(x), shape_size(norm_shape), double(epsilon_), kRms, gamma, beta, y, &mean, &inv_std);
+    const int64_t n = shape_size(norm_shape), rows = n == 0 ? 0 : x.size() / n;
+    std::vector<double> mean(static_cast<size_t>(rows)), inv_std(static_cast<size_t>(rows));
+    Tensor y;
+    if (x.dtype() == DType::Float && scale.dtype() == DType::Float) {
+      // float32: row by row through a double buffer into the output, no whole-tensor copies
+      y = Tensor(DType::Float, x.shape());
+      const float* px = x.data<float>();
+      float* py = y.data<float>();
+      parallel_for(rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
+        std::vector<double> row(static_cast<size_t>(n));
+        for (int64_t r = begin; r < end; ++r) {
+          std::copy_n(px + r * n, n, row.begin());
+          const RowStats st = normalize_row(row.data(), n, double(epsilon_), kRms, gamma.data(),
+                                            beta.empty() ? nullptr : beta.data(), py + r * n);
+          mean[size_t(r)] = st.mean, inv_std[size_t(r)] = st.inv_std;
+        }
+      });
+    } else {
+      std::vector<double> yd;
+      normalize_rows(to_doubles(x), n, double(epsilon_), kRms, gamma, beta, yd, &mean, &inv_std);
+      y = from_doubles(scale.dtype(), x.shape(), yd);
+    }
     if constexpr (kRms)
-      return {from_doubles(scale.dtype(), x.shape(), y), from_doubles(stash_, stat_shape, inv_std)};
+      return {y, from_doubles(stash_, stat_shape, inv_std)};
     else
-      return {from_doubles(scale.dtype(), x.shape(), y), from_doubles(stash_, stat_shape, mean),
-              from_doubles(stash_, stat_shape, inv_std)};
+      return {y, from_doubles(stash_, stat_shape, mean), from_doubles(stash_, stat_shape, inv_std)};
   }
 
  private:

@@ -17,7 +17,7 @@ class MultiHeadAttention : public OpRun {
  public:
   using Types = AttentionTypes;
   explicit MultiHeadAttention(const NodeContext& ctx)
-      : attrs_(ctx), heads_(attrs_.heads) {
+      : attrs_(ctx), heads_(attrs_.heads), wants_present_key_(ctx.has_output(1)), wants_present_value_(ctx.has_output(2)) {
     if (ctx.has_input(8) || ctx.has_input(9)) ctx.fail("inputs past_sequence_length and cache_indirection are not supported");
     if (ctx.has_output(3)) ctx.fail("output qk is not supported");
   }
@@ -32,13 +32,14 @@ class MultiHeadAttention : public OpRun {
     const int64_t B = p.batch, S = p.seq, N = heads_;
     std::vector<double> bias;
     auto take_bias = [&](int64_t width) { bias = vector_input(in, 3, width, dtype, "bias"); };
-    auto bias_at = [&](int64_t offset, int64_t width) {  // the bias slice of one projection, or zeros
-      return bias.empty() ? std::vector<double>(size_t(width), 0.0)
-                          : std::vector<double>(bias.begin() + offset, bias.begin() + offset + width);
+    auto bias_at = [&](int64_t offset, int64_t width) {  // the bias slice of one projection, or none
+      return bias.empty() ? std::vector<double>{} : std::vector<double>(bias.begin() + offset, bias.begin() + offset + width);
     };
-    // (B, L, width) rows plus a bias slice, split into (B, N, L, width / N)
+    // (B, L, width) rows plus a bias slice (if any), split into (B, N, L, width / N)
     auto heads_of = [&](std::vector<double> rows, int64_t L, int64_t width, const std::vector<double>& b) {
-      for (size_t i = 0; i < rows.size(); ++i) rows[i] += b[i % size_t(width)];
+      if (!b.empty())
+        for (size_t r = 0; r < rows.size(); r += size_t(width))
+          for (size_t j = 0; j < size_t(width); ++j) rows[r + j] += b[j];
       return split_heads(rows, width, 0, B, L, N, width / N);
     };
 
@@ -112,13 +113,16 @@ class MultiHeadAttention : public OpRun {
     finish_problem(p, L, attrs_, in,
                    {.key_padding_mask = 4, .key_padding_mask_name = "key_padding_mask", .attention_bias = 5}, dtype);
 
-    return {from_doubles(dtype, {B, S, N * p.v_head_size}, attend(p)), from_doubles(dtype, {B, N, p.total, p.head_size}, p.k),
-            from_doubles(dtype, {B, N, p.total, p.v_head_size}, p.v)};
+    // present_key / present_value only when the node asks for them (decoders' prefill graphs often do not)
+    return {from_doubles(dtype, {B, S, N * p.v_head_size}, attend(p)),
+            wants_present_key_ ? Value(from_doubles(dtype, {B, N, p.total, p.head_size}, p.k)) : Value(),
+            wants_present_value_ ? Value(from_doubles(dtype, {B, N, p.total, p.v_head_size}, p.v)) : Value()};
   }
 
  private:
   AttentionAttrs attrs_;
   int64_t heads_;
+  bool wants_present_key_, wants_present_value_;
 };
 
 }  // namespace

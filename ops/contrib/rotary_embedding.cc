@@ -7,7 +7,10 @@
 //   interleaved = 1: x1 = x[2i], x2 = x[2i + 1]        (adjacent pairs, GPT-J style)
 // The remaining h - rot values pass through. With a 3-D input and rotary_embedding_dim set,
 // num_heads is required; otherwise the head size is twice the cache width. `scale` only matters
-// to ORT's GPU cache update and has no effect here.
+// to ORT's GPU cache update and has no effect here. float32 computes in float (as ORT and the
+// unfused graph do), the other types in double.
+#include <algorithm>
+
 #include "contrib_common.h"
 #include "refeval/registry.h"
 
@@ -52,27 +55,62 @@ class RotaryEmbedding : public OpRun {
     const bool start_only = input_tensor(in, 1).rank() <= 1 && input_tensor(in, 1).size() == 1;
     if (!start_only) require_shape(input_tensor(in, 1), {B, S}, "position_ids");
 
-    const std::vector<double> c = to_doubles(cos_t), s = to_doubles(sin_t);
-    std::vector<double> y = to_doubles(x);
-    const std::vector<double> src = y;
+    // The row of the caches each (b, t) reads, checked before any work.
+    std::vector<int64_t> rows(size_t(B * S));
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < S; ++t) {
         const int64_t p = start_only ? pos_ids[0] + t : pos_ids[size_t(b * S + t)];
         if (p < 0 || p >= max_pos) fail_runtime(fmt::format("position {} is outside the cos/sin caches' {} rows", p, max_pos));
-        for (int64_t n = 0; n < N; ++n) {
-          const int64_t base = bnsh ? ((b * N + n) * S + t) * h : ((b * S + t) * N + n) * h;
-          for (int64_t i = 0; i < half; ++i) {
-            const int64_t i1 = base + (interleaved_ ? 2 * i : i), i2 = base + (interleaved_ ? 2 * i + 1 : i + half);
-            const double cv = c[size_t(p * half + i)], sv = s[size_t(p * half + i)];
-            y[size_t(i1)] = src[size_t(i1)] * cv - src[size_t(i2)] * sv;
-            y[size_t(i2)] = src[size_t(i2)] * cv + src[size_t(i1)] * sv;
-          }
-        }
+        rows[size_t(b * S + t)] = p;
       }
+    const Geometry g{B, S, N, h, half, bnsh};
+    if (x.dtype() == DType::Float) {
+      Tensor y(DType::Float, x.shape());
+      rotate<float>(g, rows, x.data<float>(), cos_t.data<float>(), sin_t.data<float>(), y.data<float>());
+      return {y};
+    }
+    const std::vector<double> c = to_doubles(cos_t), s = to_doubles(sin_t), src = to_doubles(x);
+    std::vector<double> y(src.size());
+    rotate<double>(g, rows, src.data(), c.data(), s.data(), y.data());
     return {from_doubles(x.dtype(), x.shape(), y)};
   }
 
  private:
+  struct Geometry {
+    int64_t B, S, N, h, half;
+    bool bnsh;
+  };
+  // y = x with the pairs of every head rotated by the cache rows rows[b * S + t]. In C: float32
+  // computes in float, each product rounded as the unfused Mul, Mul, Add graph (and ORT's kernel)
+  // rounds it; the other types in double, rounded once by the caller. Only the cache rows in use
+  // are read (a cache holds thousands of positions; a decode step uses one).
+  template <class C>
+  void rotate(const Geometry& g, const std::vector<int64_t>& rows, const C* x, const C* cos, const C* sin, C* y) const {
+    const int64_t h = g.h, half = g.half;
+    std::copy_n(x, g.B * g.N * g.S * h, y);  // the values past the rotary dim pass through
+    for (int64_t b = 0; b < g.B; ++b)
+      for (int64_t t = 0; t < g.S; ++t) {
+        const C* c = cos + rows[size_t(b * g.S + t)] * half;
+        const C* s = sin + rows[size_t(b * g.S + t)] * half;
+        for (int64_t n = 0; n < g.N; ++n) {
+          const int64_t base = g.bnsh ? ((b * g.N + n) * g.S + t) * h : ((b * g.S + t) * g.N + n) * h;
+          const C* xi = x + base;
+          C* yo = y + base;
+          if (interleaved_) {
+            for (int64_t i = 0; i < half; ++i) {
+              yo[2 * i] = xi[2 * i] * c[i] - xi[2 * i + 1] * s[i];
+              yo[2 * i + 1] = xi[2 * i + 1] * c[i] + xi[2 * i] * s[i];
+            }
+          } else {
+            for (int64_t i = 0; i < half; ++i) {
+              yo[i] = xi[i] * c[i] - xi[i + half] * s[i];
+              yo[i + half] = xi[i + half] * c[i] + xi[i] * s[i];
+            }
+          }
+        }
+      }
+  }
+
   bool interleaved_;
   int64_t heads_, rot_;
 };

@@ -8,8 +8,13 @@
 // input is (B, S, H) or (N, H); skip has input's shape, or it with batch 1, or without the batch
 // dim, and repeats over the batch. mean / inv_std_var are float with the last dim set to 1;
 // input_skip_bias_sum is s. epsilon defaults to 1e-12 (ORT's kDefaultSkipLayerNormEpsilon).
+// s and the statistics are computed in double, each output rounded once; float32 row by row.
+#include <algorithm>
+
 #include "contrib_common.h"
+#include "refeval/elementwise.h"
 #include "refeval/registry.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops::contrib {
 namespace {
@@ -37,18 +42,38 @@ class SkipLayerNorm : public OpRun {
     const std::vector<double> beta = kRms ? std::vector<double>{} : vector_input(in, 3, hidden, x.dtype(), "beta");
     const std::vector<double> bias = vector_input(in, kBiasInput, hidden, x.dtype(), "bias");
 
-    std::vector<double> sum = to_doubles(x);
-    const std::vector<double> s = to_doubles(skip);
-    for (size_t i = 0; i < sum.size(); ++i)
-      sum[i] += s[i % s.size()] + (bias.empty() ? 0.0 : bias[i % size_t(hidden)]);
-    std::vector<double> y, mean, inv_std;
-    normalize_rows(sum, hidden, double(epsilon_), kRms, gamma, beta, y, &mean, &inv_std);
-
     Shape stat_shape = x.shape();
     stat_shape.back() = 1;
-    return {from_doubles(x.dtype(), x.shape(), y),
-            kRms ? Value() : Value(from_doubles(DType::Float, stat_shape, mean)),
-            from_doubles(DType::Float, stat_shape, inv_std), from_doubles(x.dtype(), x.shape(), sum)};
+    const int64_t rows = hidden == 0 ? 0 : x.size() / hidden;
+    std::vector<double> mean(static_cast<size_t>(rows)), inv_std(static_cast<size_t>(rows));
+    Tensor y, sum_out;
+    if (x.dtype() == DType::Float) {
+      // float32: each row's sum in a double buffer, normalised into the output (no whole-tensor copies)
+      y = Tensor(DType::Float, x.shape()), sum_out = Tensor(DType::Float, x.shape());
+      const float *px = x.data<float>(), *ps = skip.data<float>();
+      float *py = y.data<float>(), *psum = sum_out.data<float>();
+      parallel_for(rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(hidden, 1)), [&](int64_t begin, int64_t end) {
+        std::vector<double> row(static_cast<size_t>(hidden));
+        for (int64_t r = begin; r < end; ++r) {
+          const float* xr = px + r * hidden;
+          const float* sr = ps + (r * hidden) % skip.size();
+          for (int64_t j = 0; j < hidden; ++j) row[size_t(j)] = double(xr[j]) + (double(sr[j]) + (bias.empty() ? 0.0 : bias[size_t(j)]));
+          for (int64_t j = 0; j < hidden; ++j) psum[r * hidden + j] = float(row[size_t(j)]);
+          const RowStats st = normalize_row(row.data(), hidden, double(epsilon_), kRms, gamma.data(),
+                                            beta.empty() ? nullptr : beta.data(), py + r * hidden);
+          mean[size_t(r)] = st.mean, inv_std[size_t(r)] = st.inv_std;
+        }
+      });
+    } else {
+      std::vector<double> sum = to_doubles(x), yd;
+      const std::vector<double> s = to_doubles(skip);
+      for (size_t i = 0; i < sum.size(); ++i)
+        sum[i] += s[i % s.size()] + (bias.empty() ? 0.0 : bias[i % size_t(hidden)]);
+      normalize_rows(sum, hidden, double(epsilon_), kRms, gamma, beta, yd, &mean, &inv_std);
+      y = from_doubles(x.dtype(), x.shape(), yd), sum_out = from_doubles(x.dtype(), x.shape(), sum);
+    }
+    return {y, kRms ? Value() : Value(from_doubles(DType::Float, stat_shape, mean)),
+            from_doubles(DType::Float, stat_shape, inv_std), sum_out};
   }
 
  private:

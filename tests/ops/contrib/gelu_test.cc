@@ -85,3 +85,71 @@ TEST_CASE("GELU variants refuse a bias that is not X's last dimension, and non-f
                        doctest::Contains("bias has element type"), Error);
   CHECK_THROWS_AS(run1("Gelu", tensor<int32_t>({1}, {1})), Error);
 }
+
+namespace {
+// x values for the float32 paths: a spread over [-8, 8] (both tails of each function), with
+// NaN, infinities, signed zeros and huge values planted at positions that move with n (first,
+// middle of a vector, the tail).
+std::vector<float> gelu_inputs(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 8.0f * std::sin(0.731f * float(i) + 0.2f) * std::cos(0.057f * float(i));
+  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e20f, -1e20f, 1e-30f, -3.0f, -5.5f};
+  for (size_t k = 0; k < std::size(specials); ++k)
+    if (n > 0) v[(k * 37 + n / 2 + k * (n / 11)) % n] = specials[k];
+  return v;
+}
+// The double oracle of each op at z (already X + bias rounded to float, as ORT adds it).
+double gelu_oracle(const std::string& op, double z, double alpha) {
+  if (op == "FastGelu") return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));
+  if (op == "QuickGelu") return z / (1.0 + std::exp(-alpha * z));
+  return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0)));
+}
+}  // namespace
+
+TEST_CASE("GELU variants' float32 paths match a double oracle at every size, tail, NaN and infinity") {
+  // float formulas: the tanh and erf forms lose digits where 1 + tanh (1 + erf) cancels, an
+  // absolute error of a few float ulps of 1 times |z|; elsewhere a few ulps relative.
+  for (const std::string op : {"Gelu", "BiasGelu", "FastGelu", "QuickGelu"})
+    for (size_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 1023, 1024, 1025, 3072 * 2 + 5, 20011}) {
+      CAPTURE(op);
+      CAPTURE(n);
+      const bool with_bias = op == "BiasGelu" || (op == "FastGelu" && n % 2 == 1);
+      const size_t h = with_bias ? (n % 3 == 0 ? 3 : 1) : 1;  // a bias over a last dim of 3 or 1
+      const std::vector<float> xv = gelu_inputs(n);
+      const std::vector<float> bv = {0.25f, -0.5f, 1.0f};
+      const Tensor x = tensor<float>({int64_t(n / h), int64_t(h)}, xv);
+      const Tensor bias = with_bias ? tensor<float>({int64_t(h)}, std::vector<float>(bv.begin(), bv.begin() + long(h))) : Tensor();
+      const double alpha = 1.702;
+      const Value got = run1(op.c_str(), x, bias);
+      REQUIRE(got.is_tensor());
+      const float* y = got.tensor().data<float>();
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const float z = with_bias ? xv[i] + bv[i % h] : xv[i];
+        const double want = gelu_oracle(op, double(z), alpha);
+        const bool ok = std::isnan(want) ? std::isnan(y[i])
+                        : std::isinf(want) ? y[i] == want
+                                           : std::fabs(double(y[i]) - want) <= 1e-6 * std::fabs(want) + 4e-7 * std::max(1.0, std::fabs(double(z)));
+        if (!ok && bad++ < 5) FAIL_CHECK("z = " << z << ": got " << y[i] << ", oracle " << want);
+      }
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("GELU variants: -inf gives NaN as ORT's formulas (and the unfused graphs) do; +inf stays") {
+  const Tensor x = tensor<float>({3}, {-INFINITY, INFINITY, NAN});
+  for (const char* op : {"Gelu", "FastGelu", "QuickGelu"}) {
+    CAPTURE(op);
+    const Value out = run1(op, x);
+    const float* y = out.tensor().data<float>();
+    CHECK(std::isnan(y[0]));  // -inf * (1 + (-1)) or -inf * sigmoid(-inf) = -inf * 0
+    CHECK(y[1] == INFINITY);
+    CHECK(std::isnan(y[2]));
+  }
+}
+
+TEST_CASE("GELU variants: double input computes in double (the reference path)") {
+  const std::vector<double> xv = {-3, -0.7, 0, 0.4, 2.5};
+  const Value y = run1("FastGelu", tensor<double>({5}, xv));
+  for (size_t i = 0; i < xv.size(); ++i) CHECK(y.tensor().data<double>()[i] == doctest::Approx(gelu_oracle("FastGelu", xv[i], 0)).epsilon(1e-14));
+}

@@ -110,3 +110,35 @@ TEST_CASE("contrib LayerNormalization errors name the problem") {
                                 {x, tensor<float>({3}, {1, 1, 1})}, 13),
                        doctest::Contains("stash_type 7"), Error);
 }
+
+TEST_CASE("contrib (Simplified)LayerNormalization float32 matches a double oracle at many sizes, NaN confined to its row") {
+  for (const char* op : {"LayerNormalization", "SimplifiedLayerNormalization"})
+    for (int64_t H : {1, 2, 7, 8, 9, 15, 64, 768, 2049})
+      for (int64_t rows : {1, 3}) {
+        CAPTURE(op); CAPTURE(H); CAPTURE(rows);
+        const bool rms = std::string(op) != "LayerNormalization";
+        std::vector<float> xv = wave(size_t(rows * H), 0.61f);
+        for (float& v : xv) v = v * 3 + 2;  // an offset the mean must remove
+        if (rows > 1) xv[size_t(H / 2)] = NAN;  // row 0 only
+        const std::vector<float> gv = wave(size_t(H), 0.3f, 1.1f), bv = wave(size_t(H), 0.9f, 0.5f);
+        Values feeds = {tensor<float>({rows, H}, xv), tensor<float>({H}, gv)};
+        if (!rms) feeds.push_back(tensor<float>({H}, bv));
+        const Values out = run_node(layer_norm(op, {"y"}, 1e-6f, "com.microsoft"), feeds, 1);
+        const float* y = out[0].tensor().data<float>();
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* row = xv.data() + r * H;
+          double m = 0, sq = 0;
+          if (!rms) {
+            for (int64_t j = 0; j < H; ++j) m += row[j];
+            m /= double(H);
+          }
+          for (int64_t j = 0; j < H; ++j) sq += (row[j] - m) * (row[j] - m);
+          const double is = 1 / std::sqrt(sq / double(H) + 1e-6);
+          for (int64_t j = 0; j < H; ++j) {
+            const double want = (row[j] - m) * is * gv[size_t(j)] + (rms ? 0.0 : bv[size_t(j)]);
+            if (std::isnan(want)) REQUIRE(std::isnan(y[r * H + j]));
+            else REQUIRE(std::fabs(y[r * H + j] - want) <= 1e-6 * std::fabs(want) + 1e-6);
+          }
+        }
+      }
+}

@@ -63,3 +63,55 @@ TEST_CASE("RotaryEmbedding errors name the problem") {
   CHECK_THROWS_WITH_AS(rope(x, tensor<int64_t>({1}, {0}), {attr("rotary_embedding_dim", int64_t(2))}), doctest::Contains("num_heads is required"), Error);
   CHECK_THROWS_WITH_AS(rope(x, tensor<int64_t>({1, 2}, {0, 0}), {}), doctest::Contains("position_ids has shape (1, 2), expected (1, 1)"), Error);
 }
+
+TEST_CASE("RotaryEmbedding float32 matches a double oracle: layouts, pairings, partial rotation, large caches") {
+  // Computed in float, each product rounded (as the unfused Mul, Mul, Add graph and ORT do): a
+  // few float ulps of the larger product off the exact rotation.
+  struct Case { int64_t B, N, S, h, rot; bool bnsh, interleaved, start_only; int64_t max_pos; };
+  const Case cases[] = {
+      {1, 12, 7, 64, 0, true, false, false, 2048},  // Llama prefill
+      {1, 12, 1, 64, 0, true, false, true, 2048},   // one decode token
+      {2, 3, 5, 8, 0, false, true, false, 16},
+      {2, 4, 3, 10, 6, false, false, true, 9},      // partial rotation: 4 values a head pass through
+      {1, 2, 4, 6, 4, true, true, false, 300},      // partial, interleaved, odd half width 2
+      {3, 1, 2, 2, 0, false, false, false, 4},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.B); CAPTURE(c.N); CAPTURE(c.S); CAPTURE(c.h); CAPTURE(c.rot); CAPTURE(c.interleaved);
+    const int64_t rot = c.rot ? c.rot : c.h, half = rot / 2, n = c.B * c.N * c.S * c.h;
+    std::vector<float> xv = wave(size_t(n), 0.91f), cv(size_t(c.max_pos * half)), sv(cv.size());
+    for (size_t i = 0; i < cv.size(); ++i) cv[i] = std::cos(0.013f * float(i) + 0.1f), sv[i] = std::sin(0.013f * float(i) + 0.1f);
+    xv[size_t(n / 2)] = NAN;  // poisons its own pair only
+    std::vector<int64_t> pos(size_t(c.B * c.S));
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = (int64_t(i) * 7919 + 3) % c.max_pos;
+    const int64_t first = c.max_pos - c.S;  // start_only: positions first .. max_pos - 1
+    std::vector<Attribute> attrs = {attr("interleaved", int64_t(c.interleaved))};
+    if (c.rot) attrs.push_back(attr("rotary_embedding_dim", c.rot)), attrs.push_back(attr("num_heads", c.N));
+    const Shape shape = c.bnsh ? Shape{c.B, c.N, c.S, c.h} : Shape{c.B, c.S, c.N * c.h};
+    const Tensor pt = c.start_only ? tensor<int64_t>({1}, {first}) : tensor<int64_t>({c.B, c.S}, pos);
+    const Value got = rope(tensor<float>(shape, xv), pt, attrs, tensor<float>({c.max_pos, half}, cv), tensor<float>({c.max_pos, half}, sv));
+    const float* y = got.tensor().data<float>();
+    size_t bad = 0;
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t s = 0; s < c.S; ++s)
+        for (int64_t hd = 0; hd < c.N; ++hd) {
+          const int64_t p = c.start_only ? first + s : pos[size_t(b * c.S + s)];
+          const int64_t base = c.bnsh ? ((b * c.N + hd) * c.S + s) * c.h : ((b * c.S + s) * c.N + hd) * c.h;
+          std::vector<double> want(size_t(c.h));
+          for (int64_t d = 0; d < c.h; ++d) want[size_t(d)] = xv[size_t(base + d)];
+          for (int64_t i = 0; i < half; ++i) {
+            const int64_t i1 = c.interleaved ? 2 * i : i, i2 = c.interleaved ? 2 * i + 1 : i + half;
+            const double x1 = xv[size_t(base + i1)], x2 = xv[size_t(base + i2)];
+            const double co = cv[size_t(p * half + i)], si = sv[size_t(p * half + i)];
+            want[size_t(i1)] = x1 * co - x2 * si;
+            want[size_t(i2)] = x2 * co + x1 * si;
+          }
+          for (int64_t d = 0; d < c.h; ++d) {
+            const double w = want[size_t(d)], g = y[base + d];
+            const bool ok = std::isnan(w) ? std::isnan(g) : std::fabs(g - w) <= 1e-6;
+            if (!ok && bad++ < 5) FAIL_CHECK("b " << b << " s " << s << " head " << hd << " d " << d << ": got " << g << ", oracle " << w);
+          }
+        }
+    CHECK(bad == 0);
+  }
+}

@@ -117,3 +117,41 @@ TEST_CASE("SkipLayerNormalization errors name the input and the expected shape")
   CHECK_THROWS_WITH_AS(run_node(skip_ln({"x", "skip", "gamma"}, {"y", "mean"}, 1e-5f, "SkipSimplifiedLayerNormalization"), {x, x, gamma}),
                        doctest::Contains("mean"), Error);
 }
+
+TEST_CASE("Skip(Simplified)LayerNormalization float32 matches a double oracle at many hidden sizes") {
+  // s = input + skip + bias and its statistics in double, each output rounded once to float
+  for (const bool rms : {false, true})
+    for (int64_t H : {1, 3, 7, 8, 9, 16, 33, 64, 768, 1001})
+      for (int64_t rows : {1, 5}) {
+        CAPTURE(rms); CAPTURE(H); CAPTURE(rows);
+        const int64_t n = 2 * rows * H;  // batch 2, the skip (rows, H) repeating over it
+        const std::vector<float> xv = wave(size_t(n), 0.37f), sv = wave(size_t(rows * H), 1.3f, 0.9f), gv = wave(size_t(H), 0.21f, 1.0f),
+                                 bv = wave(size_t(H), 0.77f, 2.0f), biasv = wave(size_t(H), 0.05f, 0.4f);
+        const char* op = rms ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization";
+        const Values out = rms ? run_node(skip_ln({"x", "skip", "gamma", "bias"}, {"y", "", "inv", "sum"}, 1e-5f, op),
+                                          {tensor<float>({2, rows, H}, xv), tensor<float>({rows, H}, sv), tensor<float>({H}, gv), tensor<float>({H}, biasv)})
+                               : run_node(skip_ln({"x", "skip", "gamma", "beta", "bias"}, {"y", "mean", "inv", "sum"}, 1e-5f, op),
+                                          {tensor<float>({2, rows, H}, xv), tensor<float>({rows, H}, sv), tensor<float>({H}, gv),
+                                           tensor<float>({H}, bv), tensor<float>({H}, biasv)});
+        const size_t k = rms ? 1 : 2;  // the outputs named, the unnamed mean left out
+        const float *y = out[0].tensor().data<float>(), *inv = out[k].tensor().data<float>(), *sum = out[k + 1].tensor().data<float>();
+        for (int64_t r = 0; r < 2 * rows; ++r) {
+          std::vector<double> s(static_cast<size_t>(H));
+          double m = 0, sq = 0;
+          for (int64_t j = 0; j < H; ++j) s[size_t(j)] = double(xv[size_t(r * H + j)]) + double(sv[size_t((r % rows) * H + j)]) + double(biasv[size_t(j)]);
+          if (!rms) {
+            for (double v : s) m += v;
+            m /= double(H);
+          }
+          for (double v : s) sq += (v - m) * (v - m);
+          const double is = 1 / std::sqrt(sq / double(H) + 1e-5);
+          CHECK(inv[r] == doctest::Approx(is).epsilon(1e-6));
+          if (!rms) CHECK(out[1].tensor().data<float>()[r] == doctest::Approx(m).epsilon(1e-6).scale(1e-6));
+          for (int64_t j = 0; j < H; ++j) {
+            const double want = (s[size_t(j)] - m) * is * gv[size_t(j)] + (rms ? 0.0 : bv[size_t(j)]);
+            REQUIRE(std::fabs(y[r * H + j] - want) <= 1e-6 * std::fabs(want) + 1e-6);
+            REQUIRE(std::fabs(sum[r * H + j] - s[size_t(j)]) <= 1e-7 * std::fabs(s[size_t(j)]));
+          }
+        }
+      }
+}
