@@ -192,6 +192,8 @@ PYBIND11_MODULE(_refeval, m) {
         py::arg("eos"), py::arg("max_length"), py::arg("profile"));
   m.def("set_emulate_accuracy_level", &refeval::set_emulate_accuracy_level, py::arg("on"));
   m.def("emulate_accuracy_level", &refeval::emulate_accuracy_level);
+  m.def("reduce", &reduce_model, py::arg("model"), py::arg("out"), py::arg("feed_sets"), py::arg("predicate"), py::arg("argument"),
+        py::arg("rtol"), py::arg("atol"), py::arg("mode"), py::arg("freeze"), py::arg("all_sets"), py::arg("max_steps"));
   m.def("profile", &profile_model, py::arg("model"), py::arg("feeds"), py::arg("warmup"), py::arg("repeat"), py::arg("out"));
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
         py::arg("disable"), py::arg("target"));

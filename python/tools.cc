@@ -2,11 +2,16 @@
 // python/refeval/__init__.py), the same libraries the `profile` and `optimize` verbs drive.
 #include "tools.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <pybind11/stl.h>
 
 #include "aggregate.h"
 #include "generate/generator.h"
 #include "convert.h"
+#include "debug/reduce.h"
+#include "refeval/dump.h"
 #include "optimizer.h"
 #include "profile_file.h"
 #include "profiled_model.h"
@@ -86,6 +91,60 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
                   py::arg("nodes_after") = result.model.graph.nodes.size(), py::arg("counters") = counters,
                   py::arg("operators") = optimize::op_counts(result.model.graph), py::arg("model_type") = result.model_type,
                   py::arg("candidates") = candidates, py::arg("not_fused") = result.explain.not_fused);
+}
+
+py::dict reduce_model(const std::string& model_path, const std::string& out, const py::list& feed_sets, const std::string& predicate,
+                      const std::string& argument, double rtol, double atol, const std::string& mode, const std::string& freeze,
+                      bool all_sets, int max_steps) {
+  const Model model = load_model(model_path);
+  std::vector<ValueRecord> dump;
+  if (predicate == "compare") dump = read_dump(argument);
+  std::vector<reduce::Feeds> sets;
+  for (const auto& item : feed_sets) {
+    const py::dict d = py::cast<py::dict>(item);
+    if (d.empty() && !dump.empty()) {  // the dump's own feeds, as `refeval compare` takes them
+      reduce::Feeds f;
+      for (const ValueRecord& r : dump)
+        if (r.source == ValueRecord::Source::Input) f[r.name] = r.value;
+      sets.push_back(std::move(f));
+    } else {
+      sets.push_back(feeds_from_python(d, model.graph));
+    }
+  }
+  std::filesystem::path work;
+  std::unique_ptr<reduce::Predicate> pred;
+  if (predicate == "nan") pred = reduce::nan_predicate();
+  else if (predicate == "error") pred = reduce::error_predicate(argument);
+  else if (predicate == "compare") pred = reduce::compare_predicate(dump, {rtol, atol});
+  else if (predicate == "check") {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "refeval-reduce-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) fail_input("reduce: cannot create a temporary folder for check");
+    work = tmpl;
+    pred = reduce::check_predicate(argument, work.string());
+  } else fail_usage("reduce: predicate must be nan, compare, check or error");
+  reduce::Options opt;
+  opt.mode = mode == "bisect" ? reduce::Mode::Bisect : mode == "linear" ? reduce::Mode::Linear : reduce::Mode::Both;
+  if (mode != "bisect" && mode != "linear" && mode != "both") fail_usage("reduce: mode must be bisect, linear or both");
+  if (freeze != "inputs" && freeze != "constants") fail_usage("reduce: freeze must be inputs or constants");
+  opt.freeze = freeze == "constants" ? reduce::Freeze::Constants : reduce::Freeze::Inputs;
+  opt.all_sets = all_sets;
+  opt.max_steps = max_steps;
+  reduce::Result r;
+  std::string problem;
+  {
+    py::gil_scoped_release release;
+    try {
+      r = reduce::reduce(model, sets, *pred, opt);
+    } catch (...) {
+      if (!work.empty()) std::filesystem::remove_all(work);
+      throw;
+    }
+    if (!work.empty()) std::filesystem::remove_all(work);
+    problem = reduce::write_result(r, out);
+  }
+  return py::dict(py::arg("path") = out, py::arg("original_nodes") = r.original_nodes, py::arg("nodes") = r.model.graph.nodes.size(),
+                  py::arg("kept") = r.kept, py::arg("steps") = r.steps - 1, py::arg("stopped") = r.stopped,
+                  py::arg("detail") = r.detail, py::arg("no_expected_outputs") = problem);
 }
 
 }  // namespace refeval::python

@@ -23,4 +23,11 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
 std::string generate_model(const std::string& model_path, const py::handle& prompt, const py::handle& prompt_mask, int new_tokens,
                            std::optional<int64_t> eos, std::optional<int64_t> max_length, const std::string& profile);
 
+// Reduces a failing model as `refeval reduce` does and writes `out` with test_data_set_K/ beside
+// it. `predicate` is "nan", "compare", "check" or "error" with its `argument` (dump folder, command,
+// regular expression). Returns the node counts, the kept nodes, the steps and the verdict.
+py::dict reduce_model(const std::string& model_path, const std::string& out, const py::list& feed_sets, const std::string& predicate,
+                      const std::string& argument, double rtol, double atol, const std::string& mode, const std::string& freeze,
+                      bool all_sets, int max_steps);
+
 }  // namespace refeval::python

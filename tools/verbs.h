@@ -28,5 +28,6 @@ std::unique_ptr<Verb> make_report_verb();
 std::unique_ptr<Verb> make_optimize_verb();
 std::unique_ptr<Verb> make_show_verb();
 std::unique_ptr<Verb> make_generate_verb();
+std::unique_ptr<Verb> make_reduce_verb();
 
 }  // namespace refeval::cli

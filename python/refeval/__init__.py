@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "reduce", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
 class Error(Exception):
@@ -195,6 +195,24 @@ def profile(model, feeds, warmup=1, repeat=10, path=None):
     if path is None:
         path = time.strftime("refeval_profile_%Y-%m-%d_%H-%M-%S.json")
     return _native(_refeval.profile, os.fspath(model), dict(feeds), int(warmup), int(repeat), os.fspath(path))
+
+
+def reduce(model, out, nan=False, compare_with=None, check=None, error=None, inputs=None, input_sets=None,
+           rtol=1e-3, atol=1e-7, mode="both", freeze="inputs", all_sets=True, max_steps=0):
+    """Shrinks a failing model as `refeval reduce` does: exactly one predicate of `nan=True`,
+    `compare_with=DUMP_DIR`, `check="CMD {model} {inputs}"`, `error=REGEX`. Feeds: `inputs` (a
+    dict name -> array) or `input_sets` (a list of such dicts); missing inputs are an error here.
+    Writes `out` and test_data_set_K/ beside it; returns a dict with original_nodes, nodes, kept
+    (node descriptions), steps, stopped, detail (the verdict on the result) and
+    no_expected_outputs (why no output_K.pb was written, or "")."""
+    chosen = [(k, v) for k, v in (("nan", nan or None), ("compare", compare_with), ("check", check), ("error", error)) if v]
+    if len(chosen) != 1:
+        raise UsageError("reduce: give exactly one of nan=True, compare_with, check, error")
+    kind, arg = chosen[0]
+    sets = input_sets if input_sets is not None else [inputs or {}]
+    arg = "" if kind == "nan" else os.fspath(arg) if kind == "compare" else str(arg)
+    return _native(_refeval.reduce, os.fspath(model), os.fspath(out), [dict(s) for s in sets], kind, arg, float(rtol), float(atol),
+                   mode, freeze, bool(all_sets), int(max_steps))
 
 
 def optimize(model, out, level="all", model_type="", only=None, disable=None, target="ort"):
