@@ -213,6 +213,26 @@ def test_optimize_a_llama_export_and_read_why(tmp_path):
     assert any("epsilon is added outside the square root" in line for line in why)
 
 
+def test_reduce_finds_the_node_that_makes_a_nan(tmp_path):
+    # x -> Relu -> (Log of a negative constant, planted) * 0 + x -> Tanh: the Log alone is kept.
+    nodes = [helper.make_node("Relu", ["X"], ["r"], name="relu"),
+             helper.make_node("Log", ["neg"], ["bad"], name="planted_log"),
+             helper.make_node("Mul", ["bad", "zero"], ["z"], name="times_zero"),
+             helper.make_node("Add", ["r", "z"], ["s"], name="add"),
+             helper.make_node("Tanh", ["s"], ["Y"], name="tanh")]
+    inits = [numpy_helper.from_array(np.array([-1.0], np.float32), "neg"), numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    result = refeval.reduce(path, tmp_path / "small.onnx", nan=True, inputs={"X": np.array([1, -2, 3], np.float32)})
+    assert result["original_nodes"] == 5 and result["nodes"] == 1
+    assert any("planted_log" in k for k in result["kept"])
+    with pytest.raises(refeval.UsageError, match="exactly one"):
+        refeval.reduce(path, tmp_path / "x.onnx")
+
+
 def test_threads_give_the_same_bits():
     n = 200
     nodes = [helper.make_node("MatMul", ["X", "W"], ["Y"])]
