@@ -186,22 +186,21 @@ def compare(before, after, by="op", top=None):
     b, a = op_table(before, by), op_table(after, by)
     key = _BY[by]
     nb, na = max(1, b.attrs["summary"].runs_used), max(1, a.attrs["summary"].runs_used)
+    extra = ["op_type"] if by == "node" else []
     rows = {}
-    for r in b.itertuples(index=False):
-        r = r._asdict()
-        rows[r[key]] = {key: r[key], "op_type": r.get("op_type", ""), "before_ms": r["total_ms"] / nb,
-                        "before_count": r["count"] / nb, "after_ms": 0.0, "after_count": 0.0, "status": "vanished"}
-    for r in a.itertuples(index=False):
-        r = r._asdict()
-        row = rows.setdefault(r[key], {key: r[key], "op_type": r.get("op_type", ""), "before_ms": 0.0, "before_count": 0.0,
+    for r in b.to_dict("records"):
+        rows[r[key]] = {key: r[key], **{c: r[c] for c in extra}, "before_ms": r["total_ms"] / nb, "before_count": r["count"] / nb,
+                        "after_ms": 0.0, "after_count": 0.0, "status": "vanished"}
+    for r in a.to_dict("records"):
+        row = rows.setdefault(r[key], {key: r[key], **{c: r[c] for c in extra}, "before_ms": 0.0, "before_count": 0.0,
                                        "status": "appeared"})
         if row["status"] == "vanished":
             row["status"] = ""
+        if extra and not row["op_type"]:
+            row["op_type"] = r["op_type"]
         row["after_ms"], row["after_count"] = r["total_ms"] / na, r["count"] / na
     ordered = sorted(rows.values(), key=lambda r: (-max(r["before_ms"], r["after_ms"]), r[key].encode()))
-    out = pd.DataFrame(ordered, columns=[key, "op_type", "before_ms", "before_count", "after_ms", "after_count", "status"])
-    if by != "node":
-        out = out.drop(columns="op_type")
+    out = pd.DataFrame(ordered, columns=[key, *extra, "before_ms", "before_count", "after_ms", "after_count", "status"])
     out.insert(len(out.columns) - 1, "delta_ms", out["after_ms"] - out["before_ms"])
     out.insert(len(out.columns) - 1, "speedup", [x / y if x > 0 and y > 0 else float("nan")
                                                   for x, y in zip(out["before_ms"], out["after_ms"])])

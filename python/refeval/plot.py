@@ -42,7 +42,7 @@ def ops(df_or_table, kind="duration", by="op", top=None, title=None):
         return px.pie(table, names=key, values=column, title=title, hover_data=hover)
     if kind == "count":  # the costliest op is not the most called: sort the count chart by count
         table = table.sort_values(["count", key], ascending=[False, True], kind="stable")
-    fig = px.bar(table, x=key, y=column, title=title, labels={column: label}, hover_data=hover, text_auto=".3s")
+    fig = px.bar(table, x=key, y=column, title=title, labels={column: label}, hover_data=hover)
     fig.update_layout(xaxis_tickangle=-45 if len(table) > 8 else 0)
     return fig
 
