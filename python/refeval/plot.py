@@ -39,7 +39,10 @@ def ops(df_or_table, kind="duration", by="op", top=None, title=None):
     title = title or f"{label} per {key}{runs}"
     hover = [c for c in ("total_ms", "count", "mean_ms", "pct", "op_type") if c in table.columns and c != key]
     if kind == "share":
-        return px.pie(table, names=key, values=column, title=title, hover_data=hover)
+        fig = px.pie(table, names=key, values=column, title=title, hover_data=hover)
+        fig.update_traces(textposition="inside")  # slices too thin for their label stay unlabelled (hover shows them)
+        fig.update_layout(uniformtext_minsize=10, uniformtext_mode="hide")
+        return fig
     if kind == "count":  # the costliest op is not the most called: sort the count chart by count
         table = table.sort_values(["count", key], ascending=[False, True], kind="stable")
     fig = px.bar(table, x=key, y=column, title=title, labels={column: label}, hover_data=hover)
@@ -67,7 +70,8 @@ def timeline(df, run=None, file=None, title=None):
     fig = px.bar(rows, x="duration_ms", base="start_ms", y="op_type", color="op_type", orientation="h",
                  hover_data=["node", "start_ms", "duration_ms", "inputs", "outputs"],
                  category_orders={"op_type": order}, title=title or f"run {run}: kernels in time (ms from the run's start)")
-    fig.update_layout(showlegend=False, barmode="overlay", xaxis_title="ms from the run's start", yaxis_title="")
+    fig.update_layout(showlegend=False, barmode="overlay", xaxis_title="ms from the run's start", yaxis_title="",
+                      height=max(400, 120 + 22 * len(order)))  # a readable label per lane
     return fig
 
 
