@@ -11,7 +11,11 @@
 #include <set>
 
 #include "convert.h"
+#include "fusion/model_check.h"
+#include "fusion/node_check.h"
+#include "fusion/report.h"
 #include "tools.h"
+#include "refeval/address.h"
 #include "refeval/evaluator.h"
 #include "refeval/model_io.h"
 #include "refeval/plugin.h"
@@ -151,6 +155,36 @@ class Evaluator {
     return out;
   }
 
+  // check-fusion's node form (refeval check-fusion MODEL --node ADDR | --op DOMAIN:TYPE) with this
+  // evaluator's operators, Python ones included: each matched node's kernel against its model-local
+  // function or built-in decomposition. Returns the report as check-fusion's JSON and its text.
+  py::list check_nodes(const std::string& address, const py::dict& feeds, const fusion::CheckOptions& options) {
+    const Model& model = ev_->model();
+    const std::map<std::string, Value> values = feeds_from_python(feeds, model.graph);
+    py::list out;
+    for (const NodeMatch& m : find_nodes(model.graph, address)) {
+      fusion::FusionReport r;
+      {
+        py::gil_scoped_release release;
+        r = fusion::check_node(model, m, *registry_, values, options);
+      }
+      out.append(py::make_tuple(fusion::report_json(r).dump(), fusion::format_report(r)));
+    }
+    return out;
+  }
+
+  // The model form (refeval check-fusion --fused A --unfused B): this evaluator's model is the fused one.
+  py::tuple check_against(const Evaluator& unfused, const py::dict& feeds, const fusion::CheckOptions& options) {
+    std::map<std::string, Value> values = feeds_from_python(feeds, unfused.ev_->model().graph);
+    for (auto& [name, value] : feeds_from_python(feeds, ev_->model().graph)) values[name] = value;
+    fusion::FusionReport r;
+    {
+      py::gil_scoped_release release;
+      r = fusion::check_models(ev_->model(), unfused.ev_->model(), *registry_, values, options);
+    }
+    return py::make_tuple(fusion::report_json(r).dump(), fusion::format_report(r));
+  }
+
   std::vector<std::string> input_names() const { return ev_->input_names(); }
   std::vector<std::string> output_names() const { return ev_->output_names(); }
   std::map<std::string, int64_t> opsets() const { return ev_->model().opsets; }
@@ -179,10 +213,20 @@ PYBIND11_MODULE(_refeval, m) {
       PyErr_SetObject(native_error.ptr(), err.ptr());
     }
   });
+  py::class_<refeval::fusion::CheckOptions>(m, "CheckOptions")
+      .def(py::init([](double rtol, double atol, int repeat, int random_sets, bool edge_cases, uint64_t seed) {
+             refeval::fusion::CheckOptions o;
+             o.tolerance.rtol = rtol, o.tolerance.atol = atol, o.repeat = repeat;
+             o.sets.random_sets = random_sets, o.sets.edge_cases = edge_cases, o.sets.seed = seed;
+             return o;
+           }),
+           py::arg("rtol"), py::arg("atol"), py::arg("repeat"), py::arg("random_sets"), py::arg("edge_cases"), py::arg("seed"));
   py::class_<Evaluator>(m, "Evaluator")
       .def(py::init<const std::string&, const py::object&, const std::vector<std::string>&, const py::list&, int>(),
            py::arg("path"), py::arg("bytes"), py::arg("plugins"), py::arg("new_ops"), py::arg("verbose"))
       .def("run", &Evaluator::run, py::arg("output_names"), py::arg("feeds"), py::arg("intermediate"))
+      .def("check_nodes", &Evaluator::check_nodes, py::arg("address"), py::arg("feeds"), py::arg("options"))
+      .def("check_against", &Evaluator::check_against, py::arg("unfused"), py::arg("feeds"), py::arg("options"))
       .def_property_readonly("input_names", &Evaluator::input_names)
       .def_property_readonly("output_names", &Evaluator::output_names)
       .def_property_readonly("opsets", &Evaluator::opsets);
@@ -195,6 +239,8 @@ PYBIND11_MODULE(_refeval, m) {
   m.def("reduce", &reduce_model, py::arg("model"), py::arg("out"), py::arg("feed_sets"), py::arg("predicate"), py::arg("argument"),
         py::arg("rtol"), py::arg("atol"), py::arg("mode"), py::arg("freeze"), py::arg("all_sets"), py::arg("max_steps"));
   m.def("profile", &profile_model, py::arg("model"), py::arg("feeds"), py::arg("warmup"), py::arg("repeat"), py::arg("out"));
+  m.def("profile_events", &profile_events, py::arg("paths"), py::arg("range"), py::arg("include_warmup"), py::arg("phase"));
+  m.def("show_html", &show_html, py::arg("model"), py::arg("profile"), py::arg("diff"));
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
         py::arg("disable"), py::arg("target"));
 }

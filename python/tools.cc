@@ -1,13 +1,17 @@
-// The profiler and the optimizer from Python: refeval.profile() and refeval.optimize() (see
-// python/refeval/__init__.py), the same libraries the `profile` and `optimize` verbs drive.
+// The profiler, the profile reader, the optimizer and the viewer from Python: refeval.profile(),
+// read_profile(), optimize() and show() (see python/refeval/__init__.py), the same libraries the
+// `profile`, `report`, `optimize` and `show` verbs drive.
 #include "tools.h"
 
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 
 #include <pybind11/stl.h>
 
 #include "aggregate.h"
+#include "dot_format.h"
+#include "html_view.h"
 #include "generate/generator.h"
 #include "convert.h"
 #include "debug/reduce.h"
@@ -15,6 +19,7 @@
 #include "optimizer.h"
 #include "profile_file.h"
 #include "profiled_model.h"
+#include "runs.h"
 #include "refeval/model_io.h"
 
 namespace refeval::python {
@@ -145,6 +150,65 @@ py::dict reduce_model(const std::string& model_path, const std::string& out, con
   return py::dict(py::arg("path") = out, py::arg("original_nodes") = r.original_nodes, py::arg("nodes") = r.model.graph.nodes.size(),
                   py::arg("kept") = r.kept, py::arg("steps") = r.steps - 1, py::arg("stopped") = r.stopped,
                   py::arg("detail") = r.detail, py::arg("no_expected_outputs") = problem);
+py::dict profile_events(const std::vector<std::string>& paths, const std::string& range, bool include_warmup, const std::string& phase) {
+  // Columns, not one dict per event: a GPT-2 profile has tens of thousands of events.
+  py::list file, run, run_phase, step, node, op_type, provider, node_index, start, duration, depth, inputs, outputs, input_shapes,
+      output_shapes, activation_size, parameter_size, output_size;
+  py::list runs, warnings;
+  int runs_in_files = 0;
+  // One file at a time, as load_profiles() applies the selection to each file on its own, so each
+  // run knows its file.
+  for (const std::string& path : paths) {
+    const profile::LoadedProfiles p = profile::load_profiles({path}, {.include_warmup = include_warmup, .range = range, .phase = phase});
+    runs_in_files += p.runs_in_files;
+    for (const std::string& w : p.warnings) warnings.append(w);
+    for (const profile::Run& r : p.runs) {
+      int64_t fence_us = 0;
+      for (const profile::Event* e : r.fences) fence_us += e->dur;
+      runs.append(py::dict(py::arg("file") = path, py::arg("run") = r.index, py::arg("start_us") = r.ts, py::arg("duration_us") = r.dur,
+                           py::arg("phase") = r.phase, py::arg("step") = r.step, py::arg("kv_cache_bytes") = r.kv_cache_bytes,
+                           py::arg("top_level_kernel_us") = r.top_level_kernel_us(), py::arg("fence_us") = fence_us,
+                           py::arg("fence_events") = r.fences.size(), py::arg("kernel_events") = r.kernels.size()));
+      for (const profile::Event* e : r.kernels) {
+        file.append(path), run.append(r.index), run_phase.append(r.phase), step.append(r.step);
+        node.append(e->node), op_type.append(e->op_type), provider.append(e->provider);
+        node_index.append(e->node_index ? py::object(py::int_(*e->node_index)) : py::object(py::none()));
+        start.append(e->ts), duration.append(e->dur);
+        // refeval marks nodes inside If/Loop/Scan bodies with args.depth; their time is inside their caller's.
+        const auto d = e->extra_args.find("depth");
+        depth.append(d == e->extra_args.end() ? 0 : std::max<int64_t>(1, d->is_number_integer() ? d->get<int64_t>() : d->is_string() ? std::atoll(d->get<std::string>().c_str()) : 1));
+        inputs.append(profile::shapes_to_string(e->inputs)), outputs.append(profile::shapes_to_string(e->outputs));
+        py::list in_shapes, out_shapes;
+        for (const profile::TypeShape& t : e->inputs) in_shapes.append(py::make_tuple(t.type, py::tuple(py::cast(t.shape))));
+        for (const profile::TypeShape& t : e->outputs) out_shapes.append(py::make_tuple(t.type, py::tuple(py::cast(t.shape))));
+        input_shapes.append(in_shapes), output_shapes.append(out_shapes);
+        activation_size.append(e->activation_size), parameter_size.append(e->parameter_size), output_size.append(e->output_size);
+      }
+    }
+  }
+  py::dict columns(py::arg("file") = file, py::arg("run") = run, py::arg("phase") = run_phase, py::arg("step") = step,
+                   py::arg("node") = node, py::arg("op_type") = op_type, py::arg("provider") = provider,
+                   py::arg("node_index") = node_index, py::arg("start_us") = start, py::arg("duration_us") = duration,
+                   py::arg("depth") = depth, py::arg("inputs") = inputs, py::arg("outputs") = outputs,
+                   py::arg("input_shapes") = input_shapes, py::arg("output_shapes") = output_shapes,
+                   py::arg("activation_size") = activation_size, py::arg("parameter_size") = parameter_size,
+                   py::arg("output_size") = output_size);
+  std::string label;
+  for (const std::string& path : paths) label += (label.empty() ? "" : " + ") + path;
+  return py::dict(py::arg("columns") = columns, py::arg("runs") = runs, py::arg("runs_in_files") = runs_in_files,
+                  py::arg("label") = label, py::arg("warnings") = warnings);
+}
+
+std::string show_html(const std::string& model_path, const std::string& profile_path, const std::string& diff_path) {
+  const Model model = load_model(model_path);
+  py::gil_scoped_release release;
+  if (!diff_path.empty()) {
+    const Model other = load_model(diff_path);
+    return show::html_diff(model, show::inferred_shapes(model), other, show::inferred_shapes(other));
+  }
+  std::optional<show::NodeTimes> times;
+  if (!profile_path.empty()) times = show::node_times(profile_path);
+  return show::html_view(model, show::inferred_shapes(model), times ? &*times : nullptr);
 }
 
 }  // namespace refeval::python

@@ -14,6 +14,11 @@ namespace py = pybind11;
 // Runs `warmup` + `repeat` profiled runs, writes ORT's profile JSON to `out`, returns its
 // summary and per-op-type rows of the profiled runs.
 py::dict profile_model(const std::string& model_path, const py::dict& feeds, int warmup, int repeat, const std::string& out);
+// The kernel events of the selected runs of profile files (the runs `refeval report` reads, see
+// profile/runs.h) as columns {name: [values]}, and the runs with their wall and fence times.
+py::dict profile_events(const std::vector<std::string>& paths, const std::string& range, bool include_warmup, const std::string& phase);
+// `refeval show --format html` of a model, with a profile's heat or beside a second model.
+std::string show_html(const std::string& model_path, const std::string& profile_path, const std::string& diff_path);
 // Optimizes `in` into `out`; returns the node counts, the statistics counters and op counts.
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
                         const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target);

@@ -9,6 +9,7 @@ packages=(
   libre2-dev libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev
   libedit-dev
   python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
+  python3-pandas python3-plotly python3-nbclient python3-ipykernel
   chromium fonts-dejavu-core
   graphviz
 )

@@ -12,6 +12,14 @@ Python operators subclass refeval.OpRun as they subclass onnx.reference.op_run.O
             return (x * alpha,)
 
     refeval.ReferenceEvaluator(model, new_ops=[Scale])
+
+In a notebook (pandas and plotly are needed by these only, imported when first used):
+
+    df = refeval.read_profile("profile.json")      # one row per kernel event, ORT's or refeval's file
+    refeval.op_table(df)                           # `refeval report`'s table, same numbers
+    refeval.plot.ops(df)                           # Plotly charts: ops, timeline, compare, steps
+    refeval.show("model.onnx")                     # the graph viewer inline
+    refeval.check_fusion("fused.onnx", feeds, op="my.domain:Fused", new_ops=[Fused])
 """
 import inspect
 import os
@@ -21,7 +29,8 @@ import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "reduce", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "reduce", "generate", "read_profile", "op_table", "compare", "summary", "runs",
+           "plot", "show", "check_fusion", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
 class Error(Exception):
@@ -148,6 +157,8 @@ class ReferenceEvaluator:
                 raise TypeError(f"new_ops must hold refeval.OpRun subclasses, got {cls!r}")
             ops.append((cls.op_domain, cls.__name__, cls))
         self.verbose = verbose
+        self._source = path or (f"{type(proto).__name__} {getattr(proto, 'name', '') or ''}".strip() if data is not None and not isinstance(proto, (bytes, bytearray, memoryview)) else "<bytes>")
+        self._new_ops = [f"{d}:{t}" if d else t for d, t, _ in ops]
         self._make = lambda path, data: _native(_refeval.Evaluator, path, data, [os.fspath(p) for p in custom_ops or []], ops, int(verbose))
         self._with_attributes = {}  # a FunctionProto's call attributes -> its evaluator, made when first run
         # A function whose attributes have no default cannot be planned before run() gives them.
@@ -166,6 +177,22 @@ class ReferenceEvaluator:
         if self._native is None:
             return {o.domain: o.version for o in self._function.opset_import}
         return dict(self._native.opsets)
+
+    def __repr__(self):
+        opsets = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(self.opsets.items()))
+        text = f"refeval.ReferenceEvaluator({self._source})\n  inputs:  {', '.join(self.input_names)}\n  outputs: {', '.join(self.output_names)}\n  opsets:  {opsets}"
+        return text + (f"\n  Python operators: {', '.join(self._new_ops)}" if self._new_ops else "")
+
+    def _repr_html_(self):
+        import html
+        e = html.escape
+        rows = [("model", e(self._source)), ("inputs", e(", ".join(self.input_names))), ("outputs", e(", ".join(self.output_names))),
+                ("opsets", e(", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(self.opsets.items()))))]
+        if self._new_ops:
+            rows.append(("Python operators", e(", ".join(self._new_ops))))
+        return ("<table><caption style='text-align:left'>refeval.ReferenceEvaluator</caption><tbody>"
+                + "".join(f"<tr><th style='text-align:left'>{k}</th><td style='text-align:left'>{v}</td></tr>" for k, v in rows)
+                + "</tbody></table>")
 
     def run(self, output_names, feed_inputs, attributes=None, intermediate=False):
         """Outputs named by `output_names` (None: the graph outputs) as a list of numpy arrays
@@ -187,14 +214,18 @@ class ReferenceEvaluator:
         return _native(native.run, names, dict(feed_inputs), bool(intermediate))
 
 
-def profile(model, feeds, warmup=1, repeat=10, path=None):
+def profile(model, feeds, warmup=1, repeat=10, path=None, frame=False):
     """Profiles a model file as `refeval profile` does: writes ONNX Runtime's profile JSON (to
     `path`, default refeval_profile_<date>_<time>.json) and returns {"path", "runs", "wall_ms",
     "kernel_ms", "by_op": [{"op_type", "total_ms", "count", "mean_ms", "pct"}, ...]} of the
-    profiled runs (warm-up left out)."""
+    profiled runs (warm-up left out); frame=True returns read_profile() of the file instead (the
+    DataFrame of the profiled runs, the warm-up left out; needs pandas)."""
     if path is None:
         path = time.strftime("refeval_profile_%Y-%m-%d_%H-%M-%S.json")
-    return _native(_refeval.profile, os.fspath(model), dict(feeds), int(warmup), int(repeat), os.fspath(path))
+    result = _native(_refeval.profile, os.fspath(model), dict(feeds), int(warmup), int(repeat), os.fspath(path))
+    if not frame:
+        return result
+    return read_profile(path, runs=f"{int(warmup)}:")
 
 
 def reduce(model, out, nan=False, compare_with=None, check=None, error=None, inputs=None, input_sets=None,
@@ -262,3 +293,9 @@ def set_emulate_accuracy_level(on=True):
 def emulate_accuracy_level():
     """Whether set_emulate_accuracy_level() turned the emulation on (off by default)."""
     return _refeval.emulate_accuracy_level()
+
+
+# The notebook functions: DataFrames and charts need pandas / plotly, imported when first used.
+from . import plot  # noqa: E402
+from .display import check_fusion, show  # noqa: E402
+from .frames import compare, op_table, read_profile, runs, summary  # noqa: E402
