@@ -161,6 +161,59 @@ Pass attention_pass() {
             auto refuse = [&](const Node& sm, const std::string& why) {
               if (ctx.explain) ctx.explain->add("attention", sm.name.empty() ? sm.outputs[0] : sm.name, why);
             };
+            // One exact causal + padding bias per (buffer, mask, past, filler), shared by the layers.
+            std::map<std::string, std::string> shared_bias;
+            std::vector<Node> shared_nodes;
+            auto shared_causal_padding_bias = [&](const Found& f) -> std::optional<std::string> {
+              const Tensor* buffer = index.constant(f.mask.causal_buffer);
+              const ValueType* mtype = index.type(f.mask.padding_value);
+              const std::vector<Dim>* mdims = index.dims(f.mask.padding_value);
+              if (!buffer || buffer->rank() != 4 || !mtype || mtype->kind != ValueType::Kind::Tensor || !mdims || mdims->size() != 4) return std::nullopt;
+              // The past length: a per-layer past (B, N, P, h) input, ORT's stacked (2, B, N, P, h) one, or none.
+              std::string past;
+              int64_t past_axis = 0;
+              if (!f.k.stacked_past.empty()) past = f.k.stacked_past, past_axis = 3;
+              else if (!f.k.past.empty() && graph_input(index, f.k.past)) past = f.k.past, past_axis = 2;
+              else if (!f.k.past.empty()) return std::nullopt;
+              // Every layer's past has the same length: keyed by its dim, not its name.
+              std::string past_dim;
+              if (!past.empty()) {
+                const std::vector<Dim>* pd = index.dims(past);
+                if (!pd || int64_t(pd->size()) <= past_axis) return std::nullopt;
+                const Dim& d = (*pd)[size_t(past_axis)];
+                past_dim = d.fixed() ? std::to_string(d.value) : d.param.empty() ? past : d.param;
+              }
+              const std::string key = fmt::format("{}|{}|{}|{}", f.mask.causal_buffer, f.mask.padding_value, past_dim, f.mask.causal_filler);
+              if (auto it = shared_bias.find(key); it != shared_bias.end()) return it->second;
+              const std::string base = names.node("/CausalPaddingBias");
+              auto value = [&](const std::string& what) { return names.value(base + "/" + what); };
+              auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& what, std::vector<Attribute> a = {}) {
+                const std::string out = value(what);
+                shared_nodes.push_back(make_node(op, "", std::move(in), {out}, std::move(a), names.node(base + "/" + op)));
+                return out;
+              };
+              auto ints_init = [&](const std::string& what, std::vector<int64_t> v) {
+                const std::string n = value(what);
+                new_inits.push_back({n, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)});
+                return n;
+              };
+              std::string keep = f.mask.causal_buffer;
+              if (f.mask.causal_buffer_sliced) {
+                const std::string total = add("Slice", {add("Shape", {f.mask.padding_input}, "mask_shape"), ints_init("one", {1}), ints_init("two", {2})}, "total");
+                const std::string start = past.empty() ? ints_init("zero", {0})
+                                                       : add("Slice", {add("Shape", {past}, "past_shape"), ints_init("past_axis", {past_axis}),
+                                                                       ints_init("past_axis_end", {past_axis + 1})}, "past_length");
+                const std::string starts = add("Concat", {start, ints_init("zero_col", {0})}, "starts", {build::attr("axis", int64_t(0))});
+                const std::string ends = add("Concat", {total, total}, "ends", {build::attr("axis", int64_t(0))});
+                keep = add("Slice", {keep, starts, ends, ints_init("axes", {2, 3})}, "causal_block");
+              }
+              if (buffer->dtype() != DType::Bool) keep = add("Cast", {keep}, "keep", {build::attr("to", int64_t(DType::Bool))});
+              const std::string fill = value("filler");
+              new_inits.push_back({fill, from_doubles(mtype->dtype, {}, {std::max(f.mask.causal_filler, -3.4028234663852886e38)})});
+              const std::string hidden = add("Add", {f.mask.padding_value, fill}, "hidden");
+              const std::string bias = add("Where", {keep, f.mask.padding_value, hidden}, "bias");
+              return shared_bias[key] = bias;
+            };
             for (int si = 0; si < int(g.nodes.size()); ++si) {
               const Node& sm = g.nodes[size_t(si)];
               if (sm.op_type != "Softmax" || !sm.domain.empty()) continue;
@@ -192,20 +245,10 @@ Pass attention_pass() {
               // causal scores. They differ only in rows with every key hidden (a left-padded
               // row's first queries), where the export attends uniformly to the keys hidden by
               // one mask and not the other; the exact bias Where(causal, M, M + filler) keeps that.
-              const std::vector<Dim>* cond_dims = f->mask.causal ? index.dims(f->mask.causal_cond) : nullptr;
-              const ValueType* score_type = index.type(sm.inputs[0]);
-              // (Not when the condition is sliced by the length of a present the fused node writes.)
-              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.where_cond.empty() && cond_dims &&
-                  cond_dims->size() == 4 && score_type && score_type->kind == ValueType::Kind::Tensor &&
-                  !depends_on(index, f->mask.causal_cond, {f->k.present, f->v.present})) {
-                const std::string fill = names.value(scope + "/causal_filler"), hidden = names.value(scope + "/hidden_bias"),
-                                  bias = names.value(scope + "/mask_bias");
-                new_inits.push_back({fill, from_doubles(score_type->dtype, {}, {std::max(f->mask.causal_filler, -3.4028234663852886e38)})});
-                nodes.push_back(make_node("Add", "", {f->mask.padding_value, fill}, {hidden}, {}, names.node(scope + "/HiddenBias")));
-                nodes.push_back(make_node("Where", "", {f->mask.causal_cond, f->mask.causal_keeps ? f->mask.padding_value : hidden,
-                                                        f->mask.causal_keeps ? hidden : f->mask.padding_value},
-                                          {bias}, {}, names.node(scope + "/MaskBias")));
-                f->mask.bias = bias, f->mask.causal = false, f->mask.padding_input.clear();
+              // It is built once for every layer, from graph inputs only: the padding mask's total
+              // length T and the past's length P give the causal block, rows [P, T), columns [0, T).
+              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.where_cond.empty()) {
+                if (auto bias = shared_causal_padding_bias(*f)) f->mask.bias = *bias, f->mask.causal = false, f->mask.padding_input.clear();
               }
               std::vector<Attribute> attrs = {build::attr("num_heads", N)};
               if (f->mask.causal) attrs.push_back(build::attr("unidirectional", int64_t(1)));
@@ -313,6 +356,10 @@ Pass attention_pass() {
             if (ctx.explain) ctx.explain->count("attention", candidates, fused);
             if (!fused) return 0;
             record_provenance(m, provenance);
+            if (!shared_nodes.empty()) {
+              auto& first = insert_at.begin()->second;
+              first.insert(first.begin(), shared_nodes.begin(), shared_nodes.end());
+            }
             for (Initializer& i : new_inits) g.initializers.push_back(std::move(i));
             std::vector<Node> out;
             for (int i = 0; i < int(g.nodes.size()); ++i) {

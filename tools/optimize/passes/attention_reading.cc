@@ -181,7 +181,8 @@ bool constant_keeps_causal(const Tensor& c, int64_t S, int64_t T) {
 }
 
 // `cond` true exactly where key j <= query i + (T - S): the causal mask in the "keep" polarity.
-bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const Dim& T, bool& flip, std::set<int>& used) {
+bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const Dim& T, bool& flip, std::set<int>& used,
+                    std::string& buffer, bool& sliced) {
   for (;;) {
     const int p = g.producer(cond);
     if (p < 0) break;
@@ -214,6 +215,7 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     cond = n.inputs[0];
   }
   const Tensor* c = g.constant(cond);
+  buffer = cond, sliced = r0 || c0;
   if (c && !r0 && !c0 && S.fixed() && T.fixed() && c->rank() >= 2 && c->dim(c->rank() - 2) == S.value &&
       c->dim(c->rank() - 1) == T.value && c->size() == S.value * T.value)
     return constant_keeps_causal(*c, S.value, T.value);  // fixed shapes: the slice was folded
@@ -363,8 +365,11 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       if (!(filler <= kMaskFloor)) return why = fmt::format("the Where '{}' fills {:g}, not a hiding value", n.name, filler), std::nullopt;
       bool flip = a.has_value();  // Where(cond, filler, scores): cond hides
       std::set<int> mask_nodes;  // shared by the layers: left to dead-code removal
-      if (!f.mask.causal && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes) && !flip) {
+      std::string buffer;
+      bool sliced = false;
+      if (!f.mask.causal && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes, buffer, sliced) && !flip) {
         f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
+        f.mask.causal_buffer = buffer, f.mask.causal_buffer_sliced = sliced;
         f.mask.causal_cond = n.inputs[0], f.mask.causal_keeps = !a.has_value(), f.mask.causal_filler = filler;
       } else if (slices_a_constant(g, n.inputs[0])) {
         // A causal look-alike (a buffer off by one, an upper triangle): left as it is, named.

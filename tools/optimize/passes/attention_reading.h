@@ -33,6 +33,8 @@ struct Mask {
   std::string padding_input;     // a 2-D (B, T) graph input: key padding
   std::string bias;              // an additive (B|1, 1, S, T) value
   double filler = 0;             // the value masked scores get (the most negative seen)
+  std::string causal_buffer;     // the lower-triangular constant the causal condition slices
+  bool causal_buffer_sliced = false;  // (false: a folded S x T block, fixed shapes)
   std::string causal_cond;       // the causal Where's condition, its polarity and filler
   bool causal_keeps = true;
   double causal_filler = 0;
