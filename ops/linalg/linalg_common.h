@@ -32,8 +32,8 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                         const float* packed = nullptr);
 bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU
-// B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's column blocks (K * N floats);
-// empty on CPUs the kernel does not run on.
+// B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips of 16 columns (K x 16
+// each, the last zero-padded: K * N rounded up to 16 floats); empty on CPUs the kernel does not run on.
 std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
 
 // A constant right operand (a weight), float K x N (stored N x K when trans_b), laid out once in
