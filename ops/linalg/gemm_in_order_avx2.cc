@@ -167,10 +167,11 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
 // an L1 buffer while B streams by rows of 4 KB, as a GEMV reads it; register tiles would read B
 // in 384-byte pieces a page apart. Each element is still one FMA chain over k in order.
 constexpr int64_t kRowBlockCols = 1024;
-__attribute__((target("avx2,fma"))) void few_rows(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c,
+template <int M>
+__attribute__((target("avx2,fma"))) void few_rows(int64_t N, int64_t K, const float* a, const float* b, float* c,
                                                   bool accumulate, int64_t n0) {
   const int64_t width = std::min(kRowBlockCols, N - n0), full = width / 8 * 8;
-  alignas(32) float sum[2][kRowBlockCols];
+  alignas(32) float sum[M][kRowBlockCols];
   for (int64_t r = 0; r < M; ++r)
     for (int64_t j = 0; j < width; ++j) sum[r][j] = accumulate ? c[r * N + n0 + j] : 0.f;
   for (int64_t k = 0; k < K; ++k) {
@@ -213,7 +214,8 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
   if (!in_order_avx2_suits()) return false;
   if (M <= 2 && !packed) {
     parallel_for((N + kRowBlockCols - 1) / kRowBlockCols, 1, [&](int64_t first, int64_t last) {
-      for (int64_t block = first; block < last; ++block) few_rows(M, N, K, a, b, c, accumulate, block * kRowBlockCols);
+      for (int64_t block = first; block < last; ++block)
+        (M == 1 ? few_rows<1> : few_rows<2>)(N, K, a, b, c, accumulate, block * kRowBlockCols);
     });
     return true;
   }
