@@ -31,7 +31,7 @@ class Gemm : public OpRun {
         beta_(ctx.attr<float>("beta", 1.0f)),
         trans_a_(ctx.attr<int64_t>("transA", 0) != 0),
         trans_b_(ctx.attr<int64_t>("transB", 0) != 0),
-        weight_(ctx, 1) {
+        weight_(ctx, 1, trans_b_) {
     if (ctx.since_version() < 7) ctx.attr<int64_t>("broadcast", 0);  // C broadcasts either way
   }
 

@@ -203,8 +203,13 @@ std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const 
   packed.assign(size_t((N + kStrip - 1) / kStrip * kStrip * K), 0.f);
   for (int64_t n0 = 0; n0 < N; n0 += kStrip) {
     float* strip = packed.data() + n0 * K;
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < std::min(kStrip, N - n0); ++j) strip[k * kStrip + j] = trans_b ? b[(n0 + j) * K + k] : b[k * N + n0 + j];
+    const int64_t width = std::min(kStrip, N - n0);
+    if (trans_b) {
+      for (int64_t j = 0; j < width; ++j)
+        for (int64_t k = 0; k < K; ++k) strip[k * kStrip + j] = b[(n0 + j) * K + k];
+    } else {
+      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, width, strip + k * kStrip);
+    }
   }
   return packed;
 }

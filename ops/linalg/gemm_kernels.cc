@@ -152,17 +152,30 @@ void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bo
 }
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 
+std::atomic<uint64_t> g_packs{0};
+
 ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
     : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
-      packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {}
+      packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {
+  g_packs.fetch_add(1, std::memory_order_relaxed);
+}
+uint64_t constant_rhs_packs() { return g_packs.load(); }
 
-ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input) {
-  const std::string& name = ctx.has_input(input) ? ctx.node().inputs[input] : std::string();
-  constant_ = !name.empty() && ctx.graph().find_initializer(name) && !ctx.graph().find_input(name);
+ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b) {
+  const Graph& g = ctx.graph();
+  const std::string name = ctx.has_input(input) ? ctx.node().inputs[input] : std::string();
+  const Initializer* init = name.empty() || g.find_input(name) ? nullptr : g.find_initializer(name);
+  constant_ = init != nullptr;
+  // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
+  if (constant_ && suits(init->value)) rhs_ = std::make_shared<const ConstantRhs>(init->value, trans_b);
+}
+
+bool ConstantRhsCache::suits(const Tensor& b) {
+  return b.dtype() == DType::Float && b.rank() == 2 && b.size() > 0 && in_order_avx2_suits();
 }
 
 std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {
-  if (!constant_ || b.dtype() != DType::Float || b.rank() != 2 || b.size() == 0 || !in_order_avx2_suits()) return nullptr;
+  if (!constant_ || !suits(b)) return nullptr;
   std::lock_guard lock(mutex_);
   if (!rhs_ || !rhs_->holds(b, trans_b)) rhs_ = std::make_shared<const ConstantRhs>(b, trans_b);
   return rhs_;

@@ -59,19 +59,23 @@ class ConstantRhs {
   int64_t K_, N_;
   std::vector<float> packed_;
 };
+uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
 // c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...).
 void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* c, bool accumulate);
 
 // An operator's cache of the packed form of its B input, for nodes whose B is an initializer no
-// feed can replace (constant for the session). get() packs on the first run and returns the same
-// panels while the node is given the same tensor; null when B is not constant, not a 2-D float,
-// or the CPU's kernel does not read panels (then the op calls gemm() with B as before).
+// feed can replace (constant for the session): packed when the operator is made (as ONNX Runtime
+// prepacks its weights when a session is made); get() returns those panels while the node is
+// given that tensor (packing anew, once, if it is given another); null when B is not constant,
+// not a 2-D float, or the CPU's kernel does not read panels (then the op calls gemm() with B).
+// The panels are a second copy of the weight: a float decoder's weights take twice the memory.
 class ConstantRhsCache {
  public:
-  ConstantRhsCache(const NodeContext& ctx, size_t input);
+  ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b);
   std::shared_ptr<const ConstantRhs> get(const Tensor& b, bool trans_b);
 
  private:
+  static bool suits(const Tensor& b);
   bool constant_;
   std::mutex mutex_;  // one OpRun may run on several threads at once (sessions are shared)
   std::shared_ptr<const ConstantRhs> rhs_;

@@ -37,7 +37,7 @@ void batched(const MatMulShape& s, const C* a, const C* b, C* c) {
 class MatMul : public OpRun {
  public:
   using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint32_t, uint64_t>;
-  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1) {}
+  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1, false) {}
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& a = input_tensor(in, 0);
     const Tensor& b = input_tensor(in, 1);

@@ -150,3 +150,16 @@ TEST_CASE("MatMul: an initializer that a feed replaces is not cached") {
   CHECK(same_bits(with_b1, run_with_weight(matmul, a, b1, false)[0]));
   CHECK_FALSE(same_bits(with_b0, with_b1));
 }
+
+TEST_CASE("MatMul: an initializer B is packed once, as the session is made, not by its runs") {
+  if (!ops::in_order_avx2_suits()) return;  // only the in-order AVX2 kernel reads packed weights
+  const int64_t M = 8, K = 64, N = 100;
+  Graph g = build::graph("g", {node("MatMul", {"a", "b"}, {"y"})}, {build::tensor_info_unknown_rank("a", DType::Float)},
+                         {build::tensor_info_unknown_rank("y", DType::Float)},
+                         {{"b", tensor<float>({K, N}, random_floats(size_t(K * N), 13))}});
+  const uint64_t before = ops::constant_rhs_packs();
+  auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
+  CHECK(ops::constant_rhs_packs() == before + 1);
+  for (int r = 0; r < 3; ++r) ev.run({}, {{"a", tensor<float>({M, K}, random_floats(size_t(M * K), 14 + r))}});
+  CHECK(ops::constant_rhs_packs() == before + 1);
+}
