@@ -94,6 +94,17 @@ def matmul_lmhead_1x768x32000():
     return model("MatMul", {"a": rand(1, 1, 768)}, {"b": rand(768, 32000, scale=0.05)})
 
 
+# The decoder's products (issue 26): a prompt of M tokens (1: a decode step) against a constant
+# 768-row weight, N = 768 (attention output), 2304 (GPT-2's fused QKV), 3072 (MLP).
+def _decoder_matmul(m, n):
+    return lambda: model("MatMul", {"a": rand(1, m, 768)}, {"b": rand(768, n, scale=0.05)})
+
+
+for _m in (1, 8, 32, 128):
+    for _n in (768, 2304, 3072):
+        CASES[f"matmul-decoder-{_m}x768x{_n}"] = _decoder_matmul(_m, _n)
+
+
 @case
 def gemm_32x768x3072_transB_bias():
     return model("Gemm", {"a": rand(32, 768)}, {"b": rand(3072, 768), "c": rand(3072)}, {"transB": 1})

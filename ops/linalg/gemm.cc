@@ -1,6 +1,7 @@
 // Gemm: Y = alpha * op(A) * op(B) + beta * C, with op = transpose when transA / transB is set and
 // C broadcast unidirectionally to (M, N) (optional from version 11). float and double run on
-// Eigen; float16 and bfloat16 compute in float; integers use a wrapping loop.
+// gemm() (a float initializer B through its packed form, ConstantRhsCache); float16 and
+// bfloat16 compute in float; integers use a wrapping loop.
 #include "linalg_common.h"
 
 #include <cmath>
@@ -29,7 +30,8 @@ class Gemm : public OpRun {
       : alpha_(ctx.attr<float>("alpha", 1.0f)),
         beta_(ctx.attr<float>("beta", 1.0f)),
         trans_a_(ctx.attr<int64_t>("transA", 0) != 0),
-        trans_b_(ctx.attr<int64_t>("transB", 0) != 0) {
+        trans_b_(ctx.attr<int64_t>("transB", 0) != 0),
+        weight_(ctx, 1, trans_b_) {
     if (ctx.since_version() < 7) ctx.attr<int64_t>("broadcast", 0);  // C broadcasts either way
   }
 
@@ -70,7 +72,11 @@ class Gemm : public OpRun {
         } else {
           pa = a.data<T>(), pb = b.data<T>();
         }
-        gemm(trans_a_, trans_b_, M, N, K, pa, pb, prod.data(), false);
+        bool done = false;
+        if constexpr (std::is_same_v<T, float>) {
+          if (auto packed = weight_.get(b, trans_b_)) gemm(trans_a_, M, pa, *packed, prod.data(), false), done = true;
+        }
+        if (!done) gemm(trans_a_, trans_b_, M, N, K, pa, pb, prod.data(), false);
       } else {
         gemm_loop(trans_a_, trans_b_, M, N, K, a.data<T>(), b.data<T>(), prod.data(), false);
       }
@@ -96,6 +102,7 @@ class Gemm : public OpRun {
  private:
   float alpha_, beta_;
   bool trans_a_, trans_b_;
+  ConstantRhsCache weight_;  // a float initializer B, packed once
 };
 
 }  // namespace

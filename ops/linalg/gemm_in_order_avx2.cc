@@ -9,7 +9,11 @@
 //
 // Layout: blocks of 96 columns of B, 256 rows of B per pass (96 KB, in L2; copied to a contiguous
 // panel when C has 8 rows or more), tiles of C holding 12 sums in registers (1 x 96 columns for a
-// single row, up to 6 x 16); the last vector of a strip is masked.
+// single row, up to 6 x 16); the last vector of a strip is masked. A constant B (a weight) is
+// laid out once (pack_in_order_avx2) in strips of 16 columns, each K x 16 contiguous: a product
+// then reads them in place at any row count instead of copying all of B on every call (8 x 768 x
+// 2304 spent 42% of its time in memmove), and a 6 x 16 tile streams its strip sequentially, kept
+// in L1 while every 6-row group of A passes over it.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,7 +27,7 @@
 namespace refeval::ops {
 namespace {
 
-constexpr int64_t kBlockCols = 96, kDepth = 256;
+constexpr int64_t kBlockCols = 96, kDepth = 256, kStrip = 16;
 constexpr int64_t kPackFromRows = 8;  // from this many rows a block of B is packed (reused by every row tile)
 
 __attribute__((target("avx2,fma"))) inline __m256i lane_mask(int lanes) {
@@ -34,14 +38,16 @@ __attribute__((target("avx2,fma"))) inline __m256i lane_mask(int lanes) {
 // selects (a strip at the block's edge), else every vector is full and no mask register is taken.
 // The loop keeps the smaller operand set in registers: R broadcasts of A while V vectors of B
 // stream, or V vectors of B while R broadcasts stream, so 12 sums + min(R, V) + 1 fit the 16
-// registers.
-template <int R, int V, bool Masked>
-__attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
-                                              int64_t ldc, __m256i last, bool accumulate) {
+// registers. With Strips, B is in packed strips (ldb = 16): vectors 2 s and 2 s + 1 of a row come
+// from the strip `strip_stride` floats after the first one's s - 1.
+template <int R, int V, bool Masked, bool Strips>
+__attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                              int64_t strip_stride, float* c, int64_t ldc, __m256i last, bool accumulate) {
   auto load = [&](const float* p, int v) {
     if constexpr (Masked) return v == V - 1 ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
     else return _mm256_loadu_ps(p);
   };
+  auto column = [&](const float* row, int v) { return Strips ? row + (v >> 1) * strip_stride + 8 * (v & 1) : row + 8 * v; };
   __m256 sum[R][V];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
@@ -55,14 +61,14 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
       for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r * lda + k);
 #pragma GCC unroll 12
       for (int v = 0; v < V; ++v) {
-        const __m256 bv = load(row + 8 * v, v);
+        const __m256 bv = load(column(row, v), v);
 #pragma GCC unroll 12
         for (int r = 0; r < R; ++r) sum[r][v] = _mm256_fmadd_ps(av[r], bv, sum[r][v]);
       }
     } else {
       __m256 bv[V];
 #pragma GCC unroll 12
-      for (int v = 0; v < V; ++v) bv[v] = load(row + 8 * v, v);
+      for (int v = 0; v < V; ++v) bv[v] = load(column(row, v), v);
 #pragma GCC unroll 12
       for (int r = 0; r < R; ++r) {
         const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
@@ -80,39 +86,63 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
     }
 }
 
-using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, __m256i, bool);
+using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, __m256i, bool);
 
 // Tiles keep 12 sums in registers (R rows x V vectors, R V <= 12): 1 x 12, 2 x 6, 3 x 4, 4 x 3,
 // then 6 x 2 from 5 rows on, so that enough independent chains hide the FMA latency however few
-// rows C has. `vectors` < V for the strip at a block's edge.
-constexpr int vectors_for(int rows) { return rows >= 5 ? 2 : 12 / rows; }
-template <int R, int... Vs>
+// rows C has. `vectors` < V for the strip at a block's edge. On packed strips a tile starts at a
+// strip's first column, so 4 rows take 4 x 2 (8 chains, still enough for two FMA units).
+constexpr int vectors_for(int rows, bool strips) { return rows >= 5 || (strips && rows == 4) ? 2 : 12 / rows; }
+template <int R, bool Strips, int... Vs>
 TileFn pick(int vectors, bool masked, std::integer_sequence<int, Vs...>) {
   TileFn f = nullptr;
-  ((vectors == Vs + 1 ? (f = masked ? tile<R, Vs + 1, true> : tile<R, Vs + 1, false>, 0) : 0), ...);
+  ((vectors == Vs + 1 ? (f = masked ? tile<R, Vs + 1, true, Strips> : tile<R, Vs + 1, false, Strips>, 0) : 0), ...);
   return f;
 }
+template <bool Strips>
 TileFn tile_for(int rows, int vectors, bool masked) {
   switch (rows) {
-    case 1: return pick<1>(vectors, masked, std::make_integer_sequence<int, 12>());
-    case 2: return pick<2>(vectors, masked, std::make_integer_sequence<int, 6>());
-    case 3: return pick<3>(vectors, masked, std::make_integer_sequence<int, 4>());
-    case 4: return pick<4>(vectors, masked, std::make_integer_sequence<int, 3>());
-    case 5: return pick<5>(vectors, masked, std::make_integer_sequence<int, 2>());
-    default: return pick<6>(vectors, masked, std::make_integer_sequence<int, 2>());
+    case 1: return pick<1, Strips>(vectors, masked, std::make_integer_sequence<int, 12>());
+    case 2: return pick<2, Strips>(vectors, masked, std::make_integer_sequence<int, 6>());
+    case 3: return pick<3, Strips>(vectors, masked, std::make_integer_sequence<int, 4>());
+    case 4: return pick<4, Strips>(vectors, masked, std::make_integer_sequence<int, 3>());
+    case 5: return pick<5, Strips>(vectors, masked, std::make_integer_sequence<int, 2>());
+    default: return pick<6, Strips>(vectors, masked, std::make_integer_sequence<int, 2>());
   }
 }
 
 // Columns [n0, n0 + 96) (fewer in the last block) of C, every row, 256 values of k at a time: a
 // tile goes on from the partial sums it stored, so each element stays one chain over k. With
-// many rows the block of B is first copied to a contiguous panel that every row tile then reads.
-__attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c,
-                                                      bool accumulate, int64_t n0, std::vector<float>& panel) {
+// many rows the block of B is first copied to a contiguous panel that every row tile then reads,
+// the A tile staying in L1 across the block's strips. With `packed` (pack_in_order_avx2's strips)
+// nothing is copied, and the 6-row groups run strip by strip, each strip of 256 x 16 (16 KB)
+// staying in L1 while every group passes over it; the last, smaller group follows.
+__attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b,
+                                                      const float* packed, float* c, bool accumulate, int64_t n0,
+                                                      std::vector<float>& panel) {
   const int64_t width = std::min(kBlockCols, N - n0);
-  const bool pack = M >= kPackFromRows;
+  const bool pack = !packed && M >= kPackFromRows;
   if (pack) panel.resize(size_t(kDepth * width));
   for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
     const int64_t depth = std::min(kDepth, K - k0);
+    const bool acc = accumulate || k0 > 0;
+    if (packed) {
+      const float* bb = packed + n0 * K + k0 * kStrip;  // row k0 of the block's first strip
+      const int64_t stride = kStrip * K;                // from one strip to the next
+      // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
+      auto run = [&](int64_t m0, int rows, int64_t j) {
+        const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
+        const int vectors = int((strip + 7) / 8);
+        tile_for<true>(rows, vectors, strip % 8 != 0)(depth, a + m0 * K + k0, K, bb + j / kStrip * stride, kStrip, stride,
+                                                      c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
+      };
+      const int64_t full = M / 6 * 6;
+      for (int64_t j = 0; j < width; j += kStrip)
+        for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
+      if (full < M)
+        for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
+      continue;
+    }
     const float* bb = b + k0 * N + n0;
     int64_t ldb = N;
     if (pack) {
@@ -121,12 +151,12 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
     }
     for (int64_t m0 = 0; m0 < M;) {
       const int rows = int(std::min<int64_t>(6, M - m0));
-      const int64_t strip_width = 8 * vectors_for(rows);
-      for (int64_t j = 0; j < width; j += strip_width) {  // the A tile stays in L1 across the block's strips
+      const int64_t strip_width = 8 * vectors_for(rows, false);
+      for (int64_t j = 0; j < width; j += strip_width) {
         const int64_t strip = std::min(strip_width, width - j);
         const int vectors = int((strip + 7) / 8);
-        tile_for(rows, vectors, strip % 8 != 0)(depth, a + m0 * K + k0, K, bb + j, ldb, c + m0 * N + n0 + j, N,
-                                lane_mask(int(strip - 8 * (vectors - 1))), accumulate || k0 > 0);
+        tile_for<false>(rows, vectors, strip % 8 != 0)(depth, a + m0 * K + k0, K, bb + j, ldb, 0, c + m0 * N + n0 + j, N,
+                                                       lane_mask(int(strip - 8 * (vectors - 1))), acc);
       }
       m0 += rows;
     }
@@ -137,10 +167,11 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
 // an L1 buffer while B streams by rows of 4 KB, as a GEMV reads it; register tiles would read B
 // in 384-byte pieces a page apart. Each element is still one FMA chain over k in order.
 constexpr int64_t kRowBlockCols = 1024;
-__attribute__((target("avx2,fma"))) void few_rows(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c,
+template <int M>
+__attribute__((target("avx2,fma"))) void few_rows(int64_t N, int64_t K, const float* a, const float* b, float* c,
                                                   bool accumulate, int64_t n0) {
   const int64_t width = std::min(kRowBlockCols, N - n0), full = width / 8 * 8;
-  alignas(32) float sum[2][kRowBlockCols];
+  alignas(32) float sum[M][kRowBlockCols];
   for (int64_t r = 0; r < M; ++r)
     for (int64_t j = 0; j < width; ++j) sum[r][j] = accumulate ? c[r * N + n0 + j] : 0.f;
   for (int64_t k = 0; k < K; ++k) {
@@ -159,18 +190,44 @@ __attribute__((target("avx2,fma"))) void few_rows(int64_t M, int64_t N, int64_t 
 
 }  // namespace
 
-bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
+bool in_order_avx2_suits() {
   static const bool suits = !__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (!suits) return false;
-  if (M <= 2) {
+  return suits;
+}
+
+std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
+  std::vector<float> packed;
+  if (!in_order_avx2_suits()) return packed;
+  // Strip t (columns 16 t .. 16 t + 15; the last one zero-padded) is K rows of 16 from 16 t K on,
+  // so the 96-column block from n0 starts at n0 K.
+  packed.assign(size_t((N + kStrip - 1) / kStrip * kStrip * K), 0.f);
+  for (int64_t n0 = 0; n0 < N; n0 += kStrip) {
+    float* strip = packed.data() + n0 * K;
+    const int64_t width = std::min(kStrip, N - n0);
+    if (trans_b) {
+      for (int64_t j = 0; j < width; ++j)
+        for (int64_t k = 0; k < K; ++k) strip[k * kStrip + j] = b[(n0 + j) * K + k];
+    } else {
+      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, width, strip + k * kStrip);
+    }
+  }
+  return packed;
+}
+
+bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
+                        const float* packed) {
+  if (!in_order_avx2_suits()) return false;
+  if (M <= 2 && !packed) {
     parallel_for((N + kRowBlockCols - 1) / kRowBlockCols, 1, [&](int64_t first, int64_t last) {
-      for (int64_t block = first; block < last; ++block) few_rows(M, N, K, a, b, c, accumulate, block * kRowBlockCols);
+      for (int64_t block = first; block < last; ++block)
+        (M == 1 ? few_rows<1> : few_rows<2>)(N, K, a, b, c, accumulate, block * kRowBlockCols);
     });
     return true;
   }
   parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
     std::vector<float> panel;
-    for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols, panel);
+    for (int64_t block = first; block < last; ++block)
+      column_block(M, N, K, a, b, packed, c, accumulate, block * kBlockCols, panel);
   });
   return true;
 }

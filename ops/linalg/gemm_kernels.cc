@@ -66,8 +66,11 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
 }
 
 // C (M x N, row-major) = op(A) op(B) (+ C when acc); a transposed operand is stored K x M / N x K.
+// `packed`: b in the in-order AVX2 kernel's panels (ConstantRhs), read in place of b by that
+// kernel; every other path reads b as before.
 template <class T, class Gemm>
-void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc) {
+void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc,
+               const T* packed = nullptr) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
   if (M == 0 || N == 0) return;
   if (K == 0) {
@@ -80,24 +83,21 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     // Without AVX-512, refeval's in-order kernel replaces OpenBLAS's (whose sums depend on where
     // an element sits); a transposed operand is copied untransposed first (O(MK) or O(NK) against
     // the product's O(MNK)).
-    if (!ta && !tb && gemm_in_order_avx2(M, N, K, a, b, c, acc)) return;
-    if (ta || tb) {
-      static const bool in_order = gemm_in_order_avx2(0, 0, 0, nullptr, nullptr, nullptr, false);
-      if (in_order) {
-        std::vector<float> at, bt;
-        if (ta) {
-          at.resize(size_t(M * K));
-          for (int64_t k = 0; k < K; ++k)
-            for (int64_t m = 0; m < M; ++m) at[size_t(m * K + k)] = a[k * M + m];
-        }
-        if (tb) {
-          bt.resize(size_t(K * N));
-          for (int64_t n = 0; n < N; ++n)
-            for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = b[n * K + k];
-        }
-        gemm_in_order_avx2(M, N, K, ta ? at.data() : a, tb ? bt.data() : b, c, acc);
-        return;
+    if (!ta && !tb && gemm_in_order_avx2(M, N, K, a, b, c, acc, packed)) return;
+    if ((ta || tb) && in_order_avx2_suits()) {
+      std::vector<float> at, bt;
+      if (ta) {
+        at.resize(size_t(M * K));
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t m = 0; m < M; ++m) at[size_t(m * K + k)] = a[k * M + m];
       }
+      if (tb && !packed) {  // the panels hold B untransposed already
+        bt.resize(size_t(K * N));
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = b[n * K + k];
+      }
+      gemm_in_order_avx2(M, N, K, ta ? at.data() : a, tb ? bt.data() : b, c, acc, packed);
+      return;
     }
   }
   single_threaded_blas();
@@ -146,7 +146,40 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, con
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c, bool acc) {
   blas_gemm(cblas_dgemm, ta, tb, M, N, K, a, b, c, acc);
 }
+void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
+  blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
+            b.packed().empty() ? nullptr : b.packed().data());
+}
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
+
+std::atomic<uint64_t> g_packs{0};
+
+ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
+    : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
+      packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {
+  g_packs.fetch_add(1, std::memory_order_relaxed);
+}
+uint64_t constant_rhs_packs() { return g_packs.load(); }
+
+ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b) {
+  const Graph& g = ctx.graph();
+  const std::string name = ctx.has_input(input) ? ctx.node().inputs[input] : std::string();
+  const Initializer* init = name.empty() || g.find_input(name) ? nullptr : g.find_initializer(name);
+  constant_ = init != nullptr;
+  // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
+  if (constant_ && suits(init->value)) rhs_ = std::make_shared<const ConstantRhs>(init->value, trans_b);
+}
+
+bool ConstantRhsCache::suits(const Tensor& b) {
+  return b.dtype() == DType::Float && b.rank() == 2 && b.size() > 0 && in_order_avx2_suits();
+}
+
+std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {
+  if (!constant_ || !suits(b)) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (!rhs_ || !rhs_->holds(b, trans_b)) rhs_ = std::make_shared<const ConstantRhs>(b, trans_b);
+  return rhs_;
+}
 
 MatMulShape matmul_shape(const Shape& a_in, const Shape& b_in) {
   if (a_in.empty() || b_in.empty()) fail_runtime("MatMul operands must have rank >= 1 (got a scalar)");

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
+#include "refeval/op_run.h"
 #include "refeval/tensor.h"
 
 namespace refeval::ops {
@@ -25,7 +28,58 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 // The same contract on CPUs with AVX2 and FMA but without AVX-512, every element one in-order
 // chain of fused multiply-adds (gemm_in_order_avx2.cc: OpenBLAS's kernels for these CPUs are not
 // position-invariant); false, doing nothing, on other CPUs.
-bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
+// With `packed` (pack_in_order_avx2's layout of this b) the kernel reads B there and copies nothing.
+bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
+                        const float* packed = nullptr);
+bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU
+// B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips of 16 columns (K x 16
+// each, the last zero-padded: K * N rounded up to 16 floats); empty on CPUs the kernel does not run on.
+std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
+
+// A constant right operand (a weight), float K x N (stored N x K when trans_b), laid out once in
+// the in-order AVX2 kernel's panels so that a product no longer copies or transposes all of B on
+// every call. gemm() with it gives exactly the bits gemm() gives with B itself: the same kernel
+// in the same summation order, only reading B from elsewhere. It holds B's tensor, so B's memory
+// cannot be freed and handed to another tensor while the panels are keyed by its address.
+class ConstantRhs {
+ public:
+  ConstantRhs(const Tensor& b, bool trans_b);
+  bool holds(const Tensor& b, bool trans_b) const {
+    return b.raw_data() == b_.raw_data() && b.shape() == b_.shape() && trans_b == trans_b_;
+  }
+  bool trans_b() const { return trans_b_; }
+  int64_t K() const { return K_; }
+  int64_t N() const { return N_; }
+  const float* data() const { return b_.data<float>(); }
+  const std::vector<float>& packed() const { return packed_; }
+
+ private:
+  Tensor b_;
+  bool trans_b_;
+  int64_t K_, N_;
+  std::vector<float> packed_;
+};
+uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
+// c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...).
+void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* c, bool accumulate);
+
+// An operator's cache of the packed form of its B input, for nodes whose B is an initializer no
+// feed can replace (constant for the session): packed when the operator is made (as ONNX Runtime
+// prepacks its weights when a session is made); get() returns those panels while the node is
+// given that tensor (packing anew, once, if it is given another); null when B is not constant,
+// not a 2-D float, or the CPU's kernel does not read panels (then the op calls gemm() with B).
+// The panels are a second copy of the weight: a float decoder's weights take twice the memory.
+class ConstantRhsCache {
+ public:
+  ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b);
+  std::shared_ptr<const ConstantRhs> get(const Tensor& b, bool trans_b);
+
+ private:
+  static bool suits(const Tensor& b);
+  bool constant_;
+  std::mutex mutex_;  // one OpRun may run on several threads at once (sessions are shared)
+  std::shared_ptr<const ConstantRhs> rhs_;
+};
 
 // Number of calls that reached the OpenBLAS / Eigen kernels, so a test can tell the fast path ran.
 uint64_t blas_gemm_calls();

@@ -1,5 +1,6 @@
-// MatMul: numpy matmul (1-D promotion, batch broadcasting). float and double run on Eigen's
-// GEMM over the tensor data; float16 and bfloat16 compute in float; integers use a plain loop.
+// MatMul: numpy matmul (1-D promotion, batch broadcasting). float and double run on gemm()
+// (linalg_common.h) over the tensor data, a float 2-D initializer B through its packed form
+// (ConstantRhsCache); float16 and bfloat16 compute in float; integers use a plain loop.
 #include "linalg_common.h"
 
 #include "refeval/registry.h"
@@ -36,13 +37,19 @@ void batched(const MatMulShape& s, const C* a, const C* b, C* c) {
 class MatMul : public OpRun {
  public:
   using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint32_t, uint64_t>;
-  explicit MatMul(const NodeContext&) {}
+  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1, false) {}
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& a = input_tensor(in, 0);
     const Tensor& b = input_tensor(in, 1);
     if (a.dtype() != b.dtype()) ctx.fail("inputs A and B must have one element type");
     const MatMulShape s = matmul_shape(a.shape(), b.shape());
     Tensor y(a.dtype(), s.out);
+    if (a.size() > 0) {
+      if (auto packed = weight_.get(b, false)) {  // a 2-D weight: every row of A in one product
+        gemm(false, a.size() / s.K, a.data<float>(), *packed, y.data<float>(), false);
+        return {y};
+      }
+    }
     visit<Types>(a.dtype(), [&]<class T>() {
       if constexpr (is_narrow_float_v<T>) {
         const auto wa = widen<T>(a), wb = widen<T>(b);
@@ -56,6 +63,9 @@ class MatMul : public OpRun {
     });
     return {y};
   }
+
+ private:
+  ConstantRhsCache weight_;
 };
 
 }  // namespace

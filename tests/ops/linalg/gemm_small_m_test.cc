@@ -38,7 +38,10 @@ using Kernel = bool (*)(int64_t, int64_t, int64_t, const float*, const float*, f
 // The in-order kernel of this CPU: small-M with AVX-512, the AVX2 one without (both decline elsewhere).
 Kernel this_cpus_kernel() {
   if (__builtin_cpu_supports("avx512f")) return ops::gemm_small_m;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return ops::gemm_in_order_avx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return [](int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
+      return ops::gemm_in_order_avx2(M, N, K, a, b, c, accumulate);
+    };
   return nullptr;
 }
 
