@@ -150,6 +150,8 @@ py::dict reduce_model(const std::string& model_path, const std::string& out, con
   return py::dict(py::arg("path") = out, py::arg("original_nodes") = r.original_nodes, py::arg("nodes") = r.model.graph.nodes.size(),
                   py::arg("kept") = r.kept, py::arg("steps") = r.steps - 1, py::arg("stopped") = r.stopped,
                   py::arg("detail") = r.detail, py::arg("no_expected_outputs") = problem);
+}
+
 py::dict profile_events(const std::vector<std::string>& paths, const std::string& range, bool include_warmup, const std::string& phase) {
   // Columns, not one dict per event: a GPT-2 profile has tens of thousands of events.
   py::list file, run, run_phase, step, node, op_type, provider, node_index, start, duration, depth, inputs, outputs, input_shapes,
