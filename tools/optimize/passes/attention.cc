@@ -247,7 +247,11 @@ Pass attention_pass() {
               // one mask and not the other; the exact bias Where(causal, M, M + filler) keeps that.
               // It is built once for every layer, from graph inputs only: the padding mask's total
               // length T and the past's length P give the causal block, rows [P, T), columns [0, T).
-              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.where_cond.empty()) {
+              // Not with ORT's stacked past: its Attention refuses past together with attention_bias
+              // ("Attention cannot have both past and attention_bias"), so there the padding rows
+              // keep the fused operator's reading of the masks.
+              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.where_cond.empty() &&
+                  f->k.stacked_past.empty()) {
                 if (auto bias = shared_causal_padding_bias(*f)) f->mask.bias = *bias, f->mask.causal = false, f->mask.padding_input.clear();
               }
               std::vector<Attribute> attrs = {build::attr("num_heads", N)};
