@@ -11,6 +11,10 @@
 // rows of C (light_squeezenet's 1000 equal channels came out different, and threads changed bits).
 #include "linalg_common.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <atomic>
 #include <vector>
 
@@ -153,13 +157,34 @@ void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bo
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 
 std::atomic<uint64_t> g_packs{0};
+std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against packing_budget()
 
 ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
     : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
       packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {
   g_packs.fetch_add(1, std::memory_order_relaxed);
+  g_packed_bytes.fetch_add(uint64_t(b_.size()) * sizeof(float), std::memory_order_relaxed);
 }
+ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(uint64_t(b_.size()) * sizeof(float), std::memory_order_relaxed); }
 uint64_t constant_rhs_packs() { return g_packs.load(); }
+
+namespace {
+// The packed panels are a second copy of the weights: they may take at most this many bytes in
+// the process (REFEVAL_PACK_BUDGET_MB; default a quarter of physical memory), beyond which weights
+// are packed per call as before, so a model near the memory's size still runs.
+uint64_t packing_budget() {
+  static const uint64_t budget = [] {
+    if (const char* mb = std::getenv("REFEVAL_PACK_BUDGET_MB")) return uint64_t(std::strtoull(mb, nullptr, 10)) << 20;
+    return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE)) / 4;
+  }();
+  return budget;
+}
+std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b) {
+  // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
+  if (g_packed_bytes.load(std::memory_order_relaxed) + uint64_t(b.size()) * sizeof(float) > packing_budget()) return nullptr;
+  return std::make_shared<const ConstantRhs>(b, trans_b);
+}
+}  // namespace
 
 ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b) {
   const Graph& g = ctx.graph();
@@ -167,7 +192,7 @@ ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool tr
   const Initializer* init = name.empty() || g.find_input(name) ? nullptr : g.find_initializer(name);
   constant_ = init != nullptr;
   // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
-  if (constant_ && suits(init->value)) rhs_ = std::make_shared<const ConstantRhs>(init->value, trans_b);
+  if (constant_ && suits(init->value)) rhs_ = packed_within_budget(init->value, trans_b);
 }
 
 bool ConstantRhsCache::suits(const Tensor& b) {
@@ -177,7 +202,10 @@ bool ConstantRhsCache::suits(const Tensor& b) {
 std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {
   if (!constant_ || !suits(b)) return nullptr;
   std::lock_guard lock(mutex_);
-  if (!rhs_ || !rhs_->holds(b, trans_b)) rhs_ = std::make_shared<const ConstantRhs>(b, trans_b);
+  if (!rhs_ || !rhs_->holds(b, trans_b)) {
+    rhs_.reset();  // its bytes go back to the budget first
+    rhs_ = packed_within_budget(b, trans_b);
+  }
   return rhs_;
 }
 

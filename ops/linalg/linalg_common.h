@@ -52,6 +52,7 @@ class ConstantRhs {
   int64_t N() const { return N_; }
   const float* data() const { return b_.data<float>(); }
   const std::vector<float>& packed() const { return packed_; }
+  ~ConstantRhs();
 
  private:
   Tensor b_;
@@ -68,7 +69,9 @@ void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* 
 // prepacks its weights when a session is made); get() returns those panels while the node is
 // given that tensor (packing anew, once, if it is given another); null when B is not constant,
 // not a 2-D float, or the CPU's kernel does not read panels (then the op calls gemm() with B).
-// The panels are a second copy of the weight: a float decoder's weights take twice the memory.
+// The panels are a second copy of the weight: a float decoder's weights take twice the memory, up
+// to a process-wide budget (REFEVAL_PACK_BUDGET_MB, default a quarter of physical memory); past it
+// get() returns null and the weight is packed per call, as without the cache.
 class ConstantRhsCache {
  public:
   ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b);
