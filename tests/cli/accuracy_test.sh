@@ -51,6 +51,12 @@ g = h.make_graph(nodes, "half", [h.make_tensor_value_info("X", T.FLOAT, [4, 16])
                  [h.make_tensor_value_info("Y", T.FLOAT, [4, 16])])
 m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]); m.ir_version = 8
 onnx.save(m, "half.onnx")
+
+nodes = [h.make_node("DynamicQuantizeLinear", ["X"], ["q", "s", "z"], name="dql")]
+g = h.make_graph(nodes, "nodouble", [h.make_tensor_value_info("X", T.FLOAT, [4])],
+                 [h.make_tensor_value_info("q", T.UINT8, [4])])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]); m.ir_version = 8
+onnx.save(m, "nodouble.onnx")
 PY
 
 # 1. The planted ill-conditioned step.
@@ -105,7 +111,12 @@ ok = ok and cast["dtype"] == "float16" and 0 < cast["accumulated"]["ulps"] <= 0.
 print("" if ok else f"half: {e} {cast}"); sys.exit(0 if ok else 1)
 PY
 
-# 3. Usage errors.
+# 3. An operator without a double path is named (the fallback to the model-precision
+#    kernel is not implemented: the oracle run fails).
+expect 1 "" "refeval: error: the float64 oracle cannot run: .*operators without a double path: dql \(DynamicQuantizeLinear\)" -- \
+  accuracy nodouble.onnx
+
+# 4. Usage errors.
 expect 2 "" "refeval: error: .*oracle" -- accuracy planted.onnx --oracle float16
 expect 2 "" "refeval: error: " -- accuracy missing.onnx
 
