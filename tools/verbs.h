@@ -29,5 +29,6 @@ std::unique_ptr<Verb> make_optimize_verb();
 std::unique_ptr<Verb> make_show_verb();
 std::unique_ptr<Verb> make_generate_verb();
 std::unique_ptr<Verb> make_reduce_verb();
+std::unique_ptr<Verb> make_accuracy_verb();
 
 }  // namespace refeval::cli
