@@ -50,7 +50,7 @@ class ProfileVerb : public Verb {
     write_profile(path, events);
     fmt::print("profile: {} ({} warm-up + {} profiled runs, {} events)\n", path, warmup_, repeat_, events.size());
 
-    const LoadedProfiles loaded = loaded_from({path, std::move(events), {}}, {.range = fmt::format("{}:", warmup_)});
+    const LoadedProfiles loaded = loaded_from({path, std::move(events), {}}, {.range = fmt::format("{}:", warmup_), .phase = ""});
     std::vector<double> walls;
     for (const Run& r : loaded.runs) walls.push_back(double(r.dur) / 1000);
     std::sort(walls.begin(), walls.end());
