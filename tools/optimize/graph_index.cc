@@ -88,6 +88,16 @@ const ValueType* GraphIndex::type(const std::string& value) const {
   return it == inference_->types.end() ? nullptr : &it->second;
 }
 
+std::optional<std::vector<Dim>> GraphIndex::shape_values(const std::string& value) const {
+  if (const auto c = ints(value)) {
+    std::vector<Dim> d;
+    for (int64_t x : *c) d.push_back(Dim{x, ""});
+    return d;
+  }
+  if (const std::vector<Dim>* d = shape_data(value)) return *d;
+  return std::nullopt;
+}
+
 const std::vector<Dim>* GraphIndex::shape_data(const std::string& value) const {
   if (!inference_) return nullptr;
   auto it = inference_->shape_data.find(value);

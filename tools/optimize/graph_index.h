@@ -48,6 +48,10 @@ class GraphIndex {
   const std::vector<Dim>* dims(const std::string& value) const;
   // The elements of a shape-valued tensor (data propagation), null when unknown.
   const std::vector<Dim>* shape_data(const std::string& value) const;
+  // The elements of a shape value (a Reshape target, Slice bounds): a constant's integers, else
+  // the propagated shape data; nullopt when neither is known. (A constant -1 reads as an unknown
+  // Dim: callers that need it read ints().)
+  std::optional<std::vector<Dim>> shape_values(const std::string& value) const;
 
  private:
   const Graph& g_;

@@ -47,17 +47,6 @@ class AttentionReader {
 
 bool perm_is(const Node& n, std::vector<int64_t> p) { return ints_attr(n, "perm") == p; }
 
-// The dims of a shape value (constant or propagated), or nullopt.
-std::optional<std::vector<Dim>> shape_value(const GraphIndex& g, const std::string& v) {
-  if (const auto c = g.ints(v)) {
-    std::vector<Dim> d;
-    for (int64_t x : *c) d.push_back(Dim{x, ""});
-    return d;
-  }
-  if (const std::vector<Dim>* d = g.shape_data(v)) return *d;
-  return std::nullopt;
-}
-
 std::optional<int64_t> fixed(const Dim& d) { return d.fixed() ? std::optional<int64_t>(d.value) : std::nullopt; }
 
 
@@ -75,7 +64,7 @@ class Reader : public AttentionReader {
     const Node* r = t->inputs.empty() ? nullptr : producer(t->inputs[0], "Reshape");
     if (!r || r->inputs.size() != 2) return why = fmt::format("'{}' does not transpose a Reshape into heads", t->name), std::nullopt;
     const std::vector<Dim>* x = g_.dims(r->inputs[0]);
-    const auto target = shape_value(g_, r->inputs[1]);
+    const auto target = g_.shape_values(r->inputs[1]);
     if (!x || x->size() != 3 || !target || target->size() != 4)
       return why = fmt::format("the head split '{}' has unknown shapes", r->name), std::nullopt;
     // view(B, S, -1, h) or view(B, S, N, -1): one -1 among the head sizes is D / the other.
@@ -200,7 +189,7 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     if (p < 0 || g.graph().nodes[size_t(p)].op_type != "Slice") break;
     const Node& n = g.graph().nodes[size_t(p)];
     if (n.inputs.size() < 3) return false;
-    const auto starts = shape_value(g, n.inputs[1]), ends = shape_value(g, n.inputs[2]);
+    const auto starts = g.shape_values(n.inputs[1]), ends = g.shape_values(n.inputs[2]);
     const auto axes = n.inputs.size() > 3 && !n.inputs[3].empty() ? g.ints(n.inputs[3]) : std::nullopt;
     const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional<std::vector<int64_t>>(std::vector<int64_t>(starts ? starts->size() : 0, 1));
     if (!starts || !ends || !axes || !steps || axes->size() != starts->size() || ends->size() != starts->size()) return false;
@@ -328,7 +317,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   if (!t || !perm_is(*t, {0, 2, 1, 3})) return why = "the context is not transposed back to (B, S, N, h)", std::nullopt;
   const Node* y = r.only_consumer(t->outputs[0], "Reshape");
   const std::vector<Dim>* td = g.dims(t->outputs[0]);
-  const auto target = y ? shape_value(g, y->inputs[1]) : std::nullopt;
+  const auto target = y ? g.shape_values(y->inputs[1]) : std::nullopt;
   if (!y || y->inputs.size() != 2) return why = "the transposed context is not only reshaped", std::nullopt;
   if (!td || td->size() != 4) return why = fmt::format("the transposed context '{}' has an unknown shape", t->outputs[0]), std::nullopt;
   if (!target || target->size() != 3) return why = fmt::format("the head merge '{}' has an unknown or non-3-D target", y->name), std::nullopt;

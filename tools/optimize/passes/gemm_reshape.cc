@@ -13,17 +13,6 @@
 namespace refeval::optimize {
 namespace {
 
-// The target of a Reshape as dims: a constant's values or the propagated shape data.
-std::optional<std::vector<Dim>> target_of(const GraphIndex& g, const std::string& v) {
-  if (const auto c = g.ints(v)) {
-    std::vector<Dim> d;
-    for (int64_t x : *c) d.push_back(Dim{x, ""});
-    return d;
-  }
-  if (const std::vector<Dim>* d = g.shape_data(v)) return *d;
-  return std::nullopt;
-}
-
 Tensor transposed(const Tensor& w) {
   const int64_t rows = w.dim(0), cols = w.dim(1);
   std::vector<float> t(size_t(rows * cols));
@@ -55,10 +44,10 @@ Pass gemm_reshape_pass() {
               const std::vector<Dim>* x = g.dims(m.value("x"));
               if (!x || x->size() < 2) return ctx.refuse("the flattened input's shape is unknown");
               if (!x->back().fixed() || x->back().value != K) return ctx.refuse(fmt::format("the input's last dim is not {}", K));
-              const auto flat = target_of(g, m.value("flat_shape"));
+              const auto flat = g.shape_values(m.value("flat_shape"));
               if (!flat || flat->size() != 2 || !(*flat)[1].fixed() || (*flat)[1].value != K)
                 return ctx.refuse(fmt::format("the first Reshape is not to (-1, {})", K));
-              const auto out = target_of(g, m.value("out_shape"));
+              const auto out = g.shape_values(m.value("out_shape"));
               if (!out || out->size() != x->size() || !out->back().fixed() || out->back().value != N)
                 return ctx.refuse("the second Reshape does not restore the input's leading dims");
               for (size_t i = 0; i + 1 < x->size(); ++i)
