@@ -33,7 +33,7 @@ py::dict profile_model(const std::string& model_path, const py::dict& feeds, int
   }
   std::vector<profile::Event> events = profiled.events();
   profile::write_profile(out, events);
-  const profile::LoadedProfiles loaded = profile::loaded_from({out, std::move(events), {}}, {.range = std::to_string(warmup) + ":"});
+  const profile::LoadedProfiles loaded = profile::loaded_from({out, std::move(events), {}}, {.range = std::to_string(warmup) + ":", .phase = ""});
   const profile::Table t = profile::aggregate(out, loaded.runs_in_files, loaded.runs, profile::GroupBy::Op);
   py::list rows;
   for (const profile::Row& r : t.rows)

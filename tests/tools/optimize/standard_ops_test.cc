@@ -201,7 +201,7 @@ TEST_CASE("standard-ops: MultiHeadAttention becomes Attention-23: causal or not,
   for (const bool causal : {false, true})
     for (const bool past : {false, true})
       for (const bool mask : {false, true})
-        for (const DimSpec batch : {DimSpec(2), DimSpec("batch")}) {
+        for (const DimSpec& batch : {DimSpec(2), DimSpec("batch")}) {
           CAPTURE(causal);
           CAPTURE(past);
           CAPTURE(mask);
@@ -272,7 +272,7 @@ TEST_CASE("standard-ops: com.microsoft Attention becomes MatMul + Add + Split + 
   for (const bool causal : {false, true})
     for (const bool past : {false, true})
       for (const bool mask : {false, true})
-        for (const DimSpec batch : {DimSpec(2), DimSpec("batch")}) {
+        for (const DimSpec& batch : {DimSpec(2), DimSpec("batch")}) {
           CAPTURE(causal);
           CAPTURE(past);
           CAPTURE(mask);

@@ -40,24 +40,6 @@ namespace {
 
 using namespace attention;
 
-// True when computing `v` reads one of `values` (through any chain of producers).
-bool depends_on(const GraphIndex& g, const std::string& v, std::set<std::string> values) {
-  values.erase("");
-  std::vector<std::string> todo = {v};
-  std::set<std::string> seen;
-  while (!todo.empty() && !values.empty()) {
-    const std::string x = todo.back();
-    todo.pop_back();
-    if (values.count(x)) return true;
-    if (!seen.insert(x).second) continue;
-    const int p = g.producer(x);
-    if (p >= 0)
-      for (const std::string& in : g.graph().nodes[size_t(p)].inputs)
-        if (!in.empty()) todo.push_back(in);
-  }
-  return false;
-}
-
 // A node reading a value nothing defines, described; empty when the graph is whole.
 std::string undefined_read(const Graph& g) {
   std::set<std::string> defined;

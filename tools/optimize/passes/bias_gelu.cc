@@ -50,10 +50,9 @@ Pass bias_gelu_pass() {
 
 Pass fused_matmul_pass() {
   std::vector<Pattern> patterns = {
-      Pattern{{{"t", "Transpose", {cap("a")}, swaps_last_two}, {"mm", "MatMul", {node("t"), cap("b")}}}},
-      Pattern{{{"t", "Transpose", {cap("b")}, swaps_last_two}, {"mm", "MatMul", {cap("a"), node("t")}}}},
+      Pattern{{{"t", "Transpose", {cap("a")}, swaps_last_two}, {"mm", "MatMul", {node("t"), cap("b")}}}, {}, "t"},
+      Pattern{{{"t", "Transpose", {cap("b")}, swaps_last_two}, {"mm", "MatMul", {cap("a"), node("t")}}}, {}, "t"},
   };
-  for (Pattern& p : patterns) p.anchor = "t";
   Rewrite r{"FusedMatMul", patterns, [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
               const Node& t = m.node(ctx.index, "t");
               const Node& mm = m.node(ctx.index, "mm");

@@ -113,7 +113,7 @@ Pass noop_elimination_pass() {
                   const auto* in = g.dims(other);
                   const auto* out = g.dims(n.outputs[0]);
                   const bool keeps_shape = (in && out && same_shape(*in, *out)) ||
-                                           (in && t->rank() <= int64_t(in->size()) &&
+                                           (in && size_t(t->rank()) <= in->size() &&
                                             std::all_of(t->shape().begin(), t->shape().end(), [](int64_t d) { return d == 1; }));
                   if (keeps_shape) return other;
                 }
