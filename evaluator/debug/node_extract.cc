@@ -39,7 +39,15 @@ std::vector<std::string> free_names(const Graph& g) {
   return free;
 }
 
-// Model-local functions `nodes` call, directly or through other functions and bodies.
+const Value& value_for(const std::map<std::string, Value>& values, const std::string& name, const Node& node) {
+  auto it = values.find(name);
+  if (it == values.end() || it->second.is_absent())
+    fail_usage(fmt::format("{}: no value for '{}' to build the one-node model from", node.describe(), name));
+  return it->second;
+}
+
+}  // namespace
+
 void collect_functions(const std::vector<Node>& nodes, const Model& m, std::vector<const Function*>& out) {
   for (const Node& n : nodes) {
     if (const Function* f = m.find_function(n.domain, n.op_type, n.overload);
@@ -50,15 +58,6 @@ void collect_functions(const std::vector<Node>& nodes, const Model& m, std::vect
     for (const Graph* body : bodies_of(n)) collect_functions(body->nodes, m, out);
   }
 }
-
-const Value& value_for(const std::map<std::string, Value>& values, const std::string& name, const Node& node) {
-  auto it = values.find(name);
-  if (it == values.end() || it->second.is_absent())
-    fail_usage(fmt::format("{}: no value for '{}' to build the one-node model from", node.describe(), name));
-  return it->second;
-}
-
-}  // namespace
 
 std::vector<std::string> node_reads(const Node& node) {
   std::vector<std::string> reads;

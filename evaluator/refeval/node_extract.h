@@ -16,6 +16,10 @@ namespace refeval {
 // names its bodies (If/Loop/Scan graphs) capture. Omitted optional inputs ("") are left out.
 std::vector<std::string> node_reads(const Node& node);
 
+// The model-local functions of `m` that `nodes` call, directly or through other functions and
+// If/Loop/Scan bodies, each once, appended to `out`.
+void collect_functions(const std::vector<Node>& nodes, const Model& m, std::vector<const Function*>& out);
+
 // The declared type of a value as a graph would declare it: a tensor with its fixed shape, a
 // sequence / optional / map of its element type.
 ValueType type_of_value(const Value& v);

@@ -235,20 +235,6 @@ ValueType merged_type(const std::vector<const Value*>& values) {
   return t;
 }
 
-// Functions of `m` the nodes call, directly or through functions and bodies.
-void collect_functions(const std::vector<Node>& nodes, const Model& m, std::vector<const Function*>& out) {
-  for (const Node& n : nodes) {
-    if (const Function* f = m.find_function(n.domain, n.op_type, n.overload);
-        f && std::find(out.begin(), out.end(), f) == out.end()) {
-      out.push_back(f);
-      collect_functions(f->nodes, m, out);
-    }
-    for (const Attribute& a : n.attributes) {
-      if (a.g) collect_functions(a.g->nodes, m, out);
-      for (const auto& g : a.graphs) collect_functions(g->nodes, m, out);
-    }
-  }
-}
 
 class Reducer {
  public:
