@@ -8,53 +8,8 @@ const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 
-// The few TensorProto fields numpy_helper.from_array writes: dims (1), data_type (2), name (8),
-// raw_data (9). A protobuf reader of varints and length-delimited fields is enough.
-function readVarint(buf, pos) {
-  let value = 0n, shift = 0n, byte;
-  do {
-    byte = buf[pos++];
-    value |= BigInt(byte & 0x7f) << shift;
-    shift += 7n;
-  } while (byte & 0x80);
-  return [value, pos];
-}
-
-const types = {1: ['float32', Float32Array], 6: ['int32', Int32Array], 7: ['int64', BigInt64Array],
-               9: ['bool', Uint8Array], 11: ['float64', Float64Array]};
-
-function readTensor(file) {
-  const buf = fs.readFileSync(file);
-  const dims = [];
-  let type = 0, name = '', raw = null, pos = 0;
-  while (pos < buf.length) {
-    let key;
-    [key, pos] = readVarint(buf, pos);
-    const field = Number(key >> 3n), wire = Number(key & 7n);
-    if (wire === 0) {
-      let v;
-      [v, pos] = readVarint(buf, pos);
-      if (field === 1) dims.push(Number(v));
-      else if (field === 2) type = Number(v);
-    } else if (wire === 2) {
-      let len;
-      [len, pos] = readVarint(buf, pos);
-      const bytes = buf.subarray(pos, pos + Number(len));
-      pos += Number(len);
-      if (field === 1) {  // packed dims
-        for (let p = 0; p < bytes.length;) { let v; [v, p] = readVarint(bytes, p); dims.push(Number(v)); }
-      } else if (field === 8) name = bytes.toString('utf8');
-      else if (field === 9) raw = bytes;
-      else throw new Error(`${file}: TensorProto field ${field} is not read here (only raw_data)`);
-    } else {
-      throw new Error(`${file}: unexpected wire type ${wire}`);
-    }
-  }
-  if (!(type in types)) throw new Error(`${file}: data type ${type} is not read here`);
-  const [ortType, Array] = types[type];
-  const copy = new Uint8Array(raw ? raw : []).buffer;
-  return {name, tensor: new ort.Tensor(ortType, new Array(copy), dims)};
-}
+// input_K.pb / output_K.pb as onnxruntime-node Tensors: the benchmarks' small protobuf reader.
+const {readTensor} = require(path.join(__dirname, '..', '..', '..', 'benchmarks', 'ort', 'onnx_pb.js'));
 
 (async () => {
   const args = process.argv.slice(2);

@@ -17,10 +17,16 @@ forward(*inputs) takes the inputs in the order of input_names() and returns (log
 """
 import dataclasses
 import math
+import pathlib
+import sys
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+# repo_gpt2 is the benchmark's own GPT-2 (benchmarks/gpt2/make_gpt2.py): its Block, imported.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "gpt2"))
+import make_gpt2  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -269,42 +275,13 @@ class ORTGPT2Past(HFGPT2):
 # The repo's own benchmarks/gpt2/make_gpt2.py
 
 
-class RepoBlock(nn.Module):
-    def __init__(self, d, heads, ctx):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(d)
-        self.c_attn = nn.Linear(d, 3 * d)
-        self.c_proj = nn.Linear(d, d)
-        self.ln_2 = nn.LayerNorm(d)
-        self.c_fc = nn.Linear(d, 4 * d)
-        self.mlp_proj = nn.Linear(4 * d, d)
-        self.heads = heads
-        self.register_buffer("causal", torch.tril(torch.ones(ctx, ctx, dtype=torch.bool)).view(1, 1, ctx, ctx))
-
-    def attention(self, x):
-        b, t, d = x.shape
-        q, k, v = self.c_attn(x).split(d, dim=2)
-        shape = (b, t, self.heads, d // self.heads)
-        q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
-        scores = scores.masked_fill(~self.causal[:, :, :t, :t], torch.finfo(scores.dtype).min)
-        y = torch.softmax(scores, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).reshape(b, t, d))
-
-    def forward(self, x):
-        x = x + self.attention(self.ln_1(x))
-        h = self.c_fc(self.ln_2(x))
-        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
-        return x + self.mlp_proj(h)
-
-
 class RepoGPT2(Decoder):
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
         self.wte = nn.Embedding(cfg.vocab, cfg.d)
         self.wpe = nn.Embedding(cfg.ctx, cfg.d)
-        self.blocks = nn.ModuleList(RepoBlock(cfg.d, cfg.heads, cfg.ctx) for _ in range(cfg.layers))
+        self.blocks = nn.ModuleList(make_gpt2.Block(cfg.d, cfg.heads, cfg.ctx) for _ in range(cfg.layers))
         self.ln_f = nn.LayerNorm(cfg.d)
 
     def forward(self, input_ids):
