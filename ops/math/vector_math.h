@@ -22,4 +22,30 @@ void cos_floats(const float* x, float* y, int64_t n);
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n);
 void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
 
+// The largest (IsMax) or smallest of p[0, n), n >= 1, compared 8 lanes at a time (an extreme's
+// value does not depend on the order of the comparisons); `nan` tells whether any element is NaN
+// (the extreme is then meaningless: callers look for the NaN).
+template <bool IsMax>
+float extreme_floats(const float* p, int64_t n, bool& nan) {
+  typedef float Float8 __attribute__((vector_size(32)));
+  typedef int Int8 __attribute__((vector_size(32)));
+  auto wins = [](float b, float a) { return IsMax ? b > a : b < a; };
+  int64_t j = 0;
+  float m = p[0];
+  nan = false;
+  if (n >= 8) {
+    Float8 lanes, v;
+    Int8 unordered = {};
+    __builtin_memcpy(&lanes, p, sizeof lanes);
+    for (; j + 8 <= n; j += 8) {
+      __builtin_memcpy(&v, p + j, sizeof v);
+      unordered |= v != v;
+      lanes = (IsMax ? v > lanes : v < lanes) ? v : lanes;
+    }
+    for (int l = 0; l < 8; ++l) nan |= unordered[l] != 0, m = wins(lanes[l], m) ? lanes[l] : m;
+  }
+  for (; j < n; ++j) nan |= p[j] != p[j], m = wins(p[j], m) ? p[j] : m;
+  return m;
+}
+
 }  // namespace refeval::ops

@@ -99,27 +99,15 @@ class SoftmaxFamily : public OpRun {
   // time (a row's maximum value does not depend on the order of the comparisons).
   template <class C>
   static C row_max(const C* x, int64_t n) {
-    int64_t j = 0;
-    C m = x[0];
     bool nan = false;
+    C m = x[0];
     if constexpr (std::is_same_v<C, float>) {
-      typedef float Float8 __attribute__((vector_size(32)));
-      typedef int Int8 __attribute__((vector_size(32)));
-      if (n >= 8) {
-        Float8 lanes, v;
-        Int8 unordered = {};
-        __builtin_memcpy(&lanes, x, sizeof lanes);
-        for (; j + 8 <= n; j += 8) {
-          __builtin_memcpy(&v, x + j, sizeof v);
-          unordered |= v != v;
-          lanes = v > lanes ? v : lanes;
-        }
-        for (int l = 0; l < 8; ++l) nan |= unordered[l] != 0, m = lanes[l] > m ? lanes[l] : m;
-      }
+      m = extreme_floats<true>(x, n, nan);
+    } else {
+      for (int64_t j = 0; j < n; ++j) nan |= x[j] != x[j], m = x[j] > m ? x[j] : m;
     }
-    for (; j < n; ++j) nan |= x[j] != x[j], m = x[j] > m ? x[j] : m;
     if (nan)
-      for (j = 0;; ++j)
+      for (int64_t j = 0;; ++j)
         if (std::isnan(x[j])) return x[j];
     return m;
   }

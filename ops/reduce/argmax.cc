@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "../math/vector_math.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -70,26 +71,11 @@ class ArgExtremum : public OpRun {
   // (they vectorise), then the first (last) index holding it; the first NaN if there is one. The
   // same index as the element-by-element scan (+0 and -0 are equal to both).
   int64_t contiguous_arg(const float* p, int64_t n) const {
-    typedef float Float8 __attribute__((vector_size(32)));
-    typedef int Int8 __attribute__((vector_size(32)));
-    auto wins = [](float b, float a) { return IsMax ? b > a : b < a; };
-    int64_t j = 0;
-    float m = p[0];
     bool nan = false;
-    if (n >= 8) {
-      Float8 lanes, v;
-      Int8 unordered = {};
-      __builtin_memcpy(&lanes, p, sizeof lanes);
-      for (; j + 8 <= n; j += 8) {
-        __builtin_memcpy(&v, p + j, sizeof v);
-        unordered |= v != v;
-        lanes = (IsMax ? v > lanes : v < lanes) ? v : lanes;
-      }
-      for (int l = 0; l < 8; ++l) nan |= unordered[l] != 0, m = wins(lanes[l], m) ? lanes[l] : m;
-    }
-    for (; j < n; ++j) nan |= p[j] != p[j], m = wins(p[j], m) ? p[j] : m;
+    const float m = extreme_floats<IsMax>(p, n, nan);
+    int64_t j = 0;
     if (nan)
-      for (j = 0;; ++j)
+      for (;; ++j)
         if (p[j] != p[j]) return j;
     if (last_) {
       for (j = n - 1; p[j] != m; --j) {}
