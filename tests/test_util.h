@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,15 @@ inline std::vector<float> wave(size_t n, float f, float phase = 0.3f) {
 }
 
 // Runs a single node (inputs named by the node) at `opset` of its domain and returns its outputs.
+// n floats uniform in [-1, 1), the same for the same seed.
+inline std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
 inline Values run_node(const Node& n, const Values& inputs, int64_t opset = kLatestOnnxOpset) {
   OpsetMap opsets{{"", opset}};
   if (!n.domain.empty()) opsets[n.domain] = opset;

@@ -19,13 +19,6 @@ using build::node;
 
 namespace {
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
 
 // The in-order kernel's contract, one element at a time: c[i][j] = fma(a[i][K-1], B[K-1][j], ...
 // fma(a[i][0], B[0][j], c0)), with B[k][j] read from b stored N x K when trans_b.

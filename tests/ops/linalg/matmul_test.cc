@@ -22,13 +22,6 @@ std::vector<float> triple_loop(const std::vector<float>& a, const std::vector<fl
     }
   return c;
 }
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
 }  // namespace
 
 TEST_CASE("MatMul 256x256 float runs on Eigen and matches the triple-loop oracle") {
