@@ -3,6 +3,7 @@
 // charts; `--compare OTHER.json` puts a second profile (an optimized model's) beside the first.
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -21,8 +22,11 @@ class ReportVerb : public Verb {
  public:
   void setup(CLI::App* sub) override {
     sub->add_option("profiles", profiles_, "profile JSON files (ONNX Runtime's or refeval's); several are read as one")->required();
-    sub->add_option("--by", by_, "op (default), node, provider, or phase (a `refeval generate` profile: the phase table, then "
-                    "an op table per phase)")->check(CLI::IsMember({"op", "node", "provider", "phase"}));
+    sub->add_option("--by", by_, "op (default), node, provider, phase (a `refeval generate` profile: the phase table, then "
+                    "an op table per phase), or scope (the nodes' name scopes: /model/layers.3/mlp/... )")
+        ->check(CLI::IsMember({"op", "node", "provider", "phase", "scope"}));
+    sub->add_option("--depth", depth_, "N: with --by scope, the scopes' depth (default 2: model/layers.3; 3: model/layers.3/mlp; 0: all)")
+        ->check(CLI::Range(0, 1 << 20));
     sub->add_option("--phase", selection_.phase, "NAME: only the runs of this phase (prefill, decode: `refeval generate --profile`)");
     sub->add_option("--top", top_, "N: only the N costliest rows (0: all)");
     sub->add_option("--format", format_, "text (default), csv, json, md or html")->check(CLI::IsMember({"text", "csv", "json", "md", "html"}));
@@ -34,17 +38,20 @@ class ReportVerb : public Verb {
 
   int execute(const GlobalOptions&) override {
     const GroupBy by = parse_group_by(by_);
+    if (depth_ && by != GroupBy::Scope) fail_usage("--depth: only with --by scope");
     const Format format = parse_format(format_);
     const LoadedProfiles before = load_profiles(profiles_, selection_);
     for (const auto& w : before.warnings) spdlog::warn("{}", w);
     std::string text;
     if (compare_.empty()) {
-      text = format == Format::Html ? html_report(view(before), top_) : render_table(top(table(before, by)), format);
+      if (format != Format::Html) text = render_table(top(table(before, by)), format);
+      else text = by == GroupBy::Scope ? html_scope_report(table(before, by), top_) : html_report(view(before), top_);
       if (by == GroupBy::Phase && (format == Format::Text || format == Format::Md)) text += phase_tables(before, format);
     } else {
       const LoadedProfiles after = load_profiles({compare_}, selection_);
       for (const auto& w : after.warnings) spdlog::warn("{}", w);
-      const GroupBy compare_by = format == Format::Html ? GroupBy::Op : by;
+      if (format == Format::Html && by != GroupBy::Op) fail_usage("--compare with --format html compares op types: leave out --by");
+      const GroupBy compare_by = by;
       Comparison c = compare(table(before, compare_by), table(after, compare_by));
       if (top_ && c.rows.size() > top_) c.rows.resize(top_);
       text = format == Format::Html ? html_comparison(view(before), view(after), c, top_) : render_comparison(c, format);
@@ -69,8 +76,8 @@ class ReportVerb : public Verb {
     }
     return text;
   }
-  static Table table(const LoadedProfiles& p, GroupBy by) { return aggregate(p.label, p.runs_in_files, p.runs, by); }
-  static ProfileView view(const LoadedProfiles& p) { return {table(p, GroupBy::Op), table(p, GroupBy::Node), p.runs}; }
+  Table table(const LoadedProfiles& p, GroupBy by) const { return aggregate(p.label, p.runs_in_files, p.runs, by, depth_ ? *depth_ : 2); }
+  ProfileView view(const LoadedProfiles& p) const { return {table(p, GroupBy::Op), table(p, GroupBy::Node), p.runs}; }
   Table top(Table t) const {
     keep_top(t, top_);
     return t;
@@ -79,6 +86,7 @@ class ReportVerb : public Verb {
   std::vector<std::string> profiles_;
   std::string by_ = "op", format_ = "text", output_, compare_;
   size_t top_ = 0;
+  std::optional<int> depth_;
   RunSelection selection_;
 };
 

@@ -45,6 +45,27 @@ expect 0 "^op_type,before_ms,before_count,after_ms,after_count,delta_ms,speedup,
 expect 0 "" "report written to $work/r.md" -- report $fixtures/ort-1.30-linreg-disabled.json --format md -o $work/r.md
 check "-o writes the file" grep -q "| Add |" $work/r.md
 
+# --by scope: time per name scope of a torch export (2 Llama layers), equal to the independent totals;
+# deeper scopes split a layer into attention and MLP; each row names its costliest node.
+llama=$src/tests/data/optimize/hf_llama_opset17
+"$refeval" -q profile $llama/model.onnx --inputs $llama/test_data_set_0 --repeat 3 -o $work/llama.json >/dev/null
+for depth in 1 2 3; do
+  "$refeval" report $work/llama.json --by scope --depth $depth --format csv | cut -d, -f1-3 >$work/ours.csv
+  $totals $work/llama.json --scope $depth >$work/theirs.csv
+  check "scope depth $depth: report equals the independent totals" cmp -s $work/ours.csv $work/theirs.csv
+done
+# This export names its nodes /layers.0/self_attn/... (no /model/ wrapper): depth 1 is the layer.
+expect 0 "^layers.0 +[0-9.]+ .*/layers.0/" "" -- report $work/llama.json --by scope --depth 1
+check "scope depth 1: both layers, the norm and the head" bash -c "grep -q '^layers.1 ' $work/out && grep -q '^norm ' $work/out && grep -q '^lm_head ' $work/out"
+check "scope: the header names the costliest node" grep -qE "^scope +total_ms +count +mean_ms +pct +nodes +costliest_node +its_op +its_pct" $work/out
+expect 0 "^layers.1/self_attn " "" -- report $work/llama.json --by scope
+check "scope depth 2 (the default): attention and MLP apart" grep -q "^layers.1/mlp " $work/out
+expect 0 '"depth": 3' "" -- report $work/llama.json --by scope --depth 3 --format json
+check "scope json: the costliest node" grep -q '"costliest_node": {' $work/out
+expect 0 "" "report written" -- report $work/llama.json --by scope --format html -o $work/scope.html
+check "scope html: a chart and the table" bash -c "grep -q 'Duration per scope' $work/scope.html && grep -q '<td>layers.0/mlp</td>' $work/scope.html"
+expect 2 "" "error: --depth: only with --by scope" -- report $work/llama.json --depth 2
+
 # A file cut short: its complete events, a warning; bad files: one line, exit 2.
 head -c 5000 $fixtures/ort-1.30-linreg-disabled.json >$work/cut.json
 "$refeval" report $work/cut.json >$work/out 2>$work/err

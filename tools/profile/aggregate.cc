@@ -15,7 +15,8 @@ GroupBy parse_group_by(const std::string& s) {
   if (s == "node") return GroupBy::Node;
   if (s == "provider") return GroupBy::Provider;
   if (s == "phase") return GroupBy::Phase;
-  fail_usage(fmt::format("--by: '{}' is not op, node, provider or phase", s));
+  if (s == "scope") return GroupBy::Scope;
+  fail_usage(fmt::format("--by: '{}' is not op, node, provider, phase or scope", s));
 }
 
 const char* group_by_name(GroupBy by) {
@@ -24,14 +25,29 @@ const char* group_by_name(GroupBy by) {
     case GroupBy::Node: return "node";
     case GroupBy::Provider: return "provider";
     case GroupBy::Phase: return "phase";
+    case GroupBy::Scope: return "scope";
   }
   return "";
 }
 
+std::string scope_of(std::string_view node, int depth) {
+  if (!node.empty() && node.front() == '/') node.remove_prefix(1);
+  const size_t last = node.rfind('/');  // the node's own name follows the last '/'
+  if (last == std::string_view::npos || last == 0) return "(no scope)";
+  std::string_view scopes = node.substr(0, last);
+  if (depth > 0) {
+    size_t end = 0;
+    for (int d = 0; d < depth && end != std::string_view::npos; ++d) end = scopes.find('/', end ? end + 1 : 0);
+    if (end != std::string_view::npos) scopes = scopes.substr(0, end);
+  }
+  return std::string(scopes);
+}
+
 namespace {
 
-std::string key_of(const Event& e, const Run& run, GroupBy by) {
+std::string key_of(const Event& e, const Run& run, GroupBy by, int scope_depth) {
   switch (by) {
+    case GroupBy::Scope: return scope_of(e.node, scope_depth);
     case GroupBy::Phase: return run.phase.empty() ? "(untagged)" : run.phase;
     case GroupBy::Op: return e.op_type.empty() ? "(unknown)" : e.op_type;
     case GroupBy::Node: return e.node;
@@ -48,9 +64,10 @@ void sort_rows(std::vector<Row>& rows) {
 
 }  // namespace
 
-Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run>& runs, GroupBy by) {
+Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run>& runs, GroupBy by, int scope_depth) {
   Table t;
   t.by = by;
+  t.scope_depth = by == GroupBy::Scope ? scope_depth : 0;
   Summary& s = t.summary;
   s.path = path, s.runs_in_file = runs_in_file, s.runs_used = int(runs.size());
   s.first_run = runs.empty() ? 0 : runs.front().index;
@@ -58,6 +75,8 @@ Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run
     s.phase = runs.front().phase;
   std::map<std::string, Row> rows;
   std::map<std::string, int64_t> micros;  // sums in integer microseconds, exact
+  std::map<std::string, std::map<std::string, int64_t>> node_micros;  // by scope: scope -> node -> us
+  std::map<std::string, std::string> node_ops;
   std::set<std::string> providers;
   int64_t all_us = 0, top_us = 0, fence_us = 0;
   for (const Run& r : runs) {
@@ -65,7 +84,7 @@ Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run
     top_us += r.top_level_kernel_us();
     for (const Event* e : r.fences) fence_us += e->dur, ++s.fence_events;
     for (const Event* e : r.kernels) {
-      const std::string key = key_of(*e, r, by);
+      const std::string key = key_of(*e, r, by, scope_depth);
       Row& row = rows[key];
       if (row.count == 0) {
         row.key = key;
@@ -74,6 +93,7 @@ Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run
       }
       ++row.count;
       micros[key] += e->dur;
+      if (by == GroupBy::Scope) node_micros[key][e->node] += e->dur, node_ops[e->node] = e->op_type;
       all_us += e->dur;
       ++s.kernel_events;
       if (!e->provider.empty()) providers.insert(e->provider);
@@ -85,6 +105,12 @@ Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run
     row.total_ms = double(micros[key]) / 1000;
     row.mean_ms = row.total_ms / double(row.count);
     row.pct = all_us ? 100.0 * double(micros[key]) / double(all_us) : 0;
+    if (by == GroupBy::Scope) {
+      const auto& nodes = node_micros[key];
+      const auto top = std::max_element(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      row.nodes = int64_t(nodes.size());
+      row.top_node = top->first, row.top_op_type = node_ops[top->first], row.top_node_ms = double(top->second) / 1000;
+    }
     t.rows.push_back(row);
   }
   sort_rows(t.rows);

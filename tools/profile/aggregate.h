@@ -5,16 +5,23 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runs.h"
 
 namespace refeval::profile {
 
-enum class GroupBy { Op, Node, Provider, Phase };
-// "op", "node", "provider", "phase" (the runs' args.phase, `refeval generate`); ErrorKind::Usage otherwise
+enum class GroupBy { Op, Node, Provider, Phase, Scope };
+// "op", "node", "provider", "phase" (the runs' args.phase, `refeval generate`), "scope"; ErrorKind::Usage otherwise
 GroupBy parse_group_by(const std::string& s);
-const char* group_by_name(GroupBy by);  // the key column: "op_type", "node", "provider", "phase"
+const char* group_by_name(GroupBy by);  // the key column: "op_type", "node", "provider", "phase", "scope"
+
+// The name scope of a node at `depth`: the first `depth` of the `/`-separated scopes exporters
+// write before the node's own name (torch and ORT GenAI: "/model/layers.3/self_attn/q_proj/MatMul"
+// is "model/layers.3" at depth 2, "model/layers.3/self_attn" at 3); a node with fewer scopes has
+// all it has; one with none is "(no scope)". `depth` 0 means every scope.
+std::string scope_of(std::string_view node, int depth);
 
 struct Row {
   std::string key;       // op type, node name or provider
@@ -23,6 +30,10 @@ struct Row {
   double total_ms = 0;
   int64_t count = 0;
   double mean_ms = 0, pct = 0;  // pct: share of the kernel time of all rows (0-100)
+  // by scope: how many nodes ran in it, and the costliest of them (its time over the runs)
+  int64_t nodes = 0;
+  std::string top_node, top_op_type;
+  double top_node_ms = 0;
 };
 
 struct Summary {
@@ -38,11 +49,12 @@ struct Summary {
 
 struct Table {
   GroupBy by = GroupBy::Op;
+  int scope_depth = 0;  // by scope
   Summary summary;
   std::vector<Row> rows;  // by total time, largest first; ties by key
 };
 
-Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run>& runs, GroupBy by);
+Table aggregate(const std::string& path, int runs_in_file, const std::vector<Run>& runs, GroupBy by, int scope_depth = 2);
 // Keeps the first n rows (0: all).
 void keep_top(Table& t, size_t n);
 

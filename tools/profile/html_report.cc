@@ -36,7 +36,11 @@ struct Bar {
 // With one series, `bar_colours` (if given) colours each bar (by op type, as the timeline does).
 std::string bar_chart(const std::string& title, const std::vector<Bar>& bars, const std::vector<std::string>& colours,
                       const std::string& css_class, const std::map<std::string, std::string>* bar_colours = nullptr) {
-  const int label_w = 150, bar_w = 300, text_w = 90, series = int(colours.size()), bar_h = 14, gap = 6;
+  // Labels right-aligned before the bars, as wide as the longest (about 6.5 px a character at 11 px).
+  size_t longest = 0;
+  for (const Bar& b : bars) longest = std::max(longest, b.label.size());
+  const int label_w = std::clamp(int(double(longest) * 6.5) + 12, 150, 380), bar_w = 300, text_w = 90;
+  const int series = int(colours.size()), bar_h = 14, gap = 6;
   const int row_h = series * bar_h + gap, height = int(bars.size()) * row_h + 30;
   double top = 0;
   for (const Bar& b : bars)
@@ -83,14 +87,18 @@ std::string three_views(const Table& by_op, size_t top) {
 }
 
 std::string table_html(const Table& t, size_t top, const std::string& id) {
-  const bool node = t.by == GroupBy::Node;
+  const bool node = t.by == GroupBy::Node, scope = t.by == GroupBy::Scope;
   std::string h = fmt::format("<table class=\"rows\" id=\"{}\"><thead><tr><th>{}</th>{}<th>total ms</th><th>count</th>"
-                              "<th>mean ms</th><th>%</th></tr></thead><tbody>\n",
-                              id, group_by_name(t.by), node ? "<th>op type</th><th>provider</th>" : "");
+                              "<th>mean ms</th><th>%</th>{}</tr></thead><tbody>\n",
+                              id, group_by_name(t.by), node ? "<th>op type</th><th>provider</th>" : "",
+                              scope ? "<th>nodes</th><th>costliest node</th><th>its op</th><th>its %</th>" : "");
   for (const Row& r : top_rows(t, top))
-    h += fmt::format("<tr><td>{}</td>{}<td>{:.3f}</td><td>{}</td><td>{:.6f}</td><td>{:.2f}</td></tr>\n", escape(r.key),
+    h += fmt::format("<tr><td>{}</td>{}<td>{:.3f}</td><td>{}</td><td>{:.6f}</td><td>{:.2f}</td>{}</tr>\n", escape(r.key),
                      node ? fmt::format("<td class=\"l\">{}</td><td class=\"l\">{}</td>", escape(r.op_type), escape(r.provider)) : "", r.total_ms,
-                     r.count, r.mean_ms, r.pct);
+                     r.count, r.mean_ms, r.pct,
+                     scope ? fmt::format("<td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1f}</td>", r.nodes, escape(r.top_node),
+                                         escape(r.top_op_type), r.total_ms > 0 ? 100 * r.top_node_ms / r.total_ms : 0.0)
+                           : "");
   return h + "</tbody></table>\n";
 }
 
@@ -244,6 +252,21 @@ std::string html_report(const ProfileView& v, size_t top) {
                                        three_views(v.by_op, top), table_html(v.by_op, top, "ops"), timeline(v), drill_down(v),
                                        table_html(v.by_node, top, "nodes"));
   return page("refeval report: " + v.by_op.summary.path, body);
+}
+
+std::string html_scope_report(const Table& by_scope, size_t top) {
+  std::vector<Bar> dur, share;
+  for (const Row& r : top_rows(by_scope, top)) {
+    dur.push_back({r.key, {r.total_ms}, {fmt::format("{:.3f} ms", r.total_ms)}});
+    share.push_back({r.key, {r.pct}, {fmt::format("{:.1f}%", r.pct)}});
+  }
+  const std::string body = fmt::format(
+      "<h1>Profile by name scope (depth {}): {}</h1>\n<pre class=\"summary\">{}</pre>\n<div class=\"charts\">\n{}{}</div>\n"
+      "<h2>Per scope</h2>\n{}",
+      by_scope.scope_depth, escape(by_scope.summary.path), escape(summary_lines(by_scope.summary)),
+      bar_chart("Duration per scope (ms)", dur, {kAfter}, "duration"), bar_chart("Share of kernel time (%)", share, {kAfter}, "share"),
+      table_html(by_scope, top, "scopes"));
+  return page("refeval report: " + by_scope.summary.path, body);
 }
 
 std::string html_comparison(const ProfileView& before, const ProfileView& after, const Comparison& c, size_t top) {

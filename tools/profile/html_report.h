@@ -18,6 +18,8 @@ struct ProfileView {
 
 // top: rows shown in charts and tables (0: all).
 std::string html_report(const ProfileView& view, size_t top);
+// `--by scope`: time per name scope as bar charts and a table with each scope's costliest node.
+std::string html_scope_report(const Table& by_scope, size_t top);
 std::string html_comparison(const ProfileView& before, const ProfileView& after, const Comparison& by_op, size_t top);
 
 }  // namespace refeval::profile

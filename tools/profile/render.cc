@@ -96,10 +96,14 @@ Grid table_grid(const Table& t) {
   if (t.by == GroupBy::Node) g.header.insert(g.header.end(), {"op_type", "provider"}), g.numeric.insert(g.numeric.end(), {false, false});
   g.header.insert(g.header.end(), {"total_ms", "count", "mean_ms", "pct"});
   g.numeric.insert(g.numeric.end(), {true, true, true, true});
+  const bool scope = t.by == GroupBy::Scope;
+  if (scope) g.header.insert(g.header.end(), {"nodes", "costliest_node", "its_op", "its_pct"}), g.numeric.insert(g.numeric.end(), {true, false, false, true});
   for (const Row& r : t.rows) {
     std::vector<std::string> cells = {r.key};
     if (t.by == GroupBy::Node) cells.insert(cells.end(), {r.op_type, r.provider});
     cells.insert(cells.end(), {ms(r.total_ms), std::to_string(r.count), mean(r.mean_ms), pct(r.pct)});
+    if (scope)  // the costliest node's share of its scope's time
+      cells.insert(cells.end(), {std::to_string(r.nodes), r.top_node, r.top_op_type, pct(r.total_ms > 0 ? 100 * r.top_node_ms / r.total_ms : 0)});
     g.rows.push_back(std::move(cells));
   }
   return g;
@@ -152,10 +156,13 @@ std::string render_table(const Table& t, Format f) {
       nlohmann::ordered_json j = {{group_by_name(t.by), r.key}};
       if (t.by == GroupBy::Node) j["op_type"] = r.op_type, j["provider"] = r.provider;
       j["total_ms"] = r.total_ms, j["count"] = r.count, j["mean_ms"] = r.mean_ms, j["pct"] = r.pct;
+      if (t.by == GroupBy::Scope)
+        j["nodes"] = r.nodes, j["costliest_node"] = {{"node", r.top_node}, {"op_type", r.top_op_type}, {"total_ms", r.top_node_ms}};
       rows.push_back(j);
     }
     nlohmann::ordered_json doc = summary_json(t.summary);
     doc["by"] = group_by_name(t.by);
+    if (t.by == GroupBy::Scope) doc["depth"] = t.scope_depth;
     doc["rows"] = rows;
     return doc.dump(2) + "\n";
   }

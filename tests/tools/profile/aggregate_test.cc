@@ -95,3 +95,15 @@ TEST_CASE("renderings: the CSV header, aligned text, Markdown, JSON") {
   CHECK(t.rows.size() == 1);
   CHECK(render_table(table_of("ort-1.30-linreg-disabled.json", GroupBy::Node), Format::Csv).find("node,op_type,provider,total_ms") == 0);
 }
+
+TEST_CASE("scope_of: the name scopes exporters write, cut at a depth") {
+  CHECK(scope_of("/model/layers.3/self_attn/q_proj/MatMul", 2) == "model/layers.3");
+  CHECK(scope_of("/model/layers.3/self_attn/q_proj/MatMul", 3) == "model/layers.3/self_attn");
+  CHECK(scope_of("/model/layers.3/self_attn/q_proj/MatMul", 0) == "model/layers.3/self_attn/q_proj");
+  CHECK(scope_of("/model/layers.3/self_attn/q_proj/MatMul", 9) == "model/layers.3/self_attn/q_proj");
+  CHECK(scope_of("/lm_head/MatMul", 2) == "lm_head");
+  CHECK(scope_of("model/norm/Mul", 1) == "model");  // ORT GenAI's builder may leave out the leading '/'
+  CHECK(scope_of("/Add", 2) == "(no scope)");
+  CHECK(scope_of("MatMul_12", 2) == "(no scope)");
+  CHECK(scope_of("", 2) == "(no scope)");
+}
