@@ -31,7 +31,8 @@ class ProfileVerb : public Verb {
     sub->add_option("--warmup", warmup_, "W: warm-up runs before the profiled ones (default 1; in the file, as ORT's)")->check(CLI::Range(0, 1000000));
     sub->add_option("--repeat", repeat_, "N: profiled runs (default 10)")->check(CLI::Range(1, 1000000));
     sub->add_option("-o,--output", output_, "FILE.json (default refeval_profile_<date>_<time>.json)");
-    sub->add_option("--by", by_, "the table printed at the end: op (default), node or provider")->check(CLI::IsMember({"op", "node", "provider"}));
+    sub->add_option("--by", by_, "the table printed at the end: op (default), node, provider or scope (name scopes at depth 2)")
+        ->check(CLI::IsMember({"op", "node", "provider", "scope"}));
     sub->add_option("--top", top_, "N: only the N costliest rows of that table (0: all)");
   }
 
