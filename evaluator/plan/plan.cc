@@ -238,6 +238,15 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
   last_use.resize(plan->num_slots(), -1);
   for (size_t s = 0; s < plan->num_slots(); ++s)
     if (!pinned[s] && last_use[s] >= 0) plan->steps[size_t(last_use[s])].release.push_back(int(s));
+  for (Step& step : plan->steps) {
+    step.last_read.assign(step.inputs.size(), false);
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const int s = step.inputs[k];
+      auto named = [s](const std::vector<int>& v) { return std::find(v.begin(), v.end(), s) != v.end(); };
+      step.last_read[k] = s >= 0 && named(step.release) && !named(step.implicit) &&
+                          std::find(step.inputs.begin() + std::ptrdiff_t(k) + 1, step.inputs.end(), s) == step.inputs.end();
+    }
+  }
   return plan;
 }
 

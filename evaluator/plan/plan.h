@@ -22,6 +22,10 @@ struct Step {
   std::vector<int> outputs;   // slot per node output; -1 for an unwanted one
   std::vector<int> implicit;  // outer-scope slots its bodies read (kept alive until this step)
   std::vector<int> release;   // slots whose last use is this step
+  // Per input: its slot is released at this step, no body of the step reads it and no later
+  // input of the step names it, so the run loop moves the value out of the frame instead of
+  // copying it (when no observer keeps values and the caller did not ask for it).
+  std::vector<bool> last_read;
   std::string id;             // qualified id (CLI.md node addressing)
   int index = 0;
   // A deterministic built-in op whose inputs are all initializers or other folded outputs gives

@@ -104,7 +104,7 @@ void BroadcastWalker<N>::for_each_run(F&& f) const {
 // y[i] = f(x[i]); Out defaults to T.
 template <class T, class Out = T, class F>
 Tensor map_unary(const Tensor& x, F&& f) {
-  Tensor y(dtype_of<Out>, x.shape());
+  Tensor y = Tensor::uninitialized(dtype_of<Out>, x.shape());
   const T* in = x.data<T>();
   Out* out = y.data<Out>();
   parallel_for(x.size(), kParallelElements, [&](int64_t begin, int64_t end) {
@@ -116,7 +116,7 @@ Tensor map_unary(const Tensor& x, F&& f) {
 // z = f(a, b) with broadcasting; A and B are the input storage types, Out the output's.
 template <class A, class B, class Out = A, class F>
 Tensor map_binary(const Tensor& a, const Tensor& b, F&& f) {
-  Tensor z(dtype_of<Out>, broadcast_shapes({a.shape(), b.shape()}));
+  Tensor z = Tensor::uninitialized(dtype_of<Out>, a.shape() == b.shape() ? a.shape() : broadcast_shapes({a.shape(), b.shape()}));
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   Out* pz = z.data<Out>();

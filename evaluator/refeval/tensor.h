@@ -28,6 +28,10 @@ class Tensor {
   Tensor() = default;  // an undefined tensor (dtype Undefined); only `defined()` is meaningful
   // Allocates zero-initialised storage (empty strings for STRING).
   Tensor(DType dtype, Shape shape);
+  // Storage left unwritten (its bytes are whatever the allocator gives; STRING is still
+  // initialised): for outputs and scratch a kernel overwrites in full, where zeroing megabytes
+  // first costs a pass over memory of its own.
+  static Tensor uninitialized(DType dtype, Shape shape) { return Tensor(dtype, std::move(shape), false); }
 
   template <class T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
@@ -57,6 +61,7 @@ class Tensor {
   Tensor clone() const;
 
  private:
+  Tensor(DType dtype, Shape shape, bool zeroed);
   void check_type(DType wanted) const;
   DType dtype_ = DType::Undefined;
   Shape shape_;

@@ -16,6 +16,16 @@ int thread_count();
 // body(begin, end) over [0, n): in one chunk per thread when n >= 2 * grain (chunks of at least
 // `grain`), else in one call on this thread. For work whose every element is computed on its own
 // (elementwise ops, rows of a softmax): the split never changes a bit.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+// Work too small to split calls body directly, without wrapping it in a std::function (an
+// allocation per elementwise node).
+void parallel_for_split(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& body) {
+  if (n / (grain > 1 ? grain : 1) < 2 || thread_count() <= 1) {
+    if (n > 0) body(int64_t(0), n);
+    return;
+  }
+  parallel_for_split(n, grain, body);
+}
 
 }  // namespace refeval

@@ -1,5 +1,7 @@
 // Stage 3, run: one loop over the planned steps. Values flow through frame slots; observers hear
 // about every graph and node; values are freed after their last use unless an observer keeps them.
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "run/engine.h"
@@ -73,7 +75,10 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
     for (size_t k = 0; k < step.inputs.size(); ++k) {
       const int slot = step.inputs[k];
       if (slot < 0) continue;
-      args[k] = frame.slots[size_t(slot)];
+      // A value read for the last time moves: a copy would allocate its shape and touch its
+      // reference count only for the frame's copy to be dropped after the step.
+      if (step.last_read[k] && !keep_all && !keep[size_t(slot)]) args[k] = std::exchange(frame.slots[size_t(slot)], Value());
+      else args[k] = frame.slots[size_t(slot)];
       if (args[k].is_absent() && !is_input[size_t(slot)])
         throw Error(ErrorKind::Runtime, with_node(*step.node, fmt::format("input '{}' was not produced by the node that should compute it",
                                                                            plan.slot_names[size_t(slot)])));

@@ -18,7 +18,7 @@ void set_thread_count(int n) {
 
 int thread_count() { return g_threads; }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+void parallel_for_split(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   const int threads = int(std::min<int64_t>(thread_count(), n / std::max<int64_t>(grain, 1)));
   if (threads <= 1) {
     if (n > 0) body(0, n);

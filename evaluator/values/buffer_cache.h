@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 
 namespace refeval::buffer_cache {
 
@@ -20,5 +21,26 @@ void* take(size_t bytes);
 void give(void* p, size_t bytes);
 // Bytes held now (for tests).
 size_t held_bytes();
+
+// Small buffers (up to kMaxSmallBytes, in steps of 64 bytes, 64-byte aligned): a tensor of a few
+// elements and its reference count, made and freed for nearly every node of a small model.
+// glibc's aligned_alloc skips its per-thread cache, so every such tensor cost a trip through
+// malloc's bins (40% of a chain of tiny Adds). Freed ones wait in per-thread lists (at most
+// kSmallPerSize of each size) for the next of their size; a buffer may be freed on another
+// thread than the one that took it.
+constexpr size_t kMaxSmallBytes = 4096, kSmallPerSize = 32;
+void* take_small(size_t bytes);         // never null (throws std::bad_alloc)
+void give_small(void* p, size_t bytes);  // bytes as passed to take_small
+
+// A std allocator over take_small / give_small, for shared_ptr control blocks.
+template <class T>
+struct SmallAllocator {
+  using value_type = T;
+  SmallAllocator() = default;
+  template <class U> SmallAllocator(const SmallAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(take_small(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { give_small(p, n * sizeof(T)); }
+  template <class U> bool operator==(const SmallAllocator<U>&) const { return true; }
+};
 
 }  // namespace refeval::buffer_cache

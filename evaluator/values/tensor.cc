@@ -37,7 +37,9 @@ std::string shape_to_string(const Shape& shape) {
   return fmt::format("({})", fmt::join(shape, ", "));
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor::Tensor(DType dtype, Shape shape, bool zeroed) : dtype_(dtype), shape_(std::move(shape)) {
   if (dtype == DType::Undefined) fail_runtime("cannot allocate a tensor of undefined element type");
   size_ = shape_size(shape_);
   const size_t elem = dtype_size(dtype);
@@ -57,6 +59,15 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     // row by row touches a new 4 KB page per row otherwise, and TLB misses dominate.
     // Only the 2 MB-aligned interior is advised, so no memory is spent on alignment.
     const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (rounded <= buffer_cache::kMaxSmallBytes) {  // buffer and reference count from the small lists
+      const size_t held = rounded ? rounded : kAlignment;
+      void* p = buffer_cache::take_small(held);
+      if (zeroed) std::memset(p, 0, bytes);
+      storage_ = std::shared_ptr<void>(p, [held](void* q) { buffer_cache::give_small(q, held); },
+                                       buffer_cache::SmallAllocator<char>());
+      data_ = storage_.get();
+      return;
+    }
     const bool reusable = rounded >= buffer_cache::kMinBytes;
     void* p = reusable ? buffer_cache::take(rounded) : nullptr;
     if (!p) {
@@ -68,7 +79,7 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
         if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
       }
     }
-    std::memset(p, 0, bytes);
+    if (zeroed) std::memset(p, 0, bytes);
     if (reusable) storage_ = std::shared_ptr<void>(p, [rounded](void* q) { buffer_cache::give(q, rounded); });
     else storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }

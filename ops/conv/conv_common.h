@@ -170,12 +170,15 @@ void conv_by_gemm(const ConvGeometry& g, const T* x, const T* w, T* y, MatMul&& 
   bool direct = true;
   for (size_t d = 0; d < g.in.size(); ++d)
     direct = direct && g.kernel[d] == 1 && g.strides[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
-  std::vector<T> col(direct ? 0 : size_t(Cg * K * out_n));
+  // im2col writes every entry: the matrix (7 MB in ResNet-18's first layers) is not zeroed first,
+  // and as a tensor it reuses a freed buffer of its size instead of faulting in fresh pages.
+  Tensor col = direct ? Tensor() : Tensor::uninitialized(dtype_of<T>, {Cg * K * out_n});
+  T* pc = direct ? nullptr : col.data<T>();
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t grp = 0; grp < g.group; ++grp) {
       const T* xg = x + (n * g.C + grp * Cg) * in_n;
-      if (!direct) im2col(g, Cg, xg, col.data(), T(0));
-      mm(Mg, out_n, Cg * K, w + grp * Mg * Cg * K, direct ? xg : col.data(), y + (n * g.M + grp * Mg) * out_n);
+      if (!direct) im2col(g, Cg, xg, pc, T(0));
+      mm(Mg, out_n, Cg * K, w + grp * Mg * Cg * K, direct ? xg : pc, y + (n * g.M + grp * Mg) * out_n);
     }
 }
 

@@ -43,7 +43,7 @@ class MatMul : public OpRun {
     const Tensor& b = input_tensor(in, 1);
     if (a.dtype() != b.dtype()) ctx.fail("inputs A and B must have one element type");
     const MatMulShape s = matmul_shape(a.shape(), b.shape());
-    Tensor y(a.dtype(), s.out);
+    Tensor y = Tensor::uninitialized(a.dtype(), s.out);  // every path below writes all of it (K = 0 writes zeros)
     if (a.size() > 0) {
       if (auto packed = weight_.get(b, false)) {  // a 2-D weight: every row of A in one product
         gemm(false, a.size() / s.K, a.data<float>(), *packed, y.data<float>(), false);

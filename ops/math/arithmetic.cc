@@ -25,7 +25,8 @@ class Arithmetic : public OpRun {
   explicit Arithmetic(const NodeContext& ctx) : legacy_(ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
     const Tensor& a = input_tensor(in, 0);
-    const Tensor b = legacy_.align(a, input_tensor(in, 1));
+    const Tensor aligned = legacy_.active() ? legacy_.align(a, input_tensor(in, 1)) : Tensor();
+    const Tensor& b = legacy_.active() ? aligned : input_tensor(in, 1);  // no copy of B from opset 7
     if (a.dtype() != b.dtype())
       fail_runtime(fmt::format("inputs must have one element type, got {} and {}", dtype_short_name(a.dtype()),
                                dtype_short_name(b.dtype())));

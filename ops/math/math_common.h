@@ -59,6 +59,7 @@ class LegacyBroadcast {
     broadcast_ = ctx.attr<int64_t>("broadcast", 0) != 0;
     axis_ = ctx.optional_attr<int64_t>("axis");
   }
+  bool active() const { return legacy_; }  // false from opset 7: align() is B itself
   // B reshaped so that numpy broadcasting lines it up with A as the legacy rules do.
   Tensor align(const Tensor& a, const Tensor& b) const {
     if (!legacy_) return b;

@@ -111,3 +111,33 @@ TEST_CASE("an initializer that a feed may replace is not folded") {
   testing::check_equal(ev.run({}, {})[0], tensor<float>({2}, {-1, -2}));
   testing::check_equal(ev.run({}, {{"W", tensor<float>({2}, {5, 6})}})[0], tensor<float>({2}, {-5, -6}));
 }
+
+// A value read for the last time moves from the frame into the node's inputs (no copy): the node
+// and every observer still see it, a value named twice by its last reader reaches both inputs, and
+// one the caller asked for or an observer keeps is copied, never taken.
+TEST_CASE("values read for the last time reach the node and observers, and asked-for values stay") {
+  Graph g = graph("g", {node("Add", {"X", "X"}, {"T"}, {}, "a"), node("Mul", {"T", "T"}, {"U"}, {}, "m"),
+                        node("Sub", {"U", "T"}, {"Y"}, {}, "s")},
+                  {tensor_info("X", DType::Float, {2})}, {tensor_info("Y", DType::Float, {2})});
+  struct Inputs : Observer {
+    std::vector<std::string> seen;
+    bool keep = false;
+    void before_node(const NodeEvent& e) override {
+      for (const Value& v : e.inputs) seen.push_back(e.id + " " + std::to_string(v.tensor().data<float>()[1]));
+    }
+    bool keeps_values() const override { return keep; }
+  } obs;
+  ReferenceEvaluator ev(model(g));
+  ev.add_observer(&obs);
+  const Tensor x = tensor<float>({2}, {1, 3});
+  testing::check_equal(ev.run({}, {{"X", x}})[0], tensor<float>({2}, {2, 30}));  // T = 2X, U = T^2, Y = U - T
+  CHECK(obs.seen == std::vector<std::string>{"a 3.000000", "a 3.000000", "m 6.000000", "m 6.000000", "s 36.000000", "s 6.000000"});
+  const Values asked = ev.run({"T", "Y", "U"}, {{"X", x}});
+  testing::check_equal(asked[0], tensor<float>({2}, {2, 6}));
+  testing::check_equal(asked[2], tensor<float>({2}, {4, 36}));
+  obs.keep = true;
+  obs.seen.clear();
+  testing::check_equal(ev.run({}, {{"X", x}})[0], tensor<float>({2}, {2, 30}));
+  CHECK(obs.seen.size() == 6);
+  CHECK(x.data<float>()[1] == 3.f);  // the caller's feed is never taken
+}

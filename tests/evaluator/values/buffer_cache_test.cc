@@ -1,5 +1,8 @@
 // Large tensor buffers are reused (evaluator/values/buffer_cache.h): a tensor freed and one of the
 // same size allocated after it share the buffer, which comes back zeroed like a fresh one.
+#include <cstdint>
+#include <thread>
+
 #include <doctest/doctest.h>
 
 #include "../../../evaluator/values/buffer_cache.h"
@@ -27,4 +30,30 @@ TEST_CASE("buffer cache: small buffers are left to malloc") {
   const size_t before = buffer_cache::held_bytes();
   { Tensor small(DType::Float, {1000}); }
   CHECK(buffer_cache::held_bytes() == before);
+}
+
+TEST_CASE("buffer cache: small tensors reuse freed buffers, zeroed unless asked not to be") {
+  for (int i = 0; i < 100; ++i) {  // buffers (and reference counts) written and freed come back zeroed
+    Tensor t(DType::Float, {3, 5});
+    CHECK(t.data<float>()[7] == 0.f);
+    t.data<float>()[7] = 9.f;
+  }
+  void* p = buffer_cache::take_small(100);  // 128 bytes: freed, it is the next one taken of that size
+  buffer_cache::give_small(p, 100);
+  CHECK(buffer_cache::take_small(128) == p);
+  buffer_cache::give_small(p, 128);
+  Tensor again(DType::Float, {15});
+  CHECK(again.data<float>()[14] == 0.f);
+  CHECK(reinterpret_cast<uintptr_t>(again.raw_data()) % 64 == 0);
+  Tensor raw = Tensor::uninitialized(DType::Int64, {2, 300});  // 4800 bytes: past the small lists
+  CHECK(raw.shape() == Shape{2, 300});
+  CHECK(raw.dtype() == DType::Int64);
+  raw.data<int64_t>()[599] = 1;
+  // A small tensor made on one thread may be freed on another, and threads' lists are freed when
+  // they end.
+  Tensor moved;
+  std::thread([&] { moved = Tensor::from_vector<float>({2}, {1, 2}); Tensor scratch(DType::Float, {40}); }).join();
+  CHECK(moved.data<float>()[1] == 2.f);
+  moved = Tensor();
+  std::thread([] { Tensor a(DType::Float, {1000}), b(DType::Int8, {1}); }).join();
 }
