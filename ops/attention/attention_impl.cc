@@ -7,7 +7,9 @@
 // nonpad_kv_seqlen. Causality and the window are bottom-right aligned: query i sits at absolute
 // position p = offset + i, offset = past length (internal cache), nonpad_kv_seqlen[b] - S_q
 // (external cache) or 0; causal hides j > p, the window hides j < p - left and j > p + right.
-// A row whose bias is -inf everywhere gets zero probabilities and a zero output.
+// A row whose bias is -inf everywhere gets zero probabilities and a zero output. float's
+// exponentials go through the vector math library (ops/math/vector_math.h); the bias is only
+// built when some mask exists, qk_matmul_output only when the node names it.
 #include "attention_impl.h"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <limits>
 
 #include "../linalg/linalg_common.h"
+#include "../math/vector_math.h"
 #include "refeval/op_run.h"
 #include "attention_common.h"
 
@@ -101,7 +104,9 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   // Bias [B, Hq, Sq, T].
   const C ninf = -std::numeric_limits<C>::infinity();
   const Shape full{B, Hq, Sq, T};
-  std::vector<C> bias(size_t(shape_size(full)), C(0));
+  const bool windowed = at.left_window >= 0 || at.right_window >= 0;
+  const bool masked = has_value(in, 3) || at.is_causal || windowed || !nonpad.empty();
+  std::vector<C> bias(masked ? size_t(shape_size(full)) : 0, C(0));
   if (has_value(in, 3)) {
     const Tensor& m = input_tensor(in, 3);
     if (m.rank() == 0) fail_runtime("attn_mask must have rank >= 1");
@@ -128,7 +133,6 @@ Values compute(const AttentionAttrs& at, const Values& in) {
           for (int64_t t = 0; t < T; ++t, ++i) bias[i] = t < ml ? row[t] : ninf;
         }
   }
-  const bool windowed = at.left_window >= 0 || at.right_window >= 0;
   if (at.is_causal || windowed || !nonpad.empty())
     for (int64_t b = 0; b < B; ++b) {
       const int64_t offset = has_past ? P : !nonpad.empty() ? nonpad[size_t(b)] - Sq : 0;
@@ -149,22 +153,23 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   std::vector<C> Ks = K;
   for (C& x : Q) x *= scale;
   for (C& x : Ks) x *= scale;
-  std::vector<C> qk_out(size_t(shape_size(full))), Y(size_t(B * Hq * Sq * Ev));
+  std::vector<C> qk_out(at.wants_qk ? size_t(shape_size(full)) : 0), Y(size_t(B * Hq * Sq * Ev));
   std::vector<C> scores(size_t(Sq * T));
   const int64_t group = Hq / Hkv;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = b * Hkv + h / group;
       gemm_c<C>(false, true, Sq, T, E, Q.data() + (b * Hq + h) * Sq * E, Ks.data() + kh * T * E, scores.data());
-      C* qo = qk_out.data() + (b * Hq + h) * Sq * T;
-      const C* bi = bias.data() + (b * Hq + h) * Sq * T;
-      for (int64_t i = 0; i < Sq * T; ++i) {
-        const C raw = scores[size_t(i)];
-        const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
-        const C with_bias = capped + bi[i];
-        qo[i] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
-        scores[size_t(i)] = with_bias;
-      }
+      C* qo = at.wants_qk ? qk_out.data() + (b * Hq + h) * Sq * T : nullptr;
+      const C* bi = masked ? bias.data() + (b * Hq + h) * Sq * T : nullptr;
+      if (at.softcap > 0 || bi || qo)
+        for (int64_t i = 0; i < Sq * T; ++i) {
+          const C raw = scores[size_t(i)];
+          const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
+          const C with_bias = bi ? capped + bi[i] : capped;
+          if (qo) qo[i] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
+          scores[size_t(i)] = with_bias;
+        }
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
         // std::max skips NaN, so a row whose bias is -inf everywhere has m = -inf even where a
@@ -176,10 +181,16 @@ Values compute(const AttentionAttrs& at, const Values& in) {
           continue;
         }
         C sum = 0;
-        for (int64_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
+        if constexpr (std::is_same_v<C, float>) {
+          for (int64_t j = 0; j < T; ++j) row[j] -= m;
+          exp_floats(row, row, T);
+          for (int64_t j = 0; j < T; ++j) sum += row[j];
+        } else {
+          for (int64_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
+        }
         for (int64_t j = 0; j < T; ++j) row[j] /= sum;
       }
-      if (at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
+      if (qo && at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
       gemm_c<C>(false, false, Sq, Ev, T, scores.data(), V.data() + kh * T * Ev, Y.data() + (b * Hq + h) * Sq * Ev);
     }
   Values out;
@@ -195,7 +206,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   }
   out.push_back(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K));
   out.push_back(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V));
-  out.push_back(tensor_from_compute<C>(q.dtype(), full, qk_out));
+  out.push_back(at.wants_qk ? Value(tensor_from_compute<C>(q.dtype(), full, qk_out)) : Value());
   return out;
 }
 

@@ -73,7 +73,7 @@ std::vector<double> attention_scores(const AttentionProblem& p) {
 
 std::vector<double> attend(const AttentionProblem& p) {
   const int64_t B = p.batch, N = p.heads, S = p.seq, T = p.total, hv = p.v_head_size;
-  std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T));
+  std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T)), head(size_t(S * hv));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t n = 0; n < N; ++n) {
       const int64_t bn = b * N + n;
@@ -84,12 +84,11 @@ std::vector<double> attend(const AttentionProblem& p) {
         double sum = 0;
         for (int64_t j = 0; j < T; ++j) sum += row[j] = std::exp(row[j] - top);
         for (int64_t j = 0; j < T; ++j) row[j] /= sum;
-        // out[b, i, n, :] = sum_j row[j] * v[b, n, j, :]
-        double* o = out.data() + ((b * S + i) * N + n) * hv;
-        const double* vb = p.v.data() + bn * T * hv;
-        for (int64_t j = 0; j < T; ++j)
-          for (int64_t d = 0; d < hv; ++d) o[d] += row[j] * vb[j * hv + d];
       }
+      // out[b, i, n, :] = sum_j score[i, j] * v[b, n, j, :], the head's rows in one product
+      if (T == 0) continue;
+      gemm(false, false, S, hv, T, score.data(), p.v.data() + bn * T * hv, head.data());
+      for (int64_t i = 0; i < S; ++i) std::copy_n(head.data() + i * hv, hv, out.data() + ((b * S + i) * N + n) * hv);
     }
   return out;
 }
