@@ -332,7 +332,7 @@ struct GroupQueryAttention::Call {
 
     // Per head: the scores of every query row against every held key in one product, then each
     // row's visible range [lo, hi) softmaxed into weights (zero outside it), then weights times
-    // the values in one product.
+    // the values in one product; both products in float for float tensors (float_product).
     std::vector<double> out(size_t(B * S * N * H), 0.0), scores, weights, head;
     for (int64_t b = 0; b < B; ++b) {
       const RowCache& c = caches[size_t(b)];
@@ -345,7 +345,8 @@ struct GroupQueryAttention::Call {
         const double* keys = c.k.data() + g * c.rows * H;
         const double* vals = c.v.data() + g * c.rows * H;
         const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
-        gemm(false, true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
+        if (dtype == DType::Float) float_product(true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
+        else gemm(false, true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
         weights.assign(size_t(S * R), 0.0);
         for (int64_t s = 0; s < S; ++s) {
           const int64_t p = query_start(b) + s;
@@ -361,9 +362,9 @@ struct GroupQueryAttention::Call {
             if (!bias.empty()) xj += bias[size_t((((bs[0] == 1 ? 0 : b) * bs[1] + (bs[1] == 1 ? 0 : n)) * S + s) * total + j)];
             if (op.qk_output_ == 1) qk_row[j] = xj;
           }
-          double top = *std::max_element(x + lo, x + hi), sum = 0;
+          double top = *std::max_element(x + lo, x + hi);
           if (has_sink) top = std::max(top, sink_logit);
-          for (int64_t j = lo; j < hi; ++j) sum += x[j] = std::exp(x[j] - top);
+          double sum = exp_shifted(x + lo, hi - lo, top);
           if (has_sink) sum += std::exp(sink_logit - top);
           double* w = weights.data() + s * R - c.base;
           for (int64_t j = lo; j < hi; ++j) {
@@ -371,7 +372,8 @@ struct GroupQueryAttention::Call {
             if (op.qk_output_ == 2) qk_row[j] = w[j];
           }
         }
-        gemm(false, false, S, H, R, weights.data(), vals, head.data());
+        if (dtype == DType::Float) float_product(false, S, H, R, weights.data(), vals, head.data());
+        else gemm(false, false, S, H, R, weights.data(), vals, head.data());
         for (int64_t s = 0; s < S; ++s) std::copy_n(head.data() + s * H, H, out.data() + ((b * S + s) * N + n) * H);
       }
     }

@@ -23,6 +23,7 @@ void erfc_floats(const float* x, float* y, int64_t n);  // glibc >= 2.35
 // element. y may be x or t.
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n);
 void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
+void exp_doubles(const double* x, double* y, int64_t n);   // 4 lanes with AVX2
 
 // The largest (IsMax) or smallest of p[0, n), n >= 1, compared 8 lanes at a time (an extreme's
 // value does not depend on the order of the comparisons); `nan` tells whether any element is NaN
