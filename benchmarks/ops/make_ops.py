@@ -261,6 +261,11 @@ def pow_square_128x768():
 
 
 @case
+def pow_tensor_128x768():
+    return model("Pow", {"a": np.abs(rand(1, 128, 768)) + 0.1, "b": rand(1, 128, 768)})
+
+
+@case
 def max_same_64x56x56():
     return model("Max", {"a": rand(1, 64, 56, 56), "b": rand(1, 64, 56, 56)})
 
@@ -299,6 +304,11 @@ def layernorm_128x768():
 @case
 def layernorm_nobias_512x1024():
     return model("LayerNormalization", {"x": rand(1, 512, 1024)}, {"g": rand(1024)}, {"axis": -1})
+
+
+@case
+def rmsnorm_128x768():
+    return model("RMSNormalization", {"x": rand(1, 128, 768)}, {"g": rand(768)}, {"axis": -1, "epsilon": 1e-6}, opset=23)
 
 
 @case
@@ -415,6 +425,19 @@ def gather_axis1_12x128x128_64ids():
 def gatherelements_last_12x128x128():
     idx = np.random.default_rng(2).integers(0, 128, (1, 12, 128, 128)).astype(np.int64)
     return model("GatherElements", {"x": rand(1, 12, 128, 128)}, {"i": idx}, {"axis": -1})
+
+
+@case
+def scatternd_rows_1024x768_128():
+    idx = np.random.default_rng(7).permutation(1024)[:128].reshape(128, 1).astype(np.int64)
+    return model("ScatterND", {"x": rand(1024, 768), "u": rand(128, 768)}, {"i": idx}, inputs=["x", "i", "u"])
+
+
+@case
+def scatternd_kv_cache_12x512x64_8():
+    idx = np.stack(np.meshgrid(np.arange(12), np.arange(100, 108), indexing="ij"), -1).reshape(1, 12, 8, 2)
+    return model("ScatterND", {"x": rand(1, 12, 512, 64)[0], "u": rand(12, 8, 64)}, {"i": idx.reshape(12, 8, 2).astype(np.int64)},
+                 inputs=["x", "i", "u"])
 
 
 @case
@@ -547,7 +570,15 @@ for _name, _args, _kw in [
         ("lstm-bidir-lens-s32-b4-i64-h128", ("LSTM", 32, 4, 64, 128), {"direction": "bidirectional", "lens": True}),
         ("lstm-peephole-clip-s32-b2-i64-h128", ("LSTM", 32, 2, 64, 128), {"peephole": True, "clip": 3.0, "initial": True}),
         ("lstm-reverse-s32-b3-i64-h128", ("LSTM", 32, 3, 64, 128), {"direction": "reverse"}),
+        ("gru-reverse-lens-init-s32-b3-i64-h128", ("GRU", 32, 3, 64, 128), {"direction": "reverse", "lens": True, "initial": True}),
+        ("gru-bidir-lbr-init-s20-b2-i32-h64", ("GRU", 20, 2, 32, 64),
+         {"direction": "bidirectional", "linear_before_reset": 1, "initial": True}),
+        ("gru-lens-clip-s32-b4-i64-h128", ("GRU", 32, 4, 64, 128), {"lens": True, "clip": 2.0}),
+        ("lstm-bidir-init-s20-b2-i32-h64", ("LSTM", 20, 2, 32, 64), {"direction": "bidirectional", "initial": True}),
+        ("lstm-bidir-init-s20-b2-i128-h64", ("LSTM", 20, 2, 128, 64), {"direction": "bidirectional", "initial": True}),
+        ("lstm-input-forget-s32-b2-i64-h128", ("LSTM", 32, 2, 64, 128), {"input_forget": 1}),
         ("rnn-s20-b2-i32-h64", ("RNN", 20, 2, 32, 64), {}),
+        ("rnn-reverse-lens-init-s32-b3-i64-h128", ("RNN", 32, 3, 64, 128), {"direction": "reverse", "lens": True, "initial": True}),
         ("rnn-relu-s64-b1-i128-h256", ("RNN", 64, 1, 128, 256), {"activations": ["Relu"]}),
         ("rnn-bidir-s32-b8-i64-h128", ("RNN", 32, 8, 64, 128), {"direction": "bidirectional"})]:
     CASES[_name] = (lambda a, k: lambda: _recurrent(*a, **k))(_args, _kw)
@@ -634,6 +665,49 @@ def ms_quickgelu_128x3072():
 @case
 def ms_fusedmatmul_transB_128x768x768():
     return model("FusedMatMul", {"a": rand(1, 128, 768)}, {"b": rand(768, 768)}, {"transB": 1, "alpha": 0.5}, domain=MS)
+
+
+@case
+def ms_fusedmatmul_128x768x768():
+    return model("FusedMatMul", {"a": rand(1, 128, 768)}, {"b": rand(768, 768)}, {"alpha": 0.5}, domain=MS)
+
+
+@case
+def ms_fusedmatmul_transA_batched_12x64x128x128():
+    return model("FusedMatMul", {"a": rand(1, 12, 64, 128), "b": rand(1, 12, 64, 128)}, attrs={"transA": 1}, domain=MS)
+
+
+@case
+def ms_groupqueryattention_prefill_32q_8kv_128x64():
+    return model("GroupQueryAttention", {"q": rand(1, 128, 2048), "k": rand(1, 128, 512), "v": rand(1, 128, 512),
+                                         "pk": rand(1, 8, 0, 64), "pv": rand(1, 8, 0, 64)},
+                 {"sl": np.array([127], np.int32), "tl": np.array(128, np.int32)}, {"num_heads": 32, "kv_num_heads": 8},
+                 domain=MS, outputs=3)
+
+
+@case
+def ms_groupqueryattention_decode_32q_8kv_past255():
+    return model("GroupQueryAttention", {"q": rand(1, 1, 2048), "k": rand(1, 1, 512), "v": rand(1, 1, 512),
+                                         "pk": rand(1, 8, 255, 64), "pv": rand(1, 8, 255, 64)},
+                 {"sl": np.array([255], np.int32), "tl": np.array(256, np.int32)}, {"num_heads": 32, "kv_num_heads": 8},
+                 domain=MS, outputs=3)
+
+
+def _matmul_nbits(m, k, n, block=32):
+    q = np.random.default_rng(8).integers(0, 256, (n, k // block, block // 2)).astype(np.uint8)
+    scales = (np.abs(rand(n * (k // block))) * 0.02 + 0.001).astype(np.float32)
+    return model("MatMulNBits", {"a": rand(1, m, k)}, {"b": q, "s": scales}, {"K": k, "N": n, "bits": 4, "block_size": block},
+                 domain=MS)
+
+
+@case
+def ms_matmulnbits_decode_1x768x3072():
+    return _matmul_nbits(1, 768, 3072)
+
+
+@case
+def ms_matmulnbits_prefill_32x768x768():
+    return _matmul_nbits(32, 768, 768)
 
 
 @case

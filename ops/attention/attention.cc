@@ -21,6 +21,7 @@ class Attention : public OpRun {
     a_.qk_matmul_output_mode = ctx.attr<int64_t>("qk_matmul_output_mode", 0);
     if (auto s = ctx.optional_attr<float>("scale")) a_.scale = double(*s);
     a_.softcap = ctx.attr<float>("softcap", 0.0f);
+    a_.wants_qk = ctx.has_output(3);
     // Softmax runs in float (double for double inputs or when DOUBLE is asked for), at least the
     // precision asked for.
     if (auto p = ctx.optional_attr<int64_t>("softmax_precision")) {

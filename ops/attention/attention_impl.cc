@@ -7,7 +7,10 @@
 // nonpad_kv_seqlen. Causality and the window are bottom-right aligned: query i sits at absolute
 // position p = offset + i, offset = past length (internal cache), nonpad_kv_seqlen[b] - S_q
 // (external cache) or 0; causal hides j > p, the window hides j < p - left and j > p + right.
-// A row whose bias is -inf everywhere gets zero probabilities and a zero output.
+// A row whose bias is -inf everywhere gets zero probabilities and a zero output. Causality, the
+// window and nonpad_kv_seqlen leave each query row a range of visible keys, over which alone the
+// softmax runs; float's row maximum and exponentials are vector code (ops/math/vector_math.h);
+// qk_matmul_output is only made when the node names it.
 #include "attention_impl.h"
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <limits>
 
 #include "../linalg/linalg_common.h"
+#include "../math/vector_math.h"
 #include "refeval/op_run.h"
 #include "attention_common.h"
 
@@ -98,11 +102,13 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     for (int64_t x : nonpad)
       if (x < 0 || x > T) fail_runtime(fmt::format("nonpad_kv_seqlen value {} is outside [0, {}]", x, T));
   }
-  // Bias [B, Hq, Sq, T].
+  // attn_mask as a bias [B, Hq, Sq, T], built only when given; causality, the window and
+  // nonpad_kv_seqlen hide all but a range of keys of each query row (below).
   const C ninf = -std::numeric_limits<C>::infinity();
   const Shape full{B, Hq, Sq, T};
-  std::vector<C> bias(size_t(shape_size(full)), C(0));
+  std::vector<C> bias;
   if (has_value(in, 3)) {
+    bias.assign(size_t(shape_size(full)), C(0));
     const Tensor& m = input_tensor(in, 3);
     if (m.rank() == 0) fail_runtime("attn_mask must have rank >= 1");
     const int64_t ml = m.shape().back();
@@ -128,58 +134,79 @@ Values compute(const AttentionAttrs& at, const Values& in) {
           for (int64_t t = 0; t < T; ++t, ++i) bias[i] = t < ml ? row[t] : ninf;
         }
   }
-  const bool windowed = at.left_window >= 0 || at.right_window >= 0;
-  if (at.is_causal || windowed || !nonpad.empty())
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t offset = has_past ? P : !nonpad.empty() ? nonpad[size_t(b)] - Sq : 0;
-      const int64_t valid = nonpad.empty() ? T : nonpad[size_t(b)];
-      for (int64_t h = 0; h < Hq; ++h)
-        for (int64_t s = 0; s < Sq; ++s) {
-          C* row = bias.data() + ((b * Hq + h) * Sq + s) * T;
-          const int64_t p = offset + s;  // absolute position of the query
-          for (int64_t j = 0; j < T; ++j) {
-            const bool hidden = (at.is_causal && j > p) || (at.left_window >= 0 && j < p - at.left_window) ||
-                                (at.right_window >= 0 && j > p + at.right_window) || j >= valid;
-            if (hidden) row[j] += ninf;  // added, as the spec composes the masks
-          }
-        }
-    }
+  // The keys [lo, hi) query row s of batch b sees: causal hides j > p, the window j < p - left and
+  // j > p + right, nonpad_kv_seqlen j >= its length; the spec adds -inf for each, so every other
+  // key's bias is -inf.
+  auto visible = [&](int64_t b, int64_t s) {
+    const int64_t offset = has_past ? P : !nonpad.empty() ? nonpad[size_t(b)] - Sq : 0;
+    const int64_t p = offset + s;  // absolute position of the query
+    int64_t lo = 0, hi = nonpad.empty() ? T : nonpad[size_t(b)];
+    if (at.is_causal) hi = std::min(hi, p + 1);
+    if (at.left_window >= 0) lo = std::max(lo, p - at.left_window);
+    if (at.right_window >= 0) hi = std::min(hi, p + at.right_window + 1);
+    return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
+  };
   // Scores, softmax, output.
   const C scale = C(std::sqrt(at.scale ? *at.scale : 1.0 / std::sqrt(double(E))));
   std::vector<C> Ks = K;
   for (C& x : Q) x *= scale;
   for (C& x : Ks) x *= scale;
-  std::vector<C> qk_out(size_t(shape_size(full))), Y(size_t(B * Hq * Sq * Ev));
+  std::vector<C> qk_out(at.wants_qk ? size_t(shape_size(full)) : 0), Y(size_t(B * Hq * Sq * Ev));
   std::vector<C> scores(size_t(Sq * T));
   const int64_t group = Hq / Hkv;
+  // expf below -87 is a denormal or zero, and the vector expf takes a scalar path for such lanes
+  // (a causal row's -inf keys): they are clamped there and their exponential taken as zero.
+  constexpr float kExpFloor = -87.0f;
+  float exp_floor_value = kExpFloor;
+  exp_floats(&exp_floor_value, &exp_floor_value, 1);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = b * Hkv + h / group;
       gemm_c<C>(false, true, Sq, T, E, Q.data() + (b * Hq + h) * Sq * E, Ks.data() + kh * T * E, scores.data());
-      C* qo = qk_out.data() + (b * Hq + h) * Sq * T;
-      const C* bi = bias.data() + (b * Hq + h) * Sq * T;
-      for (int64_t i = 0; i < Sq * T; ++i) {
-        const C raw = scores[size_t(i)];
-        const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
-        const C with_bias = capped + bi[i];
-        qo[i] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
-        scores[size_t(i)] = with_bias;
-      }
+      C* qo = at.wants_qk ? qk_out.data() + (b * Hq + h) * Sq * T : nullptr;
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
+        const auto [lo, hi] = visible(b, s);
+        const C* bi = bias.empty() ? nullptr : bias.data() + ((b * Hq + h) * Sq + s) * T;
+        if (qo) {
+          C* qrow = qo + s * T;
+          for (int64_t j = 0; j < T; ++j) {
+            const C raw = row[j];
+            const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
+            const C with_bias = (bi ? capped + bi[j] : capped) + (j < lo || j >= hi ? ninf : C(0));
+            qrow[j] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
+          }
+        }
+        if (at.softcap > 0)
+          for (int64_t j = lo; j < hi; ++j) row[j] = C(at.softcap) * std::tanh(row[j] / C(at.softcap));
+        if (bi)
+          for (int64_t j = lo; j < hi; ++j) row[j] += bi[j];
         // std::max skips NaN, so a row whose bias is -inf everywhere has m = -inf even where a
         // +inf score made a NaN: such a row is zeroed as the spec's bias-based guard says.
         C m = ninf;
-        for (int64_t j = 0; j < T; ++j) m = std::max(m, row[j]);
+        bool nan = true;
+        if constexpr (std::is_same_v<C, float>)
+          if (hi > lo) m = extreme_floats<true>(row + lo, hi - lo, nan);
+        if (nan)
+          for (int64_t j = lo; j < hi; ++j) m = std::max(m, row[j]);
+        std::fill(row, row + lo, C(0));
+        std::fill(row + hi, row + T, C(0));
         if (m == ninf) {  // nothing to attend to: zero probabilities
-          std::fill_n(row, T, C(0));
+          std::fill(row + lo, row + hi, C(0));
           continue;
         }
         C sum = 0;
-        for (int64_t j = 0; j < T; ++j) sum += (row[j] = std::exp(row[j] - m));
-        for (int64_t j = 0; j < T; ++j) row[j] /= sum;
+        if constexpr (std::is_same_v<C, float>) {
+          for (int64_t j = lo; j < hi; ++j) row[j] = std::max(row[j] - m, kExpFloor);
+          exp_floats(row + lo, row + lo, hi - lo);
+          for (int64_t j = lo; j < hi; ++j) row[j] = row[j] <= exp_floor_value ? 0.0f : row[j];
+          for (int64_t j = lo; j < hi; ++j) sum += row[j];
+        } else {
+          for (int64_t j = lo; j < hi; ++j) sum += (row[j] = std::exp(row[j] - m));
+        }
+        for (int64_t j = lo; j < hi; ++j) row[j] /= sum;
       }
-      if (at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
+      if (qo && at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
       gemm_c<C>(false, false, Sq, Ev, T, scores.data(), V.data() + kh * T * Ev, Y.data() + (b * Hq + h) * Sq * Ev);
     }
   Values out;
@@ -195,7 +222,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   }
   out.push_back(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K));
   out.push_back(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V));
-  out.push_back(tensor_from_compute<C>(q.dtype(), full, qk_out));
+  out.push_back(at.wants_qk ? Value(tensor_from_compute<C>(q.dtype(), full, qk_out)) : Value());
   return out;
 }
 

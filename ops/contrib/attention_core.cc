@@ -1,6 +1,9 @@
 // The attention core of attention_core.h.
 #include "attention_core.h"
 
+#include "../linalg/linalg_common.h"
+#include "../math/vector_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,6 +23,7 @@ void finish_problem(AttentionProblem& p, int64_t kv_length, const AttentionAttrs
   p.total = p.past + kv_length;
   p.causal = a.unidirectional, p.mask_filter_value = a.mask_filter_value;
   p.scale = a.scale ? double(*a.scale) : 1.0 / std::sqrt(double(p.head_size));
+  p.float_products = dtype == DType::Float;
   if (has_value(in, inputs.key_padding_mask))
     p.hidden = key_padding_mask(input_tensor(in, inputs.key_padding_mask), p, inputs.key_padding_mask_name);
   if (has_value(in, inputs.attention_bias)) set_attention_bias(p, input_tensor(in, inputs.attention_bias), dtype);
@@ -42,12 +46,34 @@ std::vector<std::vector<double>> unpack_interleaved(const std::vector<double>& p
   return out;
 }
 
+void float_product(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c) {
+  const std::vector<float> fa(a, a + M * K), fb(b, b + K * N);
+  std::vector<float> fc(size_t(M * N));
+  refeval::ops::gemm(false, trans_b, M, N, K, fa.data(), fb.data(), fc.data(), false);
+  std::copy(fc.begin(), fc.end(), c);
+}
+
+double exp_shifted(double* x, int64_t n, double top) {
+  constexpr double kFloor = -700.0;
+  static const double floor_value = [] {
+    double v = kFloor;
+    exp_doubles(&v, &v, 1);
+    return v;
+  }();
+  for (int64_t j = 0; j < n; ++j) x[j] = std::max(x[j] - top, kFloor);
+  exp_doubles(x, x, n);
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += x[j] = x[j] <= floor_value ? 0.0 : x[j];
+  return sum;
+}
+
 namespace {
 // Fills score (S x T) with the pre-softmax scores of batch b, head n: the scaled dot products
 // plus the key padding or causal mask and attention_bias.
 void head_scores(const AttentionProblem& p, int64_t b, int64_t n, double* score) {
   const int64_t N = p.heads, S = p.seq, T = p.total, h = p.head_size, bn = b * N + n;
-  gemm(false, true, S, T, h, p.q.data() + bn * S * h, p.k.data() + bn * T * h, score);
+  if (p.float_products) float_product(true, S, T, h, p.q.data() + bn * S * h, p.k.data() + bn * T * h, score);
+  else gemm(false, true, S, T, h, p.q.data() + bn * S * h, p.k.data() + bn * T * h, score);
   for (int64_t i = 0; i < S; ++i) {
     double* row = score + i * T;
     for (int64_t j = 0; j < T; ++j) {
@@ -73,7 +99,7 @@ std::vector<double> attention_scores(const AttentionProblem& p) {
 
 std::vector<double> attend(const AttentionProblem& p) {
   const int64_t B = p.batch, N = p.heads, S = p.seq, T = p.total, hv = p.v_head_size;
-  std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T));
+  std::vector<double> out(size_t(B * S * N * hv), 0.0), score(size_t(S * T)), head(size_t(S * hv));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t n = 0; n < N; ++n) {
       const int64_t bn = b * N + n;
@@ -81,15 +107,14 @@ std::vector<double> attend(const AttentionProblem& p) {
       for (int64_t i = 0; i < S; ++i) {
         double* row = score.data() + i * T;
         const double top = T == 0 ? 0.0 : *std::max_element(row, row + T);
-        double sum = 0;
-        for (int64_t j = 0; j < T; ++j) sum += row[j] = std::exp(row[j] - top);
+        const double sum = exp_shifted(row, T, top);
         for (int64_t j = 0; j < T; ++j) row[j] /= sum;
-        // out[b, i, n, :] = sum_j row[j] * v[b, n, j, :]
-        double* o = out.data() + ((b * S + i) * N + n) * hv;
-        const double* vb = p.v.data() + bn * T * hv;
-        for (int64_t j = 0; j < T; ++j)
-          for (int64_t d = 0; d < hv; ++d) o[d] += row[j] * vb[j * hv + d];
       }
+      // out[b, i, n, :] = sum_j score[i, j] * v[b, n, j, :], the head's rows in one product
+      if (T == 0) continue;
+      if (p.float_products) float_product(false, S, hv, T, score.data(), p.v.data() + bn * T * hv, head.data());
+      else gemm(false, false, S, hv, T, score.data(), p.v.data() + bn * T * hv, head.data());
+      for (int64_t i = 0; i < S; ++i) std::copy_n(head.data() + i * hv, hv, out.data() + ((b * S + i) * N + n) * hv);
     }
   return out;
 }

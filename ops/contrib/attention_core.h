@@ -8,6 +8,9 @@
 //                                             score instead, which softmax makes ~equal)
 //   score += attention_bias[b,n,i,j]          (broadcast from (B or 1, N or 1, S, T))
 //   out[b,i,n,:] = softmax_j(score) . v[b,n,j,:]
+// For float tensors the two products (q . k and the probabilities times v) run in float on
+// ops/linalg's float gemm, as ONNX Runtime's kernels and the unfused MatMuls do; masks and the
+// softmax stay in double.
 #pragma once
 
 #include <optional>
@@ -31,7 +34,17 @@ struct AttentionProblem {
   double scale = 1, mask_filter_value = -10000.0;
   std::vector<double> bias;  // attention_bias values, empty if none
   Shape bias_shape;          // (B or 1, N or 1, S, T)
+  bool float_products = false;  // float tensors: the products in float (set by finish_problem)
 };
+
+// c (M x N) = a (M x K) b^T (trans_b, b: N x K) or a b (b: K x N) from double values that hold
+// floats, multiplied in float on ops/linalg's float gemm and widened back: the products of float
+// attention (AttentionProblem::float_products, GroupQueryAttention).
+void float_product(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c);
+
+// x[j] = exp(x[j] - top) over n values, returning their sum (in order): the vector exp
+// (vector_math.h), below e^-700 (masked keys: the vector exp's scalar path) taken as zero.
+double exp_shifted(double* x, int64_t n, double top);
 
 // The attributes Attention and MultiHeadAttention share, checked.
 struct AttentionAttrs {

@@ -1,7 +1,9 @@
 // Helpers of the contrib family (ONNX Runtime's com.microsoft operators). The kernels compute in
 // double: values are widened on the way in and rounded once to the output type on the way out,
-// so a fused operator is at least as accurate as the unfused graph it replaces (Attention's float
-// input projection is the one exception: it is computed exactly as the unfused MatMul + Add).
+// so a fused operator is at least as accurate as the unfused graph it replaces. The exceptions
+// are products, which float tensors take in float as the unfused MatMuls do: Attention's input
+// projection (exactly the unfused MatMul + Add), FusedMatMul, and the attention cores' q . k and
+// probabilities times v (attention_core.h).
 // Only the public operator API is used, as a custom-operator author would.
 #pragma once
 

@@ -5,10 +5,11 @@
 //   FastGelu(X, bias?) y = 0.5 z (1 + tanh(z (sqrt(2 / pi) + 0.044715 sqrt(2 / pi) z^2)))  (tanh form)
 //   QuickGelu(X)       y = z * sigmoid(alpha z), alpha defaults to 1.702
 // float32 computes in float as ORT's kernels and the unfused graphs do: z = X + bias rounded to
-// float, the transcendental part through glibc's vector functions (tanh, exp: vector_math.h, as
-// the standard Tanh and Sigmoid do) except erf, which stays scalar erff as in the standard Gelu
-// (glibc's vector erff is a few ulps off where 1 + erf cancels). float16 / bfloat16 / double
-// compute in double and round once.
+// float, the transcendental part through glibc's vector functions (tanh, exp, erfc:
+// vector_math.h, as the standard Tanh and Sigmoid do). Gelu's 1 + erf(z / sqrt 2) is taken as
+// erfc(-z / sqrt 2), the same value, which keeps its few-ulp accuracy for z < 0 where 1 + erf
+// cancels (glibc's vector erff does not, there). float16 / bfloat16 / double compute in double
+// and round once.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -48,7 +49,11 @@ template <class F> void by_blocks(float* z, int64_t n, const F& f) {
 }
 void gelu_erf_floats(float* z, int64_t n) {
   const float sqrt2 = float(std::numbers::sqrt2);
-  for (int64_t i = 0; i < n; ++i) z[i] = 0.5f * z[i] * (1.0f + std::erf(z[i] / sqrt2));
+  by_blocks(z, n, [&](float* v, float* t, int64_t m) {
+    for (int64_t i = 0; i < m; ++i) t[i] = -v[i] / sqrt2;
+    erfc_floats(t, t, m);
+    for (int64_t i = 0; i < m; ++i) v[i] = 0.5f * v[i] * t[i];
+  });
 }
 void gelu_tanh_floats(float* z, int64_t n) {
   const float a = float(kSqrt2OverPi), c = float(kSqrt2OverPi * kTanhCubic);

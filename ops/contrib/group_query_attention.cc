@@ -330,43 +330,51 @@ struct GroupQueryAttention::Call {
     const double scale = op.scale_ != 0 ? double(op.scale_) : 1.0 / std::sqrt(double(H)), cap = op.softcap_;
     if (op.qk_output_ != 0) qk.assign(size_t(B * N * S * total), 0.0);
 
-    std::vector<double> out(size_t(B * S * N * H), 0.0), x;
+    // Per head: the scores of every query row against every held key in one product, then each
+    // row's visible range [lo, hi) softmaxed into weights (zero outside it), then weights times
+    // the values in one product; both products in float for float tensors (float_product).
+    std::vector<double> out(size_t(B * S * N * H), 0.0), scores, weights, head;
     for (int64_t b = 0; b < B; ++b) {
       const RowCache& c = caches[size_t(b)];
-      const int64_t T = total_rows[size_t(b)];
+      const int64_t T = total_rows[size_t(b)], R = T - c.base;  // keys c.base .. T-1 at rows 0 .. R-1
+      if (R <= 0) continue;
+      scores.resize(size_t(S * R));
+      head.resize(size_t(S * H));
       for (int64_t n = 0; n < N; ++n) {
         const int64_t g = n / (N / Nkv);
         const double* keys = c.k.data() + g * c.rows * H;
         const double* vals = c.v.data() + g * c.rows * H;
         const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
+        if (dtype == DType::Float) float_product(true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
+        else gemm(false, true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
+        weights.assign(size_t(S * R), 0.0);
         for (int64_t s = 0; s < S; ++s) {
           const int64_t p = query_start(b) + s;
           const int64_t lo = std::max(c.base, op.window_ >= 0 ? p - op.window_ + 1 : 0);
           const int64_t hi = op.causal_ ? std::min(T, p + 1) : T;
           if (lo >= hi) continue;  // nothing visible: zeros
-          const double* qs = q.data() + ((b * N + n) * S + s) * H;
           double* qk_row = qk.empty() ? nullptr : qk.data() + ((b * N + n) * S + s) * total;
-          x.assign(size_t(hi - lo), 0.0);
+          double* x = scores.data() + s * R - c.base;  // x[j] for key j
           for (int64_t j = lo; j < hi; ++j) {
-            double& xj = x[size_t(j - lo)];
-            const double* kj = keys + (j - c.base) * H;
-            for (int64_t d = 0; d < H; ++d) xj += qs[d] * kj[d];
+            double& xj = x[j];
             xj *= scale;
             if (cap > 0) xj = cap * std::tanh(xj / cap);
             if (!bias.empty()) xj += bias[size_t((((bs[0] == 1 ? 0 : b) * bs[1] + (bs[1] == 1 ? 0 : n)) * S + s) * total + j)];
             if (op.qk_output_ == 1) qk_row[j] = xj;
           }
-          double top = *std::max_element(x.begin(), x.end()), sum = 0;
+          double top = *std::max_element(x + lo, x + hi);
           if (has_sink) top = std::max(top, sink_logit);
-          for (double& xj : x) sum += xj = std::exp(xj - top);
+          double sum = exp_shifted(x + lo, hi - lo, top);
           if (has_sink) sum += std::exp(sink_logit - top);
-          double* o = out.data() + ((b * S + s) * N + n) * H;
+          double* w = weights.data() + s * R - c.base;
           for (int64_t j = lo; j < hi; ++j) {
-            const double w = x[size_t(j - lo)] / sum;
-            if (op.qk_output_ == 2) qk_row[j] = w;
-            for (int64_t d = 0; d < H; ++d) o[d] += w * vals[(j - c.base) * H + d];
+            w[j] = x[j] / sum;
+            if (op.qk_output_ == 2) qk_row[j] = w[j];
           }
         }
+        if (dtype == DType::Float) float_product(false, S, H, R, weights.data(), vals, head.data());
+        else gemm(false, false, S, H, R, weights.data(), vals, head.data());
+        for (int64_t s = 0; s < S; ++s) std::copy_n(head.data() + s * H, H, out.data() + ((b * S + s) * N + n) * H);
       }
     }
     return out;

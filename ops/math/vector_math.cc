@@ -16,6 +16,8 @@ extern "C" __m256 _ZGVdN8v_log1pf(__m256);  // glibc >= 2.35
 extern "C" __m256 _ZGVdN8v_logf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_sinf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_cosf(__m256);    // glibc >= 2.22
+extern "C" __m256 _ZGVdN8v_erfcf(__m256);   // glibc >= 2.35
+extern "C" __m256d _ZGVdN4v_exp(__m256d);   // glibc >= 2.22
 #endif
 
 namespace refeval::ops {
@@ -119,6 +121,22 @@ void cos_floats(const float* x, float* y, int64_t n) {
   vectorised<Float8>(_ZGVdN8v_cosf, x, y, n);
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::cos(x[i]);
+#endif
+}
+
+void exp_doubles(const double* x, double* y, int64_t n) {
+#if defined(__AVX2__)
+  vectorised<Double4>(_ZGVdN4v_exp, x, y, n);
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+#endif
+}
+
+void erfc_floats(const float* x, float* y, int64_t n) {
+#if defined(__AVX2__)
+  vectorised<Float8>(_ZGVdN8v_erfcf, x, y, n);
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = std::erfc(x[i]);
 #endif
 }
 

@@ -15,12 +15,15 @@ void log1p_floats(const float* x, float* y, int64_t n);
 void log_floats(const float* x, float* y, int64_t n);
 void sin_floats(const float* x, float* y, int64_t n);
 void cos_floats(const float* x, float* y, int64_t n);
+// 1 - erf(x), accurate (a few ulps) where 1 - erf cancels: Gelu's 0.5 z erfc(-z / sqrt 2) for z < 0.
+void erfc_floats(const float* x, float* y, int64_t n);  // glibc >= 2.35
 
 // y[i] = x[i] < 0 ? alpha * t[i] : x[i] (LeakyRelu with t = x, Elu with t = expm1(x)), in vectors:
 // compiled from that expression, with floating-point traps respected, the loop keeps a branch per
 // element. y may be x or t.
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n);
 void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
+void exp_doubles(const double* x, double* y, int64_t n);   // 4 lanes with AVX2
 
 // The largest (IsMax) or smallest of p[0, n), n >= 1, compared 8 lanes at a time (an extreme's
 // value does not depend on the order of the comparisons); `nan` tells whether any element is NaN

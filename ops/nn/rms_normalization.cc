@@ -2,7 +2,10 @@
 // Attributes axis (-1), epsilon (1e-5), stash_type (1). scale broadcasts unidirectionally to X
 // (usually it has the normalised shape X.shape[axis:]; the function body's Mul also allows a
 // scale that varies over the leading axes). Y has scale's type. Computed in double, which is at
-// least the stash_type precision; stash_type is checked to be a float type.
+// least the stash_type precision; stash_type is checked to be a float type. float X with a float
+// scale of the normalised shape (the usual case) is read and written in place, no double copies
+// of the tensors: each row's sum of squares in four interleaved double partial sums, each value
+// scaled in double and rounded once.
 #include <cmath>
 
 #include "nn_common.h"
@@ -29,6 +32,23 @@ class RMSNormalization : public OpRun {
     const int64_t n = shape_size(norm_shape), outer = n == 0 ? 0 : x.size() / n;
     // A scale no longer than the normalised shape repeats every row; a longer one is expanded to X.
     const bool per_row = scale.rank() <= norm_shape.size();
+    if (x.dtype() == DType::Float && scale.dtype() == DType::Float && scale.shape() == norm_shape) {
+      Tensor y(DType::Float, x.shape());
+      const float *px = x.data<float>(), *ps = scale.data<float>();
+      float* py = y.data<float>();
+      for (int64_t o = 0; o < outer; ++o) {
+        const float* row = px + o * n;
+        double part[4] = {0, 0, 0, 0};
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4)
+          for (int k = 0; k < 4; ++k) part[k] += double(row[j + k]) * double(row[j + k]);
+        for (; j < n; ++j) part[0] += double(row[j]) * double(row[j]);
+        const double sq = (part[0] + part[1]) + (part[2] + part[3]);
+        const double inv = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
+        for (j = 0; j < n; ++j) py[o * n + j] = float(double(row[j]) * inv * double(ps[j]));
+      }
+      return {y};
+    }
     const std::vector<double> s = expand_to(scale, per_row ? norm_shape : x.shape(), "scale"), xv = to_doubles(x);
     std::vector<double> y(xv.size());
     for (int64_t o = 0; o < outer; ++o) {

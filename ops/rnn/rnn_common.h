@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -95,12 +96,13 @@ struct RecurrentConfig {
   int64_t layout = 0;
 };
 
-// R (N x K) packed once per run for the product of every step, out (rows x N) = h (rows x K) R^T
-// (recurrent_product.cc). Each element's value depends on K and its inputs only.
+// A weight M (N x K) packed for the products out (rows x N) = h (rows x K) M^T
+// (recurrent_product.cc): R for the product of every step, W for the input projection of every
+// step at once. Each element's value depends on K and its inputs only.
 template <class C>
 class PackedRecurrent {
  public:
-  PackedRecurrent(const C* R, int64_t N, int64_t K);
+  PackedRecurrent(const C* M, int64_t N, int64_t K);
   void multiply(int64_t rows, const C* h, C* out) const;
 
  private:
@@ -108,11 +110,41 @@ class PackedRecurrent {
   Tensor data_;  // a tensor's buffer: reused from run to run (see Tensor), where a vector's pages fault in anew
 };
 
+// One direction's weights packed: W (every gate) for X W^T, R for the step's product (every gate;
+// GRU: z and r, its h gate apart in r_h, since (r . H_{t-1}) R_h^T waits for r).
+template <class C>
+struct DirectionWeights {
+  PackedRecurrent<C> w, r;
+  std::optional<PackedRecurrent<C>> r_h;
+};
+
+// W (D x GH x I) and R (D x GH x H) of every direction packed.
+template <class C>
+std::vector<DirectionWeights<C>> pack_directions(const RecurrentConfig& cfg, const C* W, const C* R, int64_t D,
+                                                 int64_t I, int64_t H);
+
+// W and R packed once, when the node is made, if both are initializers of float or double (a
+// session's constants: ONNX Runtime packs them at load too); run_recurrent then uses these panels
+// while it is given those very tensors. It holds the tensors, so their memory cannot go to
+// another tensor while the panels are keyed by its address.
+class ConstantWeights {
+ public:
+  static std::unique_ptr<const ConstantWeights> make(const NodeContext& ctx, const RecurrentConfig& cfg);
+  // The panels of W and R when they are these tensors in compute type C, else null.
+  template <class C>
+  const std::vector<DirectionWeights<C>>* get(const Tensor& w, const Tensor& r) const;
+
+ private:
+  Tensor w_, r_;
+  std::vector<DirectionWeights<float>> floats_;
+  std::vector<DirectionWeights<double>> doubles_;
+};
+
 // Reads every attribute of the node for its since-version (1, 3 (GRU), 7, 14, 22).
 RecurrentConfig read_recurrent_config(const NodeContext& ctx, CellKind cell);
 
 // Runs the recurrence: inputs X, W, R, B, sequence_lens, initial_h (, initial_c, P for LSTM);
-// returns Y, Y_h (, Y_c).
-Values run_recurrent(const RecurrentConfig& cfg, const Values& in);
+// returns Y, Y_h (, Y_c). `constant`: W and R packed when the node was made (or null).
+Values run_recurrent(const RecurrentConfig& cfg, const Values& in, const ConstantWeights* constant);
 
 }  // namespace refeval::ops

@@ -1,9 +1,11 @@
 // The recurrence shared by RNN, GRU and LSTM, direction by direction:
-//  - the input projection of every time step, X W^T, is one GEMM (ops/linalg's gemm), with the
-//    biases that only add to it folded in once;
+//  - the input projection of every time step, X W^T, is one product on W packed (PackedRecurrent,
+//    recurrent_product.cc), with the biases that only add to it folded in once;
 //  - each step, the recurrent projection of every batch row, H_{t-1} R^T, is one product on R
-//    packed once per run (PackedRecurrent, recurrent_product.cc; GRU: one for z and r, then one
-//    for its h gate, which needs r first unless linear_before_reset);
+//    packed the same way (GRU: one for z and r, then one for its h gate, which needs r first
+//    unless linear_before_reset);
+//  - W and R are packed once when the node is made if they are initializers (ConstantWeights),
+//    else once per run;
 //  - each activation runs over a whole gate of every batch row (Activation::apply: one loop per
 //    kind, Tanh and float Sigmoid on the vector math library).
 // Sequences shorter than seq_length (sequence_lens) stop at their own end: their Y rows past it
@@ -14,7 +16,6 @@
 
 #include <fmt/format.h>
 
-#include "../linalg/linalg_common.h"
 #include "refeval/compute_vector.h"
 #include "refeval/dispatch.h"
 #include "rnn_common.h"
@@ -67,7 +68,7 @@ void clip_values(C* p, int64_t n, const std::optional<double>& clip) {
 }
 
 template <class C>
-Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
+Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype, const ConstantWeights* constant) {
   const bool lstm = cfg.cell == CellKind::Lstm, gru = cfg.cell == CellKind::Gru;
   const Tensor& x = input_tensor(in, 0);
   const Tensor& w = input_tensor(in, 1);
@@ -87,8 +88,12 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
 
   std::vector<C> x_store, w_store, r_store, b_store, h0_store, c0_store, p_store;
   const C* X = compute_view(x, x_store);
-  const C* W = compute_view(w, w_store);
-  const C* R = compute_view(r, r_store);
+  const std::vector<DirectionWeights<C>>* packs = constant ? constant->get<C>(w, r) : nullptr;
+  std::vector<DirectionWeights<C>> own;
+  if (!packs) {
+    own = pack_directions(cfg, compute_view(w, w_store), compute_view(r, r_store), D, I, H);
+    packs = &own;
+  }
   const C* Bias = nullptr;
   if (has_value(in, 3)) { check_shape(input_tensor(in, 3), {D, 2 * GH}, "B"); Bias = compute_view(input_tensor(in, 3), b_store); }
   std::vector<int64_t> lens(size_t(B), S);
@@ -150,10 +155,9 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
   C* gates = work(lstm ? 4 * B * H : 0, gates_t);  // LSTM's i, f, c, o gates of every row, gate after gate
   for (int64_t d = 0; d < D; ++d) {
     const bool rev = D == 2 ? d == 1 : cfg.reverse;
-    const C* Rd = R + d * GH * H;
     // The step's products: every gate (GRU: z and r; its h gate apart, see N).
-    const PackedRecurrent<C> rec(Rd, N, H);
-    const std::optional<PackedRecurrent<C>> rec_h = gru ? std::optional<PackedRecurrent<C>>(std::in_place, Rd + 2 * H * H, H, H) : std::nullopt;
+    const PackedRecurrent<C>& rec = (*packs)[size_t(d)].r;
+    const std::optional<PackedRecurrent<C>>& rec_h = (*packs)[size_t(d)].r_h;
     const C* Rbh = gru && cfg.linear_before_reset && Bias ? Bias + d * 2 * GH + GH + 2 * H : nullptr;
     const C* Pd = P ? P + d * 3 * H : nullptr;
     const Activation& f = cfg.activations[size_t(d) * nact];
@@ -162,7 +166,7 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
 
     // X W^T for every step, plus the biases that only add to it: Wb + Rb, except GRU's Rb_h
     // under linear_before_reset, which r multiplies.
-    gemm(false, true, S * B, GH, I, X, W + d * GH * I, xw, false);
+    (*packs)[size_t(d)].w.multiply(S * B, X, xw);
     if (Bias) {
       const C* Wb = Bias + d * 2 * GH;
       for (int64_t k = 0; k < GH; ++k) bias[k] = Rbh && k >= 2 * H ? Wb[k] : Wb[k] + Wb[GH + k];
@@ -311,6 +315,52 @@ Values run_typed(const RecurrentConfig& cfg, const Values& in, DType dtype) {
 
 }  // namespace
 
+template <class C>
+std::vector<DirectionWeights<C>> pack_directions(const RecurrentConfig& cfg, const C* W, const C* R, int64_t D,
+                                                 int64_t I, int64_t H) {
+  const int64_t GH = cfg.gates * H;
+  const bool gru = cfg.cell == CellKind::Gru;
+  std::vector<DirectionWeights<C>> out;
+  for (int64_t d = 0; d < D; ++d) {
+    const C* Rd = R + d * GH * H;
+    out.push_back({PackedRecurrent<C>(W + d * GH * I, GH, I), PackedRecurrent<C>(Rd, gru ? 2 * H : GH, H),
+                   gru ? std::optional<PackedRecurrent<C>>(std::in_place, Rd + 2 * H * H, H, H) : std::nullopt});
+  }
+  return out;
+}
+
+std::unique_ptr<const ConstantWeights> ConstantWeights::make(const NodeContext& ctx, const RecurrentConfig& cfg) {
+  const Graph& g = ctx.graph();
+  auto constant = [&](size_t i) -> const Tensor* {
+    const std::string name = ctx.has_input(i) ? ctx.node().inputs[i] : std::string();
+    const Initializer* init = name.empty() || g.find_input(name) ? nullptr : g.find_initializer(name);
+    return init ? &init->value : nullptr;
+  };
+  const Tensor *w = constant(1), *r = constant(2);
+  if (!w || !r || w->dtype() != r->dtype() || w->rank() != 3 || r->rank() != 3) return nullptr;
+  const int64_t D = cfg.num_directions, H = cfg.hidden_size >= 0 ? cfg.hidden_size : r->dim(2), I = w->dim(2);
+  // A mismatch is left to the run, which reports it.
+  if (w->shape() != Shape{D, cfg.gates * H, I} || r->shape() != Shape{D, cfg.gates * H, H}) return nullptr;
+  auto out = std::make_unique<ConstantWeights>();
+  out->w_ = *w;
+  out->r_ = *r;
+  if (w->dtype() == DType::Float) out->floats_ = pack_directions(cfg, w->data<float>(), r->data<float>(), D, I, H);
+  else if (w->dtype() == DType::Double) out->doubles_ = pack_directions(cfg, w->data<double>(), r->data<double>(), D, I, H);
+  else return nullptr;
+  return out;
+}
+
+template <class C>
+const std::vector<DirectionWeights<C>>* ConstantWeights::get(const Tensor& w, const Tensor& r) const {
+  const auto& packs = [&]() -> const std::vector<DirectionWeights<C>>& {
+    if constexpr (std::is_same_v<C, float>) return floats_;
+    else return doubles_;
+  }();
+  const bool same = w.raw_data() == w_.raw_data() && w.shape() == w_.shape() && w.dtype() == w_.dtype() &&
+                    r.raw_data() == r_.raw_data() && r.shape() == r_.shape() && r.dtype() == r_.dtype();
+  return same && !packs.empty() ? &packs : nullptr;
+}
+
 RecurrentConfig read_recurrent_config(const NodeContext& ctx, CellKind cell) {
   RecurrentConfig cfg;
   cfg.cell = cell;
@@ -351,10 +401,10 @@ RecurrentConfig read_recurrent_config(const NodeContext& ctx, CellKind cell) {
   return cfg;
 }
 
-Values run_recurrent(const RecurrentConfig& cfg, const Values& in) {
+Values run_recurrent(const RecurrentConfig& cfg, const Values& in, const ConstantWeights* constant) {
   const DType t = input_tensor(in, 0).dtype();
-  if (t == DType::Double) return run_typed<double>(cfg, in, t);
-  return visit<Floats>(t, [&]<class T>() { return run_typed<float>(cfg, in, t); });
+  if (t == DType::Double) return run_typed<double>(cfg, in, t, constant);
+  return visit<Floats>(t, [&]<class T>() { return run_typed<float>(cfg, in, t, constant); });
 }
 
 }  // namespace refeval::ops

@@ -1,5 +1,8 @@
 // com.microsoft FusedMatMul: alpha, transA/transB, transBatchA/transBatchB, 1-D operands, batch
 // broadcasting, agreement with Transpose + MatMul + Mul, and errors.
+#include <cmath>
+#include <cstring>
+
 #include "test_util.h"
 
 using namespace refeval;
@@ -76,4 +79,130 @@ TEST_CASE("FusedMatMul: a batch of 0 broadcast against a batch of 1 gives an emp
   const Node n = node("FusedMatMul", {"a", "b"}, {"y"}, {}, "", "com.microsoft");
   const Values y = run_node(n, {tensor<float>({0, 2, 3}, {}), tensor<float>({1, 3, 2}, {1, 2, 3, 4, 5, 6})}, 1);
   CHECK(y[0].tensor().shape() == Shape{0, 2, 2});
+}
+
+namespace {
+// The spec's product in double, element by element: op(X)[..., i, j] read through transBatch and
+// trans from X's own layout, batches broadcast numpy style.
+std::vector<double> fused_oracle(const Tensor& a, const Tensor& b, bool ta, bool tb, bool tba, bool tbb, double alpha,
+                                 Shape& out) {
+  auto as_doubles = [](const Tensor& t) {
+    if (t.dtype() == DType::Double) return t.to_vector<double>();
+    const std::vector<float> f = t.to_vector<float>();
+    return std::vector<double>(f.begin(), f.end());
+  };
+  const std::vector<double> va = as_doubles(a), vb = as_doubles(b);
+  // op(X)'s shape: transBatch moves dim 0 before the last one, trans swaps the last two.
+  auto op_shape = [](Shape s, bool tbatch, bool t) {
+    if (tbatch && s.size() > 2) {
+      const int64_t d0 = s[0];
+      s.erase(s.begin());
+      s.insert(s.end() - 1, d0);
+    }
+    if (t) std::swap(s[s.size() - 1], s[s.size() - 2]);
+    return s;
+  };
+  // X's flat index of op(X)'s element at index `i` (one per dim of op(X)).
+  auto source = [](const Shape& s, bool tbatch, bool t, std::vector<int64_t> i) {
+    if (t) std::swap(i[i.size() - 1], i[i.size() - 2]);
+    if (tbatch && s.size() > 2) {
+      const int64_t d0 = i[i.size() - 2];
+      i.erase(i.end() - 2);
+      i.insert(i.begin(), d0);
+    }
+    int64_t flat = 0;
+    for (size_t d = 0; d < s.size(); ++d) flat = flat * s[d] + i[d];
+    return flat;
+  };
+  const Shape sa = op_shape(a.shape(), tba, ta), sb = op_shape(b.shape(), tbb, tb);
+  const size_t r = sa.size();  // both operands have rank r here
+  const int64_t M = sa[r - 2], K = sa[r - 1], N = sb[r - 1];
+  out.assign(r, 0);
+  for (size_t d = 0; d + 2 < r; ++d) out[d] = std::max(sa[d], sb[d]);
+  out[r - 2] = M, out[r - 1] = N;
+  std::vector<double> y(size_t(shape_size(out)));
+  std::vector<int64_t> idx(r, 0);
+  for (size_t flat = 0; flat < y.size(); ++flat) {
+    int64_t rest = int64_t(flat);
+    for (size_t d = r; d-- > 0;) idx[d] = rest % out[d], rest /= out[d];
+    std::vector<int64_t> ia(r), ib(r);
+    for (size_t d = 0; d + 2 < r; ++d) ia[d] = sa[d] == 1 ? 0 : idx[d], ib[d] = sb[d] == 1 ? 0 : idx[d];
+    double sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      ia[r - 2] = idx[r - 2], ia[r - 1] = k, ib[r - 2] = k, ib[r - 1] = idx[r - 1];
+      sum += va[size_t(source(a.shape(), tba, ta, ia))] * vb[size_t(source(b.shape(), tbb, tb, ib))];
+    }
+    y[flat] = alpha * sum;
+  }
+  return y;
+}
+
+template <class T>
+Tensor random_tensor(Shape shape, unsigned seed) {
+  const std::vector<float> v = random_floats(size_t(shape_size(shape)), seed);
+  return Tensor::from_vector<T>(std::move(shape), std::vector<T>(v.begin(), v.end()));
+}
+}  // namespace
+
+TEST_CASE("FusedMatMul matches a double oracle on every flag combination, float and double, with broadcasting") {
+  // A (2, 3, 5, 7) and B (1, 3, 7, 4) as op() sees them, stored so that each flag undoes itself;
+  // K = 7 and N = 4 are not multiples of a vector; B's batch 1 broadcasts against A's 2.
+  int cases = 0;
+  for (bool dbl : {false, true})
+    for (int flags = 0; flags < 16; ++flags) {
+      const bool ta = flags & 1, tb = flags & 2, tba = flags & 4, tbb = flags & 8;
+      auto stored = [](Shape s, bool tbatch, bool t) {  // the shape X must have so that op(X) has shape s
+        if (t) std::swap(s[2], s[3]);
+        if (tbatch) s = {s[2], s[0], s[1], s[3]};
+        return s;
+      };
+      const Shape sa = stored({2, 3, 5, 7}, tba, ta), sb = stored({1, 3, 7, 4}, tbb, tb);
+      const Tensor a = dbl ? random_tensor<double>(sa, 31 + flags) : random_tensor<float>(sa, 31 + flags);
+      const Tensor b = dbl ? random_tensor<double>(sb, 61 + flags) : random_tensor<float>(sb, 61 + flags);
+      CAPTURE(flags);
+      CAPTURE(dbl);
+      Shape out;
+      const std::vector<double> want = fused_oracle(a, b, ta, tb, tba, tbb, -0.75, out);
+      const Tensor y = fused(a, b, {attr("transA", int64_t(ta)), attr("transB", int64_t(tb)), attr("transBatchA", int64_t(tba)),
+                                    attr("transBatchB", int64_t(tbb)), attr("alpha", -0.75f)}).tensor();
+      REQUIRE(y.shape() == Shape{2, 3, 5, 4});
+      REQUIRE(y.dtype() == a.dtype());
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double got = dbl ? y.data<double>()[i] : double(y.data<float>()[i]);
+        CHECK(std::abs(got - want[i]) <= (dbl ? 1e-12 : 1e-5) * (1 + std::abs(want[i])));
+      }
+      ++cases;
+    }
+  CHECK(cases == 32);
+}
+
+TEST_CASE("FusedMatMul with B an initializer (packed when the node is made) gives the bits of B fed") {
+  // Rows of A across several tiles, K and N not multiples of a vector; transB 0 and 1.
+  for (bool tb : {false, true}) {
+    CAPTURE(tb);
+    const int64_t K = 37, N = 45;
+    const Tensor a = random_tensor<float>({2, 9, K}, 5), b = random_tensor<float>(tb ? Shape{N, K} : Shape{K, N}, 6);
+    const std::vector<Attribute> attrs = {attr("transB", int64_t(tb)), attr("alpha", 0.5f)};
+    const Node n = node("FusedMatMul", {"a", "b"}, {"y"}, attrs, "fmm", "com.microsoft");
+    const Graph g = build::graph("g", {n}, {build::tensor_info_unknown_rank("a", DType::Float)},
+                                 {build::tensor_info_unknown_rank("y", DType::Float)}, {{"b", b}});
+    const Values constant = ReferenceEvaluator::from_graph(g, {{"", 21}, {"com.microsoft", 1}}).run({}, {{"a", a}});
+    const Tensor fed = fused(a, b, attrs).tensor(), y = constant[0].tensor();
+    REQUIRE(y.shape() == fed.shape());
+    CHECK(std::memcmp(y.raw_data(), fed.raw_data(), fed.nbytes()) == 0);
+    Shape out;
+    const std::vector<double> want = fused_oracle(a.reshaped({1, 2 * 9, K}), b.reshaped(tb ? Shape{1, N, K} : Shape{1, K, N}),
+                                                  false, tb, false, false, 0.5, out);
+    for (size_t i = 0; i < want.size(); ++i) CHECK(std::abs(double(y.data<float>()[i]) - want[i]) <= 1e-5 * (1 + std::abs(want[i])));
+  }
+}
+
+TEST_CASE("FusedMatMul on float16 computes in float and rounds once") {
+  const Tensor a = tensor<float16>({2, 2}, {float16(1.5f), float16(-2.0f), float16(0.25f), float16(3.0f)});
+  const Tensor b = tensor<float16>({2, 2}, {float16(2.0f), float16(1.0f), float16(-1.0f), float16(0.5f)});
+  const Tensor y = fused(a, b, {attr("transB", int64_t(1)), attr("alpha", 2.0f)}).tensor();
+  REQUIRE(y.dtype() == DType::Float16);
+  // A B^T = [[1.5*2 - 2*1, 1.5*-1 - 2*0.5], [0.25*2 + 3*1, 0.25*-1 + 3*0.5]] = [[1, -2.5], [3.5, 1.25]], times 2
+  const float want[] = {2, -5, 7, 2.5};
+  for (int i = 0; i < 4; ++i) CHECK(float(y.data<float16>()[i]) == want[i]);
 }

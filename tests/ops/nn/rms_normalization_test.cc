@@ -99,3 +99,21 @@ TEST_CASE("RMSNormalization errors") {
   CHECK_THROWS_WITH_AS(run_node(node("RMSNormalization", {"x", "s"}, {"y"}), {tensor<int32_t>({1}, {1}), tensor<float>({1}, {1})}, 23),
                        doctest::Contains("element type int32 is not supported"), Error);
 }
+
+TEST_CASE("RMSNormalization in float (rows read in place) against the oracle, row lengths off the four partial sums") {
+  // Rows of 7 and 13 values: the four interleaved partial sums and a tail; scale of the row's shape.
+  for (int64_t n : {7, 13}) {
+    CAPTURE(n);
+    const Shape shape{3, n};
+    const std::vector<double> x = ramp(3 * n, 0.1, 3), s = ramp(n, 0.5, 2);
+    // The float inputs' own values, so that the oracle sees what the kernel sees.
+    const Tensor tx = from_doubles(DType::Float, shape, x), ts = from_doubles(DType::Float, {n}, s);
+    const std::vector<float> xf = tx.to_vector<float>(), sf = ts.to_vector<float>();
+    const std::vector<double> xd(xf.begin(), xf.end());
+    std::vector<double> full(size_t(3 * n));
+    for (int64_t i = 0; i < 3 * n; ++i) full[size_t(i)] = double(sf[size_t(i % n)]);
+    auto out = run_node(node("RMSNormalization", {"x", "s"}, {"y"}, {attr("epsilon", 0.25f)}), {tx, ts}, 23);
+    REQUIRE(out[0].tensor().dtype() == DType::Float);
+    check_equal(out[0], from_doubles(DType::Float, shape, oracle(xd, shape, 1, 0.25, full)), {1e-6, 1e-7});
+  }
+}
