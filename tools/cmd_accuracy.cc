@@ -15,6 +15,7 @@
 #include "debug/accuracy.h"
 #include "html.h"
 #include "refeval/format.h"
+#include "refeval/model_io.h"
 #include "verbs.h"
 
 namespace refeval::cli {
@@ -94,44 +95,84 @@ struct Table {
   }
 };
 
-// The page's chart: one series of values along the x axis (node or tensor order), as an inline SVG
-// polyline with dots; log scale when `log`, zero drawn on the bottom edge.
-std::string svg_chart(const std::vector<double>& ys, const std::vector<std::string>& labels, bool log, const std::string& y_label) {
-  const double W = 1200, H = 320, L = 70, R = 20, T = 20, B = 40;
+// One line of the page's chart: a value per x position (NaN: none there).
+struct Series {
+  std::string name, color;
+  std::vector<double> ys;
+};
+
+// The page's chart: series along the x axis (node or tensor order) as inline SVG polylines with
+// dots, titles naming each point; highlighted points (the ranked nodes) ringed in red. On a log
+// scale, zeros (exact values) sit on their own row under the plot, and the line breaks there.
+std::string svg_chart(const std::vector<Series>& series, const std::vector<std::string>& labels, const std::vector<bool>& ringed,
+                      bool log, const std::string& y_label, const std::string& x_label) {
+  const double W = 1200, H = 340, L = 70, R = 20, T = 30, B = 44, zero_row = 24;
+  const double plot_bottom = H - B - (log ? zero_row : 0);
   double lo = INFINITY, hi = -INFINITY;
-  for (double y : ys)
-    if (std::isfinite(y) && (!log || y > 0)) lo = std::min(lo, log ? std::log10(y) : y), hi = std::max(hi, log ? std::log10(y) : y);
+  for (const Series& se : series)
+    for (double y : se.ys)
+      if (std::isfinite(y) && (!log || y > 0)) lo = std::min(lo, log ? std::log10(y) : y), hi = std::max(hi, log ? std::log10(y) : y);
   if (!std::isfinite(lo)) lo = 0, hi = 1;
   if (log) lo = std::floor(lo), hi = std::ceil(hi);
   if (hi - lo < 1e-12) hi = lo + 1;
-  const auto px = [&](size_t i) { return L + (ys.size() > 1 ? double(i) / double(ys.size() - 1) : 0.5) * (W - L - R); };
+  const size_t n = labels.size();
+  const auto px = [&](size_t i) { return L + (n > 1 ? double(i) / double(n - 1) : 0.5) * (W - L - R); };
+  // The y of a value; zeros on a log scale go to the zero row.
   const auto py = [&](double y) {
-    double v = log ? (y > 0 ? std::log10(y) : lo) : y;
+    if (log && y <= 0) return H - B - zero_row / 2;
+    double v = log ? std::log10(y) : y;
     if (!std::isfinite(v)) v = v > 0 ? hi : lo;
     v = std::clamp(v, lo, hi);
-    return T + (hi - v) / (hi - lo) * (H - T - B);
+    return T + (hi - v) / (hi - lo) * (plot_bottom - T);
   };
   std::string s = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)", W, H, W, H);
-  s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="#fafafa" stroke="#ccc"/>)", L, T, W - L - R, H - T - B);
+  s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="#fafafa" stroke="#ccc"/>)", L, T, W - L - R, plot_bottom - T);
   // Grid: every decade on a log scale, five steps otherwise.
   const int steps = log ? int(hi - lo) : 5;
-  for (int k = 0; k <= steps; ++k) {
+  const int every = std::max(1, steps / 10);
+  for (int k = 0; k <= steps; k += every) {
     const double v = lo + (hi - lo) * k / std::max(steps, 1);
-    const double y = T + (hi - v) / (hi - lo) * (H - T - B);
+    const double y = T + (hi - v) / (hi - lo) * (plot_bottom - T);
     s += fmt::format(R"(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" stroke="#e2e2e2"/>)", L, W - R, y, y);
     s += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="11" text-anchor="end" fill="#555">{}</text>)", L - 6, y + 4,
-                     log ? fmt::format("1e{}", int(v)) : fmt::format("{:.3g}", v));
+                     log ? fmt::format("1e{}", int(std::lround(v))) : fmt::format("{:.3g}", v));
   }
+  if (log)
+    s += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="11" text-anchor="end" fill="#555">0</text>)", L - 6, H - B - zero_row / 2 + 4);
   s += fmt::format(R"~(<text x="14" y="{}" font-size="12" fill="#333" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>)~",
-                   (H - B + T) / 2, (H - B + T) / 2, html_escape(y_label));
-  s += fmt::format(R"(<text x="{}" y="{}" font-size="12" fill="#333" text-anchor="middle">execution order (graph depth) →</text>)",
-                   (W + L - R) / 2, H - 8);
-  std::string points;
-  for (size_t i = 0; i < ys.size(); ++i) points += fmt::format("{:.1f},{:.1f} ", px(i), py(ys[i]));
-  s += fmt::format(R"(<polyline fill="none" stroke="#2b6cb0" stroke-width="1.5" points="{}"/>)", points);
-  for (size_t i = 0; i < ys.size(); ++i)
-    s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{}: {}</title></circle>)", px(i), py(ys[i]),
-                     ys[i] > 0 || !log ? "#2b6cb0" : "#aaa", html_escape(labels[i]), num(ys[i]));
+                   (plot_bottom + T) / 2, (plot_bottom + T) / 2, html_escape(y_label));
+  s += fmt::format(R"(<text x="{}" y="{}" font-size="12" fill="#333" text-anchor="middle">{} →</text>)", (W + L - R) / 2, H - 10,
+                   html_escape(x_label));
+  // Legend.
+  double lx = L;
+  for (const Series& se : series) {
+    s += fmt::format(R"(<line x1="{}" x2="{}" y1="14" y2="14" stroke="{}" stroke-width="2"/><text x="{}" y="18" font-size="12">{}</text>)", lx,
+                     lx + 18, se.color, lx + 22, html_escape(se.name));
+    lx += 30 + 7.0 * double(se.name.size());
+  }
+  if (std::find(ringed.begin(), ringed.end(), true) != ringed.end())
+    s += fmt::format(R"(<circle cx="{}" cy="14" r="5" fill="none" stroke="#c53030" stroke-width="2"/><text x="{}" y="18" font-size="12">ranked by contribution</text>)",
+                     lx + 5, lx + 14);
+  for (const Series& se : series) {
+    std::string points;
+    const auto flush = [&] {
+      if (!points.empty()) s += fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)", se.color, points);
+      points.clear();
+    };
+    for (size_t i = 0; i < n && i < se.ys.size(); ++i) {
+      if (std::isnan(se.ys[i]) || (log && se.ys[i] <= 0)) flush();
+      else points += fmt::format("{:.1f},{:.1f} ", px(i), py(se.ys[i]));
+    }
+    flush();
+    for (size_t i = 0; i < n && i < se.ys.size(); ++i)
+      if (!std::isnan(se.ys[i]))
+        s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="2.5" fill="{}"><title>{} — {}: {}</title></circle>)", px(i), py(se.ys[i]),
+                         log && se.ys[i] <= 0 ? "#bbb" : se.color, html_escape(labels[i]), html_escape(se.name), num(se.ys[i]));
+  }
+  for (size_t i = 0; i < n && i < ringed.size() && !series.empty(); ++i)
+    if (ringed[i] && i < series[0].ys.size() && !std::isnan(series[0].ys[i]))
+      s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="6" fill="none" stroke="#c53030" stroke-width="2"><title>{}</title></circle>)", px(i),
+                       py(series[0].ys[i]), html_escape(labels[i]));
   return s + "</svg>";
 }
 
@@ -178,6 +219,7 @@ class AccuracyVerb : public Verb {
     sub->add_option("--format", format_, "the table as text (default), csv or md")->check(CLI::IsMember({"text", "csv", "md"}));
     sub->add_option("--json", json_path_, "FILE: write the profile as JSON");
     sub->add_option("--html", html_path_, "FILE: write a self-contained page: the error along the graph and the worst nodes");
+    sub->add_option("--save-oracle", oracle_path_, "FILE.onnx: write the float64 oracle model (to run or compare it yourself)");
     sub->add_option("--top-k", top_k_, "N: compute the contribution of the N nodes with the largest local error (default 10; 0: none)")
         ->check(CLI::Range(0, 1 << 20));
     sub->add_option("--rows", rows_, "N: rows shown in the table (default 20; 0: all)")->check(CLI::Range(0, 1 << 30));
@@ -191,6 +233,7 @@ class AccuracyVerb : public Verb {
       const ReferenceEvaluator ev(model, EvaluatorOptions{&registry(g)});
       feeds = make_feeds(ev, inputs_);
     }
+    if (!oracle_path_.empty()) save_model(acc::widen_model(model), oracle_path_);
     if (!reference_.empty()) return execute_reference(g, model, feeds);
     acc::Options opt;
     opt.registry = &registry(g);
@@ -207,8 +250,12 @@ class AccuracyVerb : public Verb {
     std::string worst;
     if (!r.nodes.empty()) {
       const acc::NodeError& w = r.nodes.front();
-      worst = fmt::format("worst: {} ({}), {} {}\n", w.node, w.op_type, w.contribution ? "contribution rms" : "accumulated rms",
-                          num(w.rank_key()));
+      if (w.contribution && w.contribution->nonfinite)
+        worst = fmt::format("worst: {} ({}), contribution: {} output element(s) NaN/Inf where the oracle has numbers\n", w.node,
+                            w.op_type, w.contribution->nonfinite);
+      else
+        worst = fmt::format("worst: {} ({}), {} {}\n", w.node, w.op_type, w.contribution ? "contribution rms" : "accumulated rms",
+                            num(w.rank_key()));
     }
     const Table table = node_table(r, format_ == "csv");
     print(summary, table, worst);
@@ -218,17 +265,25 @@ class AccuracyVerb : public Verb {
       std::vector<const acc::NodeError*> order;
       for (const acc::NodeError& n : r.nodes) order.push_back(&n);
       std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->index < b->index; });
-      std::vector<double> ys;
+      Series accumulated{"accumulated rms (worst output)", "#2b6cb0", {}}, local{"local rms (the node's own)", "#dd6b20", {}};
       std::vector<std::string> labels;
+      std::vector<bool> ringed;
       for (const acc::NodeError* n : order) {
-        double worst_rms = 0;
-        for (const acc::OutputError& o : n->outputs) worst_rms = std::max(worst_rms, o.accumulated.rms);
-        ys.push_back(worst_rms);
+        double a = 0, l = NAN;
+        for (const acc::OutputError& o : n->outputs) {
+          a = std::max(a, o.accumulated.rms);
+          if (o.local) l = std::isnan(l) ? o.local->rms : std::max(l, o.local->rms);
+        }
+        accumulated.ys.push_back(a);
+        local.ys.push_back(l);
         labels.push_back(fmt::format("#{} {} ({})", n->index, n->node, n->op_type));
+        ringed.push_back(n->contribution.has_value() && n->contribution->rms > 0);
       }
       write_file(html_path_, "--html",
                  html_page("refeval accuracy: " + model_, summary + worst,
-                           svg_chart(ys, labels, true, "accumulated rms (worst output)"), node_table(r, false)));
+                           svg_chart({accumulated, local}, labels, ringed, true, "rms error against the oracle",
+                                     "nodes with floating outputs, in execution order"),
+                           node_table(r, false)));
     }
     std::fflush(stdout);
     return kOk;
@@ -272,15 +327,16 @@ class AccuracyVerb : public Verb {
       write_file(json_path_, "--json", j.dump(2) + "\n");
     }
     if (!html_path_.empty()) {
-      std::vector<double> ys;
+      Series sqnr{"SQNR dB against the reference", "#2b6cb0", {}};
       std::vector<std::string> labels;
       for (const acc::TensorMatch& t : r.tensors) {
-        ys.push_back(t.error.sqnr_db);
+        sqnr.ys.push_back(t.error.sqnr_db);
         labels.push_back(t.name + " vs " + t.reference);
       }
       write_file(html_path_, "--html",
                  html_page("refeval accuracy: " + model_ + " against " + reference_, summary + worst,
-                           svg_chart(ys, labels, false, "SQNR dB (higher is better)"), tensor_table(worst_first, false)));
+                           svg_chart({sqnr}, labels, {}, false, "SQNR dB (higher is better)", "matched tensors, in the model's execution order"),
+                           tensor_table(worst_first, false)));
     }
     std::fflush(stdout);
     return kOk;
@@ -299,6 +355,11 @@ class AccuracyVerb : public Verb {
 
   std::string f(double v, bool full) const { return full ? (std::isfinite(v) ? fmt::format("{:.9g}", v) : num(v)) : num(v); }
 
+  std::string contrib_cell(const acc::NodeError& n, bool full) const {
+    if (!n.contribution) return "-";
+    return f(n.contribution->rms, full) + (n.contribution->nonfinite ? fmt::format(" +{} NaN/Inf", n.contribution->nonfinite) : "");
+  }
+
   Table node_table(const acc::Report& r, bool full) const {
     Table t{{"node / output", "op", "contrib", "acc max", "acc rel", "acc rms", "sqnr dB", "acc ulp", "local rms", "local ulp", "amplif"}, {}};
     size_t shown = 0;
@@ -308,7 +369,7 @@ class AccuracyVerb : public Verb {
         std::string label = n.outputs.size() == 1 ? n.node : n.node + ":" + o.name;
         if (n.fallback) label += " *";
         if (o.accumulated.nonfinite) label += fmt::format(" ({} NaN/Inf one side)", o.accumulated.nonfinite);
-        t.rows.push_back({label, n.op_type, n.contribution ? f(n.contribution->rms, full) : "-", f(o.accumulated.max_abs, full),
+        t.rows.push_back({label, n.op_type, contrib_cell(n, full), f(o.accumulated.max_abs, full),
                           f(o.accumulated.max_rel, full), f(o.accumulated.rms, full), f(o.accumulated.sqnr_db, full),
                           f(o.accumulated.ulps, full), o.local ? f(o.local->rms, full) : "-", o.local ? f(o.local->ulps, full) : "-",
                           o.amplification ? f(*o.amplification, full) : "-"});
@@ -366,7 +427,7 @@ class AccuracyVerb : public Verb {
   std::string model_;
   InputOptions inputs_;
   std::string oracle_ = "float64";
-  std::string reference_, format_ = "text", json_path_, html_path_;
+  std::string reference_, format_ = "text", json_path_, html_path_, oracle_path_;
   size_t top_k_ = 10;
   size_t rows_ = 20;
   bool no_local_ = false;

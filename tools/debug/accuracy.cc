@@ -108,7 +108,8 @@ Error outputs_error(const Values& run, const Values& oracle, const Values& typed
 }  // namespace
 
 double NodeError::rank_key() const {
-  if (contribution) return contribution->rms;
+  // NaN/Inf where the oracle has numbers (an overflow) outranks any finite error.
+  if (contribution) return contribution->nonfinite ? std::numeric_limits<double>::infinity() : contribution->rms;
   double worst = 0;
   for (const OutputError& o : outputs) worst = std::max(worst, o.accumulated.rms);
   return worst;
@@ -241,13 +242,14 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   std::vector<size_t> order;
   for (size_t n = 0; n < report.nodes.size(); ++n) {
     const NodeError& ne = report.nodes[n];
-    if (std::any_of(ne.outputs.begin(), ne.outputs.end(), [](const OutputError& o) { return o.local && o.local->rms > 0; }))
+    if (std::any_of(ne.outputs.begin(), ne.outputs.end(),
+                    [](const OutputError& o) { return o.local && (o.local->rms > 0 || o.local->nonfinite > 0); }))
       order.push_back(n);
   }
   const auto local_rms = [&](size_t n) {
     double worst = 0;
     for (const OutputError& o : report.nodes[n].outputs)
-      if (o.local) worst = std::max(worst, o.local->rms);
+      if (o.local) worst = std::max(worst, o.local->nonfinite ? std::numeric_limits<double>::infinity() : o.local->rms);
     return worst;
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return local_rms(a) > local_rms(b); });
