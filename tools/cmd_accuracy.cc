@@ -299,13 +299,17 @@ class AccuracyVerb : public Verb {
     }
     const acc::ReferenceReport r = acc::against_reference(model, reference, feeds, ref_feeds, &registry(g));
     std::string summary = fmt::format("model: {} ({} nodes run); reference: {}\n", model_, r.nodes_run, reference_);
-    summary += fmt::format("{} tensor(s) matched, {} floating value(s) without a counterpart\n", r.tensors.size(), r.unmatched);
+    summary += fmt::format("{} tensor(s) matched, {} floating value(s) without a counterpart\n", r.tensors.size(), r.unmatched.size());
     summary += "outputs (against the reference's):\n";
     for (const acc::OutputError& o : r.outputs) summary += err_line(fmt::format("  {} ({})", o.name, dtype_short_name(o.dtype)), o.accumulated);
     // Worst first: the lowest SQNR.
     std::vector<const acc::TensorMatch*> worst_first;
     for (const acc::TensorMatch& t : r.tensors) worst_first.push_back(&t);
-    std::stable_sort(worst_first.begin(), worst_first.end(), [](auto* a, auto* b) { return a->error.sqnr_db < b->error.sqnr_db; });
+    // An exact value (an all-zero one reads 0 dB in qdq_loss_debug's formula) sorts last.
+    const auto key = [](const acc::TensorMatch* t) {
+      return t->error.rms == 0 && !t->error.nonfinite ? std::numeric_limits<double>::infinity() : t->error.sqnr_db;
+    };
+    std::stable_sort(worst_first.begin(), worst_first.end(), [&](auto* a, auto* b) { return key(a) < key(b); });
     std::string worst;
     if (!worst_first.empty())
       worst = fmt::format("worst: {} (against '{}'), sqnr {} dB\n", worst_first.front()->name, worst_first.front()->reference,

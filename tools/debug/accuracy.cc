@@ -329,17 +329,17 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-// The reference's values a fused node's outputs stand for: the outputs of the replaced nodes that
-// are read outside them (or are graph outputs), in the reference's node order.
-std::vector<std::string> external_outputs(const Model& reference, const std::vector<std::string>& replaced) {
-  const std::set<std::string> inside(replaced.begin(), replaced.end());
+// The values a set of nodes (by name) hands outside itself: their outputs read by another node or
+// being graph outputs, in the graph's node order.
+std::vector<std::string> external_outputs(const Model& model, const std::vector<std::string>& nodes) {
+  const std::set<std::string> inside(nodes.begin(), nodes.end());
   std::set<std::string> read_outside;
-  for (const Node& n : reference.graph.nodes)
+  for (const Node& n : model.graph.nodes)
     if (!inside.count(n.name))
       for (const std::string& i : n.inputs) read_outside.insert(i);
-  for (const ValueInfo& o : reference.graph.outputs) read_outside.insert(o.name);
+  for (const ValueInfo& o : model.graph.outputs) read_outside.insert(o.name);
   std::vector<std::string> out;
-  for (const Node& n : reference.graph.nodes)
+  for (const Node& n : model.graph.nodes)
     if (inside.count(n.name))
       for (const std::string& o : n.outputs)
         if (!o.empty() && read_outside.count(o)) out.push_back(o);
@@ -366,38 +366,55 @@ ReferenceReport against_reference(const Model& model, const Model& reference, co
 
   ReferenceReport report;
   report.nodes_run = m.nodes;
-  // Fused nodes: model node name -> the reference values its outputs stand for.
-  std::map<std::string, std::vector<std::string>> fused_targets;
-  for (const auto& [key, value] : model.metadata)
-    if (key.rfind(optimize::kFusedFromKey, 0) == 0)
-      fused_targets[key.substr(std::string(optimize::kFusedFromKey).size())] = external_outputs(reference, split_commas(value));
+  // Fused values: the nodes one fusion created (those sharing a "fused_from" list) stand for the
+  // nodes it replaced; the values the created nodes hand outside themselves match, in order, the
+  // values the replaced nodes handed outside themselves, when the two counts agree and no other
+  // fusion claims one of the replaced nodes.
+  std::map<std::string, std::string> fused_target;  // model value -> reference value
+  {
+    std::map<std::string, std::vector<std::string>> created;  // fused_from list -> created node names
+    for (const auto& [key, value] : model.metadata)
+      if (key.rfind(optimize::kFusedFromKey, 0) == 0) created[value].push_back(key.substr(std::string(optimize::kFusedFromKey).size()));
+    // An original node in two groups (a fusion whose output a later fusion took in) leaves neither
+    // group a whole subgraph to match.
+    std::map<std::string, int> groups_of;
+    for (const auto& [list, nodes] : created) {
+      const std::vector<std::string> originals = split_commas(list);
+      for (const std::string& o : std::set<std::string>(originals.begin(), originals.end())) ++groups_of[o];
+    }
+    for (const auto& [list, nodes] : created) {
+      const std::vector<std::string> originals = split_commas(list);
+      if (std::any_of(originals.begin(), originals.end(), [&](const std::string& o) { return groups_of[o] > 1; })) continue;
+      std::vector<std::string> mine;
+      for (const std::string& o : external_outputs(model, nodes))
+        if (m.values.count(o) && is_float_tensor(m.values.at(o))) mine.push_back(o);
+      std::vector<std::string> theirs;
+      for (const std::string& o : external_outputs(reference, originals))
+        if (r.values.count(o) && is_float_tensor(r.values.at(o))) theirs.push_back(o);
+      if (mine.size() == theirs.size())
+        for (size_t k = 0; k < mine.size(); ++k) fused_target[mine[k]] = theirs[k];
+    }
+  }
 
-  std::map<std::string, std::vector<std::string>> float_outputs_of;  // node id -> its floating outputs
-  for (const auto& [name, id] : m.made)
-    if (is_float_tensor(m.values.at(name))) float_outputs_of[id].push_back(name);
-
+  // Initializers without a counterpart (QDQ scales, say) are parameters, not values the model lost.
   const auto match = [&](const std::string& name, const std::string& producer, const Value& v) {
     if (!is_float_tensor(v)) return;
+    const bool weight = producer.empty();
     std::string target, how;
     if (auto it = r.values.find(name); it != r.values.end() && is_float_tensor(it->second)) target = name, how = "name";
     if (target.empty()) {
       const std::string base = qdq_base(name);
       if (!base.empty() && r.values.count(base) && is_float_tensor(r.values.at(base))) target = base, how = "qdq";
     }
-    if (target.empty() && !producer.empty()) {
-      if (auto it = fused_targets.find(producer); it != fused_targets.end()) {
-        const std::vector<std::string>& outs = float_outputs_of[producer];
-        const size_t k = std::find(outs.begin(), outs.end(), name) - outs.begin();
-        if (outs.size() == it->second.size() && k < outs.size() && r.values.count(it->second[k])) target = it->second[k], how = "fused_from";
-      }
-    }
+    if (target.empty())
+      if (auto it = fused_target.find(name); it != fused_target.end()) target = it->second, how = "fused_from";
     if (target.empty()) {
-      ++report.unmatched;
+      if (!weight) report.unmatched.push_back(name);
       return;
     }
     const Tensor& ref = r.values.at(target).tensor();
     if (ref.shape() != v.tensor().shape()) {
-      ++report.unmatched;  // same name, another value (a reshaped weight, say)
+      if (!weight) report.unmatched.push_back(name);  // same name, another value (a reshaped weight, say)
       return;
     }
     report.tensors.push_back({name, target, how, producer, v.tensor().dtype(), error_of(v.tensor(), ref, name)});

@@ -89,7 +89,7 @@ struct ReferenceReport {
   std::vector<TensorMatch> tensors;    // in the model's execution order
   std::vector<OutputError> outputs;    // graph outputs matched by name, accumulated = against the reference
   Error outputs_total;
-  size_t unmatched = 0;                // floating model values with no counterpart
+  std::vector<std::string> unmatched;  // floating node outputs of the model with no counterpart
   size_t nodes_run = 0;
 };
 
