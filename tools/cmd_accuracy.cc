@@ -43,6 +43,7 @@ std::string num(double v) {
 struct Table {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  size_t text_columns = 2;  // the first ones, left-aligned; numbers after them
 
   std::string render(const std::string& format) const {
     std::string out;
@@ -69,7 +70,7 @@ struct Table {
       };
       line(header);
       out += "|";
-      for (size_t c = 0; c < header.size(); ++c) out += c < 2 ? " --- |" : " ---: |";
+      for (size_t c = 0; c < header.size(); ++c) out += c < text_columns ? " --- |" : " ---: |";
       out += "\n";
       for (const auto& r : rows) line(r);
     } else {
@@ -79,7 +80,7 @@ struct Table {
       for (const auto* r : all()) {
         std::string l;
         for (size_t c = 0; c < r->size(); ++c)
-          l += c < 2 ? fmt::format("{:<{}} ", (*r)[c], width[c]) : fmt::format("{:>{}} ", (*r)[c], width[c]);
+          l += c < text_columns ? fmt::format("{:<{}} ", (*r)[c], width[c]) : fmt::format("{:>{}} ", (*r)[c], width[c]);
         while (!l.empty() && l.back() == ' ') l.pop_back();
         out += l + "\n";
       }
@@ -113,8 +114,15 @@ std::string svg_chart(const std::vector<Series>& series, const std::vector<std::
     for (double y : se.ys)
       if (std::isfinite(y) && (!log || y > 0)) lo = std::min(lo, log ? std::log10(y) : y), hi = std::max(hi, log ? std::log10(y) : y);
   if (!std::isfinite(lo)) lo = 0, hi = 1;
-  if (log) lo = std::floor(lo), hi = std::ceil(hi);
-  if (hi - lo < 1e-12) hi = lo + 1;
+  // Round ends: decades on a log scale, a 1-2-5 step on a linear one (five steps or so).
+  double step = 1;
+  if (!log && hi > lo) {
+    step = std::pow(10.0, std::floor(std::log10((hi - lo) / 5)));
+    for (double m : {2.0, 5.0, 10.0})
+      if ((hi - lo) / step > 8) step = std::pow(10.0, std::floor(std::log10((hi - lo) / 5))) * m;
+  }
+  lo = std::floor(lo / step) * step, hi = std::ceil(hi / step) * step;
+  if (hi - lo < 1e-12) hi = lo + step;
   const size_t n = labels.size();
   const auto px = [&](size_t i) { return L + (n > 1 ? double(i) / double(n - 1) : 0.5) * (W - L - R); };
   // The y of a value; zeros on a log scale go to the zero row.
@@ -128,7 +136,7 @@ std::string svg_chart(const std::vector<Series>& series, const std::vector<std::
   std::string s = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)", W, H, W, H);
   s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="#fafafa" stroke="#ccc"/>)", L, T, W - L - R, plot_bottom - T);
   // Grid: every decade on a log scale, five steps otherwise.
-  const int steps = log ? int(hi - lo) : 5;
+  const int steps = int(std::lround((hi - lo) / step));
   const int every = std::max(1, steps / 10);
   for (int k = 0; k <= steps; k += every) {
     const double v = lo + (hi - lo) * k / std::max(steps, 1);
@@ -180,7 +188,7 @@ std::string html_page(const std::string& title, const std::string& summary, cons
   std::string rows;
   for (const auto& r : table.rows) {
     rows += "<tr>";
-    for (size_t c = 0; c < r.size(); ++c) rows += fmt::format("<td{}>{}</td>", c < 2 ? "" : " class=n", html_escape(r[c]));
+    for (size_t c = 0; c < r.size(); ++c) rows += fmt::format("<td{}>{}</td>", c < table.text_columns ? "" : " class=n", html_escape(r[c]));
     rows += "</tr>\n";
   }
   std::string head;
@@ -383,7 +391,7 @@ class AccuracyVerb : public Verb {
   }
 
   Table tensor_table(const std::vector<const acc::TensorMatch*>& tensors, bool full) const {
-    Table t{{"tensor", "reference", "match", "dtype", "max abs", "max rel", "rms", "sqnr dB", "ulps"}, {}};
+    Table t{{"tensor", "reference", "match", "dtype", "max abs", "max rel", "rms", "sqnr dB", "ulps"}, {}, 4};
     size_t shown = 0;
     for (const acc::TensorMatch* m : tensors) {
       if (rows_ && !full && shown++ == rows_) break;
