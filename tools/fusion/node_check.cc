@@ -79,7 +79,8 @@ FusionReport check_node(const Model& model, const NodeMatch& match, const Regist
     try {
       Function wide = *fn;
       accuracy::widen_function(wide);
-      Graph g{.nodes = {node}};
+      Graph g;
+      g.nodes = {node};
       accuracy::widen_graph(g);
       oracle = std::make_shared<ReferenceEvaluator>(function_side(model, wide, g.nodes[0], registry));
     } catch (const refeval::Error&) {  // no oracle: the plain comparison decides
