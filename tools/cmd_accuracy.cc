@@ -10,7 +10,6 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "debug/accuracy.h"
 #include "html.h"
@@ -20,18 +19,7 @@
 
 namespace refeval::cli {
 namespace {
-using json = nlohmann::json;
 namespace acc = refeval::accuracy;
-
-// JSON has no infinity: a relative error over a zero oracle, or an SQNR over nothing, is null.
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-json err_json(const acc::Error& e) {
-  json j = {{"max_abs", e.max_abs}, {"max_rel", number(e.max_rel)}, {"rms", e.rms},
-            {"sqnr_db", number(e.sqnr_db)}, {"ulps", e.ulps}, {"count", e.count}};
-  if (e.nonfinite) j["nonfinite"] = e.nonfinite;
-  return j;
-}
 
 std::string num(double v) {
   if (std::isnan(v)) return "nan";
@@ -268,7 +256,7 @@ class AccuracyVerb : public Verb {
     const Table table = node_table(r, format_ == "csv");
     print(summary, table, worst);
 
-    if (!json_path_.empty()) write_file(json_path_, "--json", profile_json(r).dump(2) + "\n");
+    if (!json_path_.empty()) write_file(json_path_, "--json", acc::to_json(r, model_).dump(2) + "\n");
     if (!html_path_.empty()) {
       std::vector<const acc::NodeError*> order;
       for (const acc::NodeError& n : r.nodes) order.push_back(&n);
@@ -326,17 +314,7 @@ class AccuracyVerb : public Verb {
     print(summary, table, worst);
 
     if (!json_path_.empty()) {
-      json j = {{"oracle", "reference"}, {"reference", reference_}, {"model", model_}, {"nodes", json::array()},
-                {"outputs", json::array()}, {"tensors", json::array()}, {"unmatched", r.unmatched}};
-      for (const acc::OutputError& o : r.outputs)
-        j["outputs"].push_back({{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", err_json(o.accumulated)}});
-      for (const acc::TensorMatch& t : r.tensors) {
-        json jt = {{"name", t.name}, {"reference", t.reference}, {"match", t.how}, {"producer", t.producer},
-                   {"dtype", dtype_numpy_name(t.dtype)}};
-        jt.update(err_json(t.error));
-        j["tensors"].push_back(jt);
-      }
-      write_file(json_path_, "--json", j.dump(2) + "\n");
+      write_file(json_path_, "--json", acc::to_json(r, model_, reference_).dump(2) + "\n");
     }
     if (!html_path_.empty()) {
       Series sqnr{"SQNR dB against the reference", "#2b6cb0", {}};
@@ -401,27 +379,6 @@ class AccuracyVerb : public Verb {
                         f(m->error.max_rel, full), f(m->error.rms, full), f(m->error.sqnr_db, full), f(m->error.ulps, full)});
     }
     return t;
-  }
-
-  json profile_json(const acc::Report& r) const {
-    json j = {{"oracle", oracle_}, {"model", model_}, {"contributions_computed", r.contributions},
-              {"nodes", json::array()}, {"outputs", json::array()}, {"fallback", r.fallback}};
-    for (const acc::NodeError& n : r.nodes) {
-      json jn = {{"node", n.node}, {"op_type", n.op_type}, {"index", n.index}, {"outputs", json::array()}};
-      jn["contribution"] = n.contribution ? err_json(*n.contribution) : json(nullptr);
-      if (n.fallback) jn["fallback"] = true;
-      if (!n.local_note.empty()) jn["local_note"] = n.local_note;
-      for (const acc::OutputError& o : n.outputs) {
-        json jo = {{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", err_json(o.accumulated)}};
-        jo["local"] = o.local ? err_json(*o.local) : json(nullptr);
-        jo["amplification"] = o.amplification ? number(*o.amplification) : json(nullptr);
-        jn["outputs"].push_back(jo);
-      }
-      j["nodes"].push_back(jn);
-    }
-    for (const acc::OutputError& o : r.outputs)
-      j["outputs"].push_back({{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", err_json(o.accumulated)}});
-    return j;
   }
 
   static void write_file(const std::string& path, const std::string& option, const std::string& text) {

@@ -437,4 +437,52 @@ ReferenceReport against_reference(const Model& model, const Model& reference, co
   return report;
 }
 
+namespace {
+nlohmann::json finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
+
+nlohmann::json error_json(const Error& e) {
+  nlohmann::json j = {{"max_abs", e.max_abs}, {"max_rel", finite(e.max_rel)}, {"rms", e.rms},
+                      {"sqnr_db", finite(e.sqnr_db)}, {"ulps", e.ulps}, {"count", e.count}};
+  if (e.nonfinite) j["nonfinite"] = e.nonfinite;
+  return j;
+}
+
+nlohmann::json to_json(const Report& r, const std::string& model) {
+  using json = nlohmann::json;
+  json j = {{"oracle", "float64"}, {"model", model}, {"contributions_computed", r.contributions},
+            {"nodes", json::array()}, {"outputs", json::array()}, {"fallback", r.fallback}};
+  for (const NodeError& n : r.nodes) {
+    json jn = {{"node", n.node}, {"op_type", n.op_type}, {"index", n.index}, {"outputs", json::array()}};
+    jn["contribution"] = n.contribution ? error_json(*n.contribution) : json(nullptr);
+    if (n.fallback) jn["fallback"] = true;
+    if (!n.local_note.empty()) jn["local_note"] = n.local_note;
+    for (const OutputError& o : n.outputs) {
+      json jo = {{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", error_json(o.accumulated)}};
+      jo["local"] = o.local ? error_json(*o.local) : json(nullptr);
+      jo["amplification"] = o.amplification ? finite(*o.amplification) : json(nullptr);
+      jn["outputs"].push_back(jo);
+    }
+    j["nodes"].push_back(jn);
+  }
+  for (const OutputError& o : r.outputs)
+    j["outputs"].push_back({{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", error_json(o.accumulated)}});
+  return j;
+}
+
+nlohmann::json to_json(const ReferenceReport& r, const std::string& model, const std::string& reference) {
+  using json = nlohmann::json;
+  json j = {{"oracle", "reference"}, {"reference", reference}, {"model", model}, {"nodes", json::array()},
+            {"outputs", json::array()}, {"tensors", json::array()}, {"unmatched", r.unmatched}};
+  for (const OutputError& o : r.outputs)
+    j["outputs"].push_back({{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", error_json(o.accumulated)}});
+  for (const TensorMatch& t : r.tensors) {
+    json jt = {{"name", t.name}, {"reference", t.reference}, {"match", t.how}, {"producer", t.producer},
+               {"dtype", dtype_numpy_name(t.dtype)}};
+    jt.update(error_json(t.error));
+    j["tensors"].push_back(jt);
+  }
+  return j;
+}
+
 }  // namespace refeval::accuracy

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fusion/oracle.h"
 #include "refeval/ir.h"
 #include "refeval/registry.h"
@@ -97,5 +99,19 @@ struct ReferenceReport {
 // declared input types (float16 <-> float32), and `reference_feeds` for names the model lacks.
 ReferenceReport against_reference(const Model& model, const Model& reference, const std::map<std::string, Value>& feeds,
                                   const std::map<std::string, Value>& reference_feeds, const Registry* registry);
+
+// The JSON documents of `refeval accuracy --json` (and refeval.accuracy() in Python):
+//   {"oracle": "float64", "model", "contributions_computed", "fallback": [...],
+//    "nodes": [{"node", "op_type", "index", "contribution": ERR|null, "fallback"?, "local_note"?,
+//               "outputs": [{"name", "dtype", "local": ERR|null, "accumulated": ERR, "amplification"}]}],
+//    "outputs": [{"name", "dtype", "accumulated": ERR}]}
+// with nodes in the report's order (by contribution, then accumulated RMS), and
+//   {"oracle": "reference", "reference", "model", "nodes": [], "outputs": [...], "unmatched": [...],
+//    "tensors": [{"name", "reference", "match", "producer", "dtype", ...ERR}]}
+// where ERR is {"max_abs", "max_rel", "rms", "sqnr_db", "ulps", "count", "nonfinite"?}; JSON has
+// no infinity, so an infinite figure is null.
+nlohmann::json error_json(const Error& e);
+nlohmann::json to_json(const Report& r, const std::string& model);
+nlohmann::json to_json(const ReferenceReport& r, const std::string& model, const std::string& reference);
 
 }  // namespace refeval::accuracy
