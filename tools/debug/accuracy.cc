@@ -46,9 +46,16 @@ class Substitute : public Observer {
 
 // The oracle's input rounded to the type the model run saw there.
 Value round_to(const Value& oracle, const Value& model) {
-  if (is_float_tensor(oracle) && is_float_tensor(model) && oracle.tensor().dtype() != model.tensor().dtype())
-    return from_doubles(model.tensor().dtype(), oracle.tensor().shape(), to_doubles(oracle.tensor()));
-  return oracle;
+  if (!is_float_tensor(oracle) || !is_float_tensor(model) || oracle.tensor().dtype() == model.tensor().dtype()) return oracle;
+  const Tensor& o = oracle.tensor();
+  if (o.dtype() == DType::Double && model.tensor().dtype() == DType::Float) {
+    Tensor out(DType::Float, o.shape());
+    const double* src = o.data<double>();
+    float* dst = out.data<float>();
+    for (int64_t i = 0; i < o.size(); ++i) dst[i] = float(src[i]);
+    return out;
+  }
+  return from_doubles(model.tensor().dtype(), o.shape(), to_doubles(o));
 }
 
 // Runs the main-graph nodes without a double path in the model's precision inside the oracle:
@@ -84,11 +91,32 @@ Values run_one(const Node& node, const OpsetMap& opsets, const Registry& reg, co
 // oracle + (model - exact), in float64, element by element; the model's value where either of
 // the node's runs is not finite.
 Tensor add_delta(const Tensor& oracle, const Tensor& model, const Tensor& exact) {
-  std::vector<double> o = to_doubles(oracle);
-  const std::vector<double> m = to_doubles(model), e = to_doubles(exact);
-  if (m.size() != o.size() || e.size() != o.size()) return from_doubles(DType::Double, model.shape(), m);
-  for (size_t i = 0; i < o.size(); ++i) o[i] = std::isfinite(m[i]) && std::isfinite(e[i]) ? o[i] + (m[i] - e[i]) : m[i];
-  return from_doubles(DType::Double, oracle.shape(), o);
+  if (model.size() != oracle.size() || exact.size() != oracle.size()) return widen_value(model).tensor();
+  Tensor out(DType::Double, oracle.shape());
+  double* r = out.data<double>();
+  const auto fill = [&](const double* o, const auto* m, const double* e) {
+    for (int64_t i = 0; i < out.size(); ++i) {
+      const double mi = double(m[i]);
+      r[i] = std::isfinite(mi) && std::isfinite(e[i]) ? o[i] + (mi - e[i]) : mi;
+    }
+  };
+  if (oracle.dtype() == DType::Double && exact.dtype() == DType::Double && model.dtype() == DType::Float) {
+    fill(oracle.data<double>(), model.data<float>(), exact.data<double>());
+  } else {
+    const std::vector<double> o = to_doubles(oracle), m = to_doubles(model), e = to_doubles(exact);
+    fill(o.data(), m.data(), e.data());
+  }
+  return out;
+}
+
+// Operators whose outputs are elements of their inputs (moved, selected, negated): on inputs
+// rounded to the model's types, the model's kernel and the double kernel give the same values, so
+// the node adds no error and its single-node runs are skipped.
+bool is_exact_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity",
+                                            "Slice", "Gather", "GatherElements", "GatherND", "Concat", "Split",
+                                            "Expand", "Tile", "Where", "Relu", "Neg", "Abs", "DepthToSpace", "SpaceToDepth"};
+  return ops.count(op) > 0;
 }
 
 bool has_body(const Node& n) {
@@ -173,7 +201,10 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
     // both fed the oracle's inputs rounded to the types the model run saw. The rounding of the
     // inputs is their producers' error (it is in their local error), not this node's.
     Values model_k, double_k;  // the two single-node runs, every output slot (empty names: none)
-    if (options.local) {
+    const bool exact = lo.node.domain.empty() && is_exact_op(lo.node.op_type);
+    if (options.local && exact) {
+      local_out[i] = hi.outputs;  // adds nothing: the oracle's outputs stand
+    } else if (options.local) {
       if (has_body(lo.node)) ne.local_note = "has a body";
       else if (model.find_function(lo.node.domain, lo.node.op_type, lo.node.overload)) ne.local_note = "a model-local function";
       else {
@@ -221,6 +252,8 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
       if (in_rel > 0) oe.amplification = oe.accumulated.rel_rms / in_rel;
       if (k < model_k.size() && is_float_tensor(model_k[k]) && is_float_tensor(double_k[k]))
         oe.local = error_of(model_k[k].tensor(), double_k[k].tensor(), name);
+      else if (options.local && exact)
+        oe.local = error_of(hi.outputs[k].tensor(), hi.outputs[k].tensor(), name);  // zero, with the SQNR of its values
       ne.outputs.push_back(std::move(oe));
     }
     if (!ne.outputs.empty()) report.nodes.push_back(std::move(ne));

@@ -25,6 +25,13 @@ double ulp_at(DType t, double x) {
 }
 
 Tensor widen_tensor(const Tensor& t) {
+  if (t.dtype() == DType::Float) {
+    Tensor out(DType::Double, t.shape());
+    const float* src = t.data<float>();
+    double* dst = out.data<double>();
+    for (int64_t i = 0; i < t.size(); ++i) dst[i] = src[i];
+    return out;
+  }
   return is_widened(t.dtype()) ? from_doubles(DType::Double, t.shape(), to_doubles(t)) : t;
 }
 
