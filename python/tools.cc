@@ -14,6 +14,7 @@
 #include "html_view.h"
 #include "generate/generator.h"
 #include "convert.h"
+#include "debug/accuracy.h"
 #include "debug/reduce.h"
 #include "refeval/dump.h"
 #include "optimizer.h"
@@ -211,6 +212,32 @@ std::string show_html(const std::string& model_path, const std::string& profile_
   std::optional<show::NodeTimes> times;
   if (!profile_path.empty()) times = show::node_times(profile_path);
   return show::html_view(model, show::inferred_shapes(model), times ? &*times : nullptr);
+}
+
+namespace {
+// A model given as a path or as serialized bytes (a ModelProto's SerializeToString()).
+Model model_from_python(const py::object& m) {
+  if (py::isinstance<py::bytes>(m)) return parse_model(std::string(py::cast<py::bytes>(m)), std::filesystem::current_path().string());
+  return load_model(py::cast<std::string>(py::str(m)));
+}
+}  // namespace
+
+std::string accuracy_model(const py::object& model, const py::dict& feeds, const py::object& reference, int top_k, bool local) {
+  const Model m = model_from_python(model);
+  const std::map<std::string, Value> values = feeds_from_python(feeds, m.graph);
+  const std::string name = py::isinstance<py::bytes>(model) ? "<memory>" : std::string(py::str(model));
+  if (!reference.is_none()) {
+    const Model r = model_from_python(reference);
+    const std::map<std::string, Value> ref_values = feeds_from_python(feeds, r.graph);
+    const std::string ref_name = py::isinstance<py::bytes>(reference) ? "<memory>" : std::string(py::str(reference));
+    py::gil_scoped_release release;
+    return accuracy::to_json(accuracy::against_reference(m, r, values, ref_values, nullptr), name, ref_name).dump();
+  }
+  accuracy::Options opt;
+  opt.local = local;
+  opt.top_k = local ? size_t(std::max(top_k, 0)) : 0;
+  py::gil_scoped_release release;
+  return accuracy::to_json(accuracy::profile(m, values, opt), name).dump();
 }
 
 }  // namespace refeval::python

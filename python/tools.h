@@ -35,4 +35,8 @@ py::dict reduce_model(const std::string& model_path, const std::string& out, con
                       const std::string& argument, double rtol, double atol, const std::string& mode, const std::string& freeze,
                       bool all_sets, int max_steps);
 
+// `refeval accuracy`: the model against its float64 oracle, or against `reference` when it is not
+// None (a path or serialized ModelProto bytes, like `model`). Returns the --json document as text.
+std::string accuracy_model(const py::object& model, const py::dict& feeds, const py::object& reference, int top_k, bool local);
+
 }  // namespace refeval::python

@@ -107,6 +107,8 @@ class OptimizeVerb : public Verb {
       }
       fmt::print("verify: equivalent on {} input sets x {} outputs (rtol {}, atol {})\n", r.sets.size(), r.outputs.size(),
                  check_.tolerance.rtol, check_.tolerance.atol);
+      if (const std::string oracle = fusion::oracle_summary(r, "optimized", "original"); !oracle.empty())
+        fmt::print("verify: {}\n", oracle);
     }
     std::fflush(stdout);
     return kOk;

@@ -20,6 +20,7 @@ In a notebook (pandas and plotly are needed by these only, imported when first u
     refeval.plot.ops(df)                           # Plotly charts: ops, timeline, compare, steps
     refeval.show("model.onnx")                     # the graph viewer inline
     refeval.check_fusion("fused.onnx", feeds, op="my.domain:Fused", new_ops=[Fused])
+    refeval.accuracy("model.onnx", feeds)          # each node's error against the float64 oracle
 """
 import inspect
 import os
@@ -29,7 +30,7 @@ import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "reduce", "generate", "read_profile", "op_table", "compare", "summary", "runs",
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "reduce", "accuracy", "generate", "read_profile", "op_table", "compare", "summary", "runs",
            "plot", "show", "check_fusion", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
@@ -255,6 +256,67 @@ def optimize(model, out, level="all", model_type="", only=None, disable=None, ta
     Prove the result with refeval.ReferenceEvaluator on both models (or `refeval optimize --verify`)."""
     return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []),
                    target)
+
+
+def _model_arg(model):
+    """A path (str or PathLike) as is; an onnx ModelProto or serialized bytes as bytes."""
+    if isinstance(model, (bytes, bytearray)):
+        return bytes(model)
+    if hasattr(model, "SerializeToString"):
+        return model.SerializeToString()
+    return os.fspath(model)
+
+
+def _error_columns(prefix, err):
+    names = ("max_abs", "max_rel", "rms", "sqnr_db", "ulps")
+    return {f"{prefix}{k}": (None if err is None else err.get(k)) for k in names}
+
+
+def accuracy(model, inputs, reference=None, top_k=10, local=True, raw=False):
+    """The model's error as `refeval accuracy` measures it (a path, an onnx ModelProto or bytes;
+    `inputs` a dict name -> array, every input given).
+
+    Without `reference`: against its own float64 oracle (the same graph with every floating
+    tensor in float64). One row per node output, worst first (by contribution for the `top_k`
+    nodes with the largest local error, then by accumulated RMS): node, op_type, output, dtype,
+    contribution_rms, acc_max_abs, acc_max_rel, acc_rms, acc_sqnr_db, acc_ulps, local_rms,
+    local_ulps, amplification, fallback (the operator has no double path: the oracle ran it in
+    the model's precision). local=False skips the local errors and contributions.
+
+    With `reference` (another model, e.g. the float original of a float16 or QDQ model): one row
+    per matched tensor, worst SQNR first: name, reference, match ("name", "qdq", "fused_from"),
+    dtype, max_abs, max_rel, rms, sqnr_db (as ONNX Runtime's qdq_loss_debug), ulps.
+
+    Returns a pandas DataFrame when pandas is installed, else a list of dicts; raw=True returns
+    the whole `--json` document (a dict) instead."""
+    import json
+    ref = None if reference is None else _model_arg(reference)
+    doc = json.loads(_native(_refeval.accuracy, _model_arg(model), dict(inputs), ref, int(top_k), bool(local)))
+    if raw:
+        return doc
+    rows = []
+    if reference is None:
+        for n in doc["nodes"]:
+            contribution = n["contribution"]
+            for o in n["outputs"]:
+                local_err = o["local"]
+                rows.append({"node": n["node"], "op_type": n["op_type"], "output": o["name"], "dtype": o["dtype"],
+                             "contribution_rms": None if contribution is None else contribution["rms"],
+                             **_error_columns("acc_", o["accumulated"]),
+                             "local_rms": None if local_err is None else local_err["rms"],
+                             "local_ulps": None if local_err is None else local_err["ulps"],
+                             "amplification": o["amplification"], "fallback": bool(n.get("fallback", False))})
+    else:
+        def key(t):  # exact values (0 dB in qdq_loss_debug's formula when both are zero) last
+            return float("inf") if t["rms"] == 0 and not t.get("nonfinite") else t["sqnr_db"]
+        for t in sorted(doc["tensors"], key=key):
+            rows.append({"name": t["name"], "reference": t["reference"], "match": t["match"], "dtype": t["dtype"],
+                         **{k: t[k] for k in ("max_abs", "max_rel", "rms", "sqnr_db", "ulps")}})
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    return pd.DataFrame(rows)
 
 
 def generate(model, prompt, new_tokens=16, prompt_mask=None, eos=None, max_length=None, profile=None):

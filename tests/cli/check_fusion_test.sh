@@ -39,6 +39,37 @@ grep -q '"first_failing_set": "tiny"' $work/r.json && grep -q '"equivalent": fal
 expect 0 "unfused: model-local function" "" -- --custom-ops "$plugin" check-fusion "$example/fused.onnx" --node op:MyFusedGelu
 expect 0 "equivalent: 7 input sets x 2 outputs" "" -- --custom-ops "$plugin" check-fusion --fused "$example/fused.onnx" --unfused "$example/unfused.onnx"
 
+# The float64 oracle: variance as E[(x - m)^2] (fused) against E[x^2] - E[x]^2 (unfused) on inputs
+# of mean 1000, where float32's E[x^2] loses the variance: the two differ far beyond the tolerance,
+# but the fused side is the accurate one (the unfused side's float64 run says so), so it passes;
+# judged by the difference alone (--no-oracle) it fails, and with the roles swapped it fails.
+/usr/bin/python3 - "$work" <<'PY' || exit 1
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T
+io = ([h.make_tensor_value_info("X", T.FLOAT, [4, 64])], [h.make_tensor_value_info("V", T.FLOAT, [4, 1])])
+def save(nodes, name):
+    m = h.make_model(h.make_graph(nodes, "var", *io), opset_imports=[h.make_opsetid("", 17)]); m.ir_version = 8
+    onnx.save(m, f"{sys.argv[1]}/{name}")
+save([h.make_node("ReduceMean", ["X"], ["m"], axes=[1]), h.make_node("Sub", ["X", "m"], ["d"]),
+      h.make_node("Mul", ["d", "d"], ["d2"]), h.make_node("ReduceMean", ["d2"], ["V"], axes=[1])], "var_stable.onnx")
+save([h.make_node("ReduceMean", ["X"], ["m"], axes=[1]), h.make_node("Mul", ["X", "X"], ["x2"]),
+      h.make_node("ReduceMean", ["x2"], ["ex2"], axes=[1]), h.make_node("Mul", ["m", "m"], ["m2"]),
+      h.make_node("Sub", ["ex2", "m2"], ["V"])], "var_naive.onnx")
+np.save(f"{sys.argv[1]}/x1000.npy", (1000 + np.random.default_rng(3).standard_normal((4, 64))).astype(np.float32))
+PY
+expect 0 "^  given +V .* ok: [0-9]+ elements differ, the fused side is as accurate" "" -- \
+  check-fusion --fused $m/var_stable.onnx --unfused $m/var_naive.onnx --input X=$m/x1000.npy --json $work/v.json
+check "oracle: the fused side's error is far below the unfused side's, both in the JSON" /usr/bin/python3 - "$work/v.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))["checks"][0]["sets"][0]["outputs"][0]
+ok = not o["equal"] and o["passes"] and o["oracle"]["fused_as_accurate"] and o["oracle"]["fused"]["rms"] * 1000 < o["oracle"]["unfused"]["rms"]
+print("" if ok else o); sys.exit(0 if ok else 1)
+PY
+expect 3 "NOT equivalent: first failing input set 'given', output 'V'" "" -- \
+  check-fusion --fused $m/var_stable.onnx --unfused $m/var_naive.onnx --input X=$m/x1000.npy --no-oracle
+expect 3 "NOT equivalent: first failing input set 'given', output 'V'" "" -- \
+  check-fusion --fused $m/var_naive.onnx --unfused $m/var_stable.onnx --input X=$m/x1000.npy
+
 # Usage and model errors exit 2 with one line.
 expect 2 "" "no kernel is registered for example.fused:MyFusedGelu at opset 1; load one with --custom-ops" -- check-fusion "$example/fused.onnx" --node op:MyFusedGelu
 expect 2 "" "node 'attention' \(Attention\): nothing to check against" -- check-fusion $m/attention.onnx --op Attention

@@ -15,6 +15,7 @@ m=$work
 expect 0 "Fused Attention: 1" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/att.onnx --model-type gpt2 --verify
 check "attention: the dynamic shapes folded, one node left" grep -qE "^nodes: 27 -> 1;" $work/out
 check "attention: verified" grep -q "^verify: equivalent on" $work/out
+check "attention: both sides' float64 oracle error reported" grep -qE "^verify: float64 oracle rms error \(worst set\): optimized [0-9.e-]+, original [0-9.e-]+$" $work/out
 expect 0 "\+ y: float32:\(1, 5, 8\)" "" -- run $m/att.onnx --dim batch=1 --dim seq=5 --no-timing
 expect 0 "Fused FastGelu: 1" "" -- optimize $m/fast_gelu_unfused.onnx -o $m/fg.onnx --verify
 expect 0 "Fused LayerNormalization: 1" "" -- optimize $m/layer_norm_unfused.onnx -o $m/ln.onnx --verify-each

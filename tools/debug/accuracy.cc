@@ -2,27 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "refeval/compute_vector.h"
 #include "refeval/evaluator.h"
+#include "optimize/rewrite.h"
 #include "refeval/observer.h"
 
 namespace refeval::accuracy {
 namespace {
-
-// The spacing of the model's type at |x|: 2^(e - p) with x = m·2^e, m in [0.5, 1), the exponent
-// held at the smallest normal's so subnormals share its spacing.
-double ulp_at(DType t, double x) {
-  int p = 24, emin = -125;  // float32 (and bfloat16's exponent range)
-  if (t == DType::Float16) p = 11, emin = -13;
-  else if (t == DType::BFloat16) p = 8;
-  else if (t == DType::Double) p = 53, emin = -1021;
-  int e = emin;
-  if (x != 0 && std::isfinite(x)) std::frexp(std::fabs(x), &e);
-  return std::ldexp(1.0, std::max(e, emin) - p);
-}
 
 // One main-graph node execution: what it was fed and what it made.
 struct NodeRun {
@@ -54,67 +44,79 @@ class Substitute : public Observer {
   Values outputs_;
 };
 
-bool is_float_tensor(const Value& v) { return v.is_tensor() && is_float_dtype(v.tensor().dtype()); }
-
-Tensor widen_tensor(const Tensor& t) {
-  return is_widened(t.dtype()) ? from_doubles(DType::Double, t.shape(), to_doubles(t)) : t;
-}
-
-void widen_graph(Graph& g);
-
-void widen_type(ValueType& t) {
-  if (is_widened(t.dtype)) t.dtype = DType::Double;
-  if (t.elem) {
-    auto elem = std::make_shared<ValueType>(*t.elem);
-    widen_type(*elem);
-    t.elem = elem;
-  }
-}
-
-void widen_nodes(std::vector<Node>& nodes) {
-  for (Node& n : nodes) {
-    const bool plain = n.domain.empty();
-    for (Attribute& a : n.attributes) {
-      if (a.type == AttrType::Tensor) a.t = widen_tensor(a.t);
-      for (Tensor& t : a.tensors) t = widen_tensor(t);
-      // Cast's `to`, EyeLike's and the Random* ops' `dtype`: a float target becomes double.
-      if (plain && a.type == AttrType::Int && (a.name == "to" || a.name == "dtype") && is_valid_dtype(int32_t(a.i)) &&
-          is_widened(DType(a.i)))
-        a.i = int64_t(DType::Double);
-      // Constant's float attributes would make a float32 tensor: make them a double tensor.
-      if (plain && n.op_type == "Constant" && (a.name == "value_float" || a.name == "value_floats")) {
-        a.t = a.name == "value_float" ? Tensor::scalar<double>(a.f)
-                                      : Tensor::from_vector<double>({int64_t(a.floats.size())},
-                                                                    std::vector<double>(a.floats.begin(), a.floats.end()));
-        a.name = "value";
-        a.type = AttrType::Tensor;
-      }
-      if (a.g) {
-        auto g = std::make_shared<Graph>(*a.g);
-        widen_graph(*g);
-        a.g = g;
-      }
-      for (auto& body : a.graphs) {
-        auto g = std::make_shared<Graph>(*body);
-        widen_graph(*g);
-        body = g;
-      }
-    }
-  }
-}
-
-void widen_graph(Graph& g) {
-  for (Initializer& i : g.initializers) i.value = widen_tensor(i.value);
-  for (auto* infos : {&g.inputs, &g.outputs, &g.value_info})
-    for (ValueInfo& vi : *infos) widen_type(vi.type);
-  widen_nodes(g.nodes);
-}
-
 // The oracle's input rounded to the type the model run saw there.
 Value round_to(const Value& oracle, const Value& model) {
-  if (is_float_tensor(oracle) && is_float_tensor(model) && oracle.tensor().dtype() != model.tensor().dtype())
-    return from_doubles(model.tensor().dtype(), oracle.tensor().shape(), to_doubles(oracle.tensor()));
-  return oracle;
+  if (!is_float_tensor(oracle) || !is_float_tensor(model) || oracle.tensor().dtype() == model.tensor().dtype()) return oracle;
+  const Tensor& o = oracle.tensor();
+  if (o.dtype() == DType::Double && model.tensor().dtype() == DType::Float) {
+    Tensor out(DType::Float, o.shape());
+    const double* src = o.data<double>();
+    float* dst = out.data<float>();
+    for (int64_t i = 0; i < o.size(); ++i) dst[i] = float(src[i]);
+    return out;
+  }
+  return from_doubles(model.tensor().dtype(), o.shape(), to_doubles(o));
+}
+
+// Runs the main-graph nodes without a double path in the model's precision inside the oracle:
+// their inputs rounded to the types the model run saw, their outputs widened back.
+class Fallback : public Observer {
+ public:
+  void replace_inputs(const NodeEvent& e, Values& inputs) override {
+    if (e.depth != 0) return;
+    auto it = model_inputs.find(e.id);
+    if (it == model_inputs.end()) return;
+    for (size_t k = 0; k < inputs.size() && k < it->second.size(); ++k) inputs[k] = round_to(inputs[k], it->second[k]);
+  }
+  void after_node(const NodeEvent& e, Values& outputs) override {
+    if (e.depth == 0 && model_inputs.count(e.id))
+      for (Value& v : outputs) v = widen_value(v);
+  }
+  std::map<std::string, Values> model_inputs;  // node id -> what the model run fed it
+};
+
+// Runs one node alone on `in`; every output slot of the node, empty names left empty.
+Values run_one(const Node& node, const OpsetMap& opsets, const Registry& reg, const std::map<std::string, Value>& in) {
+  ReferenceEvaluator one = ReferenceEvaluator::from_node(node, opsets, EvaluatorOptions{&reg});
+  std::vector<std::string> wanted;
+  for (const std::string& o : node.outputs)
+    if (!o.empty()) wanted.push_back(o);
+  const Values got = one.run(wanted, in);
+  Values full(node.outputs.size());
+  for (size_t k = 0, w = 0; k < node.outputs.size(); ++k)
+    if (!node.outputs[k].empty()) full[k] = got[w++];
+  return full;
+}
+
+// oracle + (model - exact), in float64, element by element; the model's value where either of
+// the node's runs is not finite.
+Tensor add_delta(const Tensor& oracle, const Tensor& model, const Tensor& exact) {
+  if (model.size() != oracle.size() || exact.size() != oracle.size()) return widen_value(model).tensor();
+  Tensor out(DType::Double, oracle.shape());
+  double* r = out.data<double>();
+  const auto fill = [&](const double* o, const auto* m, const double* e) {
+    for (int64_t i = 0; i < out.size(); ++i) {
+      const double mi = double(m[i]);
+      r[i] = std::isfinite(mi) && std::isfinite(e[i]) ? o[i] + (mi - e[i]) : mi;
+    }
+  };
+  if (oracle.dtype() == DType::Double && exact.dtype() == DType::Double && model.dtype() == DType::Float) {
+    fill(oracle.data<double>(), model.data<float>(), exact.data<double>());
+  } else {
+    const std::vector<double> o = to_doubles(oracle), m = to_doubles(model), e = to_doubles(exact);
+    fill(o.data(), m.data(), e.data());
+  }
+  return out;
+}
+
+// Operators whose outputs are elements of their inputs (moved, selected, negated): on inputs
+// rounded to the model's types, the model's kernel and the double kernel give the same values, so
+// the node adds no error and its single-node runs are skipped.
+bool is_exact_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity",
+                                            "Slice", "Gather", "GatherElements", "GatherND", "Concat", "Split",
+                                            "Expand", "Tile", "Where", "Relu", "Neg", "Abs", "DepthToSpace", "SpaceToDepth"};
+  return ops.count(op) > 0;
 }
 
 bool has_body(const Node& n) {
@@ -133,70 +135,9 @@ Error outputs_error(const Values& run, const Values& oracle, const Values& typed
 
 }  // namespace
 
-void ErrorAccumulator::add(const Tensor& model, const Tensor& oracle, const std::string& what, DType ulp_type) {
-  if (ulp_type == DType::Undefined) ulp_type = model.dtype();
-  if (model.shape() != oracle.shape())
-    fail_runtime(fmt::format("'{}': shape {} in the model run but {} in the oracle", what, shape_to_string(model.shape()),
-                             shape_to_string(oracle.shape())));
-  const std::vector<double> m = to_doubles(model), o = to_doubles(oracle);
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (!std::isfinite(m[i]) || !std::isfinite(o[i])) {
-      const bool same = (std::isnan(m[i]) && std::isnan(o[i])) || m[i] == o[i];
-      if (!same) ++nonfinite_;
-      continue;
-    }
-    const double d = std::fabs(m[i] - o[i]);
-    if (d > max_abs_ || count_ == 0) {
-      max_abs_ = d;
-      ulps_ = d / ulp_at(ulp_type, o[i]);
-    }
-    if (o[i] != 0) max_rel_ = std::max(max_rel_, d / std::fabs(o[i]));
-    else if (d != 0) max_rel_ = std::numeric_limits<double>::infinity();
-    sum_d2_ += d * d;
-    sum_o2_ += o[i] * o[i];
-    ++count_;
-  }
-}
-
-Error ErrorAccumulator::result() const {
-  Error e;
-  e.count = count_;
-  e.nonfinite = nonfinite_;
-  if (count_ == 0) return e;
-  e.max_abs = max_abs_;
-  e.max_rel = max_rel_;
-  e.ulps = ulps_;
-  e.rms = std::sqrt(sum_d2_ / double(count_));
-  e.rel_rms = sum_d2_ == 0 ? 0 : sum_o2_ == 0 ? std::numeric_limits<double>::infinity() : std::sqrt(sum_d2_ / sum_o2_);
-  if (sum_d2_ > 0) e.sqnr_db = sum_o2_ == 0 ? -std::numeric_limits<double>::infinity() : 10 * std::log10(sum_o2_ / sum_d2_);
-  return e;
-}
-
-bool is_widened(DType t) { return t == DType::Float || t == DType::Float16 || t == DType::BFloat16; }
-
-Model widen_model(const Model& model) {
-  Model m = model;
-  widen_graph(m.graph);
-  for (Function& f : m.functions) {
-    widen_nodes(f.nodes);
-    for (ValueInfo& vi : f.value_info) widen_type(vi.type);
-  }
-  return m;
-}
-
-Value widen_value(const Value& v) {
-  if (v.is_tensor()) return widen_tensor(v.tensor());
-  if (v.is_sequence()) {
-    Sequence s = v.sequence();
-    if (is_widened(s.elem_dtype)) s.elem_dtype = DType::Double;
-    for (Value& item : s.items) item = widen_value(item);
-    return s;
-  }
-  return v;
-}
-
 double NodeError::rank_key() const {
-  if (contribution) return contribution->rms;
+  // NaN/Inf where the oracle has numbers (an overflow) outranks any finite error.
+  if (contribution) return contribution->nonfinite ? std::numeric_limits<double>::infinity() : contribution->rms;
   double worst = 0;
   for (const OutputError& o : outputs) worst = std::max(worst, o.accumulated.rms);
   return worst;
@@ -213,21 +154,26 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   low.remove_observer(&low_rec);
   report.nodes_run = low_rec.runs.size();
 
-  // Operators whose declared element types leave out double, among the nodes that touch floats.
+  // Operators whose declared element types leave out double, among the nodes that touch floats:
+  // the oracle runs their model-precision kernel.
   const auto opset_of = [&](const Node& n) {
     auto it = model.opsets.find(n.domain);
     return it == model.opsets.end() ? int64_t(1) : it->second;
   };
+  Fallback fallback;
   for (const NodeRun& r : low_rec.runs) {
     const bool touches_float = std::any_of(r.inputs.begin(), r.inputs.end(), is_float_tensor) ||
                                std::any_of(r.outputs.begin(), r.outputs.end(), is_float_tensor);
     const OpRegistration* op = reg.resolve(r.node.domain, r.node.op_type, opset_of(r.node));
     if (touches_float && op && !op->factory.types.empty() &&
-        std::find(op->factory.types.begin(), op->factory.types.end(), DType::Double) == op->factory.types.end())
-      report.refused.push_back(fmt::format("{} ({})", r.id, r.node.op_type));
+        std::find(op->factory.types.begin(), op->factory.types.end(), DType::Double) == op->factory.types.end()) {
+      report.fallback.push_back(fmt::format("{} ({})", r.id, r.node.op_type));
+      fallback.model_inputs[r.id] = r.inputs;
+    }
   }
 
   ReferenceEvaluator oracle(widen_model(model), EvaluatorOptions{&reg});
+  oracle.add_observer(&fallback);
   std::map<std::string, Value> wide_feeds;
   for (const auto& [name, v] : feeds) wide_feeds.emplace(name, widen_value(v));
   NodeRecorder hi_rec;
@@ -236,10 +182,7 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   try {
     hi_out = oracle.run({}, wide_feeds);
   } catch (const refeval::Error& e) {
-    std::string refused;
-    for (const std::string& r : report.refused) refused += (refused.empty() ? "" : ", ") + r;
-    fail_runtime(fmt::format("the float64 oracle cannot run: {}{}", e.what(),
-                             refused.empty() ? "" : "; operators without a double path: " + refused));
+    fail_runtime(fmt::format("the float64 oracle cannot run: {}", e.what()));
   }
   oracle.remove_observer(&hi_rec);
   if (hi_rec.runs.size() != low_rec.runs.size())
@@ -252,28 +195,45 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
     const NodeRun& lo = low_rec.runs[i];
     const NodeRun& hi = hi_rec.runs[i];
     if (lo.id != hi.id) fail_runtime(fmt::format("the oracle ran '{}' where the model ran '{}'", hi.id, lo.id));
-    NodeError ne{lo.id, lo.node.op_type, lo.index, {}, {}, {}};
+    NodeError ne{lo.id, lo.node.op_type, lo.index, {}, {}, fallback.model_inputs.count(lo.id) > 0, {}};
 
-    // Local error: this node's kernel in the model's precision on the oracle's inputs.
-    if (options.local) {
+    // Local error: this node's kernel in the model's precision against the same node in float64,
+    // both fed the oracle's inputs rounded to the types the model run saw. The rounding of the
+    // inputs is their producers' error (it is in their local error), not this node's.
+    Values model_k, double_k;  // the two single-node runs, every output slot (empty names: none)
+    const bool exact = lo.node.domain.empty() && is_exact_op(lo.node.op_type);
+    if (options.local && exact) {
+      local_out[i] = hi.outputs;  // adds nothing: the oracle's outputs stand
+    } else if (options.local) {
       if (has_body(lo.node)) ne.local_note = "has a body";
       else if (model.find_function(lo.node.domain, lo.node.op_type, lo.node.overload)) ne.local_note = "a model-local function";
       else {
         try {
-          ReferenceEvaluator one = ReferenceEvaluator::from_node(lo.node, model.opsets, EvaluatorOptions{&reg});
           std::map<std::string, Value> in;
           for (size_t k = 0; k < lo.node.inputs.size() && k < hi.inputs.size(); ++k)
             if (!lo.node.inputs[k].empty()) in[lo.node.inputs[k]] = round_to(hi.inputs[k], lo.inputs[k]);
-          std::vector<std::string> wanted;
-          for (const std::string& o : lo.node.outputs)
-            if (!o.empty()) wanted.push_back(o);
-          const Values got = one.run(wanted, in);
+          model_k = run_one(lo.node, model.opsets, reg, in);
+          if (ne.fallback) {
+            for (const Value& v : model_k) double_k.push_back(widen_value(v));
+          } else {
+            Graph g;
+            g.nodes = {lo.node};
+            widen_graph(g);
+            std::map<std::string, Value> wide_in;
+            for (const auto& [name, v] : in) wide_in[name] = widen_value(v);
+            double_k = run_one(g.nodes[0], model.opsets, reg, wide_in);
+          }
+          // What the oracle runs for this node alone in the model's precision (the contribution):
+          // the oracle's outputs plus the error the node adds.
           Values full(lo.node.outputs.size());
-          for (size_t k = 0, w = 0; k < lo.node.outputs.size(); ++k)
-            if (!lo.node.outputs[k].empty()) full[k] = widen_value(got[w++]);
+          for (size_t k = 0; k < full.size() && k < hi.outputs.size(); ++k)
+            full[k] = is_float_tensor(model_k[k]) && is_float_tensor(hi.outputs[k])
+                          ? Value(add_delta(hi.outputs[k].tensor(), model_k[k].tensor(), double_k[k].tensor()))
+                          : widen_value(model_k[k]);
           local_out[i] = std::move(full);
         } catch (const refeval::Error& e) {
           ne.local_note = e.what();
+          model_k.clear();
         }
       }
     }
@@ -290,13 +250,10 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
       oe.accumulated = acc.result();
       value_error[name] = oe.accumulated;
       if (in_rel > 0) oe.amplification = oe.accumulated.rel_rms / in_rel;
-      if (!local_out[i].empty() && is_float_tensor(local_out[i][k])) {
-        // Rounded back to the model's type, so the error is the one the model run would carry.
-        const Tensor rounded = round_to(local_out[i][k], lo.outputs[k]).tensor();
-        ErrorAccumulator loc;
-        loc.add(rounded, hi.outputs[k].tensor(), name);
-        oe.local = loc.result();
-      }
+      if (k < model_k.size() && is_float_tensor(model_k[k]) && is_float_tensor(double_k[k]))
+        oe.local = error_of(model_k[k].tensor(), double_k[k].tensor(), name);
+      else if (options.local && exact)
+        oe.local = error_of(hi.outputs[k].tensor(), hi.outputs[k].tensor(), name);  // zero, with the SQNR of its values
       ne.outputs.push_back(std::move(oe));
     }
     if (!ne.outputs.empty()) report.nodes.push_back(std::move(ne));
@@ -318,13 +275,14 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   std::vector<size_t> order;
   for (size_t n = 0; n < report.nodes.size(); ++n) {
     const NodeError& ne = report.nodes[n];
-    if (std::any_of(ne.outputs.begin(), ne.outputs.end(), [](const OutputError& o) { return o.local && o.local->rms > 0; }))
+    if (std::any_of(ne.outputs.begin(), ne.outputs.end(),
+                    [](const OutputError& o) { return o.local && (o.local->rms > 0 || o.local->nonfinite > 0); }))
       order.push_back(n);
   }
   const auto local_rms = [&](size_t n) {
     double worst = 0;
     for (const OutputError& o : report.nodes[n].outputs)
-      if (o.local) worst = std::max(worst, o.local->rms);
+      if (o.local) worst = std::max(worst, o.local->nonfinite ? std::numeric_limits<double>::infinity() : o.local->rms);
     return worst;
   };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return local_rms(a) > local_rms(b); });
@@ -346,6 +304,218 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
     return a.rank_key() > b.rank_key();
   });
   return report;
+}
+
+
+namespace {
+
+// Every named value of one main-graph run: feeds, initializers, node outputs; and the producer
+// of each node output, in execution order.
+struct Run {
+  std::map<std::string, Value> values;
+  std::vector<std::pair<std::string, std::string>> made;  // (value, producing node id) in order
+  Values outputs;
+  std::vector<std::string> output_names;
+  size_t nodes = 0;
+};
+
+Run run_all(const Model& model, const std::map<std::string, Value>& feeds, const Registry& reg) {
+  ReferenceEvaluator ev(model, EvaluatorOptions{&reg});
+  NodeRecorder rec;
+  ev.add_observer(&rec);
+  Run r;
+  r.outputs = ev.run({}, feeds);
+  r.output_names = ev.output_names();
+  r.nodes = rec.runs.size();
+  for (const Initializer& i : model.graph.initializers) r.values[i.name] = i.value;
+  for (const auto& [name, v] : feeds) r.values[name] = v;
+  for (const NodeRun& n : rec.runs)
+    for (size_t k = 0; k < n.node.outputs.size() && k < n.outputs.size(); ++k)
+      if (!n.node.outputs[k].empty()) {
+        r.values[n.node.outputs[k]] = n.outputs[k];
+        r.made.emplace_back(n.node.outputs[k], n.id);
+      }
+  return r;
+}
+
+// "X" for ONNX Runtime's QDQ names of X (quant_utils' suffixes), "" otherwise.
+std::string qdq_base(const std::string& name) {
+  for (const char* suffix : {"_DequantizeLinear_Output", "_QuantizeLinear_Input"}) {
+    const size_t at = name.rfind(suffix);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string rest = name.substr(at + std::string(suffix).size());
+    // "_DequantizeLinear_Output_1": a second DequantizeLinear of the same value.
+    if (rest.empty() || (rest.size() > 1 && rest[0] == '_' && std::all_of(rest.begin() + 1, rest.end(), ::isdigit)))
+      return name.substr(0, at);
+  }
+  return "";
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(',', start), s.size());
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// The values a set of nodes (by name) hands outside itself: their outputs read by another node or
+// being graph outputs, in the graph's node order.
+std::vector<std::string> external_outputs(const Model& model, const std::vector<std::string>& nodes) {
+  const std::set<std::string> inside(nodes.begin(), nodes.end());
+  std::set<std::string> read_outside;
+  for (const Node& n : model.graph.nodes)
+    if (!inside.count(n.name))
+      for (const std::string& i : n.inputs) read_outside.insert(i);
+  for (const ValueInfo& o : model.graph.outputs) read_outside.insert(o.name);
+  std::vector<std::string> out;
+  for (const Node& n : model.graph.nodes)
+    if (inside.count(n.name))
+      for (const std::string& o : n.outputs)
+        if (!o.empty() && read_outside.count(o)) out.push_back(o);
+  return out;
+}
+
+}  // namespace
+
+ReferenceReport against_reference(const Model& model, const Model& reference, const std::map<std::string, Value>& feeds,
+                                  const std::map<std::string, Value>& reference_feeds, const Registry* registry) {
+  const Registry& reg = registry ? *registry : Registry::builtin();
+  // The reference's feeds: the model's values of the same names, in the reference's declared types.
+  std::map<std::string, Value> ref_feeds = reference_feeds;
+  for (const ValueInfo& in : reference.graph.inputs) {
+    auto it = feeds.find(in.name);
+    if (it == feeds.end()) continue;
+    Value v = it->second;
+    if (is_float_tensor(v) && is_float_dtype(in.type.dtype) && in.type.dtype != v.tensor().dtype())
+      v = from_doubles(in.type.dtype, v.tensor().shape(), to_doubles(v.tensor()));
+    ref_feeds[in.name] = v;
+  }
+  const Run m = run_all(model, feeds, reg);
+  const Run r = run_all(reference, ref_feeds, reg);
+
+  ReferenceReport report;
+  report.nodes_run = m.nodes;
+  // Fused values: the nodes one fusion created (those sharing a "fused_from" list) stand for the
+  // nodes it replaced; the values the created nodes hand outside themselves match, in order, the
+  // values the replaced nodes handed outside themselves, when the two counts agree and no other
+  // fusion claims one of the replaced nodes.
+  std::map<std::string, std::string> fused_target;  // model value -> reference value
+  {
+    std::map<std::string, std::vector<std::string>> created;  // fused_from list -> created node names
+    for (const auto& [key, value] : model.metadata)
+      if (key.rfind(optimize::kFusedFromKey, 0) == 0) created[value].push_back(key.substr(std::string(optimize::kFusedFromKey).size()));
+    // An original node in two groups (a fusion whose output a later fusion took in) leaves neither
+    // group a whole subgraph to match.
+    std::map<std::string, int> groups_of;
+    for (const auto& [list, nodes] : created) {
+      const std::vector<std::string> originals = split_commas(list);
+      for (const std::string& o : std::set<std::string>(originals.begin(), originals.end())) ++groups_of[o];
+    }
+    for (const auto& [list, nodes] : created) {
+      const std::vector<std::string> originals = split_commas(list);
+      if (std::any_of(originals.begin(), originals.end(), [&](const std::string& o) { return groups_of[o] > 1; })) continue;
+      std::vector<std::string> mine;
+      for (const std::string& o : external_outputs(model, nodes))
+        if (m.values.count(o) && is_float_tensor(m.values.at(o))) mine.push_back(o);
+      std::vector<std::string> theirs;
+      for (const std::string& o : external_outputs(reference, originals))
+        if (r.values.count(o) && is_float_tensor(r.values.at(o))) theirs.push_back(o);
+      if (mine.size() == theirs.size())
+        for (size_t k = 0; k < mine.size(); ++k) fused_target[mine[k]] = theirs[k];
+    }
+  }
+
+  // Initializers without a counterpart (QDQ scales, say) are parameters, not values the model lost.
+  const auto match = [&](const std::string& name, const std::string& producer, const Value& v) {
+    if (!is_float_tensor(v)) return;
+    const bool weight = producer.empty();
+    std::string target, how;
+    if (auto it = r.values.find(name); it != r.values.end() && is_float_tensor(it->second)) target = name, how = "name";
+    if (target.empty()) {
+      const std::string base = qdq_base(name);
+      if (!base.empty() && r.values.count(base) && is_float_tensor(r.values.at(base))) target = base, how = "qdq";
+    }
+    if (target.empty())
+      if (auto it = fused_target.find(name); it != fused_target.end()) target = it->second, how = "fused_from";
+    if (target.empty()) {
+      if (!weight) report.unmatched.push_back(name);
+      return;
+    }
+    const Tensor& ref = r.values.at(target).tensor();
+    if (ref.shape() != v.tensor().shape()) {
+      if (!weight) report.unmatched.push_back(name);  // same name, another value (a reshaped weight, say)
+      return;
+    }
+    report.tensors.push_back({name, target, how, producer, v.tensor().dtype(), error_of(v.tensor(), ref, name)});
+  };
+  // Weights first (an initializer read through a DequantizeLinear is matched by its DQ output).
+  for (const Initializer& i : model.graph.initializers) match(i.name, "", m.values.at(i.name));
+  for (const auto& [name, id] : m.made) match(name, id, m.values.at(name));
+
+  ErrorAccumulator total;
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    const std::string& name = m.output_names[k];
+    const auto it = std::find(r.output_names.begin(), r.output_names.end(), name);
+    if (it == r.output_names.end() || !is_float_tensor(m.outputs[k])) continue;
+    const Value& ref = r.outputs[size_t(it - r.output_names.begin())];
+    if (!is_float_tensor(ref)) continue;
+    total.add(m.outputs[k].tensor(), ref.tensor(), name);
+    report.outputs.push_back({name, m.outputs[k].tensor().dtype(), error_of(m.outputs[k].tensor(), ref.tensor(), name), {}, {}});
+  }
+  report.outputs_total = total.result();
+  return report;
+}
+
+namespace {
+nlohmann::json finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
+
+nlohmann::json error_json(const Error& e) {
+  nlohmann::json j = {{"max_abs", e.max_abs}, {"max_rel", finite(e.max_rel)}, {"rms", e.rms},
+                      {"sqnr_db", finite(e.sqnr_db)}, {"ulps", e.ulps}, {"count", e.count}};
+  if (e.nonfinite) j["nonfinite"] = e.nonfinite;
+  return j;
+}
+
+nlohmann::json to_json(const Report& r, const std::string& model) {
+  using json = nlohmann::json;
+  json j = {{"oracle", "float64"}, {"model", model}, {"contributions_computed", r.contributions},
+            {"nodes", json::array()}, {"outputs", json::array()}, {"fallback", r.fallback}};
+  for (const NodeError& n : r.nodes) {
+    json jn = {{"node", n.node}, {"op_type", n.op_type}, {"index", n.index}, {"outputs", json::array()}};
+    jn["contribution"] = n.contribution ? error_json(*n.contribution) : json(nullptr);
+    if (n.fallback) jn["fallback"] = true;
+    if (!n.local_note.empty()) jn["local_note"] = n.local_note;
+    for (const OutputError& o : n.outputs) {
+      json jo = {{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", error_json(o.accumulated)}};
+      jo["local"] = o.local ? error_json(*o.local) : json(nullptr);
+      jo["amplification"] = o.amplification ? finite(*o.amplification) : json(nullptr);
+      jn["outputs"].push_back(jo);
+    }
+    j["nodes"].push_back(jn);
+  }
+  for (const OutputError& o : r.outputs)
+    j["outputs"].push_back({{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", error_json(o.accumulated)}});
+  return j;
+}
+
+nlohmann::json to_json(const ReferenceReport& r, const std::string& model, const std::string& reference) {
+  using json = nlohmann::json;
+  json j = {{"oracle", "reference"}, {"reference", reference}, {"model", model}, {"nodes", json::array()},
+            {"outputs", json::array()}, {"tensors", json::array()}, {"unmatched", r.unmatched}};
+  for (const OutputError& o : r.outputs)
+    j["outputs"].push_back({{"name", o.name}, {"dtype", dtype_numpy_name(o.dtype)}, {"accumulated", error_json(o.accumulated)}});
+  for (const TensorMatch& t : r.tensors) {
+    json jt = {{"name", t.name}, {"reference", t.reference}, {"match", t.how}, {"producer", t.producer},
+               {"dtype", dtype_numpy_name(t.dtype)}};
+    jt.update(error_json(t.error));
+    j["tensors"].push_back(jt);
+  }
+  return j;
 }
 
 }  // namespace refeval::accuracy

@@ -1,11 +1,11 @@
 // The accuracy profile (`refeval accuracy`, issue 28): a float64 oracle of a model, and each node's
 // error against it.
 //
-// - The oracle is the same graph with every float32/float16/bfloat16 tensor held in float64:
-//   initializers, Constant and ConstantOfShape tensors widened exactly, graph I/O and value_info
-//   types widened, Cast/EyeLike/Random* targets of those types retargeted to double, in bodies and
-//   model-local functions too. Float8/float4 stay as they are: they are quantized storage, not a
-//   compute precision. It runs through the normal evaluator, i.e. the kernels' double paths.
+// - The oracle is the same graph with every float32/float16/bfloat16 tensor held in float64
+//   (fusion/oracle.h), run through the normal evaluator, i.e. the kernels' double paths. A
+//   main-graph node whose operator declares no double type runs in the oracle on its inputs
+//   rounded to the types the model run saw, and its outputs are widened back: it is named in
+//   Report::fallback and marked NodeError::fallback.
 // - Accumulated error of a value: the model-precision run against the oracle.
 // - Local error of a node: its model-precision kernel fed the oracle's inputs rounded to the types
 //   the model run saw, against the oracle's output: the error the node itself adds.
@@ -21,46 +21,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "fusion/oracle.h"
 #include "refeval/ir.h"
 #include "refeval/registry.h"
 #include "refeval/value.h"
 
 namespace refeval::accuracy {
-
-// Error of values against the oracle over every element compared. sqnr_db = 10·log10(Σo² / Σd²)
-// (qdq_loss_debug's 20·log10(‖o‖/‖d‖)); +inf when there is no error. ulps: the largest error in
-// units in the last place of the model's type at the oracle value. Elements where model and
-// oracle disagree about being finite (NaN against a number, Inf against a finite value) are
-// counted in `nonfinite` and left out of the other figures.
-struct Error {
-  double max_abs = 0, max_rel = 0, rms = 0;
-  double sqnr_db = std::numeric_limits<double>::infinity();
-  double ulps = 0;
-  double rel_rms = 0;  // rms / rms of the oracle (0 when both are 0)
-  int64_t count = 0, nonfinite = 0;
-};
-
-// Gathers elements of one or several tensors (a node's error over all its outputs, the graph
-// outputs' error over all outputs).
-class ErrorAccumulator {
- public:
-  // `model` is any floating tensor, `oracle` the same shape in any floating type. The ulps use
-  // `ulp_type`, by default `model`'s type. Shapes that differ are an error naming `what`.
-  void add(const Tensor& model, const Tensor& oracle, const std::string& what, DType ulp_type = DType::Undefined);
-  Error result() const;
-  bool empty() const { return count_ == 0 && nonfinite_ == 0; }
-
- private:
-  double max_abs_ = 0, max_rel_ = 0, ulps_ = 0, sum_d2_ = 0, sum_o2_ = 0;
-  int64_t count_ = 0, nonfinite_ = 0;
-};
-
-// The element types the oracle holds in float64.
-bool is_widened(DType t);
-// A copy of `model` with every widened type held in float64 (see the header comment).
-Model widen_model(const Model& model);
-// Tensors (and sequence items) of a widened type converted to float64; other values unchanged.
-Value widen_value(const Value& v);
 
 struct OutputError {
   std::string name;
@@ -76,6 +44,7 @@ struct NodeError {
   int index = 0;        // execution order
   std::vector<OutputError> outputs;  // floating tensor outputs only
   std::string local_note;            // why there is no local error, when there is none
+  bool fallback = false;             // no double path: the oracle ran its model-precision kernel
   std::optional<Error> contribution;
   // What the node is ranked by: contribution RMS when computed, else the accumulated RMS of its
   // worst output (ranked after every node with a contribution).
@@ -86,7 +55,7 @@ struct Report {
   std::vector<NodeError> nodes;          // sorted, worst first
   std::vector<OutputError> outputs;      // graph outputs, accumulated error only
   Error outputs_total;                   // over every floating graph output
-  std::vector<std::string> refused;      // nodes whose operator declares no double type
+  std::vector<std::string> fallback;     // "id (op)" of nodes whose operator declares no double type
   size_t contributions = 0;              // how many nodes got a contribution
   size_t nodes_run = 0;                  // main-graph nodes executed
 };
@@ -98,8 +67,51 @@ struct Options {
 };
 
 // Runs the model on `feeds` (model precision) and its float64 oracle on the same feeds widened.
-// Fails with ErrorKind::Runtime naming the node if the oracle cannot run, and listing the
-// operators that declare no double type.
+// Fails with ErrorKind::Runtime naming the node if the oracle cannot run.
 Report profile(const Model& model, const std::map<std::string, Value>& feeds, const Options& options);
+
+// `--reference OTHER.onnx`: the model (float16, QDQ-quantized, MatMulNBits, optimized) against a
+// second model, its float original, on the same inputs. A value of the model is matched to a
+// value of the reference (node output, initializer or graph input) by
+//   1. the same name;
+//   2. ONNX Runtime's QDQ names: "X_DequantizeLinear_Output" (optionally "_N"), the value after
+//      its QuantizeLinear/DequantizeLinear pair, and "X_QuantizeLinear_Input", matched to "X";
+//   3. the optimizer's provenance (metadata "refeval.fused_from:NODE" = the replaced nodes): the
+//      fused node's floating outputs matched, in order, to the replaced nodes' outputs that are
+//      read outside them in the reference, when the counts agree.
+struct TensorMatch {
+  std::string name, reference;
+  std::string how;        // "name", "qdq", "fused_from"
+  std::string producer;   // the model node that made it ("" for an initializer or input)
+  DType dtype = DType::Undefined;
+  Error error;            // the model's value against the reference's
+};
+
+struct ReferenceReport {
+  std::vector<TensorMatch> tensors;    // in the model's execution order
+  std::vector<OutputError> outputs;    // graph outputs matched by name, accumulated = against the reference
+  Error outputs_total;
+  std::vector<std::string> unmatched;  // floating node outputs of the model with no counterpart
+  size_t nodes_run = 0;
+};
+
+// `feeds` are the model's; the reference is fed the values of the same names, converted to its
+// declared input types (float16 <-> float32), and `reference_feeds` for names the model lacks.
+ReferenceReport against_reference(const Model& model, const Model& reference, const std::map<std::string, Value>& feeds,
+                                  const std::map<std::string, Value>& reference_feeds, const Registry* registry);
+
+// The JSON documents of `refeval accuracy --json` (and refeval.accuracy() in Python):
+//   {"oracle": "float64", "model", "contributions_computed", "fallback": [...],
+//    "nodes": [{"node", "op_type", "index", "contribution": ERR|null, "fallback"?, "local_note"?,
+//               "outputs": [{"name", "dtype", "local": ERR|null, "accumulated": ERR, "amplification"}]}],
+//    "outputs": [{"name", "dtype", "accumulated": ERR}]}
+// with nodes in the report's order (by contribution, then accumulated RMS), and
+//   {"oracle": "reference", "reference", "model", "nodes": [], "outputs": [...], "unmatched": [...],
+//    "tensors": [{"name", "reference", "match", "producer", "dtype", ...ERR}]}
+// where ERR is {"max_abs", "max_rel", "rms", "sqnr_db", "ulps", "count", "nonfinite"?}; JSON has
+// no infinity, so an infinite figure is null.
+nlohmann::json error_json(const Error& e);
+nlohmann::json to_json(const Report& r, const std::string& model);
+nlohmann::json to_json(const ReferenceReport& r, const std::string& model, const std::string& reference);
 
 }  // namespace refeval::accuracy

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "oracle.h"
 #include "refeval/evaluator.h"
 
 namespace refeval::fusion {
@@ -47,7 +48,13 @@ FusionReport check_models(const Model& fused, const Model& unfused, const Regist
   auto a = std::make_shared<ReferenceEvaluator>(fused, EvaluatorOptions{&registry});
   auto b = std::make_shared<ReferenceEvaluator>(unfused, EvaluatorOptions{&registry});
   const auto sets = make_input_sets(feeds, {}, options.sets);
-  FusionReport report = check_equivalence(runner_of(a, shared), runner_of(b, shared), sets, options);
+  // The unfused model in float64: both sides' reference (equivalence.h).
+  Runner oracle;
+  try {
+    oracle = runner_of(std::make_shared<ReferenceEvaluator>(accuracy::widen_model(unfused), EvaluatorOptions{&registry}), shared);
+  } catch (const refeval::Error&) {  // no oracle: the plain comparison decides
+  }
+  FusionReport report = check_equivalence(runner_of(a, shared), runner_of(b, shared), sets, options, oracle);
   report.subject = fmt::format("{} vs {}", fused.path.empty() ? "fused model" : fused.path,
                                unfused.path.empty() ? "unfused model" : unfused.path);
   report.fused = fmt::format("{} nodes", fused.graph.nodes.size());

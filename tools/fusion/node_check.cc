@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "decompositions/decompositions.h"
+#include "oracle.h"
 #include "refeval/evaluator.h"
 
 namespace refeval::fusion {
@@ -72,15 +73,29 @@ FusionReport check_node(const Model& model, const NodeMatch& match, const Regist
   for (const auto& name : node.inputs) samples.push_back(name.empty() ? Value() : node_feeds[name]);
 
   std::string unfused_kind;
-  std::shared_ptr<ReferenceEvaluator> unfused;
+  std::shared_ptr<ReferenceEvaluator> unfused, oracle;  // oracle: the unfused side in float64
   if (const Function* fn = model.find_function(node.domain, node.op_type, node.overload)) {
     unfused = std::make_shared<ReferenceEvaluator>(function_side(model, *fn, node, registry));
+    try {
+      Function wide = *fn;
+      accuracy::widen_function(wide);
+      Graph g;
+      g.nodes = {node};
+      accuracy::widen_graph(g);
+      oracle = std::make_shared<ReferenceEvaluator>(function_side(model, wide, g.nodes[0], registry));
+    } catch (const refeval::Error&) {  // no oracle: the plain comparison decides
+    }
     unfused_kind = "model-local function";
   } else if (DecompositionBuilder build = find_decomposition(node.domain, node.op_type)) {
     GraphWriter w(node, samples);
     build(w, version);
-    unfused = std::make_shared<ReferenceEvaluator>(
-        ReferenceEvaluator::from_graph(w.finish(), {{"", kDecompositionOpset}}, {}, {&registry}));
+    Graph g = w.finish();
+    unfused = std::make_shared<ReferenceEvaluator>(ReferenceEvaluator::from_graph(g, {{"", kDecompositionOpset}}, {}, {&registry}));
+    try {
+      accuracy::widen_graph(g);
+      oracle = std::make_shared<ReferenceEvaluator>(ReferenceEvaluator::from_graph(g, {{"", kDecompositionOpset}}, {}, {&registry}));
+    } catch (const refeval::Error&) {  // no oracle: the plain comparison decides
+    }
     unfused_kind = "built-in decomposition";
   } else {
     fail_usage(fmt::format("{}: nothing to check against: the model has no function {} and refeval has no built-in "
@@ -89,7 +104,8 @@ FusionReport check_node(const Model& model, const NodeMatch& match, const Regist
   auto fused = std::make_shared<ReferenceEvaluator>(ReferenceEvaluator::from_node(node, model.opsets, {&registry}));
   const std::vector<std::string> outputs = fused->output_names();
   const auto sets = make_input_sets(node_feeds, weights, options.sets);
-  FusionReport report = check_equivalence(runner_of(fused, outputs), runner_of(unfused, outputs), sets, options);
+  FusionReport report = check_equivalence(runner_of(fused, outputs), runner_of(unfused, outputs), sets, options,
+                                          oracle ? runner_of(oracle, outputs) : Runner());
   report.subject = node.describe();
   report.fused = fmt::format("{} kernel ({})", qualified(node), registry.resolve(node.domain, node.op_type, version)->origin);
   report.unfused = unfused_kind;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "input_sets.h"
+#include "oracle.h"
 #include "refeval/error.h"
 #include "refeval/evaluator.h"
 
@@ -25,7 +26,13 @@ fusion::FusionReport verify(const Model& original, const Model& optimized, const
     return [ev, outputs](const std::map<std::string, Value>& f) { return ev->run(outputs, f); };
   };
   const auto sets = fusion::make_input_sets(feeds, {}, options.sets);
-  fusion::FusionReport report = fusion::check_equivalence(runner(a), runner(b), sets, options);
+  // The original in float64: both sides' reference (fusion/equivalence.h).
+  fusion::Runner oracle;
+  try {
+    oracle = runner(std::make_shared<ReferenceEvaluator>(accuracy::widen_model(original), EvaluatorOptions{&registry}));
+  } catch (const refeval::Error&) {  // no oracle: the plain comparison decides
+  }
+  fusion::FusionReport report = fusion::check_equivalence(runner(a), runner(b), sets, options, oracle);
   report.subject = fmt::format("{} nodes vs {} nodes", optimized.graph.nodes.size(), original.graph.nodes.size());
   report.fused = "optimized";
   report.unfused = "original";

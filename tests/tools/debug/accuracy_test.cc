@@ -1,0 +1,131 @@
+// The accuracy library (tools/debug/accuracy.h, fusion/oracle.h) on small graphs whose errors are
+// known by hand: the error figures, the widening, the ranking, the fallback for operators without
+// a double path, and the --reference matching (same name, QDQ names, fused_from provenance).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "debug/accuracy.h"
+#include "refeval/builder.h"
+#include "refeval/error.h"
+
+using namespace refeval;
+using namespace refeval::build;
+namespace acc = refeval::accuracy;
+
+namespace {
+
+Tensor f32(std::vector<float> v) { return Tensor::from_vector<float>({int64_t(v.size())}, v); }
+Tensor f64(std::vector<double> v) { return Tensor::from_vector<double>({int64_t(v.size())}, v); }
+
+}  // namespace
+
+TEST_CASE("accuracy: error figures against a hand computation") {
+  acc::ErrorAccumulator e;
+  e.add(f32({1, 2, 3}), f64({1, 2.5, 3}), "x");
+  const acc::Error r = e.result();
+  CHECK(r.count == 3);
+  CHECK(r.max_abs == 0.5);
+  CHECK(r.max_rel == doctest::Approx(0.2));
+  CHECK(r.rms == doctest::Approx(std::sqrt(0.25 / 3)));
+  CHECK(r.sqnr_db == doctest::Approx(20 * std::log10(std::sqrt(1 + 6.25 + 9) / 0.5)));
+  CHECK(r.ulps == std::ldexp(1.0, 21));  // 0.5 over float32's spacing at 2.5, 2^-22
+}
+
+TEST_CASE("accuracy: SQNR as qdq_loss_debug: both norms held at float64's epsilon") {
+  const double eps = std::numeric_limits<double>::epsilon();
+  CHECK(acc::error_of(f32({0, 0}), f64({0, 0}), "z").sqnr_db == 0);
+  CHECK(acc::error_of(f32({3, 4}), f64({3, 4}), "same").sqnr_db == doctest::Approx(20 * std::log10(5 / eps)));
+}
+
+TEST_CASE("accuracy: NaN/Inf on one side only are counted apart, on both sides ignored") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const acc::Error r = acc::error_of(f32({nan, inf, nan, 1}), f64({1, 1, NAN, 1}), "x");
+  CHECK(r.nonfinite == 2);
+  CHECK(r.count == 1);
+  CHECK(r.max_abs == 0);
+  CHECK_THROWS_WITH_AS(acc::error_of(f32({1, 2}), f64({1}), "v"), doctest::Contains("'v': shape"), refeval::Error);
+}
+
+TEST_CASE("accuracy: the oracle model holds floats in float64, Casts and Constants retargeted") {
+  const Model m = model(graph("g",
+                              {node("Constant", {}, {"c"}, {attr("value_float", 0.1f)}, "const"), node("Mul", {"X", "c"}, {"s"}),
+                               node("Cast", {"s"}, {"h"}, {attr("to", int64_t(DType::Float16))}), node("Cast", {"h"}, {"Y"}, {attr("to", int64_t(DType::Float))})},
+                              {tensor_info("X", DType::Float, {2})}, {tensor_info("Y", DType::Float, {2})},
+                              {Initializer{"W", f32({1, 2})}}));
+  const Model w = acc::widen_model(m);
+  CHECK(w.graph.inputs[0].type.dtype == DType::Double);
+  CHECK(w.graph.outputs[0].type.dtype == DType::Double);
+  CHECK(w.graph.initializers[0].value.dtype() == DType::Double);
+  CHECK(w.graph.nodes[0].attributes[0].t.dtype() == DType::Double);
+  CHECK(w.graph.nodes[2].attributes[0].i == int64_t(DType::Double));
+  CHECK(w.graph.nodes[3].attributes[0].i == int64_t(DType::Double));
+}
+
+TEST_CASE("accuracy: the ill-conditioned Add ranks first; the exact Sub adds nothing of its own") {
+  // Y = ((X + 1e4) - 1e4) * 3: float32 rounds X + 1e4 to 2^-10.
+  const Model m = model(graph("g",
+                              {node("Add", {"X", "big"}, {"p"}, {}, "add"), node("Sub", {"p", "big"}, {"q"}, {}, "sub"),
+                               node("Mul", {"q", "three"}, {"Y"}, {}, "mul")},
+                              {tensor_info("X", DType::Float, {4})}, {tensor_info("Y", DType::Float, {4})},
+                              {Initializer{"big", Tensor::scalar<float>(1e4f)}, Initializer{"three", Tensor::scalar<float>(3)}}));
+  const std::map<std::string, Value> feeds{{"X", Value(f32({0.1f, 0.2f, 0.3f, 0.4f}))}};
+  const acc::Report r = acc::profile(m, feeds, {});
+  REQUIRE(r.nodes.size() == 3);
+  CHECK(r.nodes[0].node == "add");
+  REQUIRE(r.nodes[0].contribution);
+  CHECK(r.nodes[0].contribution->rms == doctest::Approx(r.outputs_total.rms).epsilon(0.05));
+  const acc::NodeError& sub = *std::find_if(r.nodes.begin(), r.nodes.end(), [](auto& n) { return n.node == "sub"; });
+  CHECK(sub.outputs[0].local->max_abs == 0);
+  CHECK(!sub.contribution);
+  CHECK(sub.outputs[0].accumulated.max_abs > 0);  // it carries the Add's error
+  // the oracle is exact here: (X + 1e4) - 1e4 = X in float64
+  const std::vector<double> x{0.1f, 0.2f, 0.3f, 0.4f};
+  double worst = 0;
+  for (double v : x) worst = std::max(worst, std::fabs(3 * double(float(double(float(v + 1e4)) - 1e4)) - 3 * v));
+  CHECK(r.outputs[0].accumulated.max_abs == doctest::Approx(worst).epsilon(1e-6));
+}
+
+TEST_CASE("accuracy: an operator without a double path runs in the model's precision inside the oracle") {
+  const Model m = model(graph("g", {node("DynamicQuantizeLinear", {"X"}, {"q", "s", "z"}, {}, "dql")},
+                              {tensor_info("X", DType::Float, {4})}, {tensor_info("s", DType::Float, {})}));
+  const acc::Report r = acc::profile(m, {{"X", Value(f32({-1, 0.5f, 2, 3}))}}, {});
+  REQUIRE(r.fallback.size() == 1);
+  CHECK(r.fallback[0] == "dql (DynamicQuantizeLinear)");
+  REQUIRE(r.nodes.size() == 1);
+  CHECK(r.nodes[0].fallback);
+  CHECK(r.outputs[0].accumulated.max_abs == 0);
+}
+
+TEST_CASE("accuracy --reference: same names, QDQ names and fused_from provenance") {
+  // reference: u = A·W + b (MatMul, Add), out = Relu(u)
+  const Tensor W = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  const Model ref = model(graph("r", {node("MatMul", {"A", "W"}, {"t"}, {}, "mm"), node("Add", {"t", "b"}, {"u"}, {}, "add"),
+                                      node("Relu", {"u"}, {"out"}, {}, "relu")},
+                                {tensor_info("A", DType::Float, {1, 2})}, {tensor_info("out", DType::Float, {1, 2})},
+                                {Initializer{"W", W}, Initializer{"b", f32({0.5f, -0.5f})}}));
+  // model: W behind a DequantizeLinear (ORT's names), one Gemm for MatMul + Add with a new name
+  Model m = model(graph("m",
+                        {node("DequantizeLinear", {"W_quantized", "W_scale"}, {"W_DequantizeLinear_Output"}, {}, "dq"),
+                         node("Gemm", {"A", "W_DequantizeLinear_Output", "b"}, {"gemm_out"}, {}, "fused"),
+                         node("Relu", {"gemm_out"}, {"out"}, {}, "relu")},
+                        {tensor_info("A", DType::Float, {1, 2})}, {tensor_info("out", DType::Float, {1, 2})},
+                        {Initializer{"W_quantized", Tensor::from_vector<int8_t>({2, 2}, {1, 2, 3, 4})},
+                         Initializer{"W_scale", Tensor::scalar<float>(1.0f)}, Initializer{"b", f32({0.5f, -0.5f})}}));
+  m.metadata.emplace_back("refeval.fused_from:fused", "mm,add");
+  const std::map<std::string, Value> feeds{{"A", Value(Tensor::from_vector<float>({1, 2}, {1, -1}))}};
+  const acc::ReferenceReport r = acc::against_reference(m, ref, feeds, {}, nullptr);
+  std::map<std::string, acc::TensorMatch> by_name;
+  for (const auto& t : r.tensors) by_name[t.name] = t;
+  REQUIRE(by_name.count("W_DequantizeLinear_Output"));
+  CHECK(by_name["W_DequantizeLinear_Output"].reference == "W");
+  CHECK(by_name["W_DequantizeLinear_Output"].how == "qdq");
+  REQUIRE(by_name.count("gemm_out"));
+  CHECK(by_name["gemm_out"].reference == "u");
+  CHECK(by_name["gemm_out"].how == "fused_from");
+  CHECK(by_name["gemm_out"].error.max_abs == 0);
+  CHECK(by_name["out"].how == "name");
+  CHECK(!by_name.count("W_scale"));  // a parameter with no counterpart: neither matched nor counted
+  CHECK(r.unmatched.empty());
+}
