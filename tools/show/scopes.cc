@@ -156,34 +156,59 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
   for (Scope& sc : s.groups)
     std::sort(sc.items.begin(), sc.items.end(), [&](int a, int c) { return first_node(a) < first_node(c); });
 
-  // Sections: too many children are cut into runs of consecutive children.
+  // Sections. A group with too many children first wraps each long run of consecutive
+  // scope-less nodes (torch's mask and rotary preparation at the root) into a "section", so that
+  // its subgroups (the layers) stay in view; if that is not enough, its children are cut into
+  // "part"s of consecutive children, again and again above limit² children.
   const size_t limit = std::max<size_t>(o.max_children, 2);
-  for (size_t k = 0; k < s.groups.size(); ++k) {
-    // More than limit² children: the sections are cut into sections again.
-    while (s.groups[k].items.size() > limit) {
-    const std::vector<int> items = std::move(s.groups[k].items);
-    s.groups[k].items.clear();
-    const size_t count = (items.size() + limit - 1) / limit;
-    for (size_t c = 0; c < count; ++c) {
-      const size_t from = items.size() * c / count, to = items.size() * (c + 1) / count;
-      Scope sec;
-      sec.name = fmt::format("section_{}_of_{}", c + 1, count);
-      sec.parent = int(k);
-      const int id = int(s.groups.size());
-      for (size_t j = from; j < to; ++j) {
-        sec.items.push_back(items[j]);
-        if (is_group_item(items[j])) {
-          s.groups[group_of_item(items[j])].parent = id;
-          const auto& gn = s.groups[group_of_item(items[j])].nodes;
-          sec.nodes.insert(sec.nodes.end(), gn.begin(), gn.end());
-        } else {
-          sec.nodes.push_back(size_t(items[j]));
-        }
+  auto wrap = [&](size_t k, const std::vector<int>& items, size_t from, size_t to, std::string name) {
+    Scope sec;
+    sec.name = std::move(name);
+    sec.parent = int(k);
+    const int id = int(s.groups.size());
+    for (size_t j = from; j < to; ++j) {
+      sec.items.push_back(items[j]);
+      if (is_group_item(items[j])) {
+        s.groups[group_of_item(items[j])].parent = id;
+        const auto& gn = s.groups[group_of_item(items[j])].nodes;
+        sec.nodes.insert(sec.nodes.end(), gn.begin(), gn.end());
+      } else {
+        sec.nodes.push_back(size_t(items[j]));
       }
-      std::sort(sec.nodes.begin(), sec.nodes.end());
-      s.groups[k].items.push_back(~id);
-      s.groups.push_back(std::move(sec));
     }
+    std::sort(sec.nodes.begin(), sec.nodes.end());
+    s.groups.push_back(std::move(sec));
+    return ~id;
+  };
+  const size_t min_run = 8;
+  for (size_t k = 0; k < s.groups.size(); ++k) {
+    if (s.groups[k].items.size() <= limit) continue;
+    if (std::any_of(s.groups[k].items.begin(), s.groups[k].items.end(), is_group_item)) {
+      const std::vector<int> items = std::move(s.groups[k].items);
+      std::vector<std::pair<size_t, size_t>> runs;
+      for (size_t j = 0; j < items.size();) {
+        size_t e = j;
+        while (e < items.size() && !is_group_item(items[e])) ++e;
+        if (e - j >= min_run) runs.push_back({j, e});
+        j = e == j ? j + 1 : e;
+      }
+      std::vector<int> out;  // not a reference into s.groups: wrap() appends to it
+      size_t at = 0;
+      for (size_t r = 0; r < runs.size(); ++r) {
+        out.insert(out.end(), items.begin() + at, items.begin() + runs[r].first);
+        out.push_back(wrap(k, items, runs[r].first, runs[r].second, fmt::format("section_{}_of_{}", r + 1, runs.size())));
+        at = runs[r].second;
+      }
+      out.insert(out.end(), items.begin() + at, items.end());
+      s.groups[k].items = std::move(out);
+    }
+    while (s.groups[k].items.size() > limit) {
+      const std::vector<int> items = std::move(s.groups[k].items);
+      const size_t count = (items.size() + limit - 1) / limit;
+      std::vector<int> parts;
+      for (size_t c = 0; c < count; ++c)
+        parts.push_back(wrap(k, items, items.size() * c / count, items.size() * (c + 1) / count, fmt::format("part_{}_of_{}", c + 1, count)));
+      s.groups[k].items = std::move(parts);
     }
   }
   // Paths, depths and each node's innermost group, from the root down.
@@ -204,6 +229,7 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
   for (Scope& sc : s.groups) {
     std::map<std::string, size_t> ops;
     for (size_t node : sc.nodes) ++ops[g.nodes[node].op_type];
+    if (ops.size() > 1) ops.erase("Constant");  // torch writes one per scalar: it says nothing about the layer
     std::vector<std::pair<std::string, size_t>> ranked(ops.begin(), ops.end());
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& c) { return a.second > c.second; });
     if (ranked.size() > 3) ranked.resize(3);

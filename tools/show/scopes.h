@@ -35,7 +35,7 @@ struct Scope {
   int depth = 0;              // the root is 0
   std::vector<int> items;     // direct children in topological order (see is_group_item)
   std::vector<size_t> nodes;  // every node under the group, ascending
-  std::vector<std::pair<std::string, size_t>> top_ops;  // the 3 most frequent op types under it
+  std::vector<std::pair<std::string, size_t>> top_ops;  // the 3 most frequent op types under it, Constant left out
   int identical = -1;         // the class of identical siblings it belongs to (index into Scopes::identical), -1 if none
 };
 

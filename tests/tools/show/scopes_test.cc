@@ -78,7 +78,7 @@ TEST_CASE("scopes: torch layers become nested groups, single-node groups dissolv
   CHECK(s.groups[group_of_item(items[1])].name == "layers.0");
   CHECK(s.groups[group_of_item(items[2])].name == "layers.1");
   CHECK(items[3] == int(g.nodes.size() - 1));
-  CHECK(op_summary(*l0) == "MatMul 2, Add 1, Constant 1");
+  CHECK(op_summary(*l0) == "MatMul 2, Add 1, Mul 1");  // Constant left out
 }
 
 TEST_CASE("scopes: identical sibling blocks are found, a different one is not") {
@@ -100,7 +100,7 @@ TEST_CASE("scopes: a group with too many children is cut into sections in topolo
   const Scope& root = s.groups[0];
   REQUIRE(root.items.size() == 2);  // 5 items (Gather, 3 layers, Identity): sections of 2 and 3
   const Scope& first = s.groups[group_of_item(root.items[0])];
-  CHECK(first.name == "section_1_of_2");
+  CHECK(first.name == "part_1_of_2");
   CHECK(first.items.size() == 2);
   CHECK(first.items[0] == 0);
   CHECK(s.groups[group_of_item(root.items[1])].items.size() == 3);
@@ -108,7 +108,7 @@ TEST_CASE("scopes: a group with too many children is cut into sections in topolo
   for (const Scope& sc : s.groups)
     if (sc.name == "layers.0") l0 = &sc;
   REQUIRE(l0);
-  CHECK(l0->path == "section_1_of_2/layers.0");
+  CHECK(l0->path == "part_1_of_2/layers.0");
   CHECK(l0->depth == 2);
   CHECK(s.node_group[1] == l0 - s.groups.data());
   CHECK(root.nodes.size() == g.nodes.size());
@@ -124,6 +124,25 @@ TEST_CASE("scopes: a group with too many children is cut into sections in topolo
     for (int item : sc.items) total += is_group_item(item) ? 0 : 1;
   }
   CHECK(total == g.nodes.size());  // every node in exactly one innermost group
+}
+
+TEST_CASE("scopes: a long run of scope-less nodes becomes a section, the layers stay in view") {
+  Graph g = decoder(2);
+  // 10 scope-less nodes (torch's mask preparation) between the Gather and the layers.
+  std::vector<Node> prep;
+  std::string v = "e";
+  for (int k = 0; k < 10; ++k) prep.push_back(node("/Cast_" + std::to_string(k), "Cast", {v}, {"c" + std::to_string(k)})), v = "c" + std::to_string(k);
+  g.nodes.insert(g.nodes.begin() + 1, prep.begin(), prep.end());
+  ScopeOptions o;
+  o.max_children = 6;
+  const Scopes s = build_scopes(g, o);
+  const Scope& root = s.groups[0];
+  REQUIRE(root.items.size() == 5);  // Gather, section, layers.0, layers.1, Identity
+  CHECK(root.items[0] == 0);
+  const Scope& sec = s.groups[group_of_item(root.items[1])];
+  CHECK(sec.name == "section_1_of_1");
+  CHECK(sec.nodes.size() == 10);
+  CHECK(s.groups[group_of_item(root.items[2])].path == "layers.0");
 }
 
 TEST_CASE("scopes: a node's namespace replaces its name's scope") {
