@@ -250,9 +250,33 @@ constexpr const char* kScript = R"JS(
     const gparent = groups.map(g => g[1]), gdepth = groups.map(g => g[2]);
     const ngroup = new Int32Array(N);
     groups.forEach((g, k) => { for (const it of g[6]) if (it >= 0) ngroup[it] = k; });
-    // Item keys: n<node>, g<group>, i<graph input>, o<graph output>.
-    const parentOf = key => { const c = key[0], x = +key.slice(1); return c === 'n' ? 'g' + ngroup[x] : c === 'g' ? (gparent[x] < 0 ? null : 'g' + gparent[x]) : 'g0'; };
-    const depthOf = key => { const c = key[0], x = +key.slice(1); return c === 'n' ? gdepth[ngroup[x]] + 1 : c === 'g' ? gdepth[x] : 1; };
+    // Item keys: n<node>, g<group>, i<graph input>, o<graph output>. A graph input sits in the
+    // deepest group holding all its consumers (a layer's KV cache in that layer), an output in
+    // its producer's group.
+    const lcaGroup = (a, b) => {
+      while (gdepth[a] > gdepth[b]) a = gparent[a];
+      while (gdepth[b] > gdepth[a]) b = gparent[b];
+      while (a !== b) { a = gparent[a]; b = gparent[b]; }
+      return a;
+    };
+    const ioGroup = new Map(), ioOf = new Map();
+    {
+      const inputOf = new Map();
+      G.gi.forEach((v, k) => inputOf.set(v, k));
+      G.ni.forEach((ins, i) => ins.forEach(v => {
+        const k = inputOf.get(v);
+        if (k === undefined) return;
+        const g = ioGroup.get('i' + k);
+        ioGroup.set('i' + k, g === undefined ? ngroup[i] : lcaGroup(g, ngroup[i]));
+      }));
+      const producerNode = new Map();
+      G.nq.forEach((outs, i) => outs.forEach(v => producerNode.set(v, i)));
+      G.go.forEach((v, k) => { const p = producerNode.get(v); ioGroup.set('o' + k, p === undefined ? 0 : ngroup[p]); });
+      G.gi.forEach((v, k) => { if (!ioGroup.has('i' + k)) ioGroup.set('i' + k, 0); });
+      for (const [key, g] of ioGroup) { if (!ioOf.has(g)) ioOf.set(g, []); ioOf.get(g).push(key); }
+    }
+    const parentOf = key => { const c = key[0], x = +key.slice(1); return c === 'n' ? 'g' + ngroup[x] : c === 'g' ? (gparent[x] < 0 ? null : 'g' + gparent[x]) : 'g' + ioGroup.get(key); };
+    const depthOf = key => { const c = key[0], x = +key.slice(1); return c === 'n' ? gdepth[ngroup[x]] + 1 : c === 'g' ? gdepth[x] : gdepth[ioGroup.get(key)] + 1; };
     // Every edge lifted to the two children of the lowest common group (Model Explorer's rule).
     const producer = new Map(), E = new Map();
     G.gi.forEach((v, k) => producer.set(v, 'i' + k));
@@ -279,7 +303,8 @@ constexpr const char* kScript = R"JS(
     let selected = -1, hits = new Set(), hitGroups = new Set(), abs = new Map();
     const opOf = i => G.ops[G.no[i]][0];
     function nodeLines(i) {
-      const l = [opOf(i), cut(shortName(G.nn[i]) || '(no name)', 30)];
+      const name = shortName(G.nn[i]), l = [opOf(i)];
+      if (name !== opOf(i)) l.push(cut(name || '(no name)', 30));
       if (G.note[i]) l.push(G.note[i]);
       return l;
     }
@@ -307,7 +332,7 @@ constexpr const char* kScript = R"JS(
       dg.setGraph({rankdir: 'TB', nodesep: 20, ranksep: 36, edgesep: 10, marginx: 0, marginy: 0});
       dg.setDefaultEdgeLabel(() => ({}));
       const keys = groups[g][6].map(itemKey);
-      if (g === 0) { G.gi.forEach((v, k) => keys.unshift('i' + k)); G.go.forEach((v, k) => keys.push('o' + k)); }
+      for (const k of ioOf.get(g) || []) k[0] === 'i' ? keys.unshift(k) : keys.push(k);
       for (const k of keys) { const [w, h] = boxSize(k); dg.setNode(k, {width: w, height: h}); }
       const es = [...(E.get(g) || new Map()).values()];
       for (const e of es) dg.setEdge(e.a, e.b);
@@ -371,9 +396,11 @@ constexpr const char* kScript = R"JS(
     function fit() {
       const L = layout(0), r = svg.getBoundingClientRect();
       const w = Math.max(L.w, 10) + 40, h = Math.max(L.h, 10) + 40;
-      // The whole graph when it is readable at that scale; else its top at about one unit per pixel.
-      if (w <= r.width * 1.6 && h <= r.height * 1.6) vb = [-20, -20, w, h];
-      else { const s = Math.max(1, w / Math.max(r.width, 1) > 1.6 ? 1.2 : 1); vb = [L.w / 2 - r.width * s / 2, -20, r.width * s, r.height * s]; }
+      // The whole graph when it stays readable (at most 2.5 units per pixel); else its top, as
+      // wide as that allows.
+      const rw = Math.max(r.width, 1), rh = Math.max(r.height, 1), s = Math.max(w / rw, h / rh);
+      if (s <= 2.5) vb = [-20 - (rw * Math.max(s, 1) - w) / 2, -20, rw * Math.max(s, 1), rh * Math.max(s, 1)];
+      else { const k = Math.min(2.5, Math.max(1, w / rw)); vb = [L.w / 2 - rw * k / 2, -20, rw * k, rh * k]; }
       applyVb();
     }
     function focus(key) {
@@ -587,8 +614,15 @@ std::string op_counts_table(const Model& a, const Model* b) {
 }
 
 std::string identical_list(const Side& side) {
+  std::vector<std::pair<std::string, int>> seen;  // a block repeated in every layer is listed once
+  for (const auto& b : side.graph["ident"]) {
+    const std::string summary = b[0].get<std::string>();
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& x) { return x.first == summary; });
+    if (it == seen.end()) seen.push_back({summary, 1});
+    else ++it->second;
+  }
   std::string h;
-  for (const auto& b : side.graph["ident"]) h += fmt::format("<li>{}</li>", escape(b[0].get<std::string>()));
+  for (const auto& [summary, times] : seen) h += fmt::format("<li>{}{}</li>", escape(summary), times > 1 ? fmt::format(" (in {} groups)", times) : "");
   return h.empty() ? "" : "<h2>Repeated blocks</h2><ul class=\"identical\">" + h + "</ul>";
 }
 

@@ -163,6 +163,7 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
   const size_t limit = std::max<size_t>(o.max_children, 2);
   auto wrap = [&](size_t k, const std::vector<int>& items, size_t from, size_t to, std::string name) {
     Scope sec;
+    sec.section = true;
     sec.name = std::move(name);
     sec.parent = int(k);
     const int id = int(s.groups.size());
@@ -268,12 +269,16 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
     return sig;
   };
   for (size_t k = 0; k < s.groups.size(); ++k) {
+    if (s.groups[k].section) continue;
     std::map<std::string, std::vector<int>> classes;
-    for (int item : s.groups[k].items) {
-      if (!is_group_item(item)) continue;
-      std::vector<int>& members = classes[signature(group_of_item(item))];
-      members.push_back(group_of_item(item));
-    }
+    std::function<void(int)> children = [&](int parent) {  // sections are looked through
+      for (int item : s.groups[parent].items) {
+        if (!is_group_item(item)) continue;
+        if (s.groups[group_of_item(item)].section) children(group_of_item(item));
+        else classes[signature(group_of_item(item))].push_back(group_of_item(item));
+      }
+    };
+    children(int(k));
     std::vector<std::vector<int>> found;
     for (auto& [sig, members] : classes)
       if (members.size() > 1) found.push_back(members);

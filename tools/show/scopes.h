@@ -5,7 +5,7 @@
 // scope common to its consumers, as Model Explorer places initializers; other scope-less nodes
 // stay at the root. A group holding a single node dissolves into its parent (repeatedly); a group
 // with more than `max_children` direct children is cut into sections of consecutive children in
-// topological order; sibling groups with the same structure (op types, domains and internal
+// topological order; sibling groups (siblings across sections too) with the same structure (op types, domains and internal
 // edges in order, names ignored) are marked identical (repeated transformer blocks).
 // `collapse` is the graph seen at a depth: groups at that depth become single boxes and edges
 // between boxes are deduplicated (show --format text|dot --depth N).
@@ -37,6 +37,7 @@ struct Scope {
   std::vector<size_t> nodes;  // every node under the group, ascending
   std::vector<std::pair<std::string, size_t>> top_ops;  // the 3 most frequent op types under it, Constant left out
   int identical = -1;         // the class of identical siblings it belongs to (index into Scopes::identical), -1 if none
+  bool section = false;       // cut by size (section_k_of_n, part_k_of_n), not a scope of the names
 };
 
 struct IdenticalBlocks {

@@ -112,8 +112,11 @@ TEST_CASE("scopes: a group with too many children is cut into sections in topolo
   CHECK(l0->depth == 2);
   CHECK(s.node_group[1] == l0 - s.groups.data());
   CHECK(root.nodes.size() == g.nodes.size());
-  CHECK(s.identical.size() == 1);  // layers.1 and layers.2 share the second section
-  CHECK(s.identical[0].summary == "layers.1\u20132: 2 identical blocks");
+  CHECK(first.section);
+  CHECK_FALSE(l0->section);
+  // Layers 0, 1 and 2 sit in different sections but are still siblings alike.
+  REQUIRE(s.identical.size() == 1);
+  CHECK(s.identical[0].summary == "layers.0\u20132: 3 identical blocks");
 
   // With 2 per group, 5 items make 3 sections, which are cut again.
   o.max_children = 2;
