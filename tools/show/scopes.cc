@@ -156,10 +156,10 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
   for (Scope& sc : s.groups)
     std::sort(sc.items.begin(), sc.items.end(), [&](int a, int c) { return first_node(a) < first_node(c); });
 
-  // Sections. A group with too many children first wraps each long run of consecutive
-  // scope-less nodes (torch's mask and rotary preparation at the root) into a "section", so that
-  // its subgroups (the layers) stay in view; if that is not enough, its children are cut into
-  // "part"s of consecutive children, again and again above limit² children.
+  // Sections. A group with subgroups wraps each long run of consecutive scope-less nodes (torch's
+  // mask and rotary preparation at the root) into a "section", so that its subgroups (the layers)
+  // stay in view; if it still has too many children, they are cut into "part"s of consecutive
+  // children, again and again above limit² children.
   const size_t limit = std::max<size_t>(o.max_children, 2);
   auto wrap = [&](size_t k, const std::vector<int>& items, size_t from, size_t to, std::string name) {
     Scope sec;
@@ -181,9 +181,10 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
     s.groups.push_back(std::move(sec));
     return ~id;
   };
-  const size_t min_run = 8;
   for (size_t k = 0; k < s.groups.size(); ++k) {
-    if (s.groups[k].items.size() <= limit) continue;
+    const bool over = s.groups[k].items.size() > limit;
+    // Runs long enough to fill a screen are wrapped anyway, so that the layers are in the first view.
+    const size_t min_run = over ? 8 : 32;
     if (std::any_of(s.groups[k].items.begin(), s.groups[k].items.end(), is_group_item)) {
       const std::vector<int> items = std::move(s.groups[k].items);
       std::vector<std::pair<size_t, size_t>> runs;

@@ -3,9 +3,11 @@
 // without the last (torch's "/model/layers.3/self_attn/q_proj/MatMul" -> model, layers.3,
 // self_attn, q_proj). A scope-less node with no inputs (torch's "Constant_12") joins the deepest
 // scope common to its consumers, as Model Explorer places initializers; other scope-less nodes
-// stay at the root. A group holding a single node dissolves into its parent (repeatedly); a group
-// with more than `max_children` direct children is cut into sections of consecutive children in
-// topological order; sibling groups (siblings across sections too) with the same structure (op types, domains and internal
+// stay at the root. A group holding a single node dissolves into its parent (repeatedly). In a
+// group with subgroups, each run of 32 consecutive scope-less children (8 when the group has more
+// than `max_children` children) becomes a section ("section_k_of_n"), so that the layers are in
+// the first view; a group still above `max_children` is cut into parts ("part_k_of_n") of
+// consecutive children in topological order; sibling groups (siblings across sections too) with the same structure (op types, domains and internal
 // edges in order, names ignored) are marked identical (repeated transformer blocks).
 // `collapse` is the graph seen at a depth: groups at that depth become single boxes and edges
 // between boxes are deduplicated (show --format text|dot --depth N).

@@ -110,7 +110,7 @@ TEST_CASE("scopes: a group with too many children is cut into sections in topolo
   REQUIRE(l0);
   CHECK(l0->path == "part_1_of_2/layers.0");
   CHECK(l0->depth == 2);
-  CHECK(s.node_group[1] == l0 - s.groups.data());
+  CHECK(s.groups[s.node_group[1]].path == "part_1_of_2/layers.0/norm");
   CHECK(root.nodes.size() == g.nodes.size());
   CHECK(first.section);
   CHECK_FALSE(l0->section);
@@ -140,12 +140,27 @@ TEST_CASE("scopes: a long run of scope-less nodes becomes a section, the layers 
   o.max_children = 6;
   const Scopes s = build_scopes(g, o);
   const Scope& root = s.groups[0];
-  REQUIRE(root.items.size() == 5);  // Gather, section, layers.0, layers.1, Identity
-  CHECK(root.items[0] == 0);
-  const Scope& sec = s.groups[group_of_item(root.items[1])];
+  REQUIRE(root.items.size() == 4);  // section (Gather and the Casts), layers.0, layers.1, Identity
+  const Scope& sec = s.groups[group_of_item(root.items[0])];
   CHECK(sec.name == "section_1_of_1");
-  CHECK(sec.nodes.size() == 10);
-  CHECK(s.groups[group_of_item(root.items[2])].path == "layers.0");
+  CHECK(sec.nodes.size() == 11);
+  CHECK(s.groups[group_of_item(root.items[1])].path == "layers.0");
+  CHECK(root.items[3] == int(g.nodes.size() - 1));
+}
+
+TEST_CASE("scopes: a run of 32 scope-less nodes before the layers is a section even under the limit") {
+  Graph g = decoder(2);
+  std::vector<Node> prep;
+  std::string v = "e";
+  for (int k = 0; k < 40; ++k) prep.push_back(node("/Cast_" + std::to_string(k), "Cast", {v}, {"c" + std::to_string(k)})), v = "c" + std::to_string(k);
+  g.nodes.insert(g.nodes.begin() + 1, prep.begin(), prep.end());
+  const Scopes s = build_scopes(g);  // 120 per group
+  REQUIRE(s.groups[0].items.size() == 4);  // section (Gather + 40 Casts), layers.0, layers.1, Identity
+  CHECK(s.groups[group_of_item(s.groups[0].items[0])].nodes.size() == 41);
+  // Without subgroups nothing is wrapped.
+  Graph flat;
+  flat.nodes = prep;
+  CHECK(build_scopes(flat).groups.size() == 1);
 }
 
 TEST_CASE("scopes: a node's namespace replaces its name's scope") {
