@@ -64,6 +64,12 @@ std::string short_name(const std::string& name) {
   return slash == std::string::npos ? name : name.substr(slash + 1);
 }
 
+// A node's name below a group ("/layers.0/self_attn/MatMul" in layers.0 -> "self_attn/MatMul").
+std::string name_in(const std::string& name, const std::string& group) {
+  const size_t at = name.find("/" + group + "/");
+  return at == std::string::npos ? short_name(name) : name.substr(at + group.size() + 2);
+}
+
 // What the page colours and notes on one graph, by node index; groups get their aggregates.
 struct Marks {
   std::map<size_t, std::string> fill, note;
@@ -152,7 +158,7 @@ json graph_json(const Graph& g, const std::map<std::string, std::string>& shapes
         const double share = m.total_ms > 0 ? sum / m.total_ms : 0;
         fill = heat(share);
         notes.push_back(fmt::format("{:.1f}% {:.3f} ms", 100 * share, sum));
-        notes.push_back(fmt::format("max {} {:.3f} ms", short_name(node_key(g.nodes[top_node], top_node)), top));
+        notes.push_back(fmt::format("max {} {:.3f} ms", name_in(node_key(g.nodes[top_node], top_node), s.name), top));
       }
     }
     if (!m.error.empty()) {
@@ -163,7 +169,7 @@ json graph_json(const Graph& g, const std::map<std::string, std::string>& shapes
       if (top >= 0) {
         fill = heat(worst_error > 0 ? top / worst_error : 0);
         notes.push_back(fmt::format("worst local rms {:.3g}", top));
-        notes.push_back(fmt::format("at {}", short_name(node_key(g.nodes[top_node], top_node))));
+        notes.push_back(fmt::format("at {}", name_in(node_key(g.nodes[top_node], top_node), s.name)));
       }
     }
     if (!m.diff.empty()) {
@@ -396,11 +402,11 @@ constexpr const char* kScript = R"JS(
     function fit() {
       const L = layout(0), r = svg.getBoundingClientRect();
       const w = Math.max(L.w, 10) + 40, h = Math.max(L.h, 10) + 40;
-      // The whole graph when it stays readable (at most 2.5 units per pixel); else its top, as
-      // wide as that allows.
+      // The whole graph when its 11px labels stay readable (at most 1.6 units per pixel); else
+      // its top, as wide as that allows.
       const rw = Math.max(r.width, 1), rh = Math.max(r.height, 1), s = Math.max(w / rw, h / rh);
-      if (s <= 2.5) vb = [-20 - (rw * Math.max(s, 1) - w) / 2, -20, rw * Math.max(s, 1), rh * Math.max(s, 1)];
-      else { const k = Math.min(2.5, Math.max(1, w / rw)); vb = [L.w / 2 - rw * k / 2, -20, rw * k, rh * k]; }
+      if (s <= 1.6) vb = [-20 - (rw * Math.max(s, 1) - w) / 2, -20, rw * Math.max(s, 1), rh * Math.max(s, 1)];
+      else { const k = Math.min(1.6, Math.max(1, w / rw)); vb = [L.w / 2 - rw * k / 2, -20, rw * k, rh * k]; }
       applyVb();
     }
     function focus(key) {
@@ -500,7 +506,7 @@ constexpr const char* kScript = R"JS(
     }
     render();
     fit();
-    return {select, expand, search, findGroup, findNode, G, side, fit};
+    return {select, expand, showGroup, search, findGroup, findNode, G, side, fit};
   }
 
   const views = [];
@@ -536,7 +542,7 @@ constexpr const char* kScript = R"JS(
       next();
     } else if (key === 'expand') {
       const t = performance.now();
-      for (const v of views) { const g = v.findGroup(arg); if (g >= 0) { v.expand(g); document.body.dataset.expanded = v.G.groups[g][7]; break; } }
+      for (const v of views) { const g = v.findGroup(arg); if (g >= 0) { v.expand(g); v.showGroup(g); document.body.dataset.expanded = v.G.groups[g][7]; break; } }
       document.body.dataset.expandMs = (performance.now() - t).toFixed(1);
     }
   }
