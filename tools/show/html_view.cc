@@ -511,12 +511,15 @@ constexpr const char* kScript = R"JS(
 
   const views = [];
   document.querySelectorAll('.pane[data-side]').forEach(pane => views.push(View(pane, D.sides[+pane.dataset.side].graph, +pane.dataset.side, '')));
+  // A body's graph is laid out when its <details> is first opened.
   document.querySelectorAll('details.body').forEach(d => {
-    d.addEventListener('toggle', () => {
+    const open = () => {
       if (!d.open || d.view) return;
       const b = D.sides[+d.dataset.side].bodies[+d.dataset.index];
       d.view = View(d.querySelector('.pane'), b.graph, +d.dataset.side, d.dataset.prefix + ':');
-    });
+    };
+    d.addEventListener('toggle', open);
+    open();
   });
 
   const box = document.getElementById('search'), found = document.getElementById('found');
