@@ -287,13 +287,26 @@ constexpr const char* kScript = R"JS(
     const producer = new Map(), E = new Map();
     G.gi.forEach((v, k) => producer.set(v, 'i' + k));
     G.nq.forEach((outs, i) => outs.forEach(v => { if (v >= 0) producer.set(v, 'n' + i); }));
+    // Ports: a value entering (leaving) a group from outside is a small box at the top (bottom)
+    // of the group's own layout, wired to the children that use (make) it.
+    const portsIn = new Map(), portsOut = new Map();
+    function port(ports, g, v, child) {
+      let m = ports.get(g);
+      if (!m) ports.set(g, m = new Map());
+      let kids = m.get(v);
+      if (!kids) m.set(v, kids = new Set());
+      kids.add(child);
+    }
     function lift(a, b, v) {
+      const a0 = a, b0 = b;
       let da = depthOf(a), db = depthOf(b);
       while (da > db) { a = parentOf(a); --da; }
       while (db > da) { b = parentOf(b); --db; }
       if (a === b) return;
       let pa = parentOf(a), pb = parentOf(b);
       while (pa !== pb) { a = pa; b = pb; pa = parentOf(a); pb = parentOf(b); }
+      for (let child = b0, x = parentOf(b0); x !== pa; child = x, x = parentOf(x)) port(portsIn, +x.slice(1), v, child);
+      for (let child = a0, x = parentOf(a0); x !== pa; child = x, x = parentOf(x)) port(portsOut, +x.slice(1), v, child);
       const g = +pa.slice(1);
       let m = E.get(g);
       if (!m) E.set(g, m = new Map());
@@ -326,6 +339,7 @@ constexpr const char* kScript = R"JS(
         const L = layout(x);
         return [Math.max(L.w + 2 * PAD, textW(groups[x][0], true) + 60), L.h + HEAD + PAD];
       }
+      if (c === 'p') return [Math.max(40, textW(cut(G.vn[+key.slice(2)], 32)) + 14), 20];
       const lines = c === 'n' ? nodeLines(x) : c === 'g' ? groupLines(x) : [G.vn[c === 'i' ? G.gi[x] : G.go[x]]];
       const w = Math.max(...lines.map((s, k) => textW(s, k === 0)));
       return [Math.max(70, w + 18), lines.length * LINE + 12];
@@ -341,6 +355,17 @@ constexpr const char* kScript = R"JS(
       for (const k of ioOf.get(g) || []) k[0] === 'i' ? keys.unshift(k) : keys.push(k);
       for (const k of keys) { const [w, h] = boxSize(k); dg.setNode(k, {width: w, height: h}); }
       const es = [...(E.get(g) || new Map()).values()];
+      const MAX_PORTS = 16;  // past that the edges at the parent's level say enough
+      for (const [ports, kind] of [[portsIn, 'pi'], [portsOut, 'po']]) {
+        const m = g === 0 ? null : ports.get(g);
+        if (!m || m.size > MAX_PORTS) continue;
+        for (const [v, kids] of m) {
+          const k = kind + v, [w, h] = boxSize(k);
+          dg.setNode(k, {width: w, height: h});
+          keys.push(k);
+          for (const kid of kids) es.push(kind === 'pi' ? {a: k, b: kid, vals: []} : {a: kid, b: k, vals: []});
+        }
+      }
       for (const e of es) dg.setEdge(e.a, e.b);
       dagre.layout(dg);
       const pos = new Map();
@@ -370,6 +395,7 @@ constexpr const char* kScript = R"JS(
         for (const {e, pts} of L.edges) {
           const d = pts.map((p, k) => (k ? 'L' : 'M') + (p.x + ox).toFixed(1) + ',' + (p.y + oy).toFixed(1)).join('');
           edges.push('<path class="edge" d="' + d + '" marker-end="url(#arrow)"/>');
+          if (!e.vals.length) continue;  // a port's edge: the port names the value
           const m = pts[pts.length >> 1], label = e.vals.length === 1 ? cut(G.vn[e.vals[0]], 28) : e.vals.length + ' values';
           edges.push('<text class="elabel" x="' + (m.x + ox + 4).toFixed(1) + '" y="' + (m.y + oy).toFixed(1) + '">' + esc(label) + '</text>');
         }
@@ -389,6 +415,9 @@ constexpr const char* kScript = R"JS(
           } else if (c === 'n') {
             const cls = 'node' + (x === selected ? ' selected' : '') + (hits.has(x) ? ' hit' : '');
             boxes.push('<g class="' + cls + '" id="' + prefix + 'n' + x + '" data-n="' + x + '">' + rect('nb', G.fill[x] || '#ffffff') + text(nodeLines(x)) + '</g>');
+          } else if (c === 'p') {
+            boxes.push('<g class="port">' + rect('pb', '#f1f3f6') + '<text x="' + (X + 7).toFixed(1) + '" y="' + (Y + 14).toFixed(1) + '">' +
+              esc(cut(G.vn[+k.slice(2)], 32)) + '</text></g>');
           } else {
             boxes.push('<g class="io">' + rect('iob', '#e8f5e9') + text([G.vn[c === 'i' ? G.gi[x] : G.go[x]]]) + '</g>');
           }
@@ -587,7 +616,7 @@ main {{ display: flex; height: calc(100vh - 48px); }}
 #panel table {{ border-collapse: collapse; width: 100%; }} #panel td {{ border-bottom: 1px solid #eee; padding: 2px 4px; vertical-align: top; word-break: break-all; }}
 svg text {{ fill: #222; }} svg text.t {{ font-weight: bold; }} svg .elabel {{ fill: #778; font-size: 9px; }}
 svg .edge {{ fill: none; stroke: #8899aa; stroke-width: 1.2; }}
-svg .nb {{ stroke: #6b7f99; }} svg .gb {{ stroke: #3d5a80; stroke-width: 1.5; }} svg .iob {{ stroke: #5b8c5a; }}
+svg .nb {{ stroke: #6b7f99; }} svg .pb {{ stroke: #b0b8c4; stroke-dasharray: 3 2; }} svg g.port text {{ fill: #556; font-size: 10px; }} svg .gb {{ stroke: #3d5a80; stroke-width: 1.5; }} svg .iob {{ stroke: #5b8c5a; }}
 svg g.same .gb {{ stroke-dasharray: 6 3; }}
 svg .fr {{ stroke: #9fb3cf; stroke-width: 1.2; }} svg .head {{ cursor: pointer; fill: #3d5a80; }}
 g.node, g.group {{ cursor: pointer; }} g.hit rect {{ stroke: #e6a700; stroke-width: 4px; }}
