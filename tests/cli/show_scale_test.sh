@@ -56,9 +56,13 @@ t=$(ms); expect 0 "" "" -- show $work/l150.onnx --format html -o $work/l150.html
 check "150 layers: written in < 60 s ($write150 ms)" test $write150 -lt 60000
 check "150 layers: more than 28,000 nodes" page_data $work/l150.html "len(d['sides'][0]['graph']['nn']) > 28000"
 check "150 layers: identical blocks detected" grep -q 'layers.1–149: 149 identical blocks' $work/l150.html
-render "$work/l150.html#expand=layers.77" 1400 900; keep decoder150_layer77
-load150=$(attr data-load-ms) expand150=$(attr data-expand-ms)
+render "$work/l150.html" 1400 900; keep decoder150_top
+load150=$(attr data-load-ms)
 check "150 layers: loads in < 3 s ($load150 ms)" below $load150 3000
+check "150 layers: the top level shows the parts, no layer opened" bash -c \
+  "grep -q 'data-path=\"part_2_of_2\"' $work/dom.html && ! grep -qE 'class=\"frame\" data-g=\"[0-9]' $work/dom.html"
+render "$work/l150.html#expand=layers.77" 1400 900; keep decoder150_layer77
+expand150=$(attr data-expand-ms)
 check "150 layers: expands a layer in < 0.5 s ($expand150 ms)" below $expand150 500
 check "150 layers: layers.77 opened" grep -qE 'data-expanded="([a-z_0-9]+/)*layers.77"' $work/dom.html
 check "150 layers: the screenshot shows the graph" python3 "$src/tests/tools/png_check.py" $work/shot.png 3 0

@@ -355,11 +355,15 @@ constexpr const char* kScript = R"JS(
       for (const k of ioOf.get(g) || []) k[0] === 'i' ? keys.unshift(k) : keys.push(k);
       for (const k of keys) { const [w, h] = boxSize(k); dg.setNode(k, {width: w, height: h}); }
       const es = [...(E.get(g) || new Map()).values()];
-      const MAX_PORTS = 16;  // past that the edges at the parent's level say enough
+      // Past 16 ports, or for a value used by more than 3 children (position ids in every layer of
+      // a section: long edges that dagre would route through every rank), the edges at the
+      // parent's level say enough.
+      const MAX_PORTS = 16, MAX_FANOUT = 3;
       for (const [ports, kind] of [[portsIn, 'pi'], [portsOut, 'po']]) {
         const m = g === 0 ? null : ports.get(g);
         if (!m || m.size > MAX_PORTS) continue;
         for (const [v, kids] of m) {
+          if (kids.size > MAX_FANOUT) continue;
           const k = kind + v, [w, h] = boxSize(k);
           dg.setNode(k, {width: w, height: h});
           keys.push(k);
