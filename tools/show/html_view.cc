@@ -142,7 +142,15 @@ json graph_json(const Graph& g, const std::map<std::string, std::string>& shapes
     const Scope& s = scopes.groups[k];
     json items = json::array();
     for (int item : s.items) items.push_back(item);
-    groups.push_back({s.name, s.parent, s.depth, s.nodes.size(), op_summary(s), s.identical, items, s.path});
+    // A section is named by its first and last child ("layers.0 … layers.75").
+    std::string span;
+    if (s.section && !s.items.empty()) {
+      auto item_name = [&](int item) {
+        return is_group_item(item) ? scopes.groups[group_of_item(item)].name : short_name(node_key(g.nodes[size_t(item)], size_t(item)));
+      };
+      span = item_name(s.items.front()) + " \u2026 " + item_name(s.items.back());
+    }
+    groups.push_back({s.name, s.parent, s.depth, s.nodes.size(), op_summary(s), s.identical, items, s.path, span});
     if (k == 0) continue;
     std::vector<std::string> notes;
     std::string fill;
@@ -330,6 +338,7 @@ constexpr const char* kScript = R"JS(
     function groupLines(g) {
       const x = groups[g], id = x[5];
       const l = [cut(x[0], 40) + (id >= 0 ? '  \u2261 ' + G.ident[id][1] + ' identical' : ''), x[3] + ' nodes \u00b7 ' + x[4]];
+      if (x[8]) l.splice(1, 0, cut(x[8], 60));
       if (G.gnote[g]) l.push(...G.gnote[g]);
       return l;
     }
