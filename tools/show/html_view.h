@@ -3,7 +3,8 @@
 // Explorer does it: nodes are grouped by their name scopes (scopes.h), groups start collapsed
 // (a "trunk" group holding most of the graph is opened), and each group is laid out in the page
 // by dagre (embedded at build time from Debian's node-dagre-layout) only when opened: its direct
-// children, collapsed subgroups as boxes, edges lifted to the two outermost visible boxes. The
+// children, collapsed subgroups as boxes, edges lifted to the two outermost visible boxes, values
+// entering or leaving an opened group as small ports on its top and bottom. The
 // graph travels as compact arrays (integer ids for ops, values, groups); the SVG is drawn by the
 // script. Graphviz lays out whole graphs for --format dot|svg only: on a 12-layer Llama (3159
 // nodes) it was still running after 2 minutes; dagre lays out that model's top level in 25 ms and
