@@ -11,7 +11,7 @@ packages=(
   python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
   python3-pandas python3-plotly python3-nbclient python3-ipykernel
   chromium fonts-dejavu-core
-  graphviz
+  graphviz node-dagre-layout
 )
 missing=()
 for p in "${packages[@]}"; do

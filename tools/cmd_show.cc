@@ -1,6 +1,8 @@
 // `refeval show MODEL`: the graph as ONNX's textual syntax, Graphviz DOT or SVG, or an offline
-// HTML viewer (pan, zoom, search, node panel), with a profile's time per node as heat and a
-// second model (the optimized one) beside it.
+// HTML viewer (groups from name scopes laid out when opened, pan, zoom, search, node panel), with
+// a profile's time per node or an accuracy report's error per node as heat and a second model (the
+// optimized one) beside it. `--depth N` prints the text or DOT of the graph with its name-scope
+// groups at depth N collapsed into single boxes.
 #include <fstream>
 
 #include <fmt/format.h>
@@ -8,6 +10,7 @@
 
 #include "dot_format.h"
 #include "html_view.h"
+#include "scopes.h"
 #include "refeval/observer.h"
 #include "text_format.h"
 #include "verbs.h"
@@ -40,6 +43,8 @@ class ShowVerb : public Verb {
     sub->add_flag("--labels", text_.labels, "text: node names as [name] labels (ONNX 1.16+ parsers) instead of comments");
     sub->add_option("--profile", profile_, "P.json: colour nodes by their share of time (refeval's or ORT's profile; html, dot, svg)");
     sub->add_option("--diff", diff_, "OTHER.onnx: side by side with another model (html)");
+    sub->add_option("--overlay", overlay_, "ACCURACY.json: colour nodes by their local error (refeval accuracy --json; html)");
+    sub->add_option("--depth", depth_, "N: text, dot, svg: name-scope groups at depth N as single boxes")->check(CLI::Range(1, 1000));
     sub->add_flag("--run", run_, "shapes from a run of the model with the input options instead of shape inference");
     inputs_.add_to(sub);
   }
@@ -47,7 +52,13 @@ class ShowVerb : public Verb {
   int execute(const GlobalOptions& g) override {
     const Model model = open_model(model_);
     std::string out;
-    if (format_ == "text") {
+    if (depth_ > 0 && format_ != "html") {
+      const Scopes scopes = build_scopes(model.graph);
+      const CollapsedGraph c = collapse(model.graph, scopes, depth_);
+      if (format_ == "text") out = collapsed_text(model.graph, scopes, c);
+      else out = collapsed_dot(model.graph, scopes, c);
+      if (format_ == "svg") out = render_svg(out);
+    } else if (format_ == "text") {
       out = model_text(model, text_);
     } else {
       const auto shapes = shapes_of(model, g);
@@ -56,8 +67,10 @@ class ShowVerb : public Verb {
         out = html_diff(model, shapes, other, inferred_shapes(other));
       } else if (format_ == "html") {
         std::optional<NodeTimes> times;
+        std::optional<NodeErrors> errors;
         if (!profile_.empty()) times = node_times(profile_);
-        out = html_view(model, shapes, times ? &*times : nullptr);
+        if (!overlay_.empty()) errors = node_errors(overlay_);
+        out = html_view(model, shapes, times ? &*times : nullptr, errors ? &*errors : nullptr);
       } else {
         DotOptions dot;
         dot.shapes = &shapes;
@@ -66,6 +79,7 @@ class ShowVerb : public Verb {
         if (format_ == "svg") out = render_svg(out);
       }
       if (!diff_.empty() && format_ != "html") spdlog::warn("--diff is shown by --format html only");
+      if (!overlay_.empty() && format_ != "html") spdlog::warn("--overlay is shown by --format html only");
     }
     write_output(output_, out, format_);
     return kOk;
@@ -81,7 +95,8 @@ class ShowVerb : public Verb {
     return rec.shapes;
   }
 
-  std::string model_, format_ = "text", output_, profile_, diff_;
+  std::string model_, format_ = "text", output_, profile_, diff_, overlay_;
+  int depth_ = 0;
   TextOptions text_;
   bool run_ = false;
   InputOptions inputs_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `refeval show --format html` as a person sees it, in headless Chromium, offline: the graph
 # drawn (screenshot ink and node colours), a node's panel opened by #select= (attributes,
-# inputs, outputs), the profile heat, and the diff's two panes with removed and added nodes.
+# inputs, outputs), the profile heat, the diff's two panes with removed and added nodes, and a
+# function body in its own viewer.
 # Usage: show_html_test.sh REFEVAL MAKE_TEST_MODELS
 set -u
 refeval=$1
@@ -28,4 +29,9 @@ render "$m/diff.html" 1400 900
 check "diff: the screenshot shows both graphs (pastel marks: ink only)" python3 "$(dirname "$0")/../tools/png_check.py" $work/shot.png 3 0
 check "diff: two panes" bash -c "[[ \$(grep -o 'class=\"pane\"' $work/dom.html | wc -l) -eq 2 ]]"
 check "diff: removed nodes red, the fused node green and linked" bash -c "grep -q 'fill=\"#f8c9c9\"' $work/dom.html && grep -q 'fill=\"#c8e6c9\"' $work/dom.html"
+# A model-local function's body: the same viewer, built when its <details> opens.
+expect 0 "" "" -- show "$(dirname "$0")/../../examples/custom_op/fused.onnx" --format html -o $m/fn.html
+sed 's/<details class="body"/<details open class="body"/' $m/fn.html >$m/fn_open.html
+render "$m/fn_open.html" 1400 900
+check "body: the function's nodes drawn in its own viewer" grep -q 'id="function example.fused.MyFusedGelu:n0"' $work/dom.html
 finish
