@@ -18,9 +18,8 @@
 extern char** environ;
 
 namespace refeval::show {
-namespace {
 
-std::string escape(const std::string& s) {
+std::string dot_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -28,6 +27,9 @@ std::string escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
 
 std::string type_string(const ValueType& t) {
   if (t.kind != ValueType::Kind::Tensor) return t.to_string();
@@ -57,38 +59,38 @@ std::string graph_dot(const Graph& g, const DotOptions& o) {
       "digraph \"{}\" {{\n  rankdir=TB; nodesep=0.25; ranksep=0.35;\n"
       "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", color=\"#6b7f99\", fontname=\"Helvetica\", fontsize=10];\n"
       "  edge [color=\"#8899aa\", arrowsize=0.6];\n",
-      escape(o.graph_id));
+      dot_escape(o.graph_id));
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const ValueInfo& v = g.inputs[k];
     if (inits.count(v.name)) continue;
     const std::string id = fmt::format("in{}", k);
     producer[v.name] = id;
-    out += fmt::format("  {} [id=\"{}\", shape=ellipse, fillcolor=\"#e8f5e9\", label=\"{}\\n{}\"];\n", id, id, escape(v.name),
-                       escape(v.type.to_string()));
+    out += fmt::format("  {} [id=\"{}\", shape=ellipse, fillcolor=\"#e8f5e9\", label=\"{}\\n{}\"];\n", id, id, dot_escape(v.name),
+                       dot_escape(v.type.to_string()));
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const std::string id = fmt::format("n{}", i);
-    std::string label = escape(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
-    if (!n.name.empty()) label += "\\n" + escape(n.name);
+    std::string label = dot_escape(n.domain.empty() ? n.op_type : n.domain + "." + n.op_type);
+    if (!n.name.empty()) label += "\\n" + dot_escape(n.name);
     for (const std::string& in : n.inputs)
       if (inits.count(in)) {
         const Initializer* init = g.find_initializer(in);
-        label += fmt::format("\\n{} {}[{}]", escape(in), dtype_short_name(init->value.dtype()), fmt::join(init->value.shape(), ","));
+        label += fmt::format("\\n{} {}[{}]", dot_escape(in), dtype_short_name(init->value.dtype()), fmt::join(init->value.shape(), ","));
       }
     for (const std::string& out_name : n.outputs) {
       if (out_name.empty()) continue;
       producer[out_name] = id;
-      if (const std::string s = shape_of(out_name); !s.empty()) label += "\\n-> " + escape(s);
+      if (const std::string s = shape_of(out_name); !s.empty()) label += "\\n-> " + dot_escape(s);
     }
-    if (auto it = o.note.find(i); it != o.note.end()) label += "\\n" + escape(it->second);
+    if (auto it = o.note.find(i); it != o.note.end()) label += "\\n" + dot_escape(it->second);
     const auto fill = o.fill.find(i);
     out += fmt::format("  {} [id=\"{}\", label=\"{}\"{}];\n", id, id, label,
                        fill == o.fill.end() ? "" : fmt::format(", fillcolor=\"{}\"", fill->second));
   }
   for (size_t k = 0; k < g.outputs.size(); ++k)
     out += fmt::format("  out{} [id=\"out{}\", shape=ellipse, fillcolor=\"#fff3e0\", label=\"{}\\n{}\"];\n", k, k,
-                       escape(g.outputs[k].name), escape(g.outputs[k].type.to_string()));
+                       dot_escape(g.outputs[k].name), dot_escape(g.outputs[k].type.to_string()));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<std::string> seen;
     for (const std::string& in : g.nodes[i].inputs)

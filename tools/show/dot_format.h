@@ -24,5 +24,7 @@ std::map<std::string, std::string> inferred_shapes(const Model& m);
 
 // Graphviz's `dot` laying out `dot_text` as SVG; ErrorKind::Input when Graphviz is missing or fails.
 std::string render_svg(const std::string& dot_text);
+// A string inside a DOT double-quoted ID: `"` and `\` escaped.
+std::string dot_escape(const std::string& s);
 
 }  // namespace refeval::show

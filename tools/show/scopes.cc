@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "dot_format.h"
+
 namespace refeval::show {
 namespace {
 
@@ -347,15 +349,6 @@ std::string box_name(const Graph& g, const Scopes& s, const CollapsedGraph::Box&
 }
 
 std::string edge_label(const CollapsedGraph::Edge& e) { return e.count == 1 ? e.value : fmt::format("{} values", e.count); }
-
-std::string dot_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
