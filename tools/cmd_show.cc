@@ -53,7 +53,10 @@ class ShowVerb : public Verb {
     const Model model = open_model(model_);
     std::string out;
     if (depth_ > 0 && format_ != "html") {
-      const Scopes scopes = build_scopes(model.graph);
+      const std::vector<std::string> namespaces = node_namespaces(model.path);
+      ScopeOptions options;
+      if (!namespaces.empty()) options.namespaces = &namespaces;
+      const Scopes scopes = build_scopes(model.graph, options);
       const CollapsedGraph c = collapse(model.graph, scopes, depth_);
       if (format_ == "text") out = collapsed_text(model.graph, scopes, c);
       else out = collapsed_dot(model.graph, scopes, c);

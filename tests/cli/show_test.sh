@@ -56,6 +56,22 @@ check "html: the function's body below the graph" bash -c "grep -q '<details cla
 expect 0 "^<\n   domain: \"example.fused\"|MyFusedGelu \(" "" -- show $src/examples/custom_op/fused.onnx
 
 # Errors.
+# A node's metadata_props["namespace"] (IR 10, NodeProto field 9, which Debian's onnx.proto lacks:
+# appended to the node's bytes) groups it, as torch's dynamo exporter writes it ("scope: Class").
+/usr/bin/python3 - "$m/ns.onnx" <<'PY'
+import sys
+from onnx import StringStringEntryProto, TensorProto, helper
+nodes = [helper.make_node("Relu", [i], [o], name=f"n{k}") for k, (i, o) in enumerate([("x", "a"), ("a", "b"), ("b", "y")])]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+entry = StringStringEntryProto(key="namespace", value="model: M/layers.0: Layer").SerializeToString()
+for n in m.graph.node[:2]:
+    n.ParseFromString(n.SerializeToString() + b"\x4a" + bytes([len(entry)]) + entry)
+open(sys.argv[1], "wb").write(m.SerializeToString())
+PY
+expect 0 "^\[model/layers.0\] 2 nodes: Relu 2$" "" -- show $m/ns.onnx --format text --depth 2
+check "namespace: the node without one stays at the root" grep -q "^model/layers.0 -> n2  b$" $work/out
 expect 2 "" "error: " -- show $m/missing.onnx
 expect 2 "" "" -- show $m/att.onnx --format pdf
 finish

@@ -78,6 +78,7 @@ struct Marks {
   double total_ms = 0;
   std::map<size_t, double> error;      // accuracy overlay: local RMS
   std::map<size_t, int> diff;          // 1 removed (left) / added (right), 2 changed
+  std::vector<std::string> namespaces;  // main graph: the nodes' metadata_props["namespace"]
   bool right = false;                  // the diff's after side
 };
 
@@ -85,7 +86,9 @@ struct Marks {
 // groups) so that 28k nodes stay a few MB; attributes and initializer statistics only where
 // present.
 json graph_json(const Graph& g, const std::map<std::string, std::string>& shapes, const Marks& m) {
-  const Scopes scopes = build_scopes(g);
+  ScopeOptions scope_options;
+  if (!m.namespaces.empty()) scope_options.namespaces = &m.namespaces;
+  const Scopes scopes = build_scopes(g, scope_options);
   std::unordered_map<std::string, int> value_id, op_id, type_id;
   json vn = json::array(), vt = json::array(), types = json::array(), ops = json::array();
   auto value = [&](const std::string& v) -> int {
@@ -751,6 +754,7 @@ std::string html_view(const Model& model, const std::map<std::string, std::strin
   side.title = model.path.empty() ? model.graph.name : model.path;
   std::string extra = op_counts_table(model, nullptr);
   Marks marks;
+  marks.namespaces = node_namespaces(model.path);
   if (times) {
     DotOptions dot;
     const std::vector<std::pair<double, size_t>> ranked = add_heat(model.graph, *times, dot);
@@ -808,6 +812,7 @@ std::string html_diff(const Model& before, const std::map<std::string, std::stri
   for (size_t i = 0; i < after.graph.nodes.size(); ++i) in_after[key(after.graph.nodes[i])] = i;
   Marks left, right;
   right.right = true;
+  left.namespaces = node_namespaces(before.path), right.namespaces = node_namespaces(after.path);
   int removed = 0, added = 0, changed = 0;
   std::vector<std::string> removed_names;
   for (size_t i = 0; i < before.graph.nodes.size(); ++i) {

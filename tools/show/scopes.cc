@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <onnx/onnx_pb.h>
 
 #include "dot_format.h"
 
@@ -84,11 +86,21 @@ std::string op_summary(const Scope& s) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// A namespace as scopes: torch's dynamo exporter writes "model: LlamaModel/layers.0: LlamaDecoderLayer",
+// whose ": Class" parts are dropped.
+static std::vector<std::string> namespace_scopes(const std::string& ns) {
+  std::vector<std::string> parts = split_path(ns);
+  for (std::string& p : parts)
+    if (const size_t colon = p.find(": "); colon != std::string::npos) p.resize(colon);
+  std::erase_if(parts, [](const std::string& p) { return p.empty(); });
+  return parts;
+}
+
 Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
   const size_t n = g.nodes.size();
   std::vector<std::vector<std::string>> scope(n);
   for (size_t i = 0; i < n; ++i)
-    scope[i] = o.namespaces && i < o.namespaces->size() && !(*o.namespaces)[i].empty() ? split_path((*o.namespaces)[i])
+    scope[i] = o.namespaces && i < o.namespaces->size() && !(*o.namespaces)[i].empty() ? namespace_scopes((*o.namespaces)[i])
                                                                                        : name_scope(g.nodes[i].name);
   std::unordered_map<std::string, std::vector<size_t>> consumers;
   for (size_t i = 0; i < n; ++i)
@@ -394,6 +406,25 @@ std::string collapsed_dot(const Graph& g, const Scopes& s, const CollapsedGraph&
     out += fmt::format("  {} -> {} [label=\"{}\"];\n", e.from < 0 ? "in" : fmt::format("b{}", e.from), e.to < 0 ? "out" : fmt::format("b{}", e.to),
                        dot_escape(edge_label(e)));
   return out + "}\n";
+}
+
+std::vector<std::string> node_namespaces(const std::string& model_path) {
+  constexpr int kNodeMetadataProps = 9;
+  std::ifstream in(model_path, std::ios::binary);
+  onnx::ModelProto m;
+  if (!in || !m.ParseFromIstream(&in)) return {};
+  std::vector<std::string> out(size_t(m.graph().node_size()));
+  bool any = false;
+  for (int i = 0; i < m.graph().node_size(); ++i) {
+    const auto& unknown = m.graph().node(i).GetReflection()->GetUnknownFields(m.graph().node(i));
+    for (int f = 0; f < unknown.field_count(); ++f) {
+      if (unknown.field(f).number() != kNodeMetadataProps || unknown.field(f).type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+        continue;
+      onnx::StringStringEntryProto kv;
+      if (kv.ParseFromString(unknown.field(f).length_delimited()) && kv.key() == "namespace") out[size_t(i)] = kv.value(), any = true;
+    }
+  }
+  return any ? out : std::vector<std::string>{};
 }
 
 }  // namespace refeval::show

@@ -1,5 +1,6 @@
 // A graph's nodes grouped into nested layers by their name scopes, as Google's Model Explorer
-// groups them: a node's scope is its `namespace` when given, else its name's `/`-separated parts
+// groups them: a node's scope is its metadata_props["namespace"] when given (": Class" parts of torch's
+// dynamo exporter dropped; node_namespaces reads them), else its name's `/`-separated parts
 // without the last (torch's "/model/layers.3/self_attn/q_proj/MatMul" -> model, layers.3,
 // self_attn, q_proj). A scope-less node with no inputs (torch's "Constant_12") joins the deepest
 // scope common to its consumers, as Model Explorer places initializers; other scope-less nodes
@@ -85,5 +86,10 @@ CollapsedGraph collapse(const Graph& g, const Scopes& scopes, int depth);
 std::string collapsed_text(const Graph& g, const Scopes& scopes, const CollapsedGraph& c);
 // The same as Graphviz DOT: groups as 3-D boxes, edges labelled with their value or count.
 std::string collapsed_dot(const Graph& g, const Scopes& scopes, const CollapsedGraph& c);
+
+// The main graph's nodes' metadata_props["namespace"] (NodeProto field 9, IR 10: newer than the
+// onnx.proto Debian's libonnx has, so read from the file's unknown fields), by node index; "" where
+// a node has none; empty when no node has one or the file cannot be read as a model.
+std::vector<std::string> node_namespaces(const std::string& model_path);
 
 }  // namespace refeval::show

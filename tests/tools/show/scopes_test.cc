@@ -167,7 +167,7 @@ TEST_CASE("scopes: a node's namespace replaces its name's scope") {
   Graph g = decoder(1);
   std::vector<std::string> ns(g.nodes.size());
   ns[0] = "encoder/embed";
-  ns[1] = "encoder/embed";
+  ns[1] = "encoder: Encoder/embed: Embedding";  // torch dynamo's form: the classes are dropped
   ScopeOptions o;
   o.namespaces = &ns;
   const Scopes s = build_scopes(g, o);
