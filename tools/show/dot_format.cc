@@ -28,6 +28,14 @@ std::string dot_escape(const std::string& s) {
   return out;
 }
 
+std::string dot_header(const std::string& graph_name, const std::string& edge_font) {
+  return fmt::format(
+      "digraph \"{}\" {{\n  rankdir=TB; nodesep=0.25; ranksep=0.35;\n"
+      "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", color=\"#6b7f99\", fontname=\"Helvetica\", fontsize=10];\n"
+      "  edge [color=\"#8899aa\", arrowsize=0.6{}];\n",
+      dot_escape(graph_name), edge_font);
+}
+
 namespace {
 
 
@@ -55,11 +63,7 @@ std::string graph_dot(const Graph& g, const DotOptions& o) {
   std::map<std::string, std::string> producer;  // value -> dot node id
   std::set<std::string> inits;
   for (const Initializer& i : g.initializers) inits.insert(i.name);
-  std::string out = fmt::format(
-      "digraph \"{}\" {{\n  rankdir=TB; nodesep=0.25; ranksep=0.35;\n"
-      "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", color=\"#6b7f99\", fontname=\"Helvetica\", fontsize=10];\n"
-      "  edge [color=\"#8899aa\", arrowsize=0.6];\n",
-      dot_escape(o.graph_id));
+  std::string out = dot_header(o.graph_id, "");
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const ValueInfo& v = g.inputs[k];
     if (inits.count(v.name)) continue;

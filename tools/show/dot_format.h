@@ -26,5 +26,8 @@ std::map<std::string, std::string> inferred_shapes(const Model& m);
 std::string render_svg(const std::string& dot_text);
 // A string inside a DOT double-quoted ID: `"` and `\` escaped.
 std::string dot_escape(const std::string& s);
+// "digraph NAME {" with the house style of nodes and edges; `edge_font` adds to the edge attributes
+// (e.g. ", fontname=\"Helvetica\", fontsize=8" for labelled edges).
+std::string dot_header(const std::string& graph_name, const std::string& edge_font);
 
 }  // namespace refeval::show

@@ -384,12 +384,8 @@ std::string collapsed_text(const Graph& g, const Scopes& s, const CollapsedGraph
 }
 
 std::string collapsed_dot(const Graph& g, const Scopes& s, const CollapsedGraph& c) {
-  std::string out = fmt::format(
-      "digraph \"{}\" {{\n  rankdir=TB; nodesep=0.25; ranksep=0.35;\n"
-      "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", color=\"#6b7f99\", fontname=\"Helvetica\", fontsize=10];\n"
-      "  edge [color=\"#8899aa\", arrowsize=0.6, fontname=\"Helvetica\", fontsize=8];\n"
-      "  in [shape=ellipse, fillcolor=\"#e8f5e9\", label=\"inputs\"];\n  out [shape=ellipse, fillcolor=\"#e8f5e9\", label=\"outputs\"];\n",
-      dot_escape(g.name));
+  std::string out = dot_header(g.name, ", fontname=\"Helvetica\", fontsize=8") +
+                    "  in [shape=ellipse, fillcolor=\"#e8f5e9\", label=\"inputs\"];\n  out [shape=ellipse, fillcolor=\"#e8f5e9\", label=\"outputs\"];\n";
   for (size_t k = 0; k < c.boxes.size(); ++k) {
     const auto& b = c.boxes[k];
     if (b.group >= 0) {
