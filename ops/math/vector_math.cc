@@ -1,7 +1,9 @@
 #include "vector_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 
 #include "refeval/elementwise.h"
 #include "refeval/threads.h"
@@ -138,6 +140,18 @@ void erfc_floats(const float* x, float* y, int64_t n) {
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::erfc(x[i]);
 #endif
+}
+
+void gelu_erf_floats(const float* x, float* y, int64_t n) {
+  constexpr int64_t kBlock = 1024;  // erfc's argument in a block on the stack (x may be y)
+  const float sqrt2 = float(std::numbers::sqrt2);
+  float t[kBlock];
+  for (int64_t at = 0; at < n; at += kBlock) {
+    const int64_t m = std::min(kBlock, n - at);
+    for (int64_t i = 0; i < m; ++i) t[i] = -x[at + i] / sqrt2;
+    erfc_floats(t, t, m);
+    for (int64_t i = 0; i < m; ++i) y[at + i] = 0.5f * x[at + i] * t[i];
+  }
 }
 
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n) {

@@ -17,6 +17,9 @@ void sin_floats(const float* x, float* y, int64_t n);
 void cos_floats(const float* x, float* y, int64_t n);
 // 1 - erf(x), accurate (a few ulps) where 1 - erf cancels: Gelu's 0.5 z erfc(-z / sqrt 2) for z < 0.
 void erfc_floats(const float* x, float* y, int64_t n);  // glibc >= 2.35
+// Exact GELU, y = 0.5 x erfc(-x / sqrt 2) (= 0.5 x (1 + erf(x / sqrt 2)), kept accurate for x < 0):
+// the standard Gelu's and com.microsoft Gelu's float32 form.
+void gelu_erf_floats(const float* x, float* y, int64_t n);
 
 // y[i] = x[i] < 0 ? alpha * t[i] : x[i] (LeakyRelu with t = x, Elu with t = expm1(x)), in vectors:
 // compiled from that expression, with floating-point traps respected, the loop keeps a branch per
