@@ -30,17 +30,23 @@ const char* group_by_name(GroupBy by) {
   return "";
 }
 
-std::string scope_of(std::string_view node, int depth) {
-  if (!node.empty() && node.front() == '/') node.remove_prefix(1);
-  const size_t last = node.rfind('/');  // the node's own name follows the last '/'
-  if (last == std::string_view::npos || last == 0) return "(no scope)";
-  std::string_view scopes = node.substr(0, last);
-  if (depth > 0) {
-    size_t end = 0;
-    for (int d = 0; d < depth && end != std::string_view::npos; ++d) end = scopes.find('/', end ? end + 1 : 0);
-    if (end != std::string_view::npos) scopes = scopes.substr(0, end);
+std::vector<std::string> name_scopes(std::string_view node) {
+  std::vector<std::string> parts;
+  const size_t own = node.rfind('/');  // the node's own name follows the last '/'
+  if (own == std::string_view::npos) return parts;
+  for (size_t from = 0; from < own;) {
+    const size_t slash = node.find('/', from);
+    if (slash > from) parts.emplace_back(node.substr(from, slash - from));
+    from = slash + 1;
   }
-  return std::string(scopes);
+  return parts;
+}
+
+std::string scope_of(std::string_view node, int depth) {
+  std::vector<std::string> parts = name_scopes(node);
+  if (parts.empty()) return "(no scope)";
+  if (depth > 0 && parts.size() > size_t(depth)) parts.resize(size_t(depth));
+  return fmt::format("{}", fmt::join(parts, "/"));
 }
 
 namespace {

@@ -22,6 +22,9 @@ const char* group_by_name(GroupBy by);  // the key column: "op_type", "node", "p
 // is "model/layers.3" at depth 2, "model/layers.3/self_attn" at 3); a node with fewer scopes has
 // all it has; one with none is "(no scope)". `depth` 0 means every scope.
 std::string scope_of(std::string_view node, int depth);
+// Every scope of a node's name, the node's own name left out ("/model/layers.3/MatMul" -> model,
+// layers.3; empty parts skipped; none for "MatMul_12" or "/Add"): the viewer groups by the same.
+std::vector<std::string> name_scopes(std::string_view node);
 
 struct Row {
   std::string key;       // op type, node name or provider

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include "aggregate.h"
 #include "dot_format.h"
 
 namespace refeval::show {
@@ -72,13 +73,6 @@ struct Builder {
 
 }  // namespace
 
-std::vector<std::string> name_scope(const std::string& node_name) {
-  std::vector<std::string> parts = split_path(node_name);
-  const bool has_scope = node_name.find('/') != std::string::npos;
-  if (!parts.empty() && has_scope && node_name.back() != '/') parts.pop_back();
-  if (!has_scope) parts.clear();
-  return parts;
-}
 
 std::string op_summary(const Scope& s) {
   std::vector<std::string> parts;
@@ -101,7 +95,7 @@ Scopes build_scopes(const Graph& g, const ScopeOptions& o) {
   std::vector<std::vector<std::string>> scope(n);
   for (size_t i = 0; i < n; ++i)
     scope[i] = o.namespaces && i < o.namespaces->size() && !(*o.namespaces)[i].empty() ? namespace_scopes((*o.namespaces)[i])
-                                                                                       : name_scope(g.nodes[i].name);
+                                                                                       : profile::name_scopes(g.nodes[i].name);
   std::unordered_map<std::string, std::vector<size_t>> consumers;
   for (size_t i = 0; i < n; ++i)
     for (const std::string& in : g.nodes[i].inputs)

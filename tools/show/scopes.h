@@ -56,9 +56,6 @@ struct Scopes {
 
 Scopes build_scopes(const Graph& g, const ScopeOptions& options = {});
 
-// "/model/layers.3/self_attn/MatMul" -> {"model", "layers.3", "self_attn"}.
-std::vector<std::string> name_scope(const std::string& node_name);
-
 // "MatMul 7, Add 3, Mul 2".
 std::string op_summary(const Scope& s);
 

@@ -1,6 +1,7 @@
 // Name-scope groups (tools/show/scopes.h) on small hand-written graphs.
 #include <doctest/doctest.h>
 
+#include "aggregate.h"
 #include "scopes.h"
 
 using namespace refeval;
@@ -47,11 +48,11 @@ const Scope* find(const Scopes& s, const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("scopes: name_scope drops the op part") {
-  CHECK(name_scope("/model/layers.3/self_attn/q_proj/MatMul") == std::vector<std::string>{"model", "layers.3", "self_attn", "q_proj"});
-  CHECK(name_scope("Constant_12").empty());
-  CHECK(name_scope("").empty());
-  CHECK(name_scope("/MatMul").empty());
+TEST_CASE("scopes: a name's scopes leave out the op part (profile::name_scopes, shared with report --by scope)") {
+  CHECK(profile::name_scopes("/model/layers.3/self_attn/q_proj/MatMul") == std::vector<std::string>{"model", "layers.3", "self_attn", "q_proj"});
+  CHECK(profile::name_scopes("Constant_12").empty());
+  CHECK(profile::name_scopes("").empty());
+  CHECK(profile::name_scopes("/MatMul").empty());
 }
 
 TEST_CASE("scopes: torch layers become nested groups, single-node groups dissolve, constants join their consumer") {
