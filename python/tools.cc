@@ -235,7 +235,9 @@ std::string accuracy_model(const py::object& model, const py::dict& feeds, const
   }
   accuracy::Options opt;
   opt.local = local;
-  opt.top_k = local ? size_t(std::max(top_k, 0)) : 0;
+  // top_k < 0: the CLI's default, 10 within one run of the graph's work.
+  opt.top_k = !local ? 0 : top_k < 0 ? 10 : size_t(top_k);
+  opt.budgeted = top_k < 0;
   py::gil_scoped_release release;
   return accuracy::to_json(accuracy::profile(m, values, opt), name).dump();
 }

@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libeigen3-dev libopenblas-dev libspdlog-dev libfmt-dev
+  libeigen3-dev libopenblas-dev libopenblas0-serial libspdlog-dev libfmt-dev
   doctest-dev libcli11-dev nlohmann-json3-dev
   libre2-dev libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev
   libedit-dev

@@ -216,8 +216,10 @@ class AccuracyVerb : public Verb {
     sub->add_option("--json", json_path_, "FILE: write the profile as JSON");
     sub->add_option("--html", html_path_, "FILE: write a self-contained page: the error along the graph and the worst nodes");
     sub->add_option("--save-oracle", oracle_path_, "FILE.onnx: write the float64 oracle model (to run or compare it yourself)");
-    sub->add_option("--top-k", top_k_, "N: compute the contribution of the N nodes with the largest local error (default 10; 0: none)")
-        ->check(CLI::Range(0, 1 << 20));
+    top_k_option_ = sub->add_option("--top-k", top_k_,
+                                    "N: compute the contribution of the N nodes with the largest local error (0: none; default: "
+                                    "of the 10 largest, as many as fit in one run of the graph's work, all on a small graph)")
+                        ->check(CLI::Range(0, 1 << 20));
     sub->add_option("--rows", rows_, "N: rows shown in the table (default 20; 0: all)")->check(CLI::Range(0, 1 << 30));
     sub->add_flag("--no-local", no_local_, "skip the local errors (and so the contributions): one model run and one oracle run");
   }
@@ -235,6 +237,7 @@ class AccuracyVerb : public Verb {
     opt.registry = &registry(g);
     opt.local = !no_local_;
     opt.top_k = no_local_ ? 0 : top_k_;
+    opt.budgeted = top_k_option_->count() == 0;
     const acc::Report r = acc::profile(model, feeds, opt);
 
     std::string summary = fmt::format("model: {} ({} nodes run); oracle: {}\n", model_, r.nodes_run, oracle_);
@@ -242,7 +245,14 @@ class AccuracyVerb : public Verb {
       summary += fmt::format("no double path (run in the model's precision inside the oracle, marked *): {}\n", fmt::join(r.fallback, ", "));
     summary += "outputs (accumulated error against the oracle):\n";
     for (const acc::OutputError& o : r.outputs) summary += err_line(fmt::format("  {} ({})", o.name, dtype_short_name(o.dtype)), o.accumulated);
-    summary += fmt::format("contributions computed for {} node(s) (the largest local errors; --top-k)\n", r.contributions);
+    if (r.contributions < r.candidates)
+      summary += fmt::format("contributions computed for {} of the {} nodes with the largest local errors (their re-runs capped at "
+                             "one run of the graph's work; --top-k {} for all)\n", r.contributions, r.candidates, r.candidates);
+    else
+      summary += fmt::format("contributions computed for {} node(s) (the largest local errors; --top-k)\n", r.contributions);
+    const acc::Timing& t = r.timing;
+    summary += fmt::format("time: model run {:.1f} ms, oracle run {:.1f} ms, local errors {:.1f} ms, contributions {:.1f} ms ({} nodes re-run)\n",
+                           t.model_ms, t.oracle_ms, t.local_ms, t.contributions_ms, t.cone_nodes);
     std::string worst;
     if (!r.nodes.empty()) {
       const acc::NodeError& w = r.nodes.front();
@@ -398,6 +408,7 @@ class AccuracyVerb : public Verb {
   std::string oracle_ = "float64";
   std::string reference_, format_ = "text", json_path_, html_path_, oracle_path_;
   size_t top_k_ = 10;
+  CLI::Option* top_k_option_ = nullptr;
   size_t rows_ = 20;
   bool no_local_ = false;
 };

@@ -45,6 +45,11 @@ class Observer {
   // Called after every observer's before_node: the node's inputs may be replaced (the debugger's
   // `set` of a value computed earlier). The node runs on, and after_node sees, what is left here.
   virtual void replace_inputs(const NodeEvent&, Values& /*inputs*/) {}
+  // Called after replace_inputs: returning true hands the node's outputs in `outputs` and its
+  // kernel does not run (the accuracy profile re-runs only the nodes downstream of one node and
+  // replays the values it recorded for the rest). The first observer that answers wins;
+  // after_node is still called.
+  virtual bool replay(const NodeEvent&, Values& /*outputs*/) { return false; }
   // Outputs may be replaced (the debugger's `set`).
   virtual void after_node(const NodeEvent&, Values& /*outputs*/) {}
   // True keeps every value alive until the run ends instead of freeing it after its last use.

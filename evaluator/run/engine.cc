@@ -88,19 +88,24 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
     for (Observer* o : observers) o->replace_inputs(ne, args);
     StepContext ctx(*this, frame, step, event.depth);
     Values outs;
-    try {
-      if (step.fold && step.folded) {
-        outs = *step.folded;
-      } else {
-        outs = step.op->run(args, ctx);
-        if (step.fold) step.folded = outs;
+    bool replayed = false;
+    for (Observer* o : observers)
+      if ((replayed = o->replay(ne, outs))) break;
+    if (!replayed) {
+      try {
+        if (step.fold && step.folded) {
+          outs = *step.folded;
+        } else {
+          outs = step.op->run(args, ctx);
+          if (step.fold) step.folded = outs;
+        }
+      } catch (const Error& e) {
+        throw Error(e.kind() == ErrorKind::Model ? ErrorKind::Runtime : e.kind(), with_node(*step.node, e.what()));
+      } catch (const std::bad_alloc&) {
+        throw Error(ErrorKind::Resource, with_node(*step.node, "out of memory"));
+      } catch (const std::exception& e) {
+        throw Error(ErrorKind::Runtime, with_node(*step.node, e.what()));
       }
-    } catch (const Error& e) {
-      throw Error(e.kind() == ErrorKind::Model ? ErrorKind::Runtime : e.kind(), with_node(*step.node, e.what()));
-    } catch (const std::bad_alloc&) {
-      throw Error(ErrorKind::Resource, with_node(*step.node, "out of memory"));
-    } catch (const std::exception& e) {
-      throw Error(ErrorKind::Runtime, with_node(*step.node, e.what()));
     }
     if (outs.size() > step.outputs.size()) outs.resize(step.outputs.size());  // outputs the node did not ask for
     for (Observer* o : observers) o->after_node(ne, outs);

@@ -272,13 +272,14 @@ def _error_columns(prefix, err):
     return {f"{prefix}{k}": (None if err is None else err.get(k)) for k in names}
 
 
-def accuracy(model, inputs, reference=None, top_k=10, local=True, raw=False):
+def accuracy(model, inputs, reference=None, top_k=None, local=True, raw=False):
     """The model's error as `refeval accuracy` measures it (a path, an onnx ModelProto or bytes;
     `inputs` a dict name -> array, every input given).
 
     Without `reference`: against its own float64 oracle (the same graph with every floating
     tensor in float64). One row per node output, worst first (by contribution for the `top_k`
-    nodes with the largest local error, then by accumulated RMS): node, op_type, output, dtype,
+    nodes with the largest local error, then by accumulated RMS; top_k=None: of the 10 largest,
+    as many as fit in one run of the graph's work, as the CLI does): node, op_type, output, dtype,
     contribution_rms, acc_max_abs, acc_max_rel, acc_rms, acc_sqnr_db, acc_ulps, local_rms,
     local_ulps, amplification, fallback (the operator has no double path: the oracle ran it in
     the model's precision). local=False skips the local errors and contributions.
@@ -291,7 +292,7 @@ def accuracy(model, inputs, reference=None, top_k=10, local=True, raw=False):
     the whole `--json` document (a dict) instead."""
     import json
     ref = None if reference is None else _model_arg(reference)
-    doc = json.loads(_native(_refeval.accuracy, _model_arg(model), dict(inputs), ref, int(top_k), bool(local)))
+    doc = json.loads(_native(_refeval.accuracy, _model_arg(model), dict(inputs), ref, -1 if top_k is None else int(top_k), bool(local)))
     if raw:
         return doc
     rows = []

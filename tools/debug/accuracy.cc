@@ -1,7 +1,9 @@
 #include "accuracy.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -24,24 +26,17 @@ struct NodeRun {
 
 class NodeRecorder : public Observer {
  public:
+  using Recorded = std::function<void(size_t position, const NodeRun& run)>;
+  explicit NodeRecorder(Recorded recorded = {}) : recorded_(std::move(recorded)) {}
   void after_node(const NodeEvent& e, Values& outputs) override {
     if (e.depth != 0) return;
     runs.push_back({e.id, e.node, e.index, e.inputs, outputs});
+    if (recorded_) recorded_(runs.size() - 1, runs.back());
   }
   std::vector<NodeRun> runs;
-};
-
-// Replaces one main-graph node's outputs: that node "runs" in the model's precision inside the oracle.
-class Substitute : public Observer {
- public:
-  Substitute(std::string id, Values outputs) : id_(std::move(id)), outputs_(std::move(outputs)) {}
-  void after_node(const NodeEvent& e, Values& outputs) override {
-    if (e.depth == 0 && e.id == id_) outputs = outputs_;
-  }
 
  private:
-  std::string id_;
-  Values outputs_;
+  Recorded recorded_;
 };
 
 // The oracle's input rounded to the type the model run saw there.
@@ -49,13 +44,27 @@ Value round_to(const Value& oracle, const Value& model) {
   if (!is_float_tensor(oracle) || !is_float_tensor(model) || oracle.tensor().dtype() == model.tensor().dtype()) return oracle;
   const Tensor& o = oracle.tensor();
   if (o.dtype() == DType::Double && model.tensor().dtype() == DType::Float) {
-    Tensor out(DType::Float, o.shape());
+    Tensor out = Tensor::uninitialized(DType::Float, o.shape());
     const double* src = o.data<double>();
     float* dst = out.data<float>();
     for (int64_t i = 0; i < o.size(); ++i) dst[i] = float(src[i]);
     return out;
   }
   return from_doubles(model.tensor().dtype(), o.shape(), to_doubles(o));
+}
+
+// The oracle's input rounded to the type the model run saw there, held in the oracle's type.
+Value round_within(const Value& oracle, const Value& model) {
+  if (!is_float_tensor(oracle) || !is_float_tensor(model) || oracle.tensor().dtype() == model.tensor().dtype()) return oracle;
+  const Tensor& o = oracle.tensor();
+  if (o.dtype() == DType::Double && model.tensor().dtype() == DType::Float) {
+    Tensor out = Tensor::uninitialized(DType::Double, o.shape());
+    const double* src = o.data<double>();
+    double* dst = out.data<double>();
+    for (int64_t i = 0; i < o.size(); ++i) dst[i] = double(float(src[i]));
+    return out;
+  }
+  return widen_value(round_to(oracle, model));
 }
 
 // Runs the main-graph nodes without a double path in the model's precision inside the oracle:
@@ -75,24 +84,11 @@ class Fallback : public Observer {
   std::map<std::string, Values> model_inputs;  // node id -> what the model run fed it
 };
 
-// Runs one node alone on `in`; every output slot of the node, empty names left empty.
-Values run_one(const Node& node, const OpsetMap& opsets, const Registry& reg, const std::map<std::string, Value>& in) {
-  ReferenceEvaluator one = ReferenceEvaluator::from_node(node, opsets, EvaluatorOptions{&reg});
-  std::vector<std::string> wanted;
-  for (const std::string& o : node.outputs)
-    if (!o.empty()) wanted.push_back(o);
-  const Values got = one.run(wanted, in);
-  Values full(node.outputs.size());
-  for (size_t k = 0, w = 0; k < node.outputs.size(); ++k)
-    if (!node.outputs[k].empty()) full[k] = got[w++];
-  return full;
-}
-
 // oracle + (model - exact), in float64, element by element; the model's value where either of
 // the node's runs is not finite.
 Tensor add_delta(const Tensor& oracle, const Tensor& model, const Tensor& exact) {
   if (model.size() != oracle.size() || exact.size() != oracle.size()) return widen_value(model).tensor();
-  Tensor out(DType::Double, oracle.shape());
+  Tensor out = Tensor::uninitialized(DType::Double, oracle.shape());
   double* r = out.data<double>();
   const auto fill = [&](const double* o, const auto* m, const double* e) {
     for (int64_t i = 0; i < out.size(); ++i) {
@@ -133,6 +129,107 @@ Error outputs_error(const Values& run, const Values& oracle, const Values& typed
   return acc.result();
 }
 
+
+// The position of each main-graph node in the recorded runs, by its execution index.
+std::vector<int> positions(const std::vector<NodeRun>& runs) {
+  int last = -1;
+  for (const NodeRun& r : runs) last = std::max(last, r.index);
+  std::vector<int> at(size_t(last + 1), -1);
+  for (size_t i = 0; i < runs.size(); ++i) at[size_t(runs[i].index)] = int(i);
+  return at;
+}
+
+// The local errors' runs: one run of the whole graph in which every main-graph node is fed the
+// oracle's inputs rounded to the types the model run saw (held in float64 for the double run), so
+// each node's outputs are its kernel on those inputs, handed to `made`. What flows between nodes
+// does not matter: every node's inputs are replaced. Nodes marked `replayed` do not run: they
+// hand `recorded`.
+class LocalRun : public Observer {
+ public:
+  using Made = std::function<void(size_t node, const Values& outputs)>;
+  LocalRun(const std::vector<NodeRun>& model_runs, const std::vector<NodeRun>& oracle_runs, const std::vector<NodeRun>& recorded,
+           const std::vector<char>& replayed, bool wide, Made made)
+      : model_(model_runs), oracle_(oracle_runs), recorded_(recorded), replayed_(replayed), wide_(wide),
+        at_(positions(model_runs)), made_(std::move(made)) {}
+
+  void before_node(const NodeEvent& e) override {
+    if (e.depth == 0) running = at(e);
+  }
+  void replace_inputs(const NodeEvent& e, Values& inputs) override {
+    const int i = at(e);
+    if (i < 0 || replayed_[size_t(i)]) return;
+    const Values& hi = oracle_[size_t(i)].inputs;
+    const Values& lo = model_[size_t(i)].inputs;
+    for (size_t k = 0; k < inputs.size() && k < hi.size() && k < lo.size(); ++k)
+      inputs[k] = wide_ ? round_within(hi[k], lo[k]) : round_to(hi[k], lo[k]);
+  }
+  bool replay(const NodeEvent& e, Values& outputs) override {
+    const int i = at(e);
+    if (i < 0 || !replayed_[size_t(i)]) return false;
+    outputs = recorded_[size_t(i)].outputs;
+    return true;
+  }
+  void after_node(const NodeEvent& e, Values& outputs) override {
+    const int i = at(e);
+    if (i >= 0 && !replayed_[size_t(i)]) made_(size_t(i), outputs);
+  }
+
+  int running = -1;  // the main-graph node running (to name one whose kernel failed)
+
+ private:
+  int at(const NodeEvent& e) const { return e.depth == 0 && size_t(e.index) < at_.size() ? at_[size_t(e.index)] : -1; }
+  const std::vector<NodeRun>& model_;
+  const std::vector<NodeRun>& oracle_;
+  const std::vector<NodeRun>& recorded_;
+  const std::vector<char>& replayed_;
+  bool wide_;
+  std::vector<int> at_;
+  Made made_;
+};
+
+// A contribution's run of the oracle: `node` hands `outputs` (itself in the model's precision),
+// the nodes downstream of it (its cone) run, and every other node replays its oracle outputs.
+class Ablation : public Observer {
+ public:
+  Ablation(const std::vector<NodeRun>& oracle_runs, const std::vector<int>& at, size_t node, const Values& outputs,
+           const std::vector<char>& cone)
+      : oracle_(oracle_runs), at_(at), node_(node), outputs_(outputs), cone_(cone) {}
+  bool replay(const NodeEvent& e, Values& outputs) override {
+    const int i = e.depth == 0 && size_t(e.index) < at_.size() ? at_[size_t(e.index)] : -1;
+    if (i < 0) return false;
+    if (size_t(i) == node_) outputs = outputs_;
+    else if (!cone_[size_t(i)]) outputs = oracle_[size_t(i)].outputs;
+    else return false;
+    return true;
+  }
+
+ private:
+  const std::vector<NodeRun>& oracle_;
+  const std::vector<int>& at_;
+  size_t node_;
+  const Values& outputs_;
+  const std::vector<char>& cone_;
+};
+
+// The main-graph nodes after `node` that read, directly or through others, what it makes. A
+// node with a body may read any outer value, so it is in the cone of every node before it.
+std::vector<char> downstream(const std::vector<NodeRun>& runs, size_t node) {
+  std::vector<char> cone(runs.size(), 0);
+  std::set<std::string> tainted(runs[node].node.outputs.begin(), runs[node].node.outputs.end());
+  tainted.erase("");
+  for (size_t i = node + 1; i < runs.size(); ++i) {
+    const Node& n = runs[i].node;
+    cone[i] = has_body(n) || std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& v) { return tainted.count(v) > 0; });
+    if (cone[i])
+      for (const std::string& o : n.outputs)
+        if (!o.empty()) tainted.insert(o);
+  }
+  return cone;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 }  // namespace
 
 double NodeError::rank_key() const {
@@ -146,6 +243,7 @@ double NodeError::rank_key() const {
 Report profile(const Model& model, const std::map<std::string, Value>& feeds, const Options& options) {
   const Registry& reg = options.registry ? *options.registry : Registry::builtin();
   Report report;
+  auto t0 = std::chrono::steady_clock::now();
 
   ReferenceEvaluator low(model, EvaluatorOptions{&reg});
   NodeRecorder low_rec;
@@ -153,6 +251,7 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   const Values low_out = low.run({}, feeds);
   low.remove_observer(&low_rec);
   report.nodes_run = low_rec.runs.size();
+  report.timing.model_ms = ms_since(t0);
 
   // Operators whose declared element types leave out double, among the nodes that touch floats:
   // the oracle runs their model-precision kernel.
@@ -172,11 +271,21 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
     }
   }
 
+  t0 = std::chrono::steady_clock::now();
   ReferenceEvaluator oracle(widen_model(model), EvaluatorOptions{&reg});
   oracle.add_observer(&fallback);
   std::map<std::string, Value> wide_feeds;
   for (const auto& [name, v] : feeds) wide_feeds.emplace(name, widen_value(v));
-  NodeRecorder hi_rec;
+  // Accumulated errors measured as the oracle makes each value (while it is in cache).
+  std::vector<std::vector<std::optional<Error>>> accumulated(low_rec.runs.size());
+  NodeRecorder hi_rec([&](size_t i, const NodeRun& hi) {
+    if (i >= low_rec.runs.size() || low_rec.runs[i].id != hi.id) return;  // said after the run
+    const NodeRun& lo = low_rec.runs[i];
+    accumulated[i].resize(lo.outputs.size());
+    for (size_t k = 0; k < lo.outputs.size() && k < hi.outputs.size(); ++k)
+      if (is_float_tensor(lo.outputs[k]) && is_float_tensor(hi.outputs[k]))
+        accumulated[i][k] = error_of(lo.outputs[k].tensor(), hi.outputs[k].tensor(), lo.node.outputs[k]);
+  });
   oracle.add_observer(&hi_rec);
   Values hi_out;
   try {
@@ -185,78 +294,122 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
     fail_runtime(fmt::format("the float64 oracle cannot run: {}", e.what()));
   }
   oracle.remove_observer(&hi_rec);
-  if (hi_rec.runs.size() != low_rec.runs.size())
-    fail_runtime(fmt::format("the oracle ran {} nodes but the model {}", hi_rec.runs.size(), low_rec.runs.size()));
+  report.timing.oracle_ms = ms_since(t0);
+  const std::vector<NodeRun>& lo_runs = low_rec.runs;
+  const std::vector<NodeRun>& hi_runs = hi_rec.runs;
+  if (hi_runs.size() != lo_runs.size())
+    fail_runtime(fmt::format("the oracle ran {} nodes but the model {}", hi_runs.size(), lo_runs.size()));
+  for (size_t i = 0; i < lo_runs.size(); ++i)
+    if (lo_runs[i].id != hi_runs[i].id) fail_runtime(fmt::format("the oracle ran '{}' where the model ran '{}'", hi_runs[i].id, lo_runs[i].id));
+
+  // Local error: each node's kernel in the model's precision against the same node in float64,
+  // both fed the oracle's inputs rounded to the types the model run saw. The rounding of the
+  // inputs is their producers' error (it is in their local error), not this node's. Two runs of
+  // the whole graph (LocalRun), not one evaluator per node. Nodes that add nothing (they move or
+  // select elements), have a body, or make no floats are replayed; fallback nodes' double side is
+  // their model kernel widened. A kernel that fails on the rounded inputs is noted and replayed.
+  const size_t n = lo_runs.size();
+  std::vector<std::string> note(n);
+  std::vector<char> exact(n, 0), skip(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = lo_runs[i].node;
+    exact[i] = node.domain.empty() && is_exact_op(node.op_type);
+    if (has_body(node)) note[i] = "has a body";
+    skip[i] = exact[i] || !note[i].empty() || std::none_of(lo_runs[i].outputs.begin(), lo_runs[i].outputs.end(), is_float_tensor);
+  }
+  // Local errors per node and output slot, and the nodes with the largest (the contributions'
+  // candidates, worst first): their double-side outputs are kept, every other node's are measured
+  // as they are made and dropped.
+  std::vector<std::vector<std::optional<Error>>> local(n);
+  std::vector<Values> model_k(n), double_k(n);
+  std::vector<std::pair<double, size_t>> candidates;  // (local RMS, node)
+  const auto errors_of = [&](size_t i, const Values& model_side, const Values& double_side) {
+    local[i].assign(lo_runs[i].node.outputs.size(), std::nullopt);
+    double worst = 0;
+    for (size_t k = 0; k < local[i].size() && k < model_side.size() && k < double_side.size(); ++k) {
+      if (!is_float_tensor(model_side[k]) || !is_float_tensor(double_side[k])) continue;
+      local[i][k] = error_of(model_side[k].tensor(), double_side[k].tensor(), lo_runs[i].node.outputs[k]);
+      if (local[i][k]->rms > 0 || local[i][k]->nonfinite > 0)
+        worst = std::max(worst, local[i][k]->nonfinite ? std::numeric_limits<double>::infinity() : local[i][k]->rms);
+    }
+    return worst;
+  };
+  // Keeps the top_k largest, the earlier node first among equals.
+  const auto offer = [&](size_t i, double key, const Values& double_side) {
+    if (key <= 0 || options.top_k == 0) return;
+    if (candidates.size() == options.top_k) {
+      const auto weakest = std::min_element(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      if (key <= weakest->first) return;
+      double_k[weakest->second].clear();
+      candidates.erase(weakest);
+    }
+    candidates.emplace_back(key, i);
+    double_k[i] = double_side;
+  };
+  if (options.local) {
+    t0 = std::chrono::steady_clock::now();
+    const auto local_run = [&](ReferenceEvaluator& ev, const std::map<std::string, Value>& in, const std::vector<NodeRun>& recorded,
+                               std::vector<char>& replayed, bool wide, const LocalRun::Made& made, const std::function<void()>& restart) {
+      for (;;) {
+        restart();
+        LocalRun run(lo_runs, hi_runs, recorded, replayed, wide, made);
+        ev.add_observer(&run);
+        try {
+          ev.run({}, in);
+          ev.remove_observer(&run);
+          return;
+        } catch (const refeval::Error& e) {
+          ev.remove_observer(&run);
+          if (run.running < 0 || replayed[size_t(run.running)]) throw;
+          note[size_t(run.running)] = e.what();
+          replayed[size_t(run.running)] = skip[size_t(run.running)] = 1;
+        }
+      }
+    };
+    local_run(low, feeds, lo_runs, skip, false, [&](size_t i, const Values& out) { model_k[i] = out; }, [&] { model_k.assign(n, {}); });
+    std::vector<char> double_skip = skip;
+    for (size_t i = 0; i < n; ++i) double_skip[i] = double_skip[i] || fallback.model_inputs.count(lo_runs[i].id);
+    local_run(
+        oracle, wide_feeds, hi_runs, double_skip, true,
+        [&](size_t i, const Values& out) { offer(i, errors_of(i, model_k[i], out), out); },
+        [&] {
+          local.assign(n, {});
+          double_k.assign(n, {});
+          candidates.clear();
+        });
+    for (size_t i = 0; i < n; ++i) {
+      if (skip[i]) local[i].clear(), model_k[i].clear();  // failed in the double run after the model run
+      // Fallback nodes run their model kernel in the oracle too: they add nothing there.
+      else if (fallback.model_inputs.count(lo_runs[i].id)) errors_of(i, model_k[i], model_k[i]);
+      if (exact[i]) errors_of(i, hi_runs[i].outputs, hi_runs[i].outputs);  // zero, with the SQNR of its values
+    }
+    report.timing.local_ms = ms_since(t0);
+  }
 
   // Accumulated error of every value a node made; feeds and initializers are widened exactly.
   std::map<std::string, Error> value_error;
-  std::vector<Values> local_out(low_rec.runs.size());
-  for (size_t i = 0; i < low_rec.runs.size(); ++i) {
-    const NodeRun& lo = low_rec.runs[i];
-    const NodeRun& hi = hi_rec.runs[i];
-    if (lo.id != hi.id) fail_runtime(fmt::format("the oracle ran '{}' where the model ran '{}'", hi.id, lo.id));
-    NodeError ne{lo.id, lo.node.op_type, lo.index, {}, {}, fallback.model_inputs.count(lo.id) > 0, {}};
-
-    // Local error: this node's kernel in the model's precision against the same node in float64,
-    // both fed the oracle's inputs rounded to the types the model run saw. The rounding of the
-    // inputs is their producers' error (it is in their local error), not this node's.
-    Values model_k, double_k;  // the two single-node runs, every output slot (empty names: none)
-    const bool exact = lo.node.domain.empty() && is_exact_op(lo.node.op_type);
-    if (options.local && exact) {
-      local_out[i] = hi.outputs;  // adds nothing: the oracle's outputs stand
-    } else if (options.local) {
-      if (has_body(lo.node)) ne.local_note = "has a body";
-      else if (model.find_function(lo.node.domain, lo.node.op_type, lo.node.overload)) ne.local_note = "a model-local function";
-      else {
-        try {
-          std::map<std::string, Value> in;
-          for (size_t k = 0; k < lo.node.inputs.size() && k < hi.inputs.size(); ++k)
-            if (!lo.node.inputs[k].empty()) in[lo.node.inputs[k]] = round_to(hi.inputs[k], lo.inputs[k]);
-          model_k = run_one(lo.node, model.opsets, reg, in);
-          if (ne.fallback) {
-            for (const Value& v : model_k) double_k.push_back(widen_value(v));
-          } else {
-            Graph g;
-            g.nodes = {lo.node};
-            widen_graph(g);
-            std::map<std::string, Value> wide_in;
-            for (const auto& [name, v] : in) wide_in[name] = widen_value(v);
-            double_k = run_one(g.nodes[0], model.opsets, reg, wide_in);
-          }
-          // What the oracle runs for this node alone in the model's precision (the contribution):
-          // the oracle's outputs plus the error the node adds.
-          Values full(lo.node.outputs.size());
-          for (size_t k = 0; k < full.size() && k < hi.outputs.size(); ++k)
-            full[k] = is_float_tensor(model_k[k]) && is_float_tensor(hi.outputs[k])
-                          ? Value(add_delta(hi.outputs[k].tensor(), model_k[k].tensor(), double_k[k].tensor()))
-                          : widen_value(model_k[k]);
-          local_out[i] = std::move(full);
-        } catch (const refeval::Error& e) {
-          ne.local_note = e.what();
-          model_k.clear();
-        }
-      }
-    }
-
+  std::vector<size_t> run_of_node;  // report.nodes[j] is lo_runs[run_of_node[j]]
+  for (size_t i = 0; i < n; ++i) {
+    const NodeRun& lo = lo_runs[i];
+    NodeError ne{lo.id, lo.node.op_type, lo.index, {}, options.local ? note[i] : "", fallback.model_inputs.count(lo.id) > 0, {}};
     double in_rel = 0;
     for (const std::string& name : lo.node.inputs)
       if (auto it = value_error.find(name); it != value_error.end()) in_rel = std::max(in_rel, it->second.rel_rms);
-    for (size_t k = 0; k < lo.outputs.size() && k < hi.outputs.size(); ++k) {
-      if (!is_float_tensor(lo.outputs[k]) || !is_float_tensor(hi.outputs[k])) continue;
+    for (size_t k = 0; k < accumulated[i].size(); ++k) {
+      if (!accumulated[i][k]) continue;
       const std::string& name = lo.node.outputs[k];
       OutputError oe{name, lo.outputs[k].tensor().dtype(), {}, {}, {}};
-      ErrorAccumulator acc;
-      acc.add(lo.outputs[k].tensor(), hi.outputs[k].tensor(), name);
-      oe.accumulated = acc.result();
+      oe.accumulated = *accumulated[i][k];
       value_error[name] = oe.accumulated;
       if (in_rel > 0) oe.amplification = oe.accumulated.rel_rms / in_rel;
-      if (k < model_k.size() && is_float_tensor(model_k[k]) && is_float_tensor(double_k[k]))
-        oe.local = error_of(model_k[k].tensor(), double_k[k].tensor(), name);
-      else if (options.local && exact)
-        oe.local = error_of(hi.outputs[k].tensor(), hi.outputs[k].tensor(), name);  // zero, with the SQNR of its values
+      if (k < local[i].size()) oe.local = local[i][k];
       ne.outputs.push_back(std::move(oe));
     }
-    if (!ne.outputs.empty()) report.nodes.push_back(std::move(ne));
+    if (ne.outputs.empty()) continue;
+    report.nodes.push_back(std::move(ne));
+    run_of_node.push_back(i);
   }
 
   const std::vector<std::string> out_names = low.output_names();
@@ -270,34 +423,46 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   }
   report.outputs_total = total.result();
 
-  // Contributions: the nodes with the largest local RMS error, one oracle run each with that node
-  // alone in the model's precision.
-  std::vector<size_t> order;
-  for (size_t n = 0; n < report.nodes.size(); ++n) {
-    const NodeError& ne = report.nodes[n];
-    if (std::any_of(ne.outputs.begin(), ne.outputs.end(),
-                    [](const OutputError& o) { return o.local && (o.local->rms > 0 || o.local->nonfinite > 0); }))
-      order.push_back(n);
-  }
-  const auto local_rms = [&](size_t n) {
-    double worst = 0;
-    for (const OutputError& o : report.nodes[n].outputs)
-      if (o.local) worst = std::max(worst, o.local->nonfinite ? std::numeric_limits<double>::infinity() : o.local->rms);
-    return worst;
-  };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return local_rms(a) > local_rms(b); });
-  if (order.size() > options.top_k) order.resize(options.top_k);
-  std::map<std::string, size_t> run_of;
-  for (size_t i = 0; i < low_rec.runs.size(); ++i) run_of[low_rec.runs[i].id] = i;
-  for (size_t n : order) {
-    NodeError& ne = report.nodes[n];
-    Substitute sub(ne.node, local_out[run_of.at(ne.node)]);
-    oracle.add_observer(&sub);
+  // Contributions: the candidates, worst local error first, each an oracle run with that node
+  // alone in the model's precision (the oracle's outputs plus the error the node adds), in which
+  // only its downstream cone runs; within the budget of Options::budgeted.
+  t0 = std::chrono::steady_clock::now();
+  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<int> node_of_run(n, -1);  // report.nodes[node_of_run[i]] is lo_runs[i]
+  for (size_t j = 0; j < report.nodes.size(); ++j) node_of_run[run_of_node[j]] = int(j);
+  const std::vector<int> at = positions(hi_runs);
+  report.candidates = candidates.size();
+  std::vector<size_t> elements(n, 1);  // what each node makes (at least 1: a node has a cost)
+  for (size_t i = 0; i < n; ++i)
+    for (const Value& v : hi_runs[i].outputs)
+      if (v.is_tensor()) elements[i] += size_t(v.tensor().size());
+  for (size_t e : elements) report.timing.graph_elements += e;
+  const size_t budget = std::max(report.timing.graph_elements, size_t(1) << 20);
+  for (const auto& [key, i] : candidates) {
+    if (node_of_run[i] < 0) continue;
+    const std::vector<char> cone = downstream(hi_runs, i);
+    size_t cone_nodes = 0, cone_elements = 0;
+    for (size_t c = 0; c < n; ++c)
+      if (cone[c]) ++cone_nodes, cone_elements += elements[c];
+    if (options.budgeted && report.contributions > 0 && report.timing.cone_elements + cone_elements > budget) break;
+    const Values& hi = hi_runs[i].outputs;
+    Values alone(lo_runs[i].node.outputs.size());
+    for (size_t k = 0; k < alone.size() && k < hi.size() && k < model_k[i].size(); ++k)
+      alone[k] = is_float_tensor(model_k[i][k]) && is_float_tensor(hi[k]) && k < double_k[i].size() && is_float_tensor(double_k[i][k])
+                     ? Value(add_delta(hi[k].tensor(), model_k[i][k].tensor(), double_k[i][k].tensor()))
+                     : widen_value(model_k[i][k]);
+    Ablation ablation(hi_runs, at, i, alone, cone);
+    oracle.add_observer(&ablation);
     const Values ablated = oracle.run({}, wide_feeds);
-    oracle.remove_observer(&sub);
-    ne.contribution = outputs_error(ablated, hi_out, low_out, out_names);
+    oracle.remove_observer(&ablation);
+    report.nodes[size_t(node_of_run[i])].contribution = outputs_error(ablated, hi_out, low_out, out_names);
+    report.timing.cone_nodes += cone_nodes;
+    report.timing.cone_elements += cone_elements;
     ++report.contributions;
   }
+  report.timing.contributions_ms = ms_since(t0);
 
   std::stable_sort(report.nodes.begin(), report.nodes.end(), [](const NodeError& a, const NodeError& b) {
     if (a.contribution.has_value() != b.contribution.has_value()) return a.contribution.has_value();
@@ -305,7 +470,6 @@ Report profile(const Model& model, const std::map<std::string, Value>& feeds, co
   });
   return report;
 }
-
 
 namespace {
 
@@ -485,6 +649,9 @@ nlohmann::json to_json(const Report& r, const std::string& model) {
   using json = nlohmann::json;
   json j = {{"oracle", "float64"}, {"model", model}, {"contributions_computed", r.contributions},
             {"nodes", json::array()}, {"outputs", json::array()}, {"fallback", r.fallback}};
+  j["timing_ms"] = {{"model", r.timing.model_ms}, {"oracle", r.timing.oracle_ms}, {"local", r.timing.local_ms},
+                    {"contributions", r.timing.contributions_ms}, {"cone_nodes", r.timing.cone_nodes},
+                    {"cone_elements", r.timing.cone_elements}, {"graph_elements", r.timing.graph_elements}};
   for (const NodeError& n : r.nodes) {
     json jn = {{"node", n.node}, {"op_type", n.op_type}, {"index", n.index}, {"outputs", json::array()}};
     jn["contribution"] = n.contribution ? error_json(*n.contribution) : json(nullptr);

@@ -11,7 +11,8 @@
 //   the model run saw, against the oracle's output: the error the node itself adds.
 // - Contribution of a node: the graph outputs' error when this node alone runs in the model's
 //   precision (its local outputs, widened back) and every other node in float64. Computed for the
-//   `top_k` nodes with the largest local RMS error, one oracle run each.
+//   `top_k` nodes with the largest local RMS error, worst first (within Options::budgeted);
+//   each re-runs only the node's downstream cone.
 #pragma once
 
 #include <cstdint>
@@ -51,19 +52,34 @@ struct NodeError {
   double rank_key() const;
 };
 
+// Where the profile's time went (wall clock, milliseconds): the model run, the oracle run, the
+// local errors (two more runs of the graph) and the contributions (each re-runs one node's
+// downstream cone in the oracle; cone_nodes and cone_elements sum the nodes they ran and the
+// tensor elements those made; graph_elements: one run's).
+struct Timing {
+  double model_ms = 0, oracle_ms = 0, local_ms = 0, contributions_ms = 0;
+  size_t cone_nodes = 0, cone_elements = 0, graph_elements = 0;
+};
+
 struct Report {
   std::vector<NodeError> nodes;          // sorted, worst first
   std::vector<OutputError> outputs;      // graph outputs, accumulated error only
   Error outputs_total;                   // over every floating graph output
   std::vector<std::string> fallback;     // "id (op)" of nodes whose operator declares no double type
   size_t contributions = 0;              // how many nodes got a contribution
+  size_t candidates = 0;                 // of how many (the top_k largest local errors)
   size_t nodes_run = 0;                  // main-graph nodes executed
+  Timing timing;
 };
 
 struct Options {
   const Registry* registry = nullptr;  // null: the built-ins
   bool local = true;                   // compute local errors
   size_t top_k = 10;                   // contributions for this many nodes (0: none)
+  // The contributions stop once their re-runs have made as many tensor elements as one run of
+  // the graph, or 2^20 if that is more (the first is always computed): they cost about one
+  // oracle run on a large graph, nothing to speak of on a small one. False: all top_k.
+  bool budgeted = false;
 };
 
 // Runs the model on `feeds` (model precision) and its float64 oracle on the same feeds widened.
@@ -101,7 +117,8 @@ ReferenceReport against_reference(const Model& model, const Model& reference, co
                                   const std::map<std::string, Value>& reference_feeds, const Registry* registry);
 
 // The JSON documents of `refeval accuracy --json` (and refeval.accuracy() in Python):
-//   {"oracle": "float64", "model", "contributions_computed", "fallback": [...],
+//   {"oracle": "float64", "model", "contributions_computed", "fallback": [...], "timing_ms": {"model",
+//    "oracle", "local", "contributions", "cone_nodes", "cone_elements", "graph_elements"},
 //    "nodes": [{"node", "op_type", "index", "contribution": ERR|null, "fallback"?, "local_note"?,
 //               "outputs": [{"name", "dtype", "local": ERR|null, "accumulated": ERR, "amplification"}]}],
 //    "outputs": [{"name", "dtype", "accumulated": ERR}]}

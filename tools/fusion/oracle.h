@@ -46,6 +46,7 @@ class ErrorAccumulator {
  private:
   template <class M, class R>
   void add_elements(const M* model, const R* reference, size_t n, DType ulp_type);
+  void add_finite(double model, double reference, DType ulp_type);
   double max_abs_ = 0, max_rel_ = 0, ulps_ = 0, sum_d2_ = 0, sum_o2_ = 0;
   int64_t count_ = 0, nonfinite_ = 0;
 };
