@@ -37,6 +37,29 @@ TEST_CASE("outputs, intermediates and observers") {
   CHECK(all[1].first == "T");
 }
 
+TEST_CASE("an observer can replay a node's outputs: its kernel does not run, downstream reads them") {
+  // What `refeval accuracy` does to re-run only the nodes downstream of one node.
+  struct Replayer : Observer {
+    int replayed = 0;
+    bool replay(const NodeEvent& e, Values& outputs) override {
+      if (e.id != "first") return false;
+      ++replayed;
+      outputs = {tensor<float>({2}, {10, 20})};
+      return true;
+    }
+  };
+  ReferenceEvaluator ev(model(add_chain()));
+  Replayer replayer;
+  Recorder rec;
+  ev.add_observer(&replayer);
+  ev.add_observer(&rec);
+  testing::check_equal(ev.run({}, {{"X", tensor<float>({2}, {1, 2})}})[0], tensor<float>({2}, {10, 40}));  // (10, 20) * X
+  CHECK(replayer.replayed == 1);
+  CHECK(rec.events == std::vector<std::string>{"before first", "after first 1", "before second", "after second 1"});
+  ev.remove_observer(&replayer);
+  testing::check_equal(ev.run({}, {{"X", tensor<float>({2}, {1, 2})}})[0], tensor<float>({2}, {2, 8}));
+}
+
 TEST_CASE("feeds are checked against the declared types") {
   ReferenceEvaluator ev(model(add_chain()));
   CHECK_THROWS_WITH_AS(ev.run({}, {{"X", tensor<double>({2}, {1, 2})}}), doctest::Contains("input 'X': expected tensor(float)[N]"), Error);

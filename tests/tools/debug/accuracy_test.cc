@@ -129,3 +129,68 @@ TEST_CASE("accuracy --reference: same names, QDQ names and fused_from provenance
   CHECK(!by_name.count("W_scale"));  // a parameter with no counterpart: neither matched nor counted
   CHECK(r.unmatched.empty());
 }
+
+TEST_CASE("accuracy: the error figures over many elements (vectorised blocks, a NaN block, a tail) equal a plain loop") {
+  const size_t n = 5000;  // several blocks and a tail
+  std::vector<float> m(n);
+  std::vector<double> r(n);
+  for (size_t i = 0; i < n; ++i) {
+    r[i] = std::sin(double(i)) * (i % 7 == 0 ? 0 : 100);  // zeros: relative error of a difference at zero
+    m[i] = float(r[i] + (i % 5 == 0 ? 1e-3 * std::cos(double(i)) : 0));
+  }
+  m[2100] = std::numeric_limits<float>::quiet_NaN();  // a block with a NaN goes element by element
+  double max_abs = 0, max_rel = 0, d2 = 0, o2 = 0;
+  int64_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(m[i])) continue;
+    const double d = std::fabs(double(m[i]) - r[i]);
+    max_abs = std::max(max_abs, d);
+    if (d != 0) max_rel = std::max(max_rel, r[i] != 0 ? d / std::fabs(r[i]) : INFINITY);
+    d2 += d * d, o2 += r[i] * r[i], ++count;
+  }
+  const acc::Error e = acc::error_of(Tensor::from_vector<float>({int64_t(n)}, m), Tensor::from_vector<double>({int64_t(n)}, r), "x");
+  CHECK(e.count == count);
+  CHECK(e.nonfinite == 1);
+  CHECK(e.max_abs == max_abs);
+  CHECK(e.max_rel == max_rel);
+  CHECK(std::isinf(e.max_rel));  // an element of the model off a zero of the reference
+  CHECK(e.rms == doctest::Approx(std::sqrt(d2 / double(count))).epsilon(1e-12));
+  CHECK(e.sqnr_db == doctest::Approx(10 * std::log10(o2 / d2)).epsilon(1e-12));
+}
+
+TEST_CASE("accuracy: contributions re-run only the cone, and by default stop at one run of the graph's work") {
+  // Five lossy scalings in a chain, 2^19 elements each: the cones of the five add up to twice the
+  // graph's work, so the budgeted profile computes only some; those it computes are the same.
+  const int64_t n = int64_t(1) << 19;
+  std::vector<Node> nodes;
+  std::string in = "X";
+  for (int k = 0; k < 5; ++k) {
+    const std::string out = k == 4 ? "Y" : "t" + std::to_string(k);
+    nodes.push_back(node("Mul", {in, "s" + std::to_string(k)}, {out}, {}, "mul" + std::to_string(k)));
+    in = out;
+  }
+  std::vector<Initializer> scales;
+  for (int k = 0; k < 5; ++k) scales.push_back({"s" + std::to_string(k), Tensor::scalar<float>(1.1f + 0.13f * float(k))});
+  const Model m = model(graph("g", nodes, {tensor_info("X", DType::Float, {n})}, {tensor_info("Y", DType::Float, {n})}, scales));
+  std::vector<float> x(static_cast<size_t>(n) + 0);
+  for (int64_t i = 0; i < n; ++i) x[size_t(i)] = float(std::sin(double(i)));
+  const std::map<std::string, Value> feeds{{"X", Value(Tensor::from_vector<float>({n}, x))}};
+  acc::Options all, budgeted;
+  budgeted.budgeted = true;
+  const acc::Report full = acc::profile(m, feeds, all), part = acc::profile(m, feeds, budgeted);
+  CHECK(full.contributions == 5);
+  CHECK(part.candidates == 5);
+  CHECK(part.contributions >= 1);
+  CHECK(part.contributions < 5);
+  CHECK(part.timing.cone_elements <= part.timing.graph_elements);
+  CHECK(full.timing.cone_nodes == 4 + 3 + 2 + 1);
+  for (const acc::NodeError& p : part.nodes) {
+    if (!p.contribution) continue;
+    const acc::NodeError& f = *std::find_if(full.nodes.begin(), full.nodes.end(), [&](auto& x) { return x.node == p.node; });
+    REQUIRE(f.contribution);
+    CHECK(f.contribution->rms == p.contribution->rms);
+  }
+  // The last node's cone is empty: its contribution is its own local error on the output.
+  const acc::NodeError& last = *std::find_if(full.nodes.begin(), full.nodes.end(), [](auto& x) { return x.node == "mul4"; });
+  CHECK(last.contribution->rms == doctest::Approx(last.outputs[0].local->rms).epsilon(1e-9));
+}
