@@ -19,6 +19,7 @@ extern "C" __m256 _ZGVdN8v_logf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_sinf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_cosf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_erfcf(__m256);   // glibc >= 2.35
+extern "C" __m256d _ZGVdN4v_erf(__m256d);   // glibc >= 2.35
 extern "C" __m256d _ZGVdN4v_exp(__m256d);   // glibc >= 2.22
 #endif
 
@@ -139,6 +140,27 @@ void erfc_floats(const float* x, float* y, int64_t n) {
   vectorised<Float8>(_ZGVdN8v_erfcf, x, y, n);
 #else
   for (int64_t i = 0; i < n; ++i) y[i] = std::erfc(x[i]);
+#endif
+}
+
+void sqrt_floats(const float* x, float* y, int64_t n) {
+#if defined(__AVX2__)
+  vectorised<Float8>([](__m256 v) { return _mm256_sqrt_ps(v); }, x, y, n);
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+#endif
+}
+
+void erf_floats(const float* x, float* y, int64_t n) {
+#if defined(__AVX2__)
+  // In double (4 lanes), rounded once to float: glibc's float erff, scalar or vector, is less exact.
+  vectorised<Float8>([](__m256 v) {
+    const __m128 lo = _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+    const __m128 hi = _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+    return _mm256_set_m128(hi, lo);
+  }, x, y, n);
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = float(std::erf(double(x[i])));
 #endif
 }
 
