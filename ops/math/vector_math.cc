@@ -176,6 +176,30 @@ void gelu_erf_floats(const float* x, float* y, int64_t n) {
   }
 }
 
+template <bool IsMax>
+void extreme_pairs(const float* a, const float* b, float* y, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256 va = _mm256_loadu_ps(a + i), vb = _mm256_loadu_ps(b + i);
+    const __m256 pick_b = IsMax ? _mm256_cmp_ps(va, vb, _CMP_LT_OQ) : _mm256_cmp_ps(vb, va, _CMP_LT_OQ);
+    const __m256 m = _mm256_blendv_ps(va, vb, pick_b);
+    _mm256_storeu_ps(y + i, _mm256_blendv_ps(m, _mm256_add_ps(va, vb), _mm256_cmp_ps(va, vb, _CMP_UNORD_Q)));
+  }
+#endif
+  for (; i < n; ++i) {
+    const float u = a[i], v = b[i];
+    y[i] = u != u || v != v ? u + v : (IsMax ? u < v : v < u) ? v : u;
+  }
+}
+
+void max_floats(const float* a, const float* b, float* y, int64_t n) {
+  parallel_for(n, kParallelElements, [&](int64_t begin, int64_t end) { extreme_pairs<true>(a + begin, b + begin, y + begin, end - begin); });
+}
+void min_floats(const float* a, const float* b, float* y, int64_t n) {
+  parallel_for(n, kParallelElements, [&](int64_t begin, int64_t end) { extreme_pairs<false>(a + begin, b + begin, y + begin, end - begin); });
+}
+
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX2__)

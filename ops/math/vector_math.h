@@ -32,6 +32,11 @@ void gelu_erf_floats(const float* x, float* y, int64_t n);
 // compiled from that expression, with floating-point traps respected, the loop keeps a branch per
 // element. y may be x or t.
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n);
+// y[i] = max(a[i], b[i]) (or min) as the Max and Min ops define it: NaN if either is NaN (a + b:
+// a NaN operand's payload), else b when it is strictly larger (smaller), else a; 8 lanes at a time,
+// large arrays split across threads. y may be a or b.
+void max_floats(const float* a, const float* b, float* y, int64_t n);
+void min_floats(const float* a, const float* b, float* y, int64_t n);
 void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
 void exp_doubles(const double* x, double* y, int64_t n);   // 4 lanes with AVX2
 
