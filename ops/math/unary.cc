@@ -58,7 +58,7 @@ class VectorUnaryOp : public UnaryOp<F, List> {
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& x = input_tensor(in, 0);
     if (x.dtype() != DType::Float) return UnaryOp<F, List>::run(in, ctx);
-    Tensor y(DType::Float, x.shape());
+    Tensor y = Tensor::uninitialized(DType::Float, x.shape());  // written in full
     Vector(x.data<float>(), y.data<float>(), x.size());
     return {y};
   }
