@@ -259,7 +259,7 @@ Tensor resize_tensor(const Tensor& x, const std::vector<ResizeAxis>& axes, const
     std::vector<size_t> passes;  // the axes that resample, innermost first
     for (size_t d = x.rank(); d-- > 0;)
       if (!taps[d].identity) passes.push_back(d);
-    Tensor y(x.dtype(), out_shape);
+    Tensor y = Tensor::uninitialized(x.dtype(), out_shape);  // the copy or the last pass writes it all
     if (passes.empty()) {
       std::copy(x.data<T>(), x.data<T>() + x.size(), y.data<T>());
       return y;
