@@ -23,7 +23,7 @@ class LeakyRelu : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     if (x.dtype() == DType::Float) {
-      Tensor y(DType::Float, x.shape());
+      Tensor y = Tensor::uninitialized(DType::Float, x.shape());  // written in full
       scale_negatives(x.data<float>(), x.data<float>(), alpha_, y.data<float>(), x.size());
       return {y};
     }

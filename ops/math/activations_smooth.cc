@@ -25,7 +25,7 @@ template <class C> C softplus(C x) { return x > C(0) ? x + std::log1p(std::exp(-
 template <class List, class Vector, class Scalar>
 Tensor map_unary_vector(const Tensor& x, Vector vector, Scalar scalar) {
   if (x.dtype() != DType::Float) return map_unary_of<List>(x, scalar);
-  Tensor y(DType::Float, x.shape());
+  Tensor y = Tensor::uninitialized(DType::Float, x.shape());  // written in full
   vector(x.data<float>(), y.data<float>(), x.size());
   return y;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "math_common.h"
+#include "vector_math.h"
 
 namespace refeval::ops {
 namespace {
@@ -32,6 +33,14 @@ class Variadic : public OpRun {
       for (size_t i = 1; i < in.size(); ++i) {
         const Tensor& next = input_tensor(in, i);
         require_same_dtype(first, next);
+        if constexpr (std::is_same_v<T, float> && (std::is_same_v<F, MaxFn> || std::is_same_v<F, MinFn>)) {
+          if (acc.shape() == next.shape()) {  // float Max and Min of equal shapes: in vectors
+            Tensor z = Tensor::uninitialized(DType::Float, acc.shape());
+            (std::is_same_v<F, MaxFn> ? max_floats : min_floats)(acc.data<float>(), next.data<float>(), z.data<float>(), z.size());
+            acc = z;
+            continue;
+          }
+        }
         acc = map_binary<T, T>(acc, next, F{});
       }
       if (in.size() == 1) acc = acc.clone();

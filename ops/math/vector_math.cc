@@ -19,6 +19,7 @@ extern "C" __m256 _ZGVdN8v_logf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_sinf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_cosf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_erfcf(__m256);   // glibc >= 2.35
+extern "C" __m256d _ZGVdN4v_erf(__m256d);   // glibc >= 2.35
 extern "C" __m256d _ZGVdN4v_exp(__m256d);   // glibc >= 2.22
 #endif
 
@@ -142,6 +143,27 @@ void erfc_floats(const float* x, float* y, int64_t n) {
 #endif
 }
 
+void sqrt_floats(const float* x, float* y, int64_t n) {
+#if defined(__AVX2__)
+  vectorised<Float8>([](__m256 v) { return _mm256_sqrt_ps(v); }, x, y, n);
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+#endif
+}
+
+void erf_floats(const float* x, float* y, int64_t n) {
+#if defined(__AVX2__)
+  // In double (4 lanes), rounded once to float: glibc's float erff, scalar or vector, is less exact.
+  vectorised<Float8>([](__m256 v) {
+    const __m128 lo = _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+    const __m128 hi = _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+    return _mm256_set_m128(hi, lo);
+  }, x, y, n);
+#else
+  for (int64_t i = 0; i < n; ++i) y[i] = float(std::erf(double(x[i])));
+#endif
+}
+
 void gelu_erf_floats(const float* x, float* y, int64_t n) {
   constexpr int64_t kBlock = 1024;  // erfc's argument in a block on the stack (x may be y)
   const float sqrt2 = float(std::numbers::sqrt2);
@@ -152,6 +174,30 @@ void gelu_erf_floats(const float* x, float* y, int64_t n) {
     erfc_floats(t, t, m);
     for (int64_t i = 0; i < m; ++i) y[at + i] = 0.5f * x[at + i] * t[i];
   }
+}
+
+template <bool IsMax>
+void extreme_pairs(const float* a, const float* b, float* y, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m256 va = _mm256_loadu_ps(a + i), vb = _mm256_loadu_ps(b + i);
+    const __m256 pick_b = IsMax ? _mm256_cmp_ps(va, vb, _CMP_LT_OQ) : _mm256_cmp_ps(vb, va, _CMP_LT_OQ);
+    const __m256 m = _mm256_blendv_ps(va, vb, pick_b);
+    _mm256_storeu_ps(y + i, _mm256_blendv_ps(m, _mm256_add_ps(va, vb), _mm256_cmp_ps(va, vb, _CMP_UNORD_Q)));
+  }
+#endif
+  for (; i < n; ++i) {
+    const float u = a[i], v = b[i];
+    y[i] = u != u || v != v ? u + v : (IsMax ? u < v : v < u) ? v : u;
+  }
+}
+
+void max_floats(const float* a, const float* b, float* y, int64_t n) {
+  parallel_for(n, kParallelElements, [&](int64_t begin, int64_t end) { extreme_pairs<true>(a + begin, b + begin, y + begin, end - begin); });
+}
+void min_floats(const float* a, const float* b, float* y, int64_t n) {
+  parallel_for(n, kParallelElements, [&](int64_t begin, int64_t end) { extreme_pairs<false>(a + begin, b + begin, y + begin, end - begin); });
 }
 
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n) {

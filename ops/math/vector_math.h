@@ -15,6 +15,13 @@ void log1p_floats(const float* x, float* y, int64_t n);
 void log_floats(const float* x, float* y, int64_t n);
 void sin_floats(const float* x, float* y, int64_t n);
 void cos_floats(const float* x, float* y, int64_t n);
+// The IEEE square root (correctly rounded, the bits of std::sqrt), 8 lanes at a time: std::sqrt in
+// a loop stays scalar, each call checking for a negative argument to set errno.
+void sqrt_floats(const float* x, float* y, int64_t n);
+// erf(x) computed in double and rounded to float: within 0.52 ulp of the exact value (the unit
+// test's dense sweep; scalar erff is within 0.97, glibc's vector erff 1.92). Where 1 + erf(x)
+// cancels (x < -1) no float erf helps: use erfc_floats there.
+void erf_floats(const float* x, float* y, int64_t n);  // glibc >= 2.35
 // 1 - erf(x), accurate (a few ulps) where 1 - erf cancels: Gelu's 0.5 z erfc(-z / sqrt 2) for z < 0.
 void erfc_floats(const float* x, float* y, int64_t n);  // glibc >= 2.35
 // Exact GELU, y = 0.5 x erfc(-x / sqrt 2) (= 0.5 x (1 + erf(x / sqrt 2)), kept accurate for x < 0):
@@ -25,6 +32,11 @@ void gelu_erf_floats(const float* x, float* y, int64_t n);
 // compiled from that expression, with floating-point traps respected, the loop keeps a branch per
 // element. y may be x or t.
 void scale_negatives(const float* x, const float* t, float alpha, float* y, int64_t n);
+// y[i] = max(a[i], b[i]) (or min) as the Max and Min ops define it: NaN if either is NaN (a + b:
+// a NaN operand's payload), else b when it is strictly larger (smaller), else a; 8 lanes at a time,
+// large arrays split across threads. y may be a or b.
+void max_floats(const float* a, const float* b, float* y, int64_t n);
+void min_floats(const float* a, const float* b, float* y, int64_t n);
 void tanh_doubles(const double* x, double* y, int64_t n);  // 4 lanes with AVX2
 void exp_doubles(const double* x, double* y, int64_t n);   // 4 lanes with AVX2
 

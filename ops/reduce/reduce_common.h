@@ -27,6 +27,8 @@
 #include "refeval/op_run.h"
 #include "refeval/tensor.h"
 
+#include "../math/vector_math.h"
+
 namespace refeval::ops {
 
 // Which input dimensions are reduced, the output shape, and the input walked as runs.
@@ -125,6 +127,29 @@ void accumulate_additive(const ReducePlan& p, const T* x, std::vector<Acc>& acc,
   });
 }
 
+// accumulate for ReduceMax (IsMax) or ReduceMin of floats: a run into one output is scanned 8 lanes
+// at a time (extreme_floats). Its value does not depend on the order of the comparisons, except
+// for the sign of a zero and which NaN wins; a run whose extreme is a zero or that holds a NaN is
+// rescanned in order with `step`, so the result is the in-order scan's, bit for bit.
+template <bool IsMax, class Step>
+void accumulate_extreme(const ReducePlan& p, const float* x, std::vector<float>& acc, Step&& step) {
+  for_each_run(p, [&](int64_t i0, int64_t o, int64_t n, int64_t s) {
+    if (s != 0) {
+      for (int64_t i = 0; i < n; ++i) acc[size_t(o + i)] = step(acc[size_t(o + i)], x[i0 + i], o + i);
+      return;
+    }
+    bool nan = false;
+    const float m = extreme_floats<IsMax>(x + i0, n, nan);
+    float a = acc[size_t(o)];
+    if (nan || m == 0) {
+      for (int64_t i = 0; i < n; ++i) a = step(a, x[i0 + i], o);
+    } else {
+      a = step(a, m, o);
+    }
+    acc[size_t(o)] = a;
+  });
+}
+
 // Wrapping integer arithmetic (numpy keeps the element type), exact float arithmetic.
 template <class A> A wrap_add(A a, A b) {
   if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
@@ -198,6 +223,7 @@ class ReduceBase : public OpRun {
 
 // The common body: Op supplies
 //   static constexpr bool kAdditive;                       step(a, x) = a + g(x), init 0 (sums may split)
+//   static constexpr bool kIsMax;                          (Max and Min only) float runs scan in vectors
 //   template <class T> using acc_t = ...;                  accumulator type
 //   template <class A> static A init();                    value for an empty set
 //   template <class A, class C> static A step(A, C);       fold one element in
@@ -215,7 +241,9 @@ class ReduceOp : public ReduceBase {
       using A = typename Op::template acc_t<T>;
       std::vector<A> acc(size_t(p.out_size), Op::template init<A>());
       auto step = [](A a, compute_t<T> v, int64_t) { return Op::step(a, v); };
-      if constexpr (Op::kAdditive && std::is_floating_point_v<A>) accumulate_additive<A, compute_t<T>>(p, x.data<T>(), acc, step);
+      if constexpr (requires { Op::kIsMax; } && std::is_same_v<T, float>)
+        accumulate_extreme<Op::kIsMax>(p, x.data<T>(), acc, step);
+      else if constexpr (Op::kAdditive && std::is_floating_point_v<A>) accumulate_additive<A, compute_t<T>>(p, x.data<T>(), acc, step);
       else accumulate<A, compute_t<T>>(p, x.data<T>(), acc, step);
       T* out = y.data<T>();
       for (size_t i = 0; i < acc.size(); ++i) out[i] = store<T>(Op::template finish<A>(acc[i], p.group));

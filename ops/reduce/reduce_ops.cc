@@ -57,6 +57,7 @@ struct LogSum : Sum {
 template <bool IsMax>
 struct Extremum {
   static constexpr bool kAdditive = false;
+  static constexpr bool kIsMax = IsMax;
   template <class T> using acc_t = compute_t<T>;
   template <class A> static A init() {
     if constexpr (std::is_same_v<A, bool>) return !IsMax;

@@ -91,6 +91,8 @@ class Pad : public OpRun {
         maps[d][size_t(o)] = j < 0 ? -1 : j + lo[d];
       }
     }
+    // A row along the last axis is its padding before, one contiguous copy of the kept input
+    // elements (output [before, before + kept) reads input [lo, lo + kept)), and its padding after.
     visit_by_width(x.dtype(), [&]<class W>() {
       const W value = constant_value<W>(in, x.dtype());
       const W* src = raw_as<W>(x);
@@ -107,10 +109,20 @@ class Pad : public OpRun {
           if (j < 0) constant = true;
           else base += j * xs[d];
         }
-        for (int64_t o = 0; o < out[last]; ++o) {
-          const int64_t j = maps[last][size_t(o)];
-          *dst++ = constant || j < 0 ? value : src[base + j];
+        if (constant) {
+          std::fill(dst, dst + out[last], value);
+        } else {
+          for (int64_t o = 0; o < before[last]; ++o) {
+            const int64_t j = maps[last][size_t(o)];
+            dst[o] = j < 0 ? value : src[base + j];
+          }
+          std::copy(src + base + lo[last], src + base + lo[last] + kept[last], dst + before[last]);
+          for (int64_t o = before[last] + kept[last]; o < out[last]; ++o) {
+            const int64_t j = maps[last][size_t(o)];
+            dst[o] = j < 0 ? value : src[base + j];
+          }
         }
+        dst += out[last];
         size_t d = last;
         while (true) {
           if (d == 0) return;

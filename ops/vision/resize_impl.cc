@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
+#include "refeval/elementwise.h"
 #include "refeval/limits.h"
+#include "refeval/threads.h"
 #include "vision_common.h"
 
 namespace refeval::ops {
@@ -161,28 +164,72 @@ Tensor resize_nearest(const Tensor& x, const std::vector<AxisTaps>& taps, const 
   return y;
 }
 
-// One weighted pass along axis d of a dense buffer of doubles.
-std::vector<double> resample_axis(const std::vector<double>& in, Shape& shape, size_t d, const AxisTaps& t,
-                                  int64_t out_len, double extrapolation) {
+// One weighted pass along axis d of a dense buffer, computed in double: out = sum over taps k, in
+// order, of w_k * in[index_k], starting from 0.0 (so that -0.0 terms give +0.0, whatever the tap
+// count). In and Out are double between passes; the first pass reads the input tensor's elements
+// and the last writes the output's (store_double), so no pass copies a whole buffer just to
+// convert it. Rows of output (one outer index and one output index) are independent: large passes
+// split them across threads without changing a bit.
+template <class In, class Out>
+void resample_axis(const In* in, const Shape& shape, size_t d, const AxisTaps& t, int64_t out_len, double extrapolation,
+                   Out* out) {
   int64_t outer = 1, inner = 1;
   for (size_t k = 0; k < d; ++k) outer *= shape[k];
   for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
   const int64_t in_len = shape[d];
-  std::vector<double> out(size_t(outer * out_len * inner));
-  for (int64_t a = 0; a < outer; ++a)
-    for (int64_t o = 0; o < out_len; ++o) {
-      double* dst = &out[size_t((a * out_len + o) * inner)];
-      if (t.extrapolate[size_t(o)]) { std::fill(dst, dst + inner, extrapolation); continue; }
-      std::fill(dst, dst + inner, 0.0);
-      for (int64_t k = 0; k < t.n; ++k) {
-        const double w = t.weight[size_t(o * t.n + k)];
-        if (w == 0) continue;
-        const double* src = &in[size_t((a * in_len + t.index[size_t(o * t.n + k)]) * inner)];
-        for (int64_t j = 0; j < inner; ++j) dst[j] += w * src[j];
+  auto load = [](In v) { return double(compute_t<In>(v)); };
+  const int64_t rows = outer * out_len, grain = std::max<int64_t>(1, kParallelElements / (inner * t.n));
+  // The innermost axis with two taps of nonzero weight everywhere (linear upsampling): whole input
+  // rows at a time, without the per-tap test, so that the loop over outputs runs in vectors
+  // (gathers); the same two products in the same order, so the same bits.
+  const bool dense = inner == 1 && t.n == 2 &&
+                     std::none_of(t.weight.begin(), t.weight.end(), [](double w) { return w == 0; }) &&
+                     std::none_of(t.extrapolate.begin(), t.extrapolate.end(), [](bool e) { return e; });
+  if (dense) {
+    parallel_for(outer, std::max<int64_t>(1, kParallelElements / (2 * out_len)), [&](int64_t begin, int64_t end) {
+      const double* w = t.weight.data();
+      const int64_t* idx = t.index.data();
+      for (int64_t a = begin; a < end; ++a) {
+        const In* base = in + a * in_len;
+        Out* dst = out + a * out_len;
+        for (int64_t o = 0; o < out_len; ++o) {
+          double sum = 0.0;
+          sum += w[2 * o] * load(base[idx[2 * o]]);
+          sum += w[2 * o + 1] * load(base[idx[2 * o + 1]]);
+          dst[o] = store_double<Out>(sum);
+        }
       }
+    });
+    return;
+  }
+  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<double> acc(static_cast<size_t>(inner));
+    for (int64_t row = begin, a = begin / out_len, o = begin % out_len; row < end; ++row, o = o + 1 == out_len ? (++a, 0) : o + 1) {
+      Out* dst = out + row * inner;
+      if (t.extrapolate[size_t(o)]) {
+        std::fill(dst, dst + inner, store_double<Out>(extrapolation));
+        continue;
+      }
+      const double* w = &t.weight[size_t(o * t.n)];
+      const int64_t* idx = &t.index[size_t(o * t.n)];
+      const In* base = in + a * in_len * inner;
+      if (inner == 1) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < t.n; ++k)
+          if (w[k] != 0) sum += w[k] * load(base[idx[k]]);
+        *dst = store_double<Out>(sum);
+        continue;
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t k = 0; k < t.n; ++k) {
+        if (w[k] == 0) continue;
+        const double wk = w[k];
+        const In* src = base + idx[k] * inner;
+        for (int64_t j = 0; j < inner; ++j) acc[size_t(j)] += wk * load(src[j]);
+      }
+      for (int64_t j = 0; j < inner; ++j) dst[j] = store_double<Out>(acc[size_t(j)]);
     }
-  shape[d] = out_len;
-  return out;
+  });
 }
 
 }  // namespace
@@ -209,15 +256,32 @@ Tensor resize_tensor(const Tensor& x, const std::vector<ResizeAxis>& axes, const
     return visit<Types>(x.dtype(), [&]<class T>() { return resize_nearest<T>(x, taps, out_shape, p.extrapolation_value); });
   }
   return visit<Numeric>(x.dtype(), [&]<class T>() {
-    std::vector<double> buf(size_t(x.size()));
-    const T* src = x.data<T>();
-    for (size_t i = 0; i < buf.size(); ++i) buf[i] = double(compute_t<T>(src[i]));
-    Shape shape = x.shape();
+    std::vector<size_t> passes;  // the axes that resample, innermost first
     for (size_t d = x.rank(); d-- > 0;)
-      if (!taps[d].identity) buf = resample_axis(buf, shape, d, taps[d], out_shape[d], p.extrapolation_value);
-    Tensor y(x.dtype(), out_shape);
-    T* dst = y.data<T>();
-    for (size_t i = 0; i < buf.size(); ++i) dst[i] = store_double<T>(buf[i]);
+      if (!taps[d].identity) passes.push_back(d);
+    Tensor y = Tensor::uninitialized(x.dtype(), out_shape);  // the copy or the last pass writes it all
+    if (passes.empty()) {
+      std::copy(x.data<T>(), x.data<T>() + x.size(), y.data<T>());
+      return y;
+    }
+    // Doubles between passes; the first reads x, the last writes y.
+    Shape shape = x.shape();
+    std::unique_ptr<double[]> buf;
+    for (size_t i = 0; i < passes.size(); ++i) {
+      const size_t d = passes[i];
+      const bool first = i == 0, last = i + 1 == passes.size();
+      Shape next = shape;
+      next[d] = out_shape[d];
+      std::unique_ptr<double[]> out;
+      if (!last) out = std::make_unique_for_overwrite<double[]>(size_t(shape_size(next)));
+      const double e = p.extrapolation_value;
+      if (first && last) resample_axis(x.data<T>(), shape, d, taps[d], out_shape[d], e, y.data<T>());
+      else if (first) resample_axis(x.data<T>(), shape, d, taps[d], out_shape[d], e, out.get());
+      else if (last) resample_axis(buf.get(), shape, d, taps[d], out_shape[d], e, y.data<T>());
+      else resample_axis(buf.get(), shape, d, taps[d], out_shape[d], e, out.get());
+      buf = std::move(out);
+      shape = next;
+    }
     return y;
   });
 }

@@ -2,6 +2,7 @@
 // Max/Min/Sum/Mean: integer rules, NaN propagation, broadcasting and errors.
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "test_util.h"
 
@@ -102,4 +103,76 @@ TEST_CASE("opset 1 ops accept consumed_inputs") {
   check_equal(run_node(node("Sum", {"x", "z"}, {"y"}, {attr("consumed_inputs", std::vector<int64_t>{0, 0})}),
                        {tensor<float>({1}, {1}), tensor<float>({1}, {2})}, 1)[0],
               tensor<float>({1}, {3}));
+}
+
+namespace {
+
+// Where over [2, 3, 37] outputs with each input either full or broadcast (a scalar or a [37] row),
+// against the elementwise definition; every width class and every stride pattern of the runs.
+template <class T>
+void check_where_patterns(T (*make)(size_t)) {
+  const Shape full{2, 3, 37};
+  std::vector<T> xs(222), ys(222);
+  std::vector<bool> cs(222);
+  for (size_t i = 0; i < 222; ++i) xs[i] = make(i), ys[i] = make(i + 1000), cs[i] = (i * 7 % 5) < 2;
+  for (int pattern = 0; pattern < 27; ++pattern) {
+    // 0: full, 1: scalar, 2: one row of 37 repeated
+    const int pc = pattern % 3, px = pattern / 3 % 3, py = pattern / 9;
+    if (pc != 0 && px != 0 && py != 0) continue;  // the output is [2, 3, 37]: one input at least is full
+    auto shape_of = [&](int k) { return k == 0 ? full : k == 1 ? Shape{} : Shape{37}; };
+    auto index = [&](int k, size_t i) { return k == 0 ? i : k == 1 ? size_t(0) : i % 37; };
+    auto take = [&]<class V>(const std::vector<V>& v, int k) {
+      std::vector<V> out;
+      for (size_t i = 0; i < size_t(shape_size(shape_of(k))); ++i) out.push_back(v[i]);
+      return out;
+    };
+    std::vector<T> want(222);
+    for (size_t i = 0; i < 222; ++i) want[i] = cs[index(pc, i)] ? xs[index(px, i)] : ys[index(py, i)];
+    CAPTURE(pattern);
+    const Values out = run_node(node("Where", {"c", "x", "y"}, {"z"}),
+                                {tensor<bool>(shape_of(pc), take(cs, pc)), tensor<T>(shape_of(px), take(xs, px)),
+                                 tensor<T>(shape_of(py), take(ys, py))});
+    check_equal(out[0], tensor<T>(full, want), Tolerance{0, 0});
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Where: every broadcast pattern of condition, X and Y, for every element width") {
+  check_where_patterns<uint8_t>([](size_t i) { return uint8_t(i * 13); });
+  check_where_patterns<int16_t>([](size_t i) { return int16_t(i * 977); });
+  check_where_patterns<float>([](size_t i) { return float(i) * -0.5f; });
+  check_where_patterns<double>([](size_t i) { return double(i) * 1e300; });
+  check_where_patterns<std::string>([](size_t i) { return std::to_string(i); });
+}
+
+TEST_CASE("float Max and Min of equal shapes (vector path, tails) follow the scalar rules: NaN wins, ties keep A") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> pool = {1.0f, -1.0f, 0.0f, -0.0f, 2.5f, inf, -inf, kNaN, 3.0f, -7.0f, 1e-40f};
+  std::vector<float> a, b;
+  for (float u : pool)
+    for (float v : pool) a.push_back(u), b.push_back(v);  // 121 pairs: 15 vectors and a tail
+  for (const char* op : {"Max", "Min"}) {
+    const bool is_max = op[1] == 'a';
+    const Tensor y = run_node(node(op, {"a", "b"}, {"c"}), {tensor<float>({int64_t(a.size())}, a), tensor<float>({int64_t(b.size())}, b)})[0].tensor();
+    for (size_t i = 0; i < a.size(); ++i) {
+      const float got = y.data<float>()[i];
+      CAPTURE(op);
+      CAPTURE(a[i]);
+      CAPTURE(b[i]);
+      if (std::isnan(a[i]) || std::isnan(b[i])) {
+        CHECK(std::isnan(got));
+      } else {
+        const float want = (is_max ? a[i] < b[i] : b[i] < a[i]) ? b[i] : a[i];  // equal values (+0, -0): A
+        CHECK(std::signbit(got) == std::signbit(want));
+        CHECK(got == want);
+      }
+    }
+  }
+  // Three inputs fold left to right.
+  const Tensor t = tensor<float>({9}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const Tensor u = tensor<float>({9}, {9, 8, 7, 6, 5, 4, 3, 2, 1});
+  const Tensor v = tensor<float>({9}, {5, 5, 5, 5, 5, 5, 5, 5, kNaN});
+  check_equal(run_node(node("Max", {"a", "b", "c"}, {"d"}), {t, u, v})[0], tensor<float>({9}, {9, 8, 7, 6, 5, 6, 7, 8, kNaN}));
+  check_equal(run_node(node("Min", {"a", "b", "c"}, {"d"}), {t, u, v})[0], tensor<float>({9}, {1, 2, 3, 4, 5, 4, 3, 2, kNaN}));
 }

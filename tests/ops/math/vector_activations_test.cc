@@ -1,4 +1,4 @@
-// The float32 paths of Exp, Log, Sin, Cos, Erf (scalar erff), Elu, LeakyRelu, Sigmoid, Softplus and Gelu
+// The float32 paths of Exp, Log, Sin, Cos, Erf, Elu, LeakyRelu, Sigmoid, Softplus and Gelu
 // (both forms), most of which run their transcendental part through glibc's vector functions, against the formulas
 // evaluated here in double: within a few float ulps over [-30, 30] (Gelu, Sin and Cos: of |x|,
 // where 1 + erf cancels or the argument reduction loses x's last bits), and the right limits at

@@ -1,11 +1,14 @@
 // The pools: output geometry (pads, ceil_mode, auto_pad, dilations), count_include_pad, MaxPool's
 // Indices with storage_order, LpPool, the global pools, MaxUnpool, MaxRoiPool; dtypes and errors.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 
 #include "test_util.h"
+
+#include "refeval/threads.h"
 
 using namespace refeval;
 using namespace refeval::testing;
@@ -107,10 +110,11 @@ TEST_CASE("MaxRoiPool") {
   CHECK_THROWS_AS(run_node(node("MaxRoiPool", {"x", "r"}, {"y"}, {attr("pooled_shape", V{1, 1})}), {x, tensor<float>({1, 5}, {3, 0, 0, 1, 1})}), Error);
 }
 
-TEST_CASE("MaxPool 2-D float fast path equals the generic window walker (run for Indices), NaN and -inf included") {
+TEST_CASE("MaxPool 2-D float fast path equals the generic window walker (run for Indices) bit for bit: NaN payloads, signed zeros, -inf, 1 and 2 threads") {
   std::mt19937 gen(3);
   auto r = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(gen)); };
-  for (int trial = 0; trial < 200; ++trial) {
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0xffc00002u);
+  for (int trial = 0; trial < 300; ++trial) {
     V kernel, strides, dilations, pads(4);
     Shape xs{r(1, 2), r(1, 3)};
     for (int d = 0; d < 2; ++d) {
@@ -119,12 +123,13 @@ TEST_CASE("MaxPool 2-D float fast path equals the generic window walker (run for
       dilations.push_back(r(1, 2));
       xs.push_back((kernel.back() - 1) * dilations.back() + 1 + r(0, 8));
     }
-    for (int d = 0; d < 2; ++d) pads[size_t(d)] = pads[size_t(d + 2)] = r(0, (kernel[size_t(d)] - 1) / 2);
+    // Begin and end pads differ (each below the kernel's extent, as the spec requires).
+    for (int d = 0; d < 2; ++d) pads[size_t(d)] = r(0, (kernel[size_t(d)] - 1) / 2), pads[size_t(d + 2)] = r(0, (kernel[size_t(d)] - 1) / 2);
     std::vector<float> values(size_t(shape_size(xs)));
     for (float& v : values) {
-      const int64_t pick = r(0, 40);
-      v = pick == 0 ? std::numeric_limits<float>::quiet_NaN() : pick == 1 ? -std::numeric_limits<float>::infinity()
-                                                                        : float(r(-20, 20)) * 0.25f;
+      const int64_t pick = r(0, 60);
+      v = pick == 0 ? nan_a : pick == 1 ? nan_b : pick == 2 ? -std::numeric_limits<float>::infinity()
+        : pick < 12 ? (pick % 2 ? 0.0f : -0.0f) : float(r(-20, 0)) * 0.25f;  // ties at zero are common
     }
     const std::vector<Attribute> attrs{attr("kernel_shape", kernel), attr("strides", strides), attr("dilations", dilations),
                                        attr("pads", pads), attr("ceil_mode", r(0, 1))};
@@ -132,13 +137,24 @@ TEST_CASE("MaxPool 2-D float fast path equals the generic window walker (run for
     CAPTURE(shape_to_string(xs));
     const Tensor x = tensor<float>(xs, values);
     const Tensor fast = run_node(node("MaxPool", {"x"}, {"y"}, attrs), {x})[0].tensor();
+    set_thread_count(2);
+    const Tensor fast2 = run_node(node("MaxPool", {"x"}, {"y"}, attrs), {x})[0].tensor();
+    set_thread_count(1);
     const Tensor walker = run_node(node("MaxPool", {"x"}, {"y", "i"}, attrs), {x})[0].tensor();
     REQUIRE(fast.shape() == walker.shape());
-    for (int64_t i = 0; i < fast.size(); ++i) {
-      const float a = fast.data<float>()[i], b = walker.data<float>()[i];
-      CHECK(((std::isnan(a) && std::isnan(b)) || a == b));
-    }
+    CHECK(std::memcmp(fast.data<float>(), walker.data<float>(), size_t(fast.size()) * sizeof(float)) == 0);
+    CHECK(std::memcmp(fast.data<float>(), fast2.data<float>(), size_t(fast.size()) * sizeof(float)) == 0);
   }
+  // Enough channels to split across two threads.
+  std::vector<float> values(128 * 20 * 20);
+  for (float& v : values) v = float(r(-50, 50)) * 0.5f;
+  const Tensor x = tensor<float>({1, 128, 20, 20}, values);
+  const Node pool = node("MaxPool", {"x"}, {"y"}, {attr("kernel_shape", V{3, 3}), attr("strides", V{2, 2}), attr("pads", V{1, 1, 1, 1})});
+  const Tensor one = run_node(pool, {x})[0].tensor();
+  set_thread_count(2);
+  const Tensor two = run_node(pool, {x})[0].tensor();
+  set_thread_count(1);
+  CHECK(std::memcmp(one.data<float>(), two.data<float>(), size_t(one.size()) * sizeof(float)) == 0);
 }
 
 TEST_CASE("AveragePool and LpPool 2-D (one tap at a time over all outputs) equal a window-by-window oracle") {

@@ -1,6 +1,8 @@
 // Reduce*: axes as attribute and as input, keepdims, noop_with_empty_axes, empty-set identities,
 // integer wrap-around and NaN propagation.
 #include <cmath>
+#include <bit>
+#include <cstdint>
 #include <limits>
 
 #include "test_util.h"
@@ -125,4 +127,53 @@ TEST_CASE("sum-like reductions of long and short rows match a double oracle (par
   CHECK(std::isnan(y.data<float>()[0]));
   CHECK(std::isnan(y.data<float>()[1]));
   CHECK(y.data<float>()[2] == inf);
+}
+
+TEST_CASE("ReduceMax/ReduceMin of float rows equal an in-order scan bit for bit (tails, signed zeros, NaN payloads, several runs)") {
+  // The in-order scan the spec's numpy reference does: NaN propagates (the last NaN seen wins),
+  // otherwise a strictly larger (smaller) element replaces the running value, so among equal zeros
+  // the first one stays.
+  auto scan = [](const float* p, int64_t n, int64_t stride, bool is_max) {
+    float a = is_max ? -kInf : kInf;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = p[i * stride];
+      if (std::isnan(v)) a = v;
+      else if (is_max ? v > a : v < a) a = v;
+    }
+    return a;
+  };
+  const float nan1 = std::bit_cast<float>(0x7fc00001u), nan2 = std::bit_cast<float>(0xffc00002u);
+  for (int64_t n : {1, 3, 8, 9, 17, 64, 131}) {
+    CAPTURE(n);
+    const int64_t rows = 7;
+    std::vector<float> x(size_t(rows * n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 2001) - 1000) * 0.125f;
+    // Row 1: zeros of both signs as its max (-0 at 1, +0 at 8: lane 0 of a vector scan meets +0 first);
+    // row 2: two NaNs; row 3: one NaN at the end; row 4: all equal; row 5: +-inf; row 6: plain.
+    for (int64_t i = 0; i < n; ++i) x[size_t(n + i)] = i % 3 == 1 ? -0.0f : (i % 3 == 2 && i >= 8 ? 0.0f : -1.0f - float(i));
+    x[size_t(2 * n)] = nan1;
+    x[size_t(3 * n - 1)] = nan2;
+    x[size_t(4 * n - 1)] = nan1;
+    for (int64_t i = 0; i < n; ++i) x[size_t(4 * n + i)] = 2.5f;
+    x[size_t(5 * n)] = kInf;
+    x[size_t(6 * n - 1)] = -kInf;
+    for (const char* op : {"ReduceMax", "ReduceMin"}) {
+      const bool is_max = op[6] == 'M' && op[7] == 'a';
+      // axis 1: one run per row; axes {0, 1} of a [rows, 1, n] view: runs combined across rows.
+      const Tensor y = run_node(node(op, {"x", "a"}, {"y"}, {attr("keepdims", int64_t(0))}),
+                                {tensor<float>({rows, n}, x), axes({1})})[0].tensor();
+      for (int64_t r = 0; r < rows; ++r) {
+        const float want = scan(&x[size_t(r * n)], n, 1, is_max);
+        CHECK(std::bit_cast<uint32_t>(y.data<float>()[r]) == std::bit_cast<uint32_t>(want));
+      }
+      const Tensor all = run_node(node(op, {"x", "a"}, {"y"}, {attr("keepdims", int64_t(0))}),
+                                  {tensor<float>({rows, n}, x), axes({0, 1})})[0].tensor();
+      CHECK(std::bit_cast<uint32_t>(all.data<float>()[0]) == std::bit_cast<uint32_t>(scan(x.data(), rows * n, 1, is_max)));
+      // Without the NaN rows the zero row decides ReduceMax across all: signed zeros in order.
+      std::vector<float> no_nan(x.begin() + n, x.begin() + 2 * n);
+      const Tensor z = run_node(node(op, {"x", "a"}, {"y"}, {attr("keepdims", int64_t(0))}),
+                                {tensor<float>({1, n}, no_nan), axes({1})})[0].tensor();
+      CHECK(std::bit_cast<uint32_t>(z.data<float>()[0]) == std::bit_cast<uint32_t>(scan(no_nan.data(), n, 1, is_max)));
+    }
+  }
 }

@@ -1,5 +1,7 @@
 // Pad and CenterCropPad: every mode, negative pads, axes, legacy attribute versions, errors.
+#include <algorithm>
 #include <limits>
+#include <string>
 
 #include "test_util.h"
 
@@ -76,4 +78,54 @@ TEST_CASE("CenterCropPad crops and pads around the centre") {
   check_equal(run_node(node("CenterCropPad", {"x", "s"}, {"y"}, {attr("axes", std::vector<int64_t>{-1})}), {m, ints({1})}, 18)[0],
               tensor<int64_t>({2, 1}, {2, 5}));
   CHECK_THROWS_AS(run_node(node("CenterCropPad", {"x", "s"}, {"y"}), {m, ints({1})}, 18), Error);
+}
+
+TEST_CASE("Pad on 3-D inputs, every mode, mixed positive and negative pads, against index arithmetic") {
+  // Each output coordinate maps on its own: o - begin into the cropped axis [lo, dim - crop_end),
+  // outside it by the mode's rule (numpy's), the constant 7 in constant mode.
+  auto source = [](int64_t j, int64_t e, const std::string& mode) -> int64_t {
+    if (j >= 0 && j < e) return j;
+    if (mode == "constant") return -1;
+    if (mode == "edge") return std::clamp<int64_t>(j, 0, e - 1);
+    if (mode == "wrap") return ((j % e) + e) % e;
+    if (e == 1) return 0;
+    const int64_t period = 2 * (e - 1);
+    j = ((j % period) + period) % period;
+    return j >= e ? period - j : j;
+  };
+  const Shape xs{2, 3, 11};
+  std::vector<int32_t> x(66);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = int32_t(i * 37 % 101);
+  const std::vector<std::vector<int64_t>> pad_sets = {
+      {0, 1, 3, 1, 0, 2}, {1, 0, -2, 0, 2, 5}, {0, -1, 4, 0, 1, -3}, {0, 0, 0, 0, 0, 0}, {1, 2, 12, 0, 0, 13}};
+  for (const std::string mode : {"constant", "edge", "reflect", "wrap"}) {
+    for (const auto& pads : pad_sets) {
+      CAPTURE(mode);
+      CAPTURE(pads[2]);
+      CAPTURE(pads[5]);
+      Shape out(3);
+      std::vector<int64_t> lo(3), kept(3);
+      for (size_t d = 0; d < 3; ++d) {
+        lo[d] = std::max<int64_t>(0, -pads[d]);
+        kept[d] = xs[d] - lo[d] - std::max<int64_t>(0, -pads[d + 3]);
+        out[d] = kept[d] + std::max<int64_t>(0, pads[d]) + std::max<int64_t>(0, pads[d + 3]);
+      }
+      std::vector<int32_t> want;
+      for (int64_t a = 0; a < out[0]; ++a)
+        for (int64_t b = 0; b < out[1]; ++b)
+          for (int64_t c = 0; c < out[2]; ++c) {
+            const int64_t o[3] = {a, b, c};
+            int64_t src = 0;
+            bool constant = false;
+            for (size_t d = 0; d < 3; ++d) {
+              const int64_t j = source(o[d] - std::max<int64_t>(0, pads[d]), kept[d], mode);
+              if (j < 0) constant = true;
+              src = src * xs[d] + j + lo[d];
+            }
+            want.push_back(constant ? 7 : x[size_t(src)]);
+          }
+      const Values in = {tensor<int32_t>(xs, x), ints(pads), tensor<int32_t>({}, {7})};
+      check_equal(run_node(node("Pad", {"x", "p", "v"}, {"y"}, {attr("mode", mode)}), in)[0], tensor<int32_t>(out, want));
+    }
+  }
 }

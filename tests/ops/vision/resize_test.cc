@@ -1,6 +1,11 @@
 // Resize and Upsample: cases the backend tests leave out (integer and non-numeric element types,
 // Resize-10, the Upsample attribute form, crop extrapolation with nearest, bad inputs).
+#include <cmath>
+#include <cstring>
+
 #include "test_util.h"
+
+#include "refeval/threads.h"
 
 using namespace refeval;
 using namespace refeval::testing;
@@ -93,4 +98,52 @@ TEST_CASE("Resize and Upsample refuse a scale whose output size does not fit in 
                        doctest::Contains("gives an output size of"), Error);
   CHECK_THROWS_WITH_AS(run_node(node("Upsample", {"x", "s"}, {"y"}), {x, tensor<float>({2}, {1, 1e30f})}, 9),
                        doctest::Contains("gives an output size of"), Error);
+}
+
+namespace {
+
+// Bilinear half_pixel resampling of the last two axes of an [n, h, w] array in double, straight from
+// the spec's formula: coordinate (o + 0.5) / scale - 0.5, clamped to the edges, two taps per axis.
+std::vector<double> bilinear_oracle(const std::vector<float>& x, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  auto taps = [](int64_t o, int64_t in, int64_t out, int64_t& i0, int64_t& i1, double& f) {
+    const double c = std::clamp((double(o) + 0.5) * double(in) / double(out) - 0.5, 0.0, double(in - 1));
+    i0 = int64_t(std::floor(c));
+    i1 = std::min(i0 + 1, in - 1);
+    f = c - double(i0);
+  };
+  std::vector<double> y(size_t(n * oh * ow));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t c = 0; c < ow; ++c) {
+        int64_t r0, r1, c0, c1;
+        double fr, fc;
+        taps(r, h, oh, r0, r1, fr);
+        taps(c, w, ow, c0, c1, fc);
+        auto at = [&](int64_t i, int64_t j) { return double(x[size_t((b * h + i) * w + j)]); };
+        y[size_t((b * oh + r) * ow + c)] = (1 - fr) * ((1 - fc) * at(r0, c0) + fc * at(r0, c1)) +
+                                           fr * ((1 - fc) * at(r1, c0) + fc * at(r1, c1));
+      }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Resize linear: large inputs match the bilinear formula, and two threads give the same bits") {
+  // Up and down, sizes that are not multiples of anything; big enough to split across threads.
+  for (auto [oh, ow] : {std::pair<int64_t, int64_t>{74, 90}, {19, 23}, {37, 45}}) {
+    const int64_t n = 6, h = 37, w = 45;
+    const std::vector<float> x = random_floats(size_t(n * h * w), 7);
+    const Node resize = node("Resize", {"x", "", "", "sizes"}, {"y"}, {attr("mode", "linear")});
+    const Values in = {tensor<float>({2, 3, h, w}, x), Value(), Value(), tensor<int64_t>({4}, {2, 3, oh, ow})};
+    const Tensor one = run_node(resize, in)[0].tensor();
+    set_thread_count(2);
+    const Tensor two = run_node(resize, in)[0].tensor();
+    set_thread_count(1);
+    REQUIRE(one.shape() == Shape{2, 3, oh, ow});
+    CHECK(std::memcmp(one.data<float>(), two.data<float>(), size_t(one.size()) * sizeof(float)) == 0);
+    const std::vector<double> want = bilinear_oracle(x, n, h, w, oh, ow);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double(one.data<float>()[i]) - want[i]));
+    CHECK(worst <= 1.2e-7);  // a float rounding of values in [-1, 1]
+  }
 }
