@@ -63,7 +63,9 @@ class Conv : public OpRun {
  private:
   template <class C>
   static void forward(const ConvGeometry& g, const C* x, const C* w, const C* b, C* y) {
-    if (!conv_depthwise_2d(g, x, w, y))
+    bool done = conv_depthwise_2d(g, x, w, y);
+    if constexpr (std::is_same_v<C, float>) done = done || conv_by_panels(g, x, w, y);
+    if (!done)
       conv_by_gemm(g, x, w, y, [](int64_t M, int64_t N, int64_t K, const C* pa, const C* pb, C* pc) {
         gemm(false, false, M, N, K, pa, pb, pc, false);
       });

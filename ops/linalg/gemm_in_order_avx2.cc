@@ -111,12 +111,32 @@ TileFn tile_for(int rows, int vectors, bool masked) {
   }
 }
 
+// Rows [0, M) x columns [n0, n0 + width) of C, `depth` values of k: A from a (row stride lda), B
+// in strips of 16 columns from bb (rows of 16 floats, `stride` floats from one strip to the next).
+// The 6-row groups run strip by strip, each strip (256 x 16, 16 KB) staying in L1 while every
+// group passes over it; the last, smaller group follows.
+__attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int64_t lda, int64_t depth, const float* a,
+                                                      const float* bb, int64_t stride, float* c, int64_t n0, int64_t width,
+                                                      bool acc) {
+  // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
+  auto run = [&](int64_t m0, int rows, int64_t j) {
+    const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
+    const int vectors = int((strip + 7) / 8);
+    tile_for<true>(rows, vectors, strip % 8 != 0)(depth, a + m0 * lda, lda, bb + j / kStrip * stride, kStrip, stride,
+                                                  c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
+  };
+  const int64_t full = M / 6 * 6;
+  for (int64_t j = 0; j < width; j += kStrip)
+    for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
+  if (full < M)
+    for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
+}
+
 // Columns [n0, n0 + 96) (fewer in the last block) of C, every row, 256 values of k at a time: a
 // tile goes on from the partial sums it stored, so each element stays one chain over k. With
 // many rows the block of B is first copied to a contiguous panel that every row tile then reads,
 // the A tile staying in L1 across the block's strips. With `packed` (pack_in_order_avx2's strips)
-// nothing is copied, and the 6-row groups run strip by strip, each strip of 256 x 16 (16 KB)
-// staying in L1 while every group passes over it; the last, smaller group follows.
+// nothing is copied (strips_block).
 __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b,
                                                       const float* packed, float* c, bool accumulate, int64_t n0,
                                                       std::vector<float>& panel) {
@@ -127,20 +147,8 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
     const int64_t depth = std::min(kDepth, K - k0);
     const bool acc = accumulate || k0 > 0;
     if (packed) {
-      const float* bb = packed + n0 * K + k0 * kStrip;  // row k0 of the block's first strip
-      const int64_t stride = kStrip * K;                // from one strip to the next
-      // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
-      auto run = [&](int64_t m0, int rows, int64_t j) {
-        const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
-        const int vectors = int((strip + 7) / 8);
-        tile_for<true>(rows, vectors, strip % 8 != 0)(depth, a + m0 * K + k0, K, bb + j / kStrip * stride, kStrip, stride,
-                                                      c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
-      };
-      const int64_t full = M / 6 * 6;
-      for (int64_t j = 0; j < width; j += kStrip)
-        for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
-      if (full < M)
-        for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
+      // row k0 of the block's first strip; kStrip * K floats from one strip to the next
+      strips_block(M, N, K, depth, a + k0, packed + n0 * K + k0 * kStrip, kStrip * K, c, n0, width, acc);
       continue;
     }
     const float* bb = b + k0 * N + n0;
@@ -228,6 +236,23 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
     std::vector<float> panel;
     for (int64_t block = first; block < last; ++block)
       column_block(M, N, K, a, b, packed, c, accumulate, block * kBlockCols, panel);
+  });
+  return true;
+}
+
+bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
+                        bool accumulate) {
+  if (!in_order_avx2_suits()) return false;
+  parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> panel(size_t(kDepth * kBlockCols));
+    for (int64_t block = first; block < last; ++block) {
+      const int64_t n0 = block * kBlockCols, width = std::min(kBlockCols, N - n0);
+      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
+        const int64_t depth = std::min(kDepth, K - k0);
+        b.fill(k0, depth, n0, width, panel.data());
+        strips_block(M, N, K, depth, a + k0, panel.data(), kStrip * depth, c, n0, width, accumulate || k0 > 0);
+      }
+    }
   });
   return true;
 }
