@@ -117,7 +117,7 @@ TileFn tile_for(int rows, int vectors, bool masked) {
 // group passes over it; the last, smaller group follows.
 __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int64_t lda, int64_t depth, const float* a,
                                                       const float* bb, int64_t stride, float* c, int64_t n0, int64_t width,
-                                                      bool acc) {
+                                                      bool acc, bool rows_outer = false) {
   // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
   auto run = [&](int64_t m0, int rows, int64_t j) {
     const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
@@ -126,8 +126,12 @@ __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int6
                                                   c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
   };
   const int64_t full = M / 6 * 6;
-  for (int64_t j = 0; j < width; j += kStrip)
-    for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
+  if (rows_outer)
+    for (int64_t m0 = 0; m0 < full; m0 += 6)
+      for (int64_t j = 0; j < width; j += kStrip) run(m0, 6, j);
+  else
+    for (int64_t j = 0; j < width; j += kStrip)
+      for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
   if (full < M)
     for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
 }
@@ -250,7 +254,7 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const P
       for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
         const int64_t depth = std::min(kDepth, K - k0);
         b.fill(k0, depth, n0, width, panel.data());
-        strips_block(M, N, K, depth, a + k0, panel.data(), kStrip * depth, c, n0, width, accumulate || k0 > 0);
+        strips_block(M, N, K, depth, a + k0, panel.data(), kStrip * depth, c, n0, width, accumulate || k0 > 0, getenv("ROWS_OUTER"));
       }
     }
   });
