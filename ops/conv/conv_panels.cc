@@ -33,7 +33,14 @@ class Im2colPanels final : public PanelSource {
     // A strip's row reads lanes 0..15 from its first segment's start minus up to 15 strides, and
     // past its last one's end by as much (the lanes outside a segment are read, then blended away).
     slack_ = kLanes * s_ + 8;
-    padded_.assign(size_t(2 * slack_ + channels * plane_), 0.f);
+    // One buffer per thread, kept from call to call (a fresh one faulted in zeroed pages every
+    // call); its slack stays zero, set_image writes the rest.
+    thread_local std::vector<float> buffer;
+    const size_t size = size_t(2 * slack_ + channels * plane_);
+    buffer.resize(std::max(buffer.size(), size));
+    std::fill_n(buffer.begin(), slack_, 0.f);
+    std::fill_n(buffer.begin() + slack_ + channels * plane_, slack_, 0.f);
+    padded_ = buffer.data();
     // Row (c, tap) of col reads, for output position 0, the padded input at row_off_.
     const int64_t taps = g.kernel_size();
     row_off_.resize(size_t(channels * taps));
@@ -49,24 +56,30 @@ class Im2colPanels final : public PanelSource {
     }
   }
 
-  // Copies the image's channels into the buffer's interior (its border stays zero).
+  // Writes the image's channels into the buffer, every padded element once: its border zero.
   void set_image(const float* x) {
     const size_t D = g_.in.size(), L = D - 1;
-    const int64_t row = g_.in[L], rows = g_.in_size() / row;
-    std::vector<int64_t> i(D, 0);
-    for (int64_t c = 0; c < channels_; ++c) {
-      float* dst = padded_.data() + slack_ + c * plane_;
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t off = g_.pad_begin[L];
-        for (size_t d = 0; d < L; ++d) off += (i[d] + g_.pad_begin[d]) * pstride_[d];
-        std::copy_n(x, row, dst + off);
-        x += row;
+    const int64_t row = g_.in[L], before = g_.pad_begin[L], after = g_.pad_end[L], lines = plane_ / pdims_[L];
+    std::vector<int64_t> i(D, 0);  // padded coordinates of the line (the last one unused)
+    float* dst = padded_ + slack_;
+    for (int64_t c = 0; c < channels_; ++c)
+      for (int64_t r = 0; r < lines; ++r) {
+        bool inside = true;
+        for (size_t d = 0; d < L; ++d) inside = inside && i[d] >= g_.pad_begin[d] && i[d] < g_.pad_begin[d] + g_.in[d];
+        if (inside) {
+          std::fill_n(dst, before, 0.f);
+          std::copy_n(x, row, dst + before);
+          std::fill_n(dst + before + row, after, 0.f);
+          x += row;
+        } else {
+          std::fill_n(dst, pdims_[L], 0.f);
+        }
+        dst += pdims_[L];
         for (size_t d = L; d-- > 0;) {
-          if (++i[d] < g_.in[d]) break;
+          if (++i[d] < pdims_[d]) break;
           i[d] = 0;
         }
       }
-    }
   }
 
   __attribute__((target("avx2,fma"))) void fill(int64_t k0, int64_t depth, int64_t n0, int64_t width,
@@ -94,7 +107,7 @@ class Im2colPanels final : public PanelSource {
       }
     }
     first[size_t(nstrips)] = segs.size();
-    const float* pad = padded_.data();
+    const float* pad = padded_;
     const int64_t* rows = row_off_.data() + k0;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i gather_index = _mm256_mullo_epi32(lane, _mm256_set1_epi32(int(s_)));
@@ -153,7 +166,7 @@ class Im2colPanels final : public PanelSource {
   const ConvGeometry& g_;
   int64_t channels_, s_ = 1, on_ = 1, plane_ = 0, slack_ = 0;
   std::vector<int64_t> pdims_, pstride_, row_off_;
-  std::vector<float> padded_;
+  float* padded_;  // slack, channels_ padded images, slack
 };
 
 }  // namespace
