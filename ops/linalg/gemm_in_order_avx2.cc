@@ -53,6 +53,7 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 12
     for (int v = 0; v < V; ++v) sum[r][v] = accumulate ? load(c + r * ldc + 8 * v, v) : _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     const float* row = b + k * ldb;
     if constexpr (R <= V) {
@@ -114,7 +115,10 @@ TileFn tile_for(int rows, int vectors, bool masked) {
 // Rows [0, M) x columns [n0, n0 + width) of C, `depth` values of k: A from a (row stride lda), B
 // in strips of 16 columns from bb (rows of 16 floats, `stride` floats from one strip to the next).
 // The 6-row groups run strip by strip, each strip (256 x 16, 16 KB) staying in L1 while every
-// group passes over it; the last, smaller group follows.
+// group passes over it; the last, smaller group follows. With `rows_outer` each 6-row group runs
+// over every strip instead, its slice of A (6 x 256) staying in L1 while the strips come from L2:
+// the order for a panel made per call (gemm_panels), where A (a convolution's weights, up to 512 x
+// 256 per pass in ResNet-18) would otherwise stream from L3 once per strip.
 __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int64_t lda, int64_t depth, const float* a,
                                                       const float* bb, int64_t stride, float* c, int64_t n0, int64_t width,
                                                       bool acc, bool rows_outer = false) {
@@ -254,7 +258,7 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const P
       for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
         const int64_t depth = std::min(kDepth, K - k0);
         b.fill(k0, depth, n0, width, panel.data());
-        strips_block(M, N, K, depth, a + k0, panel.data(), kStrip * depth, c, n0, width, accumulate || k0 > 0, getenv("ROWS_OUTER"));
+        strips_block(M, N, K, depth, a + k0, panel.data(), kStrip * depth, c, n0, width, accumulate || k0 > 0, true);
       }
     }
   });
