@@ -13,7 +13,9 @@
 // laid out once (pack_in_order_avx2) in strips of 16 columns, each K x 16 contiguous: a product
 // then reads them in place at any row count instead of copying all of B on every call (8 x 768 x
 // 2304 spent 42% of its time in memmove), and a 6 x 16 tile streams its strip sequentially, kept
-// in L1 while every 6-row group of A passes over it.
+// in L1 while every 6-row group of A passes over it. A B that is never stored whole (a
+// convolution's im2col matrix, PanelSource) is made 256 x 96 at a time in that strip layout, each
+// panel just before the tiles read it.
 #include <immintrin.h>
 
 #include <algorithm>
