@@ -1,7 +1,10 @@
 // Conv (1, 11, 22): Y[n, m, o...] = B[m] + sum over c in m's group and kernel taps k of
 // X[n, c, o * stride - pad_begin + k * dilation] * W[m, c', k], zero outside X (conv_common.h).
 // Fast paths: depthwise 2-D convolutions directly (conv_depthwise.cc), the others per image and
-// group by im2col then one GEMM; float16 and bfloat16 compute in float. The spec-literal loop is the oracle in tests/ops/conv/conv_test.cc.
+// group as one GEMM of the weights by the im2col matrix: on AVX2 CPUs without AVX-512 that matrix
+// is gathered panel by panel into the GEMM kernel's strips (conv_panels.cc), elsewhere written out
+// whole (conv_by_gemm); float16 and bfloat16 compute in float. The spec-literal loop is the oracle
+// in tests/ops/conv/conv_test.cc (and conv_panels_test.cc).
 #include <fmt/format.h>
 
 #include "../linalg/linalg_common.h"
@@ -63,7 +66,9 @@ class Conv : public OpRun {
  private:
   template <class C>
   static void forward(const ConvGeometry& g, const C* x, const C* w, const C* b, C* y) {
-    if (!conv_depthwise_2d(g, x, w, y))
+    bool done = conv_depthwise_2d(g, x, w, y);
+    if constexpr (std::is_same_v<C, float>) done = done || conv_by_panels(g, x, w, y);
+    if (!done)
       conv_by_gemm(g, x, w, y, [](int64_t M, int64_t N, int64_t K, const C* pa, const C* pb, C* pc) {
         gemm(false, false, M, N, K, pa, pb, pc, false);
       });

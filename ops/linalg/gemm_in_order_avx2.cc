@@ -13,7 +13,9 @@
 // laid out once (pack_in_order_avx2) in strips of 16 columns, each K x 16 contiguous: a product
 // then reads them in place at any row count instead of copying all of B on every call (8 x 768 x
 // 2304 spent 42% of its time in memmove), and a 6 x 16 tile streams its strip sequentially, kept
-// in L1 while every 6-row group of A passes over it.
+// in L1 while every 6-row group of A passes over it. A B that is never stored whole (a
+// convolution's im2col matrix, PanelSource) is made 256 x 96 at a time in that strip layout, each
+// panel just before the tiles read it.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -53,6 +55,7 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 12
     for (int v = 0; v < V; ++v) sum[r][v] = accumulate ? load(c + r * ldc + 8 * v, v) : _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     const float* row = b + k * ldb;
     if constexpr (R <= V) {
@@ -111,12 +114,39 @@ TileFn tile_for(int rows, int vectors, bool masked) {
   }
 }
 
+// Rows [0, M) x columns [n0, n0 + width) of C, `depth` values of k: A from a (row stride lda), B
+// in strips of 16 columns from bb (rows of 16 floats, `stride` floats from one strip to the next).
+// The 6-row groups run strip by strip, each strip (256 x 16, 16 KB) staying in L1 while every
+// group passes over it; the last, smaller group follows. With `rows_outer` each 6-row group runs
+// over every strip instead, its slice of A (6 x 256) staying in L1 while the strips come from L2:
+// the order for a panel made per call (gemm_panels), where A (a convolution's weights, up to 512 x
+// 256 per pass in ResNet-18) would otherwise stream from L3 once per strip.
+__attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int64_t lda, int64_t depth, const float* a,
+                                                      const float* bb, int64_t stride, float* c, int64_t n0, int64_t width,
+                                                      bool acc, bool rows_outer = false) {
+  // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
+  auto run = [&](int64_t m0, int rows, int64_t j) {
+    const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
+    const int vectors = int((strip + 7) / 8);
+    tile_for<true>(rows, vectors, strip % 8 != 0)(depth, a + m0 * lda, lda, bb + j / kStrip * stride, kStrip, stride,
+                                                  c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
+  };
+  const int64_t full = M / 6 * 6;
+  if (rows_outer)
+    for (int64_t m0 = 0; m0 < full; m0 += 6)
+      for (int64_t j = 0; j < width; j += kStrip) run(m0, 6, j);
+  else
+    for (int64_t j = 0; j < width; j += kStrip)
+      for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
+  if (full < M)
+    for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
+}
+
 // Columns [n0, n0 + 96) (fewer in the last block) of C, every row, 256 values of k at a time: a
 // tile goes on from the partial sums it stored, so each element stays one chain over k. With
 // many rows the block of B is first copied to a contiguous panel that every row tile then reads,
 // the A tile staying in L1 across the block's strips. With `packed` (pack_in_order_avx2's strips)
-// nothing is copied, and the 6-row groups run strip by strip, each strip of 256 x 16 (16 KB)
-// staying in L1 while every group passes over it; the last, smaller group follows.
+// nothing is copied (strips_block).
 __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b,
                                                       const float* packed, float* c, bool accumulate, int64_t n0,
                                                       std::vector<float>& panel) {
@@ -127,20 +157,8 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
     const int64_t depth = std::min(kDepth, K - k0);
     const bool acc = accumulate || k0 > 0;
     if (packed) {
-      const float* bb = packed + n0 * K + k0 * kStrip;  // row k0 of the block's first strip
-      const int64_t stride = kStrip * K;                // from one strip to the next
-      // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
-      auto run = [&](int64_t m0, int rows, int64_t j) {
-        const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
-        const int vectors = int((strip + 7) / 8);
-        tile_for<true>(rows, vectors, strip % 8 != 0)(depth, a + m0 * K + k0, K, bb + j / kStrip * stride, kStrip, stride,
-                                                      c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
-      };
-      const int64_t full = M / 6 * 6;
-      for (int64_t j = 0; j < width; j += kStrip)
-        for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
-      if (full < M)
-        for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
+      // row k0 of the block's first strip; kStrip * K floats from one strip to the next
+      strips_block(M, N, K, depth, a + k0, packed + n0 * K + k0 * kStrip, kStrip * K, c, n0, width, acc);
       continue;
     }
     const float* bb = b + k0 * N + n0;
@@ -228,6 +246,32 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
     std::vector<float> panel;
     for (int64_t block = first; block < last; ++block)
       column_block(M, N, K, a, b, packed, c, accumulate, block * kBlockCols, panel);
+  });
+  return true;
+}
+
+bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
+                        bool accumulate) {
+  if (!in_order_avx2_suits()) return false;
+  // Threads take column blocks; with fewer blocks than threads (ResNet-18's 7 x 7 outputs are one
+  // block) the rows are split too, in multiples of 6, each part making its own copy of the
+  // panels. Every element is the same chain however the work is split.
+  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols, groups = (M + 5) / 6;
+  const int64_t parts = std::min(groups, std::max<int64_t>(1, (thread_count() + blocks - 1) / blocks));
+  const int64_t part_rows = (groups + parts - 1) / parts * 6;
+  parallel_for(blocks * parts, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> panel(size_t(kDepth * kBlockCols));
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t n0 = item / parts * kBlockCols, width = std::min(kBlockCols, N - n0);
+      const int64_t m0 = item % parts * part_rows, rows = std::min(part_rows, M - m0);
+      if (rows <= 0) continue;
+      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
+        const int64_t depth = std::min(kDepth, K - k0);
+        b.fill(k0, depth, n0, width, panel.data());
+        strips_block(rows, N, K, depth, a + m0 * K + k0, panel.data(), kStrip * depth, c + m0 * N, n0, width,
+                     accumulate || k0 > 0, true);
+      }
+    }
   });
   return true;
 }

@@ -154,6 +154,14 @@ void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bo
   blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
             b.packed().empty() ? nullptr : b.packed().data());
 }
+bool gemm_panels_suits(int64_t M, int64_t N, int64_t K) {
+  // blas_gemm's path for these: Eigen below kBlasWork, gemm_small_m on AVX-512, then this kernel.
+  return M * N * K >= kBlasWork && in_order_avx2_suits();
+}
+void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c) {
+  g_fast_calls.fetch_add(1, std::memory_order_relaxed);
+  gemm_in_order_avx2(M, N, K, a, b, c, false);
+}
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 
 std::atomic<uint64_t> g_packs{0};

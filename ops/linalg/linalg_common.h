@@ -32,6 +32,27 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                         const float* packed = nullptr);
 bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU
+// A right operand B (K x N) that is never stored whole (a convolution's im2col matrix): fill()
+// writes rows [k0, k0 + depth) x columns [n0, n0 + width) into `strips`, in strips of 16 columns
+// (strip t, columns n0 + 16 t .., at strips + 16 t depth, `depth` rows of 16 floats; columns past
+// `width` in the last strip are never read, so need not be written).
+class PanelSource {
+ public:
+  virtual void fill(int64_t k0, int64_t depth, int64_t n0, int64_t width, float* strips) const = 0;
+
+ protected:
+  ~PanelSource() = default;
+};
+// c (M x N) = a (M x K) b (or c += a b), b made a panel at a time (at most 256 x 96, in L2) just
+// before the kernel reads it: the same bits as gemm_in_order_avx2 on b written out whole, with no
+// copy of b in memory. false, doing nothing, on CPUs the kernel does not run on.
+bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
+                        bool accumulate);
+// Whether gemm() of this shape (untransposed floats) runs on gemm_in_order_avx2; then gemm_panels
+// computes c = a b with b from a PanelSource, giving gemm()'s bits on b written out.
+bool gemm_panels_suits(int64_t M, int64_t N, int64_t K);
+void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);
+
 // B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips of 16 columns (K x 16
 // each, the last zero-padded: K * N rounded up to 16 floats); empty on CPUs the kernel does not run on.
 std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);

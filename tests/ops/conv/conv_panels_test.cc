@@ -1,0 +1,147 @@
+// Conv's panel path (ops/conv/conv_panels.cc: the im2col matrix gathered panel by panel from a
+// zero-bordered copy of the image, on CPUs with AVX2 and no AVX-512): products large enough for
+// it, over strides 1 (contiguous loads), 2 (shuffled pairs) and 3-4 (gathers), dilations,
+// asymmetric pads, 1-, 2- and 3-D, groups, batches, more than 256 rows of col (several passes)
+// and output rows narrower than a strip. Checked three ways: against a plain double loop of the
+// definition, bit for bit against im2col + gemm() (conv_by_gemm, the path it replaces), and bit
+// for bit across thread counts.
+#include <cstring>
+#include <random>
+
+#include "../../../ops/conv/conv_common.h"
+#include "../../../ops/linalg/linalg_common.h"
+#include "refeval/threads.h"
+#include "test_util.h"
+
+using namespace refeval;
+using namespace refeval::testing;
+using build::attr;
+using build::node;
+
+namespace {
+
+struct PanelCase {
+  const char* what;
+  Shape x, w;  // x [N, C, in...], w [M, C/group, k...]
+  std::vector<int64_t> strides, dilations, pads;
+  int64_t group = 1;
+};
+
+// Y[n, m, o...] = B[m] + sum over c in m's group and taps k of X[n, c, o * s - pad + k * d] W[m, c', k],
+// zero outside X, in double.
+std::vector<double> oracle(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w,
+                           const std::vector<float>& b, Shape& ys) {
+  const size_t D = c.x.size() - 2;
+  const int64_t N = c.x[0], C = c.x[1], M = c.w[0], Cg = c.w[1], Mg = M / c.group;
+  Shape out(D), in(c.x.begin() + 2, c.x.end()), ker(c.w.begin() + 2, c.w.end());
+  for (size_t d = 0; d < D; ++d)
+    out[d] = (in[d] + c.pads[d] + c.pads[d + D] - ((ker[d] - 1) * c.dilations[d] + 1)) / c.strides[d] + 1;
+  ys = {N, M};
+  ys.insert(ys.end(), out.begin(), out.end());
+  const int64_t out_n = shape_size(out), in_n = shape_size(in), k_n = shape_size(ker);
+  std::vector<double> y(size_t(N * M * out_n));
+  std::vector<int64_t> o(D), k(D);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < out_n; ++p) {
+        for (int64_t r = p, d = int64_t(D) - 1; d >= 0; --d) o[size_t(d)] = r % out[size_t(d)], r /= out[size_t(d)];
+        double s = b[size_t(m)];
+        for (int64_t cg = 0; cg < Cg; ++cg)
+          for (int64_t t = 0; t < k_n; ++t) {
+            for (int64_t r = t, d = int64_t(D) - 1; d >= 0; --d) k[size_t(d)] = r % ker[size_t(d)], r /= ker[size_t(d)];
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t d = 0; d < D; ++d) {
+              const int64_t i = o[d] * c.strides[d] - c.pads[d] + k[d] * c.dilations[d];
+              inside = inside && i >= 0 && i < in[d];
+              off = off * in[d] + i;
+            }
+            if (!inside) continue;
+            const int64_t ch = (m / Mg) * Cg + cg;
+            s += double(x[size_t((n * C + ch) * in_n + off)]) * double(w[size_t((m * Cg + cg) * k_n + t)]);
+          }
+        y[size_t((n * M + m) * out_n + p)] = s;
+      }
+  return y;
+}
+
+std::vector<float> uniform(int64_t n, std::mt19937& gen) {
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& e : v) e = d(gen);
+  return v;
+}
+
+ops::ConvGeometry geometry(const PanelCase& c, const Shape& ys) {
+  const size_t D = c.x.size() - 2;
+  ops::ConvGeometry g;
+  g.N = c.x[0], g.C = c.x[1], g.M = c.w[0], g.group = c.group;
+  g.in.assign(c.x.begin() + 2, c.x.end());
+  g.kernel.assign(c.w.begin() + 2, c.w.end());
+  g.out.assign(ys.begin() + 2, ys.end());
+  g.strides = c.strides, g.dilations = c.dilations;
+  g.pad_begin.assign(c.pads.begin(), c.pads.begin() + int64_t(D));
+  g.pad_end.assign(c.pads.begin() + int64_t(D), c.pads.end());
+  return g;
+}
+
+const PanelCase kCases[] = {
+    {"3x3 stride 1, pad 1, batch 2, output rows of 37 (strips span rows)", {2, 8, 23, 37}, {13, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+    {"stride 2 x 3, dilation 1 x 2, asymmetric pads, 2 groups", {1, 12, 80, 66}, {32, 6, 3, 2}, {2, 3}, {1, 2}, {2, 0, 1, 2}, 2},
+    {"1-D, dilation 3", {1, 5, 400}, {33, 5, 5}, {1}, {3}, {4, 1}},
+    {"3-D, strides 1 2 1, dilations 1 1 2", {1, 4, 9, 10, 11}, {20, 4, 3, 3, 3}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 1, 2, 0}},
+    {"7x7 stride 2 stem, pad 3", {1, 3, 64, 64}, {16, 3, 7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}},
+    {"7x7 output (one position past 3 strips), 300 channels out", {1, 16, 7, 7}, {300, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+    {"stride 4 (gathered), pads 1 and 2", {1, 8, 90, 90}, {24, 8, 4, 4}, {4, 4}, {1, 1}, {1, 1, 2, 2}},
+    {"360 rows of col (two passes over k), output rows of 17", {1, 40, 15, 17}, {10, 40, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+    {"1x1 stride 2 (a ResNet downsample)", {1, 64, 28, 28}, {128, 64, 1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+    {"one output column (width 1): every strip spans 16 rows", {1, 12, 70, 3}, {40, 12, 3, 3}, {1, 1}, {1, 1}, {1, 0, 1, 0}},
+};
+
+}  // namespace
+
+TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the same bits on 1 and 2 threads") {
+  std::mt19937 gen(31);
+  for (const PanelCase& c : kCases) {
+    const std::string what = c.what;
+    CAPTURE(what);
+    const auto x = uniform(shape_size(c.x), gen), w = uniform(shape_size(c.w), gen), b = uniform(c.w[0], gen);
+    Shape ys;
+    const auto expected = oracle(c, x, w, b, ys);
+    const ops::ConvGeometry g = geometry(c, ys);
+    const int64_t K = shape_size(g.kernel) * g.C / g.group;
+    REQUIRE(g.M / g.group * g.out_size() * K >= (int64_t(1) << 18));  // large enough for the in-order kernel
+    const std::vector<Attribute> attrs{attr("strides", c.strides), attr("dilations", c.dilations), attr("pads", c.pads),
+                                       attr("group", c.group)};
+    std::vector<Tensor> outs;
+    for (int threads : {1, 2}) {
+      set_thread_count(threads);
+      outs.push_back(run_node(node("Conv", {"x", "w", "b"}, {"y"}, attrs),
+                              {tensor<float>(c.x, x), tensor<float>(c.w, w), tensor<float>({c.w[0]}, b)})[0].tensor());
+    }
+    set_thread_count(1);
+    std::vector<float> expected_f(expected.begin(), expected.end());
+    check_equal(outs[0], tensor<float>(ys, expected_f), Tolerance{1e-4, 1e-4});
+    CHECK(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), outs[0].nbytes()) == 0);
+
+    std::vector<float> by_panels(size_t(shape_size(ys))), by_gemm(by_panels.size());
+    const bool panels = ops::conv_by_panels(g, x.data(), w.data(), by_panels.data());
+    CHECK(panels == ops::in_order_avx2_suits());  // every case is large enough; other CPUs take conv_by_gemm
+    if (!panels) continue;
+    ops::conv_by_gemm(g, x.data(), w.data(), by_gemm.data(),
+                      [](int64_t M, int64_t N, int64_t K, const float* a, const float* bm, float* cm) {
+                        ops::gemm(false, false, M, N, K, a, bm, cm, false);
+                      });
+    CHECK(std::memcmp(by_panels.data(), by_gemm.data(), by_gemm.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("Conv panel path declines what it does not cover") {
+  if (!ops::in_order_avx2_suits()) return;
+  const std::vector<float> x(size_t(64 * 28 * 28), 1.f), w(size_t(128 * 64), 1.f);
+  std::vector<float> y(size_t(128 * 28 * 28));
+  PanelCase c{"1x1, unit strides, no padding: gemm() reads X itself", {1, 64, 28, 28}, {128, 64, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
+  CHECK_FALSE(ops::conv_by_panels(geometry(c, {1, 128, 28, 28}), x.data(), w.data(), y.data()));
+  PanelCase small{"a product below gemm()'s kernel threshold", {1, 2, 8, 8}, {4, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  CHECK_FALSE(ops::conv_by_panels(geometry(small, {1, 4, 8, 8}), x.data(), w.data(), y.data()));
+}
