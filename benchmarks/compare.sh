@@ -6,7 +6,10 @@
 # ROUNDS rounds: times are the medians over rounds, ratios and gains the medians of each round's
 # (a VM's speed drifts by 20% within a minute; a ratio within one round cancels it). Each model is
 # also checked against torch's output (refeval test, atol 1e-4).
-#   benchmarks/compare.sh [BUILD_DIR]     (REPEAT=20, ROUNDS=3; REFEVAL_BENCH_DIR for the exports)
+#   benchmarks/compare.sh [BUILD_DIR]     (REPEAT=20, ROUNDS=3; REFEVAL_BENCH_DIR for the exports;
+#                                          HELDOUT=1: instead, models the repo's work was not tuned
+#                                          on: other torchvision nets, opsets and batch sizes, a
+#                                          GPT-2 at opset 14 with batch 2)
 # Needs Debian's python3-torch, python3-torchvision and python3-onnx (to export the models) and
 # npm (installs onnxruntime-node into benchmarks/ort/node_modules on first use). Never a test.
 set -euo pipefail
@@ -27,6 +30,15 @@ models=(
   "mobilenet_v2|input|$here/vision/make_torchvision.py DIR mobilenet_v2"
   "lstm-2layer|input|$here/rnn/make_lstm.py DIR"
 )
+if [[ ${HELDOUT:-0} == 1 ]]; then
+  models=(
+    "heldout-gpt2-opset14-b2-seq48|input_ids|$here/gpt2/make_gpt2.py DIR --opset 14 --batch 2 --seq 48 --seed 3"
+    "heldout-resnet34-opset17|input|$here/vision/make_torchvision.py DIR resnet34 --opset 17"
+    "heldout-resnet18-b2-opset11|input|$here/vision/make_torchvision.py DIR resnet18 --opset 11 --batch 2"
+    "heldout-mobilenet_v3_large|input|$here/vision/make_torchvision.py DIR mobilenet_v3_large --opset 17"
+    "heldout-efficientnet_b0|input|$here/vision/make_torchvision.py DIR efficientnet_b0 --opset 17"
+  )
+fi
 refeval_ms() {  # refeval_ms THREADS DIR INPUT -> "median_ms peak_kb"
   local out
   out=$( { /usr/bin/time -f "peak %M" "$refeval" --threads "$1" run "$2/model.onnx" --input "$3=$2/$3.npy" --repeat "$repeat"; } 2>&1)
