@@ -5,7 +5,8 @@ plus the oracle's. Per model, alternated over ROUNDS rounds, the wall-clock medi
   oracle    refeval run ORACLE.onnx      (the float64 oracle, written by accuracy --save-oracle)
   accuracy  refeval accuracy MODEL       (default: local errors, 10 contributions)
   no-local  refeval accuracy MODEL --no-local
-and the ratio accuracy / (3 run + oracle): 1.0 or less meets the budget. The last columns split
+and the ratio accuracy / (3 run + oracle): 1.0 or less meets the budget; cpu_ratio the same with
+each process's CPU time (user + system, steadier than wall time on a shared machine). The last columns split
 one accuracy run by stage (its --json "timing_ms"): model run, oracle run, local errors,
 contributions, nodes the contributions re-ran.
 
@@ -19,6 +20,7 @@ vocabulary, masks of ones, positions 0..n-1, empty past). Never a test: timings,
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,10 +62,14 @@ def feeds_for(model_path, out_dir, float_type=np.float32):
     return args
 
 
-def wall(cmd):
+def timed(cmd):
+    """(wall seconds, CPU seconds) of one run of cmd."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main():
@@ -75,7 +81,7 @@ def main():
     refeval = [os.path.join(a.build, "refeval"), "--threads", "1"]
     models = [(m, os.path.join(REPO, "tests/data/optimize", m, "model.onnx"), True) for m in REPO_MODELS]
     models += [(os.path.basename(os.path.normpath(d)), os.path.join(d, "model.onnx"), False) for d in a.model]
-    print(f"{'model':24} {'run_s':>7} {'oracle_s':>8} {'acc_s':>7} {'nolocal_s':>9} {'ratio':>6}   "
+    print(f"{'model':24} {'run_s':>7} {'oracle_s':>8} {'acc_s':>7} {'nolocal_s':>9} {'ratio':>6} {'cpu_ratio':>9}   "
           f"{'model_ms':>8} {'oracle_ms':>9} {'local_ms':>8} {'contrib_ms':>10} {'cone':>6}")
     with tempfile.TemporaryDirectory() as work:
         for name, path, decoder in models:
@@ -85,16 +91,23 @@ def main():
             stats = os.path.join(work, name + ".json")
             subprocess.run(refeval + ["accuracy", path, *feeds, "--save-oracle", oracle, "--json", stats], check=True,
                            stdout=subprocess.DEVNULL)
-            times = {"run": [], "oracle": [], "acc": [], "nolocal": []}
+            commands = {"run": refeval + ["run", path, *feeds, "-v", "0"],
+                        "oracle": refeval + ["run", oracle, *wide_feeds, "-v", "0"],
+                        "acc": refeval + ["accuracy", path, *feeds, "--json", stats],
+                        "nolocal": refeval + ["accuracy", path, *feeds, "--no-local"]}
+            walls = {k: [] for k in commands}
+            cpus = {k: [] for k in commands}
             for _ in range(a.rounds):
-                times["run"].append(wall(refeval + ["run", path, *feeds, "-v", "0"]))
-                times["oracle"].append(wall(refeval + ["run", oracle, *wide_feeds, "-v", "0"]))
-                times["acc"].append(wall(refeval + ["accuracy", path, *feeds, "--json", stats]))
-                times["nolocal"].append(wall(refeval + ["accuracy", path, *feeds, "--no-local"]))
-            m = {k: statistics.median(v) for k, v in times.items()}
+                for k, cmd in commands.items():
+                    w, c = timed(cmd)
+                    walls[k].append(w)
+                    cpus[k].append(c)
+            m = {k: statistics.median(v) for k, v in walls.items()}
+            c = {k: statistics.median(v) for k, v in cpus.items()}
             t = json.load(open(stats))["timing_ms"]
             ratio = m["acc"] / (3 * m["run"] + m["oracle"])
-            print(f"{name:24} {m['run']:7.3f} {m['oracle']:8.3f} {m['acc']:7.3f} {m['nolocal']:9.3f} {ratio:6.2f}   "
+            cpu_ratio = c["acc"] / (3 * c["run"] + c["oracle"])
+            print(f"{name:24} {m['run']:7.3f} {m['oracle']:8.3f} {m['acc']:7.3f} {m['nolocal']:9.3f} {ratio:6.2f} {cpu_ratio:9.2f}   "
                   f"{t['model']:8.1f} {t['oracle']:9.1f} {t['local']:8.1f} {t['contributions']:10.1f} {t['cone_nodes']:6d}")
 
 
