@@ -39,32 +39,23 @@ class NodeRecorder : public Observer {
   Recorded recorded_;
 };
 
-// The oracle's input rounded to the type the model run saw there.
-Value round_to(const Value& oracle, const Value& model) {
+// The oracle's input rounded to the type the model run saw there; held in the oracle's type
+// (float64) when `wide`, as the double side of a local error is fed.
+Value round_to(const Value& oracle, const Value& model, bool wide = false) {
   if (!is_float_tensor(oracle) || !is_float_tensor(model) || oracle.tensor().dtype() == model.tensor().dtype()) return oracle;
   const Tensor& o = oracle.tensor();
   if (o.dtype() == DType::Double && model.tensor().dtype() == DType::Float) {
-    Tensor out = Tensor::uninitialized(DType::Float, o.shape());
-    const double* src = o.data<double>();
-    float* dst = out.data<float>();
-    for (int64_t i = 0; i < o.size(); ++i) dst[i] = float(src[i]);
+    Tensor out = Tensor::uninitialized(wide ? DType::Double : DType::Float, o.shape());
+    const auto round = [&](auto* dst) {
+      const double* src = o.data<double>();
+      for (int64_t i = 0; i < o.size(); ++i) dst[i] = float(src[i]);
+    };
+    if (wide) round(out.data<double>());
+    else round(out.data<float>());
     return out;
   }
-  return from_doubles(model.tensor().dtype(), o.shape(), to_doubles(o));
-}
-
-// The oracle's input rounded to the type the model run saw there, held in the oracle's type.
-Value round_within(const Value& oracle, const Value& model) {
-  if (!is_float_tensor(oracle) || !is_float_tensor(model) || oracle.tensor().dtype() == model.tensor().dtype()) return oracle;
-  const Tensor& o = oracle.tensor();
-  if (o.dtype() == DType::Double && model.tensor().dtype() == DType::Float) {
-    Tensor out = Tensor::uninitialized(DType::Double, o.shape());
-    const double* src = o.data<double>();
-    double* dst = out.data<double>();
-    for (int64_t i = 0; i < o.size(); ++i) dst[i] = double(float(src[i]));
-    return out;
-  }
-  return widen_value(round_to(oracle, model));
+  const Value rounded = from_doubles(model.tensor().dtype(), o.shape(), to_doubles(o));
+  return wide ? widen_value(rounded) : rounded;
 }
 
 // Runs the main-graph nodes without a double path in the model's precision inside the oracle:
@@ -161,7 +152,7 @@ class LocalRun : public Observer {
     const Values& hi = oracle_[size_t(i)].inputs;
     const Values& lo = model_[size_t(i)].inputs;
     for (size_t k = 0; k < inputs.size() && k < hi.size() && k < lo.size(); ++k)
-      inputs[k] = wide_ ? round_within(hi[k], lo[k]) : round_to(hi[k], lo[k]);
+      inputs[k] = round_to(hi[k], lo[k], wide_);
   }
   bool replay(const NodeEvent& e, Values& outputs) override {
     const int i = at(e);
