@@ -5,7 +5,10 @@
 # prefill (time to first token) and the median decode step for both, their ratios (medians of each
 # round's), the decode step's weight bandwidth (weight bytes / step) beside this machine's copy
 # bandwidth (numpy), and checks both generate the same ids.
-#   benchmarks/llm/generate.sh [BUILD_DIR]     (ROUNDS=3, REFEVAL_BENCH_DIR)
+#   benchmarks/llm/generate.sh [BUILD_DIR]     (ROUNDS=3, REFEVAL_BENCH_DIR; HELDOUT=1: instead,
+#                                                decoders of forms and sizes the work was not
+#                                                tuned on: Optimum's, the opset-23 portable one,
+#                                                a deeper narrower GenAI int4 and torch decoder)
 # Models: a Llama-style fp32 torch export (12 layers, hidden 768, 12 heads over 4 KV heads), the
 # GenAI-builder int4 decoder of the same size, and the 2-layer tiny torch export (hidden 64).
 set -euo pipefail
@@ -22,6 +25,14 @@ models=(
   "genai-int4-12x768|genai|"
   "tiny-torch-2x64|torch|--layers 2 --hidden 64 --heads 4 --kv-heads 2 --intermediate 128 --vocab 96 --max-length 64"
 )
+if [[ ${HELDOUT:-0} == 1 ]]; then
+  models=(
+    "heldout-optimum-8x512|optimum|--layers 8 --hidden 512 --heads 8 --kv-heads 8 --intermediate 1408"
+    "heldout-portable-6x640|portable|--layers 6 --hidden 640 --heads 10 --kv-heads 2 --intermediate 1728"
+    "heldout-genai-int4-16x512|genai|--layers 16 --hidden 512 --heads 8 --kv-heads 2 --intermediate 1536"
+    "heldout-torch-24x256|torch|--layers 24 --hidden 256 --heads 8 --kv-heads 4 --intermediate 704"
+  )
+fi
 prompt=$(/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(0); print(' '.join(map(str, r.integers(0, 96, 32))))")
 bandwidth=$(/usr/bin/python3 -c "
 import numpy as np, time
