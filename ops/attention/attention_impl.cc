@@ -47,6 +47,22 @@ std::vector<C> concat_seq(const std::vector<C>& past, const std::vector<C>& cur,
   return out;
 }
 
+// score[j] = q . keys[j] over n rows of e values, eight running sums added pairwise (a fixed order).
+template <class C>
+void dot_rows(const C* q, const C* keys, int64_t n, int64_t e, C* score) {
+  constexpr int64_t kLanes = 8;
+  for (int64_t j = 0; j < n; ++j) {
+    const C* k = keys + j * e;
+    C acc[kLanes] = {};
+    int64_t d = 0;
+    for (; d + kLanes <= e; d += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] += q[d + l] * k[d + l];
+    C sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; d < e; ++d) sum += q[d] * k[d];
+    score[j] = sum;
+  }
+}
+
 template <class C>
 void gemm_c(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const C* a, const C* b, C* c) {
   gemm(ta, tb, M, N, K, a, b, c, false);
@@ -62,7 +78,13 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   if (k.dtype() != q.dtype()) fail_runtime("Q and K must have the same element type");
   const int64_t B = q.dim(0);
   int64_t Hq, Hkv, Sq, Skv, E, Ev;
-  std::vector<C> Q = to_compute<C>(q), K = to_compute<C>(k), V = to_compute<C>(v);
+  // 4-D keys and values of C's own type, with no past to put before them nor present to return,
+  // are read where they are (Kp, Vp); otherwise K and V hold them.
+  constexpr DType kComputeType = std::is_same_v<C, float> ? DType::Float : DType::Double;
+  const bool in_place = r == 4 && !has_value(in, 4) && !at.wants_present && k.dtype() == kComputeType &&
+                        v.dtype() == kComputeType;
+  std::vector<C> Q = to_compute<C>(q), K, V;
+  if (!in_place) K = to_compute<C>(k), V = to_compute<C>(v);
   if (r == 3) {
     if (at.q_num_heads <= 0 || at.kv_num_heads <= 0) fail_runtime("3-D inputs need the q_num_heads and kv_num_heads attributes");
     Hq = at.q_num_heads, Hkv = at.kv_num_heads, Sq = q.dim(1), Skv = k.dim(1);
@@ -93,6 +115,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     V = concat_seq(to_compute<C>(pv), V, B * Hkv, P, Skv, Ev);
   }
   const int64_t T = P + Skv;
+  const C* Kp = in_place ? k.data<C>() : K.data();
+  const C* Vp = in_place ? v.data<C>() : V.data();
   std::vector<int64_t> nonpad;
   if (has_value(in, 6)) {
     if (has_past) fail_runtime("nonpad_kv_seqlen (external cache) cannot be combined with past_key / past_value");
@@ -146,13 +170,12 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     if (at.right_window >= 0) hi = std::min(hi, p + at.right_window + 1);
     return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
   };
-  // Scores, softmax, output.
+  // Scores, softmax, output. The keys are scaled one kv head at a time (into Ks), for the query
+  // heads that share it; one query row takes its scores as dot products over the keys.
   const C scale = C(std::sqrt(at.scale ? *at.scale : 1.0 / std::sqrt(double(E))));
-  std::vector<C> Ks = K;
   for (C& x : Q) x *= scale;
-  for (C& x : Ks) x *= scale;
   std::vector<C> qk_out(at.wants_qk ? size_t(shape_size(full)) : 0), Y(size_t(B * Hq * Sq * Ev));
-  std::vector<C> scores(size_t(Sq * T));
+  std::vector<C> scores(size_t(Sq * T)), Ks(size_t(T * E));
   const int64_t group = Hq / Hkv;
   // expf below -87 is a denormal or zero, and the vector expf takes a scalar path for such lanes
   // (a causal row's -inf keys): they are clamped there and their exponential taken as zero.
@@ -162,7 +185,11 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = b * Hkv + h / group;
-      gemm_c<C>(false, true, Sq, T, E, Q.data() + (b * Hq + h) * Sq * E, Ks.data() + kh * T * E, scores.data());
+      if (h % group == 0)
+        for (int64_t i = 0; i < T * E; ++i) Ks[size_t(i)] = Kp[kh * T * E + i] * scale;
+      const C* qh = Q.data() + (b * Hq + h) * Sq * E;
+      if (Sq == 1) dot_rows(qh, Ks.data(), T, E, scores.data());
+      else gemm_c<C>(false, true, Sq, T, E, qh, Ks.data(), scores.data());
       C* qo = at.wants_qk ? qk_out.data() + (b * Hq + h) * Sq * T : nullptr;
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
@@ -207,7 +234,13 @@ Values compute(const AttentionAttrs& at, const Values& in) {
         for (int64_t j = lo; j < hi; ++j) row[j] /= sum;
       }
       if (qo && at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
-      gemm_c<C>(false, false, Sq, Ev, T, scores.data(), V.data() + kh * T * Ev, Y.data() + (b * Hq + h) * Sq * Ev);
+      C* y = Y.data() + (b * Hq + h) * Sq * Ev;
+      if (Sq == 1) {  // one query row: the sum of the value rows it weighs, in order
+        for (int64_t j = 0; j < T; ++j)
+          for (int64_t e = 0; e < Ev; ++e) y[e] += scores[size_t(j)] * Vp[(kh * T + j) * Ev + e];
+      } else {
+        gemm_c<C>(false, false, Sq, Ev, T, scores.data(), Vp + kh * T * Ev, y);
+      }
     }
   Values out;
   if (r == 3) {  // [B, Hq, Sq, Ev] -> [B, Sq, Hq*Ev]
@@ -220,8 +253,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   } else {
     out.push_back(tensor_from_compute<C>(q.dtype(), {B, Hq, Sq, Ev}, Y));
   }
-  out.push_back(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K));
-  out.push_back(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V));
+  out.push_back(at.wants_present ? Value(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K)) : Value());
+  out.push_back(at.wants_present ? Value(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V)) : Value());
   out.push_back(at.wants_qk ? Value(tensor_from_compute<C>(q.dtype(), full, qk_out)) : Value());
   return out;
 }
