@@ -366,66 +366,101 @@ struct GroupQueryAttention::Call {
     const double scale = op.scale_ != 0 ? double(op.scale_) : 1.0 / std::sqrt(double(H)), cap = op.softcap_;
     if (op.qk_output_ != 0) qk.assign(size_t(B * N * S * total), 0.0);
 
-    // Per head: the scores of every query row against every held key (one product, or dot
-    // products for one query row), then each row's visible range [lo, hi) softmaxed in double
-    // into weights (zero outside it), then weights times the values (one product, or a sum of
-    // value rows); both in T, float for float tensors. One query row (decoding): heads in
-    // parallel, each on its own (longer queries split their products, which must not nest).
-    std::vector<T> out(size_t(B * S * N * H), T(0));
-    const int64_t grain = S == 1 ? std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(total * H, 1)) : B * N;
-    parallel_for(B * N, grain, [&](int64_t first_head, int64_t last_head) {
-      std::vector<double> scores;
-      std::vector<T> raw, weights, head(size_t(S * H));
-      for (int64_t bn = first_head; bn < last_head; ++bn) {
-        const int64_t b = bn / N, n = bn % N, g = n / (N / Nkv);
-        const RowCache<T>& c = caches[size_t(b)];
-        const int64_t T_b = total_rows[size_t(b)], R = T_b - c.base;  // keys c.base .. T_b-1 at rows 0 .. R-1
-        if (R <= 0) continue;
-        const T* keys = c.keys(g);
-        const T* vals = c.values(g);
-        const T* qh = q.data() + bn * S * H;
-        const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
-        scores.resize(size_t(S * R));
-        if (S == 1) {
-          dot_rows(qh, keys, R, H, scores.data());
-        } else if constexpr (std::is_same_v<T, double>) {
-          product(true, S, R, H, qh, keys, scores.data());
-        } else {
-          raw.resize(size_t(S * R));
-          product(true, S, R, H, qh, keys, raw.data());
-          std::copy(raw.begin(), raw.end(), scores.begin());
-        }
-        weights.assign(size_t(S * R), T(0));
-        for (int64_t s = 0; s < S; ++s) {
-          const int64_t p = query_start(b) + s;
-          const int64_t lo = std::max(c.base, op.window_ >= 0 ? p - op.window_ + 1 : 0);
-          const int64_t hi = op.causal_ ? std::min(T_b, p + 1) : T_b;
-          if (lo >= hi) continue;  // nothing visible: zeros
-          double* qk_row = qk.empty() ? nullptr : qk.data() + ((b * N + n) * S + s) * total;
-          double* x = scores.data() + s * R - c.base;  // x[j] for key j
-          for (int64_t j = lo; j < hi; ++j) {
-            double& xj = x[j];
-            xj *= scale;
-            if (cap > 0) xj = cap * std::tanh(xj / cap);
-            if (!bias.empty()) xj += bias[size_t((((bs[0] == 1 ? 0 : b) * bs[1] + (bs[1] == 1 ? 0 : n)) * S + s) * total + j)];
-            if (op.qk_output_ == 1) qk_row[j] = xj;
-          }
-          double top = *std::max_element(x + lo, x + hi);
-          if (has_sink) top = std::max(top, sink_logit);
-          double sum = exp_shifted(x + lo, hi - lo, top);
-          if (has_sink) sum += std::exp(sink_logit - top);
-          T* w = weights.data() + s * R - c.base;
-          for (int64_t j = lo; j < hi; ++j) {
-            const double wj = x[j] / sum;
-            w[j] = T(wj);
-            if (op.qk_output_ == 2) qk_row[j] = wj;
-          }
-        }
-        if (S == 1) weighted_rows(weights.data(), vals, R, H, head.data());
-        else product(false, S, H, R, weights.data(), vals, head.data());
-        for (int64_t s = 0; s < S; ++s) std::copy_n(head.data() + s * H, H, out.data() + ((b * S + s) * N + n) * H);
+    // The keys [lo, hi) query s of row b sees (lo >= hi: none).
+    auto visible = [&](int64_t b, int64_t s, const RowCache<T>& c) {
+      const int64_t p = query_start(b) + s, T_b = total_rows[size_t(b)];
+      return std::pair<int64_t, int64_t>{std::max(c.base, op.window_ >= 0 ? p - op.window_ + 1 : 0),
+                                         op.causal_ ? std::min(T_b, p + 1) : T_b};
+    };
+    // x[j] (the product q . k_j for keys j in [lo, hi)) becomes the softmax weight w[j], in
+    // double, rounded once to T; the qk output takes the scores or the weights.
+    auto softmax_row = [&](int64_t b, int64_t n, int64_t s, double* x, T* w, int64_t lo, int64_t hi) {
+      double* qk_row = qk.empty() ? nullptr : qk.data() + ((b * N + n) * S + s) * total;
+      for (int64_t j = lo; j < hi; ++j) x[j] *= scale;
+      if (cap > 0)
+        for (int64_t j = lo; j < hi; ++j) x[j] = cap * std::tanh(x[j] / cap);
+      if (!bias.empty()) {
+        const double* bias_row = bias.data() + (((bs[0] == 1 ? 0 : b) * bs[1] + (bs[1] == 1 ? 0 : n)) * S + s) * total;
+        for (int64_t j = lo; j < hi; ++j) x[j] += bias_row[j];
       }
-    });
+      if (op.qk_output_ == 1) std::copy(x + lo, x + hi, qk_row + lo);
+      double top = *std::max_element(x + lo, x + hi);
+      const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
+      if (has_sink) top = std::max(top, sink_logit);
+      double sum = exp_shifted(x + lo, hi - lo, top);
+      if (has_sink) sum += std::exp(sink_logit - top);
+      for (int64_t j = lo; j < hi; ++j) {
+        const double wj = x[j] / sum;
+        w[j] = T(wj);
+        if (op.qk_output_ == 2) qk_row[j] = wj;
+      }
+    };
+    std::vector<T> out(size_t(B * S * N * H), T(0));
+    const int64_t group = N / Nkv;
+    if (S == 1) {
+      // One query row (decoding): per head, dot products with the visible keys, then the sum of
+      // their value rows; heads in parallel, each on its own.
+      const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(total * H, 1));
+      parallel_for(B * N, grain, [&](int64_t first_head, int64_t last_head) {
+        std::vector<double> x;
+        std::vector<T> w;
+        for (int64_t bn = first_head; bn < last_head; ++bn) {
+          const int64_t b = bn / N, n = bn % N, g = n / group;
+          const RowCache<T>& c = caches[size_t(b)];
+          const auto [lo, hi] = visible(b, 0, c);
+          if (lo >= hi) continue;  // nothing visible: zeros
+          x.resize(size_t(hi - lo)), w.resize(size_t(hi - lo));
+          dot_rows(q.data() + bn * H, c.keys(g) + (lo - c.base) * H, hi - lo, H, x.data());
+          softmax_row(b, n, 0, x.data() - lo, w.data() - lo, lo, hi);
+          weighted_rows(w.data(), c.values(g) + (lo - c.base) * H, hi - lo, H, out.data() + bn * H);
+        }
+      });
+      return out;
+    }
+    // Longer queries: per key head and block of kRows query rows, the rows of the query heads
+    // that share the key head, stacked, times the keys any of them sees (one product; causal
+    // blocks skip the keys after their last row), the softmax, then the weights times the values
+    // (one product). The products split themselves across the threads.
+    constexpr int64_t kRows = 32;
+    std::vector<double> scores;
+    std::vector<T> stacked, raw, weights, head;
+    for (int64_t b = 0; b < B; ++b) {
+      const RowCache<T>& c = caches[size_t(b)];
+      for (int64_t s0 = 0; s0 < S; s0 += kRows) {
+        const int64_t rows = std::min(kRows, S - s0), M = group * rows;
+        int64_t from = total, to = 0;  // the keys any row of the block sees
+        for (int64_t s = s0; s < s0 + rows; ++s)
+          if (const auto [lo, hi] = visible(b, s, c); lo < hi) from = std::min(from, lo), to = std::max(to, hi);
+        if (from >= to) continue;
+        const int64_t W = to - from;
+        stacked.resize(size_t(M * H)), scores.resize(size_t(M * W)), weights.resize(size_t(M * W));
+        head.resize(size_t(M * H));
+        for (int64_t g = 0; g < Nkv; ++g) {
+          for (int64_t i = 0; i < group; ++i)
+            std::copy_n(q.data() + ((b * N + g * group + i) * S + s0) * H, rows * H, stacked.data() + i * rows * H);
+          const T* keys = c.keys(g) + (from - c.base) * H;
+          if constexpr (std::is_same_v<T, double>) {
+            product(true, M, W, H, stacked.data(), keys, scores.data());
+          } else {
+            raw.resize(size_t(M * W));
+            product(true, M, W, H, stacked.data(), keys, raw.data());
+            std::copy(raw.begin(), raw.end(), scores.begin());
+          }
+          std::fill(weights.begin(), weights.end(), T(0));
+          for (int64_t i = 0; i < group; ++i)
+            for (int64_t s = s0; s < s0 + rows; ++s) {
+              const auto [lo, hi] = visible(b, s, c);
+              if (lo >= hi) continue;  // nothing visible: zeros
+              const int64_t m = i * rows + s - s0;
+              softmax_row(b, g * group + i, s, scores.data() + m * W - from, weights.data() + m * W - from, lo, hi);
+            }
+          product(false, M, H, W, weights.data(), c.values(g) + (from - c.base) * H, head.data());
+          for (int64_t i = 0; i < group; ++i)
+            for (int64_t s = s0; s < s0 + rows; ++s)
+              std::copy_n(head.data() + (i * rows + s - s0) * H, H, out.data() + ((b * S + s) * N + g * group + i) * H);
+        }
+      }
+    }
     return out;
   }
 };
