@@ -89,8 +89,15 @@ double exp_shifted(double* x, int64_t n, double top) {
   }();
   for (int64_t j = 0; j < n; ++j) x[j] = std::max(x[j] - top, kFloor);
   exp_doubles(x, x, n);
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += x[j] = x[j] <= floor_value ? 0.0 : x[j];
+  // Four running sums (one vector register), added pairwise: one chain of dependent additions
+  // took as long as the exponentials.
+  constexpr int64_t kLanes = 4;
+  double acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] += x[j + l] = x[j + l] <= floor_value ? 0.0 : x[j + l];
+  double sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+  for (; j < n; ++j) sum += x[j] = x[j] <= floor_value ? 0.0 : x[j];
   return sum;
 }
 
@@ -209,16 +216,40 @@ std::vector<char> key_padding_mask(const Tensor& mask, const AttentionProblemOf<
                            shape_to_string(s), B, 2 * B, B, T, B, S, T, B, p.past + S));
 }
 
+namespace {
 template <class T>
-std::vector<T> split_heads(const std::vector<T>& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L, int64_t N,
-                           int64_t size) {
+std::vector<T> split_rows(const T* rows, int64_t row_width, int64_t offset, int64_t B, int64_t L, int64_t N, int64_t size) {
   std::vector<T> out(size_t(B * N * L * size));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t l = 0; l < L; ++l)
       for (int64_t n = 0; n < N; ++n)
-        std::copy_n(rows.begin() + (b * L + l) * row_width + offset + n * size, size,
-                    out.begin() + ((b * N + n) * L + l) * size);
+        std::copy_n(rows + (b * L + l) * row_width + offset + n * size, size, out.begin() + ((b * N + n) * L + l) * size);
   return out;
+}
+}  // namespace
+
+template <class T>
+std::vector<T> split_heads(const std::vector<T>& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L, int64_t N,
+                           int64_t size) {
+  return split_rows(rows.data(), row_width, offset, B, L, N, size);
+}
+
+template <class T>
+std::vector<T> split_heads(const Tensor& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L, int64_t N,
+                           int64_t size) {
+  if constexpr (std::is_same_v<T, float>)
+    if (rows.dtype() == DType::Float) return split_rows(rows.data<float>(), row_width, offset, B, L, N, size);
+  return split_rows(to_compute<T>(rows).data(), row_width, offset, B, L, N, size);
+}
+
+template <class T>
+void add_head_bias(std::vector<T>& heads, const std::vector<double>& bias, int64_t N, int64_t L, int64_t size) {
+  if (bias.empty() || size == 0 || L == 0) return;
+  for (int64_t r = 0; r < int64_t(heads.size()) / size; ++r) {  // row r of head (r / L) % N
+    T* x = heads.data() + r * size;
+    const double* b = bias.data() + (r / L) % N * size;
+    for (int64_t d = 0; d < size; ++d) x[d] = T(double(x[d]) + b[d]);
+  }
 }
 
 template <class T>
@@ -245,6 +276,8 @@ std::vector<T> concat_sequence(const std::vector<T>& past, const std::vector<T>&
   template void set_attention_bias(AttentionProblemOf<T>&, const Tensor&, DType);                                   \
   template std::vector<char> key_padding_mask(const Tensor&, const AttentionProblemOf<T>&, const std::string&);     \
   template std::vector<T> split_heads(const std::vector<T>&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t); \
+  template std::vector<T> split_heads(const Tensor&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);         \
+  template void add_head_bias(std::vector<T>&, const std::vector<double>&, int64_t, int64_t, int64_t);             \
   template std::vector<T> concat_sequence(const std::vector<T>&, const std::vector<T>&, int64_t, int64_t, int64_t,  \
                                           int64_t, int64_t);
 REFEVAL_ATTENTION_CORE(float)

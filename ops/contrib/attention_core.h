@@ -63,7 +63,7 @@ void dot_rows(const T* q, const T* keys, int64_t n, int64_t h, double* score);
 template <class T>
 void weighted_rows(const T* w, const T* values, int64_t n, int64_t hv, T* out);
 
-// x[j] = exp(x[j] - top) over n values, returning their sum (in order): the vector exp
+// x[j] = exp(x[j] - top) over n values, returning their sum (in a fixed order): the vector exp
 // (vector_math.h), below e^-700 (masked keys: the vector exp's scalar path) taken as zero.
 double exp_shifted(double* x, int64_t n, double top);
 
@@ -128,6 +128,14 @@ std::vector<char> key_padding_mask(const Tensor& mask, const AttentionProblemOf<
 template <class T>
 std::vector<T> split_heads(const std::vector<T>& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L,
                                 int64_t N, int64_t size);
+// The same of a tensor's values, read in place when they are floats and T is float.
+template <class T>
+std::vector<T> split_heads(const Tensor& rows, int64_t row_width, int64_t offset, int64_t B, int64_t L, int64_t N,
+                           int64_t size);
+// heads (B, N, L, size) += bias (N * size values, one slice per head), each sum in double
+// rounded once to T.
+template <class T>
+void add_head_bias(std::vector<T>& heads, const std::vector<double>& bias, int64_t N, int64_t L, int64_t size);
 
 // (B, N, P, h) followed by (B, N, L, h) along the sequence axis: (B, N, P + L, h).
 template <class T>

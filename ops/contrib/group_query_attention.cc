@@ -181,10 +181,9 @@ struct GroupQueryAttention::Call {
       if (D % (N + 2 * Nkv) != 0)
         fail_runtime(fmt::format("packed query has width {}, not a multiple of num_heads + 2 * kv_num_heads = {}", D, N + 2 * Nkv));
       H = D / (N + 2 * Nkv), L = S;
-      const std::vector<T> qkv = to_compute<T>(query);
-      q = split_heads(qkv, D, 0, B, S, N, H);
-      k = split_heads(qkv, D, N * H, B, S, Nkv, H);
-      v = split_heads(qkv, D, (N + Nkv) * H, B, S, Nkv, H);
+      q = split_heads<T>(query, D, 0, B, S, N, H);
+      k = split_heads<T>(query, D, N * H, B, S, Nkv, H);
+      v = split_heads<T>(query, D, (N + Nkv) * H, B, S, Nkv, H);
       return;
     }
     if (D % N != 0) fail_runtime(fmt::format("query has width {}, not a multiple of num_heads {}", D, N));
@@ -198,9 +197,9 @@ struct GroupQueryAttention::Call {
     if (key.dim(0) != B || (L != S && L != 0) || key.dim(2) != Nkv * H)
       fail_runtime(fmt::format("key has shape {}, expected ({}, {} or 0, {})", shape_to_string(key.shape()), B, S, Nkv * H));
     require_shape(value, key.shape(), "value");
-    q = split_heads(to_compute<T>(query), D, 0, B, S, N, H);
-    k = split_heads(to_compute<T>(key), Nkv * H, 0, B, L, Nkv, H);
-    v = split_heads(to_compute<T>(value), Nkv * H, 0, B, L, Nkv, H);
+    q = split_heads<T>(query, D, 0, B, S, N, H);
+    k = split_heads<T>(key, Nkv * H, 0, B, L, Nkv, H);
+    v = split_heads<T>(value, Nkv * H, 0, B, L, Nkv, H);
   }
 
   void read_past() {

@@ -41,12 +41,11 @@ class MultiHeadAttention : public OpRun {
     auto bias_at = [&](int64_t offset, int64_t width) {  // the bias slice of one projection, or none
       return bias.empty() ? std::vector<double>{} : std::vector<double>(bias.begin() + offset, bias.begin() + offset + width);
     };
-    // (B, L, width) rows plus a bias slice (if any), split into (B, N, L, width / N)
-    auto heads_of = [&](std::vector<T> rows, int64_t L, int64_t width, const std::vector<double>& b) {
-      if (!b.empty())  // in double, rounded once to T
-        for (size_t r = 0; r < rows.size(); r += size_t(width))
-          for (size_t j = 0; j < size_t(width); ++j) rows[r + j] = T(double(rows[r + j]) + b[j]);
-      return split_heads(rows, width, 0, B, L, N, width / N);
+    // (B, L, width) rows (a tensor or values) split into (B, N, L, width / N), plus a bias slice (if any)
+    auto heads_of = [&](const auto& rows, int64_t L, int64_t width, const std::vector<double>& b) {
+      std::vector<T> heads = split_heads<T>(rows, width, 0, B, L, N, width / N);
+      add_head_bias(heads, b, N, L, width / N);
+      return heads;
     };
 
     int64_t L = 0;
@@ -98,10 +97,10 @@ class MultiHeadAttention : public OpRun {
           const int64_t dv = value.dim(2);
           p.v_head_size = dv / N;
           take_bias(2 * D + dv);
-          p.k = heads_of(to_compute<T>(key), L, D, bias_at(D, D)), p.v = heads_of(to_compute<T>(value), L, dv, bias_at(2 * D, dv));
+          p.k = heads_of(key, L, D, bias_at(D, D)), p.v = heads_of(value, L, dv, bias_at(2 * D, dv));
         }
       }
-      p.q = heads_of(to_compute<T>(query), S, D, bias_at(0, D));
+      p.q = heads_of(query, S, D, bias_at(0, D));
     }
 
     if (has_value(in, 6) != has_value(in, 7)) fail_runtime("past_key and past_value must be given together");
