@@ -226,8 +226,14 @@ Values compute(const AttentionAttrs& at, const Values& in) {
         if constexpr (std::is_same_v<C, float>) {
           for (int64_t j = lo; j < hi; ++j) row[j] = std::max(row[j] - m, kExpFloor);
           exp_floats(row + lo, row + lo, hi - lo);
-          for (int64_t j = lo; j < hi; ++j) row[j] = row[j] <= exp_floor_value ? 0.0f : row[j];
-          for (int64_t j = lo; j < hi; ++j) sum += row[j];
+          // eight running sums (one vector register), added pairwise: a fixed order, without one
+          // chain of dependent additions
+          float acc[8] = {};
+          int64_t j = lo;
+          for (; j + 8 <= hi; j += 8)
+            for (int64_t l = 0; l < 8; ++l) acc[l] += row[j + l] = row[j + l] <= exp_floor_value ? 0.0f : row[j + l];
+          sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+          for (; j < hi; ++j) sum += row[j] = row[j] <= exp_floor_value ? 0.0f : row[j];
         } else {
           for (int64_t j = lo; j < hi; ++j) sum += (row[j] = std::exp(row[j] - m));
         }
