@@ -63,6 +63,12 @@ void dot_rows(const C* q, const C* keys, int64_t n, int64_t e, C* score) {
   }
 }
 
+// p[i] *= s (s by value: a reference could alias p, which kept the loop scalar)
+template <class C>
+void scale_values(C* p, int64_t n, C s) {
+  for (int64_t i = 0; i < n; ++i) p[i] *= s;
+}
+
 template <class C>
 void gemm_c(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const C* a, const C* b, C* c) {
   gemm(ta, tb, M, N, K, a, b, c, false);
@@ -173,7 +179,7 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   // Scores, softmax, output. The keys are scaled one kv head at a time (into Ks), for the query
   // heads that share it; one query row takes its scores as dot products over the keys.
   const C scale = C(std::sqrt(at.scale ? *at.scale : 1.0 / std::sqrt(double(E))));
-  for (C& x : Q) x *= scale;
+  scale_values(Q.data(), int64_t(Q.size()), scale);
   std::vector<C> qk_out(at.wants_qk ? size_t(shape_size(full)) : 0), Y(size_t(B * Hq * Sq * Ev));
   std::vector<C> scores(size_t(Sq * T)), Ks(size_t(T * E));
   const int64_t group = Hq / Hkv;
@@ -185,11 +191,19 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = b * Hkv + h / group;
-      if (h % group == 0)
-        for (int64_t i = 0; i < T * E; ++i) Ks[size_t(i)] = Kp[kh * T * E + i] * scale;
+      // the kv head's keys scaled: (T, E) for dot products, transposed (E, T) for a product
+      if (h % group == 0) {
+        const C* kv = Kp + kh * T * E;
+        if (Sq == 1) {
+          for (int64_t i = 0; i < T * E; ++i) Ks[size_t(i)] = kv[i] * scale;
+        } else {
+          for (int64_t j = 0; j < T; ++j)
+            for (int64_t e = 0; e < E; ++e) Ks[size_t(e * T + j)] = kv[j * E + e] * scale;
+        }
+      }
       const C* qh = Q.data() + (b * Hq + h) * Sq * E;
       if (Sq == 1) dot_rows(qh, Ks.data(), T, E, scores.data());
-      else gemm_c<C>(false, true, Sq, T, E, qh, Ks.data(), scores.data());
+      else gemm_c<C>(false, false, Sq, T, E, qh, Ks.data(), scores.data());
       C* qo = at.wants_qk ? qk_out.data() + (b * Hq + h) * Sq * T : nullptr;
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
