@@ -280,7 +280,18 @@ struct GroupQueryAttention::Call {
     const int64_t rows = cos_t.dim(0), half = cos_t.dim(1);
     if (half == 0 || 2 * half > H)
       fail_runtime(fmt::format("cos_cache has shape {}, expected 1 to {} columns (rotary dim / 2)", shape_to_string(cos_t.shape()), H / 2));
-    const std::vector<double> cs = to_doubles(cos_t), sn = to_doubles(sin_t);
+    // Only the rows of the positions used are read (the caches hold every position of the
+    // model's maximum length, and widening them whole cost more than the attention of a step).
+    std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+    int64_t loaded = -1;
+    auto load_row = [&](int64_t pos) {
+      if (pos == loaded) return;
+      visit<Floats>(dtype, [&]<class E>() {
+        const E *c = cos_t.data<E>() + pos * half, *s = sin_t.data<E>() + pos * half;
+        for (int64_t i = 0; i < half; ++i) cs[size_t(i)] = double(compute_t<E>(c[i])), sn[size_t(i)] = double(compute_t<E>(s[i]));
+      });
+      loaded = pos;
+    };
     std::vector<int64_t> ids;
     if (has_value(in, kPositionIds)) {
       const Tensor& p = input_tensor(in, kPositionIds);
@@ -294,10 +305,11 @@ struct GroupQueryAttention::Call {
       std::copy_n(head, H, x.begin());
       if (!w.empty()) rms_norm_head(x.data(), H, w, op.qk_norm_epsilon_);
       if (pos < 0 || pos >= rows) fail_runtime(fmt::format("position {} is outside cos_cache's {} rows", pos, rows));
+      load_row(pos);
       for (int64_t i = 0; i < half; ++i) {
         double& x1 = x[size_t(op.interleaved_ ? 2 * i : i)];
         double& x2 = x[size_t(op.interleaved_ ? 2 * i + 1 : i + half)];
-        const double c = cs[size_t(pos * half + i)], s = sn[size_t(pos * half + i)], x1_old = x1;
+        const double c = cs[size_t(i)], s = sn[size_t(i)], x1_old = x1;
         x1 = x1_old * c - x2 * s;
         x2 = x2 * c + x1_old * s;
       }
