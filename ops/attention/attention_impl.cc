@@ -132,21 +132,22 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     for (int64_t x : nonpad)
       if (x < 0 || x > T) fail_runtime(fmt::format("nonpad_kv_seqlen value {} is outside [0, {}]", x, T));
   }
-  // attn_mask as a bias [B, Hq, Sq, T], built only when given; causality, the window and
-  // nonpad_kv_seqlen hide all but a range of keys of each query row (below).
+  // attn_mask as a bias, read in place: row (b, h, s) of mask values (mv, broadcast by the
+  // strides st) holds the bias of keys [0, ml); the keys after are padded with -inf. Causality,
+  // the window and nonpad_kv_seqlen hide all but a range of keys of each query row (below).
   const C ninf = -std::numeric_limits<C>::infinity();
   const Shape full{B, Hq, Sq, T};
-  std::vector<C> bias;
+  std::vector<C> mv;
+  std::vector<int64_t> st;
+  int64_t ml = 0;
   if (has_value(in, 3)) {
-    bias.assign(size_t(shape_size(full)), C(0));
     const Tensor& m = input_tensor(in, 3);
     if (m.rank() == 0) fail_runtime("attn_mask must have rank >= 1");
-    const int64_t ml = m.shape().back();
+    ml = m.shape().back();
     if (ml > T) fail_runtime(fmt::format("attn_mask's last dimension {} exceeds the total sequence length {}", ml, T));
     // The last axis is padded to T (never broadcast); the others broadcast to (B, Hq, Sq).
     const Shape lead(m.shape().begin(), m.shape().end() - 1);
-    const std::vector<int64_t> st = broadcast_strides(lead, {B, Hq, Sq}, "attn_mask");
-    std::vector<C> mv;
+    st = broadcast_strides(lead, {B, Hq, Sq}, "attn_mask");
     if (m.dtype() == DType::Bool) {
       const bool* p = m.data<bool>();
       mv.resize(size_t(m.size()));
@@ -156,14 +157,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
         fail_runtime(fmt::format("attn_mask must be bool or have Q's element type {}, got {}", dtype_short_name(q.dtype()), dtype_short_name(m.dtype())));
       mv = to_compute<C>(m);
     }
-    size_t i = 0;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < Hq; ++h)
-        for (int64_t s = 0; s < Sq; ++s) {
-          const C* row = mv.data() + (b * st[0] + h * st[1] + s * st[2]) * ml;
-          for (int64_t t = 0; t < T; ++t, ++i) bias[i] = t < ml ? row[t] : ninf;
-        }
   }
+  const bool has_mask = !st.empty();
   // The keys [lo, hi) query row s of batch b sees: causal hides j > p, the window j < p - left and
   // j > p + right, nonpad_kv_seqlen j >= its length; the spec adds -inf for each, so every other
   // key's bias is -inf.
@@ -208,20 +203,20 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
         const auto [lo, hi] = visible(b, s);
-        const C* bi = bias.empty() ? nullptr : bias.data() + ((b * Hq + h) * Sq + s) * T;
+        const C* bi = has_mask ? mv.data() + (b * st[0] + h * st[1] + s * st[2]) * ml : nullptr;
         if (qo) {
           C* qrow = qo + s * T;
           for (int64_t j = 0; j < T; ++j) {
             const C raw = row[j];
             const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
-            const C with_bias = (bi ? capped + bi[j] : capped) + (j < lo || j >= hi ? ninf : C(0));
+            const C with_bias = (bi ? capped + (j < ml ? bi[j] : ninf) : capped) + (j < lo || j >= hi ? ninf : C(0));
             qrow[j] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
           }
         }
         if (at.softcap > 0)
           for (int64_t j = lo; j < hi; ++j) row[j] = C(at.softcap) * std::tanh(row[j] / C(at.softcap));
         if (bi)
-          for (int64_t j = lo; j < hi; ++j) row[j] += bi[j];
+          for (int64_t j = lo; j < hi; ++j) row[j] += j < ml ? bi[j] : ninf;
         // std::max skips NaN, so a row whose bias is -inf everywhere has m = -inf even where a
         // +inf score made a NaN: such a row is zeroed as the spec's bias-based guard says.
         C m = ninf;
