@@ -80,6 +80,16 @@ void weighted_rows(const T* w, const T* values, int64_t n, int64_t hv, T* out) {
   }
 }
 
+double row_max(const double* x, int64_t n) {
+  constexpr int64_t kLanes = 4;
+  double top[kLanes] = {x[0], x[0], x[0], x[0]};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) top[l] = x[j + l] > top[l] ? x[j + l] : top[l];
+  for (; j < n; ++j) top[0] = x[j] > top[0] ? x[j] : top[0];
+  return std::max(std::max(top[0], top[1]), std::max(top[2], top[3]));
+}
+
 double exp_shifted(double* x, int64_t n, double top) {
   constexpr double kFloor = -700.0;
   static const double floor_value = [] {
@@ -165,7 +175,7 @@ std::vector<T> attend(const AttentionProblemOf<T>& p) {
       head_scores(p, b, n, score.data(), raw);
       for (int64_t i = 0; i < S; ++i) {
         double* row = score.data() + i * T_;
-        const double top = *std::max_element(row, row + T_);
+        const double top = row_max(row, T_);
         const double sum = exp_shifted(row, T_, top);
         for (int64_t j = 0; j < T_; ++j) weights[size_t(i * T_ + j)] = T(row[j] / sum);
       }

@@ -63,6 +63,10 @@ void dot_rows(const T* q, const T* keys, int64_t n, int64_t h, double* score);
 template <class T>
 void weighted_rows(const T* w, const T* values, int64_t n, int64_t hv, T* out);
 
+// The largest of n >= 1 values (four running maxima: a vector loop, where std::max_element's
+// one chain of comparisons took as long as the exponentials of the softmax).
+double row_max(const double* x, int64_t n);
+
 // x[j] = exp(x[j] - top) over n values, returning their sum (in a fixed order): the vector exp
 // (vector_math.h), below e^-700 (masked keys: the vector exp's scalar path) taken as zero.
 double exp_shifted(double* x, int64_t n, double top);

@@ -395,7 +395,7 @@ struct GroupQueryAttention::Call {
         for (int64_t j = lo; j < hi; ++j) x[j] += bias_row[j];
       }
       if (op.qk_output_ == 1) std::copy(x + lo, x + hi, qk_row + lo);
-      double top = *std::max_element(x + lo, x + hi);
+      double top = row_max(x + lo, hi - lo);
       const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
       if (has_sink) top = std::max(top, sink_logit);
       double sum = exp_shifted(x + lo, hi - lo, top);
