@@ -10,7 +10,8 @@
 // A row whose bias is -inf everywhere gets zero probabilities and a zero output. Causality, the
 // window and nonpad_kv_seqlen leave each query row a range of visible keys, over which alone the
 // softmax runs; float's row maximum and exponentials are vector code (ops/math/vector_math.h);
-// qk_matmul_output is only made when the node names it.
+// qk_matmul_output, present_key and present_value are only made when the node names them. One
+// query row (decoding) takes its scores as dot products and its output as a sum of value rows.
 #include "attention_impl.h"
 
 #include <algorithm>
@@ -63,10 +64,17 @@ void dot_rows(const C* q, const C* keys, int64_t n, int64_t e, C* score) {
   }
 }
 
-// p[i] *= s (s by value: a reference could alias p, which kept the loop scalar)
+// p[i] *= s, and out (e x t) = s * kv^T for kv (t x e). Not inlined: inlined, s was the
+// caller's scale, which its lambdas take by reference, so every store through p or out could
+// change it and the loops reloaded it element by element instead of being vectorised.
 template <class C>
-void scale_values(C* p, int64_t n, C s) {
+[[gnu::noinline]] void scale_values(C* p, int64_t n, C s) {
   for (int64_t i = 0; i < n; ++i) p[i] *= s;
+}
+template <class C>
+[[gnu::noinline]] void scale_transposed(const C* kv, int64_t t, int64_t e, C s, C* out) {
+  for (int64_t d = 0; d < e; ++d)
+    for (int64_t j = 0; j < t; ++j) out[d * t + j] = kv[j * e + d] * s;
 }
 
 template <class C>
@@ -190,10 +198,10 @@ Values compute(const AttentionAttrs& at, const Values& in) {
       if (h % group == 0) {
         const C* kv = Kp + kh * T * E;
         if (Sq == 1) {
-          for (int64_t i = 0; i < T * E; ++i) Ks[size_t(i)] = kv[i] * scale;
+          std::copy_n(kv, T * E, Ks.begin());
+          scale_values(Ks.data(), T * E, scale);
         } else {
-          for (int64_t j = 0; j < T; ++j)
-            for (int64_t e = 0; e < E; ++e) Ks[size_t(e * T + j)] = kv[j * E + e] * scale;
+          scale_transposed(kv, T, E, scale, Ks.data());
         }
       }
       const C* qh = Q.data() + (b * Hq + h) * Sq * E;

@@ -129,15 +129,18 @@ void head_scores(const AttentionProblemOf<T>& p, int64_t b, int64_t n, double* s
     product(true, S, T_, h, q, k, raw.data());
     std::copy(raw.begin(), raw.end(), score);
   }
+  // p's numbers as locals: a store to a row could otherwise change them (both doubles), which
+  // kept the loops scalar
+  const double scale = p.scale, filter = p.mask_filter_value;
   for (int64_t i = 0; i < S; ++i) {
     double* row = score + i * T_;
-    for (int64_t j = 0; j < T_; ++j) row[j] *= p.scale;
+    for (int64_t j = 0; j < T_; ++j) row[j] *= scale;
     if (!p.hidden.empty()) {
       const char* hidden = p.hidden.data() + (b * S + i) * T_;
       for (int64_t j = 0; j < T_; ++j)
-        if (hidden[j] || (p.causal && j > p.past + i)) row[j] += p.mask_filter_value;
+        if (hidden[j] || (p.causal && j > p.past + i)) row[j] += filter;
     } else if (p.causal) {
-      for (int64_t j = p.past + i + 1; j < T_; ++j) row[j] += p.mask_filter_value;
+      for (int64_t j = p.past + i + 1; j < T_; ++j) row[j] += filter;
     }
     if (!p.bias.empty()) {
       const int64_t bb = p.bias_shape[0] == 1 ? 0 : b, bh = p.bias_shape[1] == 1 ? 0 : n;

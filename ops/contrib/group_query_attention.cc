@@ -387,7 +387,8 @@ struct GroupQueryAttention::Call {
     // double, rounded once to T; the qk output takes the scores or the weights.
     auto softmax_row = [&](int64_t b, int64_t n, int64_t s, double* x, T* w, int64_t lo, int64_t hi) {
       double* qk_row = qk.empty() ? nullptr : qk.data() + ((b * N + n) * S + s) * total;
-      for (int64_t j = lo; j < hi; ++j) x[j] *= scale;
+      const double sc = scale;  // a local: a store to x could otherwise change the captured one
+      for (int64_t j = lo; j < hi; ++j) x[j] *= sc;
       if (cap > 0)
         for (int64_t j = lo; j < hi; ++j) x[j] = cap * std::tanh(x[j] / cap);
       if (!bias.empty()) {
