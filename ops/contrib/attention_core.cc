@@ -113,8 +113,8 @@ double exp_shifted(double* x, int64_t n, double top) {
 
 namespace {
 // Fills score (S x T) with the pre-softmax scores of batch b, head n: the scaled dot products
-// plus the key padding or causal mask and attention_bias. `raw` holds S x T values of T (the
-// product's own output before it is widened).
+// plus the key padding or causal mask and attention_bias. `raw` is scratch of T values (the
+// product's own output before it is widened, and the transposed keys).
 template <class T>
 void head_scores(const AttentionProblemOf<T>& p, int64_t b, int64_t n, double* score, std::vector<T>& raw) {
   const int64_t N = p.heads, S = p.seq, T_ = p.total, h = p.head_size, bn = b * N + n;
@@ -125,9 +125,13 @@ void head_scores(const AttentionProblemOf<T>& p, int64_t b, int64_t n, double* s
   } else if constexpr (std::is_same_v<T, double>) {
     product(true, S, T_, h, q, k, score);
   } else {
-    raw.resize(size_t(S * T_));
-    product(true, S, T_, h, q, k, raw.data());
-    std::copy(raw.begin(), raw.end(), score);
+    // the keys transposed here, into raw's tail (the product would transpose a zeroed copy)
+    raw.resize(size_t((S + h) * T_));
+    T* kt = raw.data() + S * T_;
+    for (int64_t j = 0; j < T_; ++j)
+      for (int64_t d = 0; d < h; ++d) kt[d * T_ + j] = k[j * h + d];
+    product(false, S, T_, h, q, kt, raw.data());
+    std::copy(raw.begin(), raw.begin() + S * T_, score);
   }
   // p's numbers as locals: a store to a row could otherwise change them (both doubles), which
   // kept the loops scalar
@@ -180,7 +184,10 @@ std::vector<T> attend(const AttentionProblemOf<T>& p) {
         double* row = score.data() + i * T_;
         const double top = row_max(row, T_);
         const double sum = exp_shifted(row, T_, top);
-        for (int64_t j = 0; j < T_; ++j) weights[size_t(i * T_ + j)] = T(row[j] / sum);
+        // times the reciprocal (a division per key cost as much as the exponentials): 1 ulp in
+        // double at most, below the rounding to T that follows
+        const double inv = 1.0 / sum;
+        for (int64_t j = 0; j < T_; ++j) weights[size_t(i * T_ + j)] = T(row[j] * inv);
       }
       // out[b, i, n, :] = sum_j weights[i, j] * v[b, n, j, :]
       const T* v = p.v.data() + bn * T_ * hv;

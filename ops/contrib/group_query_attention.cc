@@ -401,8 +401,9 @@ struct GroupQueryAttention::Call {
       if (has_sink) top = std::max(top, sink_logit);
       double sum = exp_shifted(x + lo, hi - lo, top);
       if (has_sink) sum += std::exp(sink_logit - top);
+      const double inv = 1.0 / sum;  // times the reciprocal: a division per key cost as much as the exponentials
       for (int64_t j = lo; j < hi; ++j) {
-        const double wj = x[j] / sum;
+        const double wj = x[j] * inv;
         w[j] = T(wj);
         if (op.qk_output_ == 2) qk_row[j] = wj;
       }
