@@ -22,6 +22,7 @@ class Attention : public OpRun {
     if (auto s = ctx.optional_attr<float>("scale")) a_.scale = double(*s);
     a_.softcap = ctx.attr<float>("softcap", 0.0f);
     a_.wants_qk = ctx.has_output(3);
+    a_.wants_present = ctx.has_output(1) || ctx.has_output(2);
     // Softmax runs in float (double for double inputs or when DOUBLE is asked for), at least the
     // precision asked for.
     if (auto p = ctx.optional_attr<int64_t>("softmax_precision")) {

@@ -10,7 +10,8 @@
 // A row whose bias is -inf everywhere gets zero probabilities and a zero output. Causality, the
 // window and nonpad_kv_seqlen leave each query row a range of visible keys, over which alone the
 // softmax runs; float's row maximum and exponentials are vector code (ops/math/vector_math.h);
-// qk_matmul_output is only made when the node names it.
+// qk_matmul_output, present_key and present_value are only made when the node names them. One
+// query row (decoding) takes its scores as dot products and its output as a sum of value rows.
 #include "attention_impl.h"
 
 #include <algorithm>
@@ -47,6 +48,35 @@ std::vector<C> concat_seq(const std::vector<C>& past, const std::vector<C>& cur,
   return out;
 }
 
+// score[j] = q . keys[j] over n rows of e values, eight running sums added pairwise (a fixed order).
+template <class C>
+void dot_rows(const C* q, const C* keys, int64_t n, int64_t e, C* score) {
+  constexpr int64_t kLanes = 8;
+  for (int64_t j = 0; j < n; ++j) {
+    const C* k = keys + j * e;
+    C acc[kLanes] = {};
+    int64_t d = 0;
+    for (; d + kLanes <= e; d += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] += q[d + l] * k[d + l];
+    C sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; d < e; ++d) sum += q[d] * k[d];
+    score[j] = sum;
+  }
+}
+
+// p[i] *= s, and out (e x t) = s * kv^T for kv (t x e). Not inlined: inlined, s was the
+// caller's scale, which its lambdas take by reference, so every store through p or out could
+// change it and the loops reloaded it element by element instead of being vectorised.
+template <class C>
+[[gnu::noinline]] void scale_values(C* p, int64_t n, C s) {
+  for (int64_t i = 0; i < n; ++i) p[i] *= s;
+}
+template <class C>
+[[gnu::noinline]] void scale_transposed(const C* kv, int64_t t, int64_t e, C s, C* out) {
+  for (int64_t d = 0; d < e; ++d)
+    for (int64_t j = 0; j < t; ++j) out[d * t + j] = kv[j * e + d] * s;
+}
+
 template <class C>
 void gemm_c(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const C* a, const C* b, C* c) {
   gemm(ta, tb, M, N, K, a, b, c, false);
@@ -62,7 +92,13 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   if (k.dtype() != q.dtype()) fail_runtime("Q and K must have the same element type");
   const int64_t B = q.dim(0);
   int64_t Hq, Hkv, Sq, Skv, E, Ev;
-  std::vector<C> Q = to_compute<C>(q), K = to_compute<C>(k), V = to_compute<C>(v);
+  // 4-D keys and values of C's own type, with no past to put before them nor present to return,
+  // are read where they are (Kp, Vp); otherwise K and V hold them.
+  constexpr DType kComputeType = std::is_same_v<C, float> ? DType::Float : DType::Double;
+  const bool in_place = r == 4 && !has_value(in, 4) && !at.wants_present && k.dtype() == kComputeType &&
+                        v.dtype() == kComputeType;
+  std::vector<C> Q = to_compute<C>(q), K, V;
+  if (!in_place) K = to_compute<C>(k), V = to_compute<C>(v);
   if (r == 3) {
     if (at.q_num_heads <= 0 || at.kv_num_heads <= 0) fail_runtime("3-D inputs need the q_num_heads and kv_num_heads attributes");
     Hq = at.q_num_heads, Hkv = at.kv_num_heads, Sq = q.dim(1), Skv = k.dim(1);
@@ -93,6 +129,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     V = concat_seq(to_compute<C>(pv), V, B * Hkv, P, Skv, Ev);
   }
   const int64_t T = P + Skv;
+  const C* Kp = in_place ? k.data<C>() : K.data();
+  const C* Vp = in_place ? v.data<C>() : V.data();
   std::vector<int64_t> nonpad;
   if (has_value(in, 6)) {
     if (has_past) fail_runtime("nonpad_kv_seqlen (external cache) cannot be combined with past_key / past_value");
@@ -102,21 +140,22 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     for (int64_t x : nonpad)
       if (x < 0 || x > T) fail_runtime(fmt::format("nonpad_kv_seqlen value {} is outside [0, {}]", x, T));
   }
-  // attn_mask as a bias [B, Hq, Sq, T], built only when given; causality, the window and
-  // nonpad_kv_seqlen hide all but a range of keys of each query row (below).
+  // attn_mask as a bias, read in place: row (b, h, s) of mask values (mv, broadcast by the
+  // strides st) holds the bias of keys [0, ml); the keys after are padded with -inf. Causality,
+  // the window and nonpad_kv_seqlen hide all but a range of keys of each query row (below).
   const C ninf = -std::numeric_limits<C>::infinity();
   const Shape full{B, Hq, Sq, T};
-  std::vector<C> bias;
+  std::vector<C> mv;
+  std::vector<int64_t> st;
+  int64_t ml = 0;
   if (has_value(in, 3)) {
-    bias.assign(size_t(shape_size(full)), C(0));
     const Tensor& m = input_tensor(in, 3);
     if (m.rank() == 0) fail_runtime("attn_mask must have rank >= 1");
-    const int64_t ml = m.shape().back();
+    ml = m.shape().back();
     if (ml > T) fail_runtime(fmt::format("attn_mask's last dimension {} exceeds the total sequence length {}", ml, T));
     // The last axis is padded to T (never broadcast); the others broadcast to (B, Hq, Sq).
     const Shape lead(m.shape().begin(), m.shape().end() - 1);
-    const std::vector<int64_t> st = broadcast_strides(lead, {B, Hq, Sq}, "attn_mask");
-    std::vector<C> mv;
+    st = broadcast_strides(lead, {B, Hq, Sq}, "attn_mask");
     if (m.dtype() == DType::Bool) {
       const bool* p = m.data<bool>();
       mv.resize(size_t(m.size()));
@@ -126,14 +165,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
         fail_runtime(fmt::format("attn_mask must be bool or have Q's element type {}, got {}", dtype_short_name(q.dtype()), dtype_short_name(m.dtype())));
       mv = to_compute<C>(m);
     }
-    size_t i = 0;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < Hq; ++h)
-        for (int64_t s = 0; s < Sq; ++s) {
-          const C* row = mv.data() + (b * st[0] + h * st[1] + s * st[2]) * ml;
-          for (int64_t t = 0; t < T; ++t, ++i) bias[i] = t < ml ? row[t] : ninf;
-        }
   }
+  const bool has_mask = !st.empty();
   // The keys [lo, hi) query row s of batch b sees: causal hides j > p, the window j < p - left and
   // j > p + right, nonpad_kv_seqlen j >= its length; the spec adds -inf for each, so every other
   // key's bias is -inf.
@@ -146,13 +179,12 @@ Values compute(const AttentionAttrs& at, const Values& in) {
     if (at.right_window >= 0) hi = std::min(hi, p + at.right_window + 1);
     return std::pair<int64_t, int64_t>{lo, std::max(lo, hi)};
   };
-  // Scores, softmax, output.
+  // Scores, softmax, output. The keys are scaled one kv head at a time (into Ks), for the query
+  // heads that share it; one query row takes its scores as dot products over the keys.
   const C scale = C(std::sqrt(at.scale ? *at.scale : 1.0 / std::sqrt(double(E))));
-  std::vector<C> Ks = K;
-  for (C& x : Q) x *= scale;
-  for (C& x : Ks) x *= scale;
+  scale_values(Q.data(), int64_t(Q.size()), scale);
   std::vector<C> qk_out(at.wants_qk ? size_t(shape_size(full)) : 0), Y(size_t(B * Hq * Sq * Ev));
-  std::vector<C> scores(size_t(Sq * T));
+  std::vector<C> scores(size_t(Sq * T)), Ks(size_t(T * E));
   const int64_t group = Hq / Hkv;
   // expf below -87 is a denormal or zero, and the vector expf takes a scalar path for such lanes
   // (a causal row's -inf keys): they are clamped there and their exponential taken as zero.
@@ -162,25 +194,37 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = b * Hkv + h / group;
-      gemm_c<C>(false, true, Sq, T, E, Q.data() + (b * Hq + h) * Sq * E, Ks.data() + kh * T * E, scores.data());
+      // the kv head's keys scaled: (T, E) for dot products, transposed (E, T) for a product
+      if (h % group == 0) {
+        const C* kv = Kp + kh * T * E;
+        if (Sq == 1) {
+          std::copy_n(kv, T * E, Ks.begin());
+          scale_values(Ks.data(), T * E, scale);
+        } else {
+          scale_transposed(kv, T, E, scale, Ks.data());
+        }
+      }
+      const C* qh = Q.data() + (b * Hq + h) * Sq * E;
+      if (Sq == 1) dot_rows(qh, Ks.data(), T, E, scores.data());
+      else gemm_c<C>(false, false, Sq, T, E, qh, Ks.data(), scores.data());
       C* qo = at.wants_qk ? qk_out.data() + (b * Hq + h) * Sq * T : nullptr;
       for (int64_t s = 0; s < Sq; ++s) {
         C* row = scores.data() + s * T;
         const auto [lo, hi] = visible(b, s);
-        const C* bi = bias.empty() ? nullptr : bias.data() + ((b * Hq + h) * Sq + s) * T;
+        const C* bi = has_mask ? mv.data() + (b * st[0] + h * st[1] + s * st[2]) * ml : nullptr;
         if (qo) {
           C* qrow = qo + s * T;
           for (int64_t j = 0; j < T; ++j) {
             const C raw = row[j];
             const C capped = at.softcap > 0 ? C(at.softcap) * std::tanh(raw / C(at.softcap)) : raw;
-            const C with_bias = (bi ? capped + bi[j] : capped) + (j < lo || j >= hi ? ninf : C(0));
+            const C with_bias = (bi ? capped + (j < ml ? bi[j] : ninf) : capped) + (j < lo || j >= hi ? ninf : C(0));
             qrow[j] = at.qk_matmul_output_mode == 0 ? raw : at.qk_matmul_output_mode == 1 ? capped : with_bias;
           }
         }
         if (at.softcap > 0)
           for (int64_t j = lo; j < hi; ++j) row[j] = C(at.softcap) * std::tanh(row[j] / C(at.softcap));
         if (bi)
-          for (int64_t j = lo; j < hi; ++j) row[j] += bi[j];
+          for (int64_t j = lo; j < hi; ++j) row[j] += j < ml ? bi[j] : ninf;
         // std::max skips NaN, so a row whose bias is -inf everywhere has m = -inf even where a
         // +inf score made a NaN: such a row is zeroed as the spec's bias-based guard says.
         C m = ninf;
@@ -199,15 +243,27 @@ Values compute(const AttentionAttrs& at, const Values& in) {
         if constexpr (std::is_same_v<C, float>) {
           for (int64_t j = lo; j < hi; ++j) row[j] = std::max(row[j] - m, kExpFloor);
           exp_floats(row + lo, row + lo, hi - lo);
-          for (int64_t j = lo; j < hi; ++j) row[j] = row[j] <= exp_floor_value ? 0.0f : row[j];
-          for (int64_t j = lo; j < hi; ++j) sum += row[j];
+          // eight running sums (one vector register), added pairwise: a fixed order, without one
+          // chain of dependent additions
+          float acc[8] = {};
+          int64_t j = lo;
+          for (; j + 8 <= hi; j += 8)
+            for (int64_t l = 0; l < 8; ++l) acc[l] += row[j + l] = row[j + l] <= exp_floor_value ? 0.0f : row[j + l];
+          sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+          for (; j < hi; ++j) sum += row[j] = row[j] <= exp_floor_value ? 0.0f : row[j];
         } else {
           for (int64_t j = lo; j < hi; ++j) sum += (row[j] = std::exp(row[j] - m));
         }
         for (int64_t j = lo; j < hi; ++j) row[j] /= sum;
       }
       if (qo && at.qk_matmul_output_mode == 3) std::copy(scores.begin(), scores.end(), qo);
-      gemm_c<C>(false, false, Sq, Ev, T, scores.data(), V.data() + kh * T * Ev, Y.data() + (b * Hq + h) * Sq * Ev);
+      C* y = Y.data() + (b * Hq + h) * Sq * Ev;
+      if (Sq == 1) {  // one query row: the sum of the value rows it weighs, in order
+        for (int64_t j = 0; j < T; ++j)
+          for (int64_t e = 0; e < Ev; ++e) y[e] += scores[size_t(j)] * Vp[(kh * T + j) * Ev + e];
+      } else {
+        gemm_c<C>(false, false, Sq, Ev, T, scores.data(), Vp + kh * T * Ev, y);
+      }
     }
   Values out;
   if (r == 3) {  // [B, Hq, Sq, Ev] -> [B, Sq, Hq*Ev]
@@ -220,8 +276,8 @@ Values compute(const AttentionAttrs& at, const Values& in) {
   } else {
     out.push_back(tensor_from_compute<C>(q.dtype(), {B, Hq, Sq, Ev}, Y));
   }
-  out.push_back(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K));
-  out.push_back(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V));
+  out.push_back(at.wants_present ? Value(tensor_from_compute<C>(k.dtype(), {B, Hkv, T, E}, K)) : Value());
+  out.push_back(at.wants_present ? Value(tensor_from_compute<C>(v.dtype(), {B, Hkv, T, Ev}, V)) : Value());
   out.push_back(at.wants_qk ? Value(tensor_from_compute<C>(q.dtype(), full, qk_out)) : Value());
   return out;
 }

@@ -18,6 +18,7 @@ struct AttentionAttrs {
   int64_t left_window = -1, right_window = -1;  // opset 25; -1: unbounded on that side
   bool softmax_in_double = false;               // softmax_precision = DOUBLE
   bool wants_qk = true;                         // whether the node names output qk_matmul_output
+  bool wants_present = true;                    // whether it names present_key or present_value
 };
 
 // Inputs Q, K, V, attn_mask, past_key, past_value (, nonpad_kv_seqlen); outputs Y, present_key,

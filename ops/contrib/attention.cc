@@ -18,7 +18,7 @@ class Attention : public OpRun {
   using Types = AttentionTypes;
   explicit Attention(const NodeContext& ctx)
       : attrs_(ctx), heads_(attrs_.heads), sizes_(ctx.attr<std::vector<int64_t>>("qkv_hidden_sizes", {})),
-        wants_present_(ctx.has_output(1)) {
+        wants_present_(ctx.has_output(1)), weights_(ctx, 1, false) {
     if (!sizes_.empty() && (sizes_.size() != 3 || sizes_[0] != sizes_[1] || sizes_[0] <= 0 || sizes_[2] <= 0))
       ctx.fail("qkv_hidden_sizes must be three positive sizes with Q's equal to K's");
     for (int64_t s : sizes_)
@@ -32,9 +32,15 @@ class Attention : public OpRun {
   }
 
   Values run(const Values& in, RunContext&) override {
+    require_types<Types>(input_tensor(in, 0).dtype());
+    return with_attention_type(input_tensor(in, 0).dtype(), [&]<class T>() { return run_as<T>(in); });
+  }
+
+ private:
+  template <class T>
+  Values run_as(const Values& in) {
     const Tensor& x = input_tensor(in, 0);
     const Tensor& w = input_tensor(in, 1);
-    require_types<Types>(x.dtype());
     require_rank(x, 3, 3, "input");
     require_dtype(w, x.dtype(), "weights");
     require_rank(w, 2, 2, "weights");
@@ -51,22 +57,21 @@ class Attention : public OpRun {
 
     // QKV = input . weights + bias: (B * S, Dq + Dk + Dv). For float, the projection is computed
     // as the unfused graph computes it (MatMul's float GEMM, then the bias added in float), so the
-    // fused node is exactly as accurate there; the attention itself runs in double.
-    std::vector<double> qkv(size_t(B * S * width));
+    // fused node is exactly as accurate there.
+    std::vector<T> qkv(size_t(B * S * width));
     const std::vector<double> bias = vector_input(in, 2, width, x.dtype(), "bias");
-    if (x.dtype() == DType::Float) {
-      std::vector<float> projected(qkv.size());
-      ops::gemm(false, false, B * S, width, hin, x.data<float>(), w.data<float>(), projected.data(), false);
-      for (size_t r = 0; r < qkv.size(); r += size_t(width))
-        for (size_t j = 0; j < size_t(width); ++j)
-          qkv[r + j] = bias.empty() ? double(projected[r + j]) : double(projected[r + j] + float(bias[j]));
+    if constexpr (std::is_same_v<T, float>) {
+      if (auto packed = weights_.get(w, false)) ops::gemm(false, B * S, x.data<float>(), *packed, qkv.data(), false);
+      else ops::gemm(false, false, B * S, width, hin, x.data<float>(), w.data<float>(), qkv.data(), false);
+      for (size_t r = 0; r < qkv.size() && !bias.empty(); r += size_t(width))
+        for (size_t j = 0; j < size_t(width); ++j) qkv[r + j] += float(bias[j]);
     } else {
-      gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
+      contrib::gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
       for (size_t r = 0; r < qkv.size() && !bias.empty(); r += size_t(width))
         for (size_t j = 0; j < size_t(width); ++j) qkv[r + j] += bias[j];
     }
 
-    AttentionProblem p;
+    AttentionProblemOf<T> p;
     p.batch = B, p.heads = heads_, p.seq = S, p.head_size = dq / heads_, p.v_head_size = dv / heads_;
     p.q = split_heads(qkv, width, 0, B, S, heads_, p.head_size);
     p.k = split_heads(qkv, width, dq, B, S, heads_, p.head_size);
@@ -78,26 +83,28 @@ class Attention : public OpRun {
       if (past.rank() != 5 || past.dim(0) != 2 || past.dim(1) != B || past.dim(2) != heads_ || past.dim(4) != p.head_size)
         fail_runtime(fmt::format("past has shape {}, expected (2, {}, {}, past_sequence_length, {})", shape_to_string(past.shape()),
                                  B, heads_, p.head_size));
-      const std::vector<double> pv = to_doubles(past);
+      const std::vector<T> pv = to_compute<T>(past);
       const auto half = pv.begin() + long(pv.size() / 2);
       prepend_past(p, {pv.begin(), half}, {half, pv.end()}, past.dim(3), S);
     }
     finish_problem(p, S, attrs_, in, {.key_padding_mask = 3, .key_padding_mask_name = "mask_index", .attention_bias = 5},
                    x.dtype());
 
-    Tensor out = from_doubles(x.dtype(), {B, S, dv}, attend(p));
+    Tensor out = tensor_from_compute(x.dtype(), {B, S, dv}, attend(p));
     if (!wants_present_) return {out};
     if (dq != dv) fail_runtime("output present needs equal hidden sizes for K and V");
-    std::vector<double> present = p.k;
+    std::vector<T> present = std::move(p.k);
     present.insert(present.end(), p.v.begin(), p.v.end());
-    return {out, from_doubles(x.dtype(), {2, B, heads_, p.total, p.head_size}, present)};
+    return {out, tensor_from_compute(x.dtype(), {2, B, heads_, p.total, p.head_size}, present)};
   }
 
- private:
   AttentionAttrs attrs_;
   int64_t heads_;
   std::vector<int64_t> sizes_;
   bool wants_present_;
+  // A constant float weight laid out once for the GEMM kernel, as ORT prepacks it: a decoding
+  // step's projection (a few rows against 768 x 2304) otherwise spent most of its time copying it.
+  ConstantRhsCache weights_;
 };
 
 }  // namespace

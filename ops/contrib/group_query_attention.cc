@@ -41,6 +41,7 @@
 
 #include "attention_core.h"
 #include "refeval/registry.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops::contrib {
 namespace {
@@ -50,11 +51,16 @@ enum Input : size_t {
   kHeadSink, kKScale, kVScale, kQNorm, kKNorm
 };
 
-// Keys and values of one batch row as attention reads them: (Nkv, rows, H) holding the absolute
-// positions [base, base + rows).
+// Keys and values of one batch row as attention reads them: per key head g, `rows` rows of H
+// values holding the absolute positions [base, base + rows), `stride` values apart from head to
+// head: the rows of present itself (a full cache), or rows of their own (a window-sized one).
+template <class T>
 struct RowCache {
-  int64_t base = 0, rows = 0;
-  std::vector<double> k, v;
+  int64_t base = 0, rows = 0, stride = 0;
+  const T *k = nullptr, *v = nullptr;
+  std::vector<T> own_k, own_v;
+  const T* keys(int64_t g) const { return (own_k.empty() ? k : own_k.data()) + g * stride; }
+  const T* values(int64_t g) const { return (own_v.empty() ? v : own_v.data()) + g * stride; }
 };
 
 // Rows a window-sized cache of capacity C keeps after T tokens (see the header).
@@ -110,6 +116,7 @@ class GroupQueryAttention : public OpRun {
   Values run(const Values& in, RunContext&) override;
 
  private:
+  template <class T>
   struct Call;
   int64_t N_, Nkv_;
   float scale_, softcap_;
@@ -120,6 +127,7 @@ class GroupQueryAttention : public OpRun {
 };
 
 // One run: the sizes and phase read from the inputs, each row's total length and the heads.
+template <class T>
 struct GroupQueryAttention::Call {
   const GroupQueryAttention& op;
   const Values& in;
@@ -128,13 +136,13 @@ struct GroupQueryAttention::Call {
   int64_t B = 0, S = 0, L = 0, H = 0, P = 0, total = 0, Tp = 0;
   bool first = false;
   std::vector<int64_t> total_rows;  // T_b
-  std::vector<double> q, k, v;      // (B, N, S, H) and the new (B, Nkv, L, H)
-  std::vector<double> past_k, past_v, qk;
+  std::vector<T> q, k, v;           // (B, N, S, H) and the new (B, Nkv, L, H)
+  const T *past_k = nullptr, *past_v = nullptr;  // (B, Nkv, P, H)
+  std::vector<T> past_k_values, past_v_values;   // past converted to T, unless its tensors hold T
+  std::vector<double> qk;
 
-  Call(const GroupQueryAttention& o, const Values& inputs) : op(o), in(inputs), N(o.N_), Nkv(o.Nkv_) {
+  Call(const GroupQueryAttention& o, const Values& inputs, DType type) : op(o), in(inputs), N(o.N_), Nkv(o.Nkv_), dtype(type) {
     const Tensor& query = input_tensor(in, kQuery);
-    dtype = query.dtype();
-    require_types<Types>(dtype);
     require_rank(query, 3, 3, "query");
     B = query.dim(0), S = query.dim(1);
     read_qkv(query);
@@ -144,12 +152,23 @@ struct GroupQueryAttention::Call {
   }
 
   Values outputs() {
-    std::vector<double> present_k(size_t(B * Nkv * Tp * H), 0.0), present_v(present_k.size(), 0.0);
-    std::vector<RowCache> caches;
-    for (int64_t b = 0; b < B; ++b) caches.push_back(row_cache(b, present_k, present_v));
+    // present_key / present_value: written in place for float tensors, else through T values
     const Shape kv_shape{B, Nkv, Tp, H};
-    Values out{from_doubles(dtype, {B, S, N * H}, attend(caches)), from_doubles(dtype, kv_shape, present_k),
-               from_doubles(dtype, kv_shape, present_v)};
+    Tensor present_k_t = Tensor::uninitialized(dtype, kv_shape), present_v_t = Tensor::uninitialized(dtype, kv_shape);
+    std::vector<T> present_k_values, present_v_values;
+    T *present_k, *present_v;
+    if constexpr (std::is_same_v<T, float>) {
+      present_k = present_k_t.data<float>(), present_v = present_v_t.data<float>();
+    } else {
+      present_k_values.assign(size_t(B * Nkv * Tp * H), T(0)), present_v_values.assign(present_k_values.size(), T(0));
+      present_k = present_k_values.data(), present_v = present_v_values.data();
+    }
+    std::vector<RowCache<T>> caches;
+    for (int64_t b = 0; b < B; ++b) caches.push_back(row_cache(b, present_k, present_v));
+    Values out{tensor_from_compute(dtype, {B, S, N * H}, attend(caches))};
+    if constexpr (!std::is_same_v<T, float>) write_compute(present_k_t, present_k_values), write_compute(present_v_t, present_v_values);
+    out.push_back(std::move(present_k_t));
+    out.push_back(std::move(present_v_t));
     if (op.qk_output_ != 0) out.push_back(from_doubles(dtype, {B, N, S, total}, qk));
     return out;
   }
@@ -162,10 +181,9 @@ struct GroupQueryAttention::Call {
       if (D % (N + 2 * Nkv) != 0)
         fail_runtime(fmt::format("packed query has width {}, not a multiple of num_heads + 2 * kv_num_heads = {}", D, N + 2 * Nkv));
       H = D / (N + 2 * Nkv), L = S;
-      const std::vector<double> qkv = to_doubles(query);
-      q = split_heads(qkv, D, 0, B, S, N, H);
-      k = split_heads(qkv, D, N * H, B, S, Nkv, H);
-      v = split_heads(qkv, D, (N + Nkv) * H, B, S, Nkv, H);
+      q = split_heads<T>(query, D, 0, B, S, N, H);
+      k = split_heads<T>(query, D, N * H, B, S, Nkv, H);
+      v = split_heads<T>(query, D, (N + Nkv) * H, B, S, Nkv, H);
       return;
     }
     if (D % N != 0) fail_runtime(fmt::format("query has width {}, not a multiple of num_heads {}", D, N));
@@ -179,9 +197,9 @@ struct GroupQueryAttention::Call {
     if (key.dim(0) != B || (L != S && L != 0) || key.dim(2) != Nkv * H)
       fail_runtime(fmt::format("key has shape {}, expected ({}, {} or 0, {})", shape_to_string(key.shape()), B, S, Nkv * H));
     require_shape(value, key.shape(), "value");
-    q = split_heads(to_doubles(query), D, 0, B, S, N, H);
-    k = split_heads(to_doubles(key), Nkv * H, 0, B, L, Nkv, H);
-    v = split_heads(to_doubles(value), Nkv * H, 0, B, L, Nkv, H);
+    q = split_heads<T>(query, D, 0, B, S, N, H);
+    k = split_heads<T>(key, Nkv * H, 0, B, L, Nkv, H);
+    v = split_heads<T>(value, Nkv * H, 0, B, L, Nkv, H);
   }
 
   void read_past() {
@@ -195,7 +213,12 @@ struct GroupQueryAttention::Call {
       P = pk.dim(2);
       require_shape(pk, {B, Nkv, P, H}, "past_key");
       require_shape(pv, {B, Nkv, P, H}, "past_value");
-      past_k = to_doubles(pk), past_v = to_doubles(pv);
+      if constexpr (std::is_same_v<T, float>) {
+        past_k = pk.data<float>(), past_v = pv.data<float>();
+      } else {
+        past_k_values = to_compute<T>(pk), past_v_values = to_compute<T>(pv);
+        past_k = past_k_values.data(), past_v = past_v_values.data();
+      }
     }
     if (L == 0 && P == 0) fail_runtime("key and value of length 0 need past_key and past_value to hold the keys");
     if (op.windowed_cache_) {
@@ -223,29 +246,28 @@ struct GroupQueryAttention::Call {
     first = S == total && !op.windowed_cache_;  // ORT runs a window-sized cache with past lengths throughout
     Tp = op.windowed_cache_ ? P : std::max(total, P);
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t len = sk.data<int32_t>()[b], T = len + 1;
-      if (len < 0 || T > total)
+      const int64_t len = sk.data<int32_t>()[b], T_b = len + 1;
+      if (len < 0 || T_b > total)
         fail_runtime(fmt::format("seqlens_k[{}] = {} is out of range [0, total_sequence_length {})", b, len, total));
-      if (!first && T < S) fail_runtime(fmt::format("seqlens_k[{}] = {} is too small for {} new tokens", b, len, S));
-      const int64_t from_past = L == 0 ? T : (first ? 0 : T - S);
+      if (!first && T_b < S) fail_runtime(fmt::format("seqlens_k[{}] = {} is too small for {} new tokens", b, len, S));
+      const int64_t from_past = L == 0 ? T_b : (first ? 0 : T_b - S);
       if (!op.windowed_cache_ && from_past > P)
         fail_runtime(fmt::format("seqlens_k[{}] = {} needs {} past rows, but past_key holds {}", b, len, from_past, P));
-      total_rows.push_back(T);
+      total_rows.push_back(T_b);
     }
   }
 
   // Position of row b's first query: 0 on a first prompt, else after its T_b - S earlier tokens.
   int64_t query_start(int64_t b) const { return first ? 0 : total_rows[size_t(b)] - S; }
 
-  // Per-head RMS norm and RoPE of q and the new keys k.
+  // Per-head RMS norm and RoPE of q and the new keys k, each head in double, rounded once to T.
   void prepare_q_k() {
     if (has_value(in, kQNorm) != has_value(in, kKNorm)) fail_runtime("q_norm_weight and k_norm_weight must be given together");
+    std::vector<double> wq, wk;
     if (has_value(in, kQNorm)) {
       if (!op.rotary_) fail_runtime("q_norm_weight and k_norm_weight need do_rotary=1");
-      const std::vector<double> wq = vector_input(in, kQNorm, H, dtype, "q_norm_weight");
-      const std::vector<double> wk = vector_input(in, kKNorm, H, dtype, "k_norm_weight");
-      for (size_t i = 0; i < q.size(); i += size_t(H)) rms_norm_head(q.data() + i, H, wq, op.qk_norm_epsilon_);
-      for (size_t i = 0; i < k.size(); i += size_t(H)) rms_norm_head(k.data() + i, H, wk, op.qk_norm_epsilon_);
+      wq = vector_input(in, kQNorm, H, dtype, "q_norm_weight");
+      wk = vector_input(in, kKNorm, H, dtype, "k_norm_weight");
     }
     if (!op.rotary_) return;
     if (!has_value(in, kCos) || !has_value(in, kSin)) fail_runtime("do_rotary=1 needs cos_cache and sin_cache");
@@ -258,7 +280,18 @@ struct GroupQueryAttention::Call {
     const int64_t rows = cos_t.dim(0), half = cos_t.dim(1);
     if (half == 0 || 2 * half > H)
       fail_runtime(fmt::format("cos_cache has shape {}, expected 1 to {} columns (rotary dim / 2)", shape_to_string(cos_t.shape()), H / 2));
-    const std::vector<double> cs = to_doubles(cos_t), sn = to_doubles(sin_t);
+    // Only the rows of the positions used are read (the caches hold every position of the
+    // model's maximum length, and widening them whole cost more than the attention of a step).
+    std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+    int64_t loaded = -1;
+    auto load_row = [&](int64_t pos) {
+      if (pos == loaded) return;
+      visit<Floats>(dtype, [&]<class E>() {
+        const E *c = cos_t.data<E>() + pos * half, *s = sin_t.data<E>() + pos * half;
+        for (int64_t i = 0; i < half; ++i) cs[size_t(i)] = double(compute_t<E>(c[i])), sn[size_t(i)] = double(compute_t<E>(s[i]));
+      });
+      loaded = pos;
+    };
     std::vector<int64_t> ids;
     if (has_value(in, kPositionIds)) {
       const Tensor& p = input_tensor(in, kPositionIds);
@@ -267,54 +300,68 @@ struct GroupQueryAttention::Call {
         fail_runtime(fmt::format("position_ids has shape {}, expected ({}, >= {})", shape_to_string(p.shape()), B, S));
       ids = to_int64s(p, "position_ids");
     }
-    auto rotate = [&](double* x, int64_t pos) {
+    std::vector<double> x(static_cast<size_t>(H));
+    auto prepare = [&](T* head, const std::vector<double>& w, int64_t pos) {
+      std::copy_n(head, H, x.begin());
+      if (!w.empty()) rms_norm_head(x.data(), H, w, op.qk_norm_epsilon_);
       if (pos < 0 || pos >= rows) fail_runtime(fmt::format("position {} is outside cos_cache's {} rows", pos, rows));
+      load_row(pos);
       for (int64_t i = 0; i < half; ++i) {
-        double& x1 = x[op.interleaved_ ? 2 * i : i];
-        double& x2 = x[op.interleaved_ ? 2 * i + 1 : i + half];
-        const double c = cs[size_t(pos * half + i)], s = sn[size_t(pos * half + i)], x1_old = x1;
+        double& x1 = x[size_t(op.interleaved_ ? 2 * i : i)];
+        double& x2 = x[size_t(op.interleaved_ ? 2 * i + 1 : i + half)];
+        const double c = cs[size_t(i)], s = sn[size_t(i)], x1_old = x1;
         x1 = x1_old * c - x2 * s;
         x2 = x2 * c + x1_old * s;
       }
+      std::copy(x.begin(), x.end(), head);
     };
     for (int64_t b = 0; b < B; ++b)
       for (int64_t s = 0; s < S; ++s) {
         // ORT reads position_ids flat: the first value on a first prompt, else value b * S + s.
         const int64_t pos = ids.empty() ? query_start(b) + s : (first ? ids[0] + s : ids[size_t(b * S + s)]);
-        for (int64_t n = 0; n < N; ++n) rotate(q.data() + ((b * N + n) * S + s) * H, pos);
+        for (int64_t n = 0; n < N; ++n) prepare(q.data() + ((b * N + n) * S + s) * H, wq, pos);
         if (L != 0)
-          for (int64_t n = 0; n < Nkv; ++n) rotate(k.data() + ((b * Nkv + n) * L + s) * H, pos);
+          for (int64_t n = 0; n < Nkv; ++n) prepare(k.data() + ((b * Nkv + n) * L + s) * H, wk, pos);
       }
   }
 
-  // Row b's keys and values, also written into present_k / present_v (B, Nkv, Tp, H).
-  RowCache row_cache(int64_t b, std::vector<double>& present_k, std::vector<double>& present_v) const {
-    const int64_t T = total_rows[size_t(b)], W = op.window_;
-    // Rows kept from past, then the L new ones: a full cache holds positions [0, T) (a first
+  // Row b's keys and values, also written into present_k / present_v (B, Nkv, Tp, H), whose rows
+  // past them are zeroed.
+  RowCache<T> row_cache(int64_t b, T* present_k, T* present_v) const {
+    const int64_t T_b = total_rows[size_t(b)], W = op.window_;
+    // Rows kept from past, then the L new ones: a full cache holds positions [0, T_b) (a first
     // prompt all S new ones); a window-sized one its last window_cache_length rows before them.
-    const int64_t kept = op.windowed_cache_ ? window_cache_length(T - L, P, W) : (L == 0 ? T : query_start(b));
-    RowCache c;
+    const int64_t kept = op.windowed_cache_ ? window_cache_length(T_b - L, P, W) : (L == 0 ? T_b : query_start(b));
+    RowCache<T> c;
     c.rows = kept + L;
-    c.base = op.windowed_cache_ ? T - c.rows : 0;
-    c.k.resize(size_t(Nkv * c.rows * H)), c.v.resize(c.k.size());
+    c.base = op.windowed_cache_ ? T_b - c.rows : 0;
     // present keeps the last `stored` rows: all of them, or what the window-sized cache keeps
-    const int64_t stored = op.windowed_cache_ ? window_cache_length(T, P, W) : c.rows;
+    const int64_t stored = op.windowed_cache_ ? window_cache_length(T_b, P, W) : c.rows;
+    if (op.windowed_cache_) {
+      c.own_k.resize(size_t(Nkv * c.rows * H)), c.own_v.resize(c.own_k.size());
+      c.stride = c.rows * H;
+    } else {  // attention reads present's rows
+      c.k = present_k + b * Nkv * Tp * H, c.v = present_v + b * Nkv * Tp * H;
+      c.stride = Tp * H;
+    }
     for (int64_t g = 0; g < Nkv; ++g) {
       const int64_t bg = b * Nkv + g;
-      auto fill = [&](std::vector<double>& dst, const std::vector<double>& past, const std::vector<double>& now,
-                      std::vector<double>& present) {
-        auto row = dst.begin() + g * c.rows * H;
-        std::copy_n(now.begin() + bg * L * H, L * H, std::copy_n(past.begin() + bg * P * H, kept * H, row));
-        std::copy_n(row + (c.rows - stored) * H, stored * H, present.begin() + bg * Tp * H);
+      auto fill = [&](std::vector<T>& own, const T* past, const std::vector<T>& now, T* present) {
+        T* dst = present + bg * Tp * H;
+        T* row = own.empty() ? dst : own.data() + g * c.rows * H;
+        if (kept > 0) std::copy_n(past + bg * P * H, kept * H, row);
+        std::copy_n(now.begin() + bg * L * H, L * H, row + kept * H);
+        if (!own.empty()) std::copy_n(row + (c.rows - stored) * H, stored * H, dst);
+        std::fill(dst + stored * H, dst + Tp * H, T(0));
       };
-      fill(c.k, past_k, k, present_k);
-      fill(c.v, past_v, v, present_v);
+      fill(c.own_k, past_k, k, present_k);
+      fill(c.own_v, past_v, v, present_v);
     }
     return c;
   }
 
   // (B, S, N*H) attention output; fills qk when qk_output is set.
-  std::vector<double> attend(const std::vector<RowCache>& caches) {
+  std::vector<T> attend(const std::vector<RowCache<T>>& caches) {
     std::vector<double> bias;
     Shape bs;
     if (has_value(in, kAttentionBias)) {
@@ -330,58 +377,112 @@ struct GroupQueryAttention::Call {
     const double scale = op.scale_ != 0 ? double(op.scale_) : 1.0 / std::sqrt(double(H)), cap = op.softcap_;
     if (op.qk_output_ != 0) qk.assign(size_t(B * N * S * total), 0.0);
 
-    // Per head: the scores of every query row against every held key in one product, then each
-    // row's visible range [lo, hi) softmaxed into weights (zero outside it), then weights times
-    // the values in one product; both products in float for float tensors (float_product).
-    std::vector<double> out(size_t(B * S * N * H), 0.0), scores, weights, head;
-    for (int64_t b = 0; b < B; ++b) {
-      const RowCache& c = caches[size_t(b)];
-      const int64_t T = total_rows[size_t(b)], R = T - c.base;  // keys c.base .. T-1 at rows 0 .. R-1
-      if (R <= 0) continue;
-      scores.resize(size_t(S * R));
-      head.resize(size_t(S * H));
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t g = n / (N / Nkv);
-        const double* keys = c.k.data() + g * c.rows * H;
-        const double* vals = c.v.data() + g * c.rows * H;
-        const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
-        if (dtype == DType::Float) float_product(true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
-        else gemm(false, true, S, R, H, q.data() + (b * N + n) * S * H, keys, scores.data());
-        weights.assign(size_t(S * R), 0.0);
-        for (int64_t s = 0; s < S; ++s) {
-          const int64_t p = query_start(b) + s;
-          const int64_t lo = std::max(c.base, op.window_ >= 0 ? p - op.window_ + 1 : 0);
-          const int64_t hi = op.causal_ ? std::min(T, p + 1) : T;
+    // The keys [lo, hi) query s of row b sees (lo >= hi: none).
+    auto visible = [&](int64_t b, int64_t s, const RowCache<T>& c) {
+      const int64_t p = query_start(b) + s, T_b = total_rows[size_t(b)];
+      return std::pair<int64_t, int64_t>{std::max(c.base, op.window_ >= 0 ? p - op.window_ + 1 : 0),
+                                         op.causal_ ? std::min(T_b, p + 1) : T_b};
+    };
+    // x[j] (the product q . k_j for keys j in [lo, hi)) becomes the softmax weight w[j], in
+    // double, rounded once to T; the qk output takes the scores or the weights.
+    auto softmax_row = [&](int64_t b, int64_t n, int64_t s, double* x, T* w, int64_t lo, int64_t hi) {
+      double* qk_row = qk.empty() ? nullptr : qk.data() + ((b * N + n) * S + s) * total;
+      const double sc = scale;  // a local: a store to x could otherwise change the captured one
+      for (int64_t j = lo; j < hi; ++j) x[j] *= sc;
+      if (cap > 0)
+        for (int64_t j = lo; j < hi; ++j) x[j] = cap * std::tanh(x[j] / cap);
+      if (!bias.empty()) {
+        const double* bias_row = bias.data() + (((bs[0] == 1 ? 0 : b) * bs[1] + (bs[1] == 1 ? 0 : n)) * S + s) * total;
+        for (int64_t j = lo; j < hi; ++j) x[j] += bias_row[j];
+      }
+      if (op.qk_output_ == 1) std::copy(x + lo, x + hi, qk_row + lo);
+      double top = row_max(x + lo, hi - lo);
+      const double sink_logit = sink.empty() ? 0.0 : sink[size_t(n)];
+      if (has_sink) top = std::max(top, sink_logit);
+      double sum = exp_shifted(x + lo, hi - lo, top);
+      if (has_sink) sum += std::exp(sink_logit - top);
+      const double inv = 1.0 / sum;  // times the reciprocal: a division per key cost as much as the exponentials
+      for (int64_t j = lo; j < hi; ++j) {
+        const double wj = x[j] * inv;
+        w[j] = T(wj);
+        if (op.qk_output_ == 2) qk_row[j] = wj;
+      }
+    };
+    std::vector<T> out(size_t(B * S * N * H), T(0));
+    const int64_t group = N / Nkv;
+    if (S == 1) {
+      // One query row (decoding): per head, dot products with the visible keys, then the sum of
+      // their value rows; heads in parallel, each on its own.
+      const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(total * H, 1));
+      parallel_for(B * N, grain, [&](int64_t first_head, int64_t last_head) {
+        std::vector<double> x;
+        std::vector<T> w;
+        for (int64_t bn = first_head; bn < last_head; ++bn) {
+          const int64_t b = bn / N, n = bn % N, g = n / group;
+          const RowCache<T>& c = caches[size_t(b)];
+          const auto [lo, hi] = visible(b, 0, c);
           if (lo >= hi) continue;  // nothing visible: zeros
-          double* qk_row = qk.empty() ? nullptr : qk.data() + ((b * N + n) * S + s) * total;
-          double* x = scores.data() + s * R - c.base;  // x[j] for key j
-          for (int64_t j = lo; j < hi; ++j) {
-            double& xj = x[j];
-            xj *= scale;
-            if (cap > 0) xj = cap * std::tanh(xj / cap);
-            if (!bias.empty()) xj += bias[size_t((((bs[0] == 1 ? 0 : b) * bs[1] + (bs[1] == 1 ? 0 : n)) * S + s) * total + j)];
-            if (op.qk_output_ == 1) qk_row[j] = xj;
-          }
-          double top = *std::max_element(x + lo, x + hi);
-          if (has_sink) top = std::max(top, sink_logit);
-          double sum = exp_shifted(x + lo, hi - lo, top);
-          if (has_sink) sum += std::exp(sink_logit - top);
-          double* w = weights.data() + s * R - c.base;
-          for (int64_t j = lo; j < hi; ++j) {
-            w[j] = x[j] / sum;
-            if (op.qk_output_ == 2) qk_row[j] = w[j];
-          }
+          x.resize(size_t(hi - lo)), w.resize(size_t(hi - lo));
+          dot_rows(q.data() + bn * H, c.keys(g) + (lo - c.base) * H, hi - lo, H, x.data());
+          softmax_row(b, n, 0, x.data() - lo, w.data() - lo, lo, hi);
+          weighted_rows(w.data(), c.values(g) + (lo - c.base) * H, hi - lo, H, out.data() + bn * H);
         }
-        if (dtype == DType::Float) float_product(false, S, H, R, weights.data(), vals, head.data());
-        else gemm(false, false, S, H, R, weights.data(), vals, head.data());
-        for (int64_t s = 0; s < S; ++s) std::copy_n(head.data() + s * H, H, out.data() + ((b * S + s) * N + n) * H);
+      });
+      return out;
+    }
+    // Longer queries: per key head and block of kRows query rows, the rows of the query heads
+    // that share the key head, stacked, times the keys any of them sees (one product; causal
+    // blocks skip the keys after their last row), the softmax, then the weights times the values
+    // (one product). The products split themselves across the threads.
+    constexpr int64_t kRows = 32;
+    std::vector<double> scores;
+    std::vector<T> stacked, raw, weights, head;
+    for (int64_t b = 0; b < B; ++b) {
+      const RowCache<T>& c = caches[size_t(b)];
+      for (int64_t s0 = 0; s0 < S; s0 += kRows) {
+        const int64_t rows = std::min(kRows, S - s0), M = group * rows;
+        int64_t from = total, to = 0;  // the keys any row of the block sees
+        for (int64_t s = s0; s < s0 + rows; ++s)
+          if (const auto [lo, hi] = visible(b, s, c); lo < hi) from = std::min(from, lo), to = std::max(to, hi);
+        if (from >= to) continue;
+        const int64_t W = to - from;
+        stacked.resize(size_t(M * H)), scores.resize(size_t(M * W)), weights.resize(size_t(M * W));
+        head.resize(size_t(M * H));
+        for (int64_t g = 0; g < Nkv; ++g) {
+          for (int64_t i = 0; i < group; ++i)
+            std::copy_n(q.data() + ((b * N + g * group + i) * S + s0) * H, rows * H, stacked.data() + i * rows * H);
+          const T* keys = c.keys(g) + (from - c.base) * H;
+          if constexpr (std::is_same_v<T, double>) {
+            product(true, M, W, H, stacked.data(), keys, scores.data());
+          } else {
+            raw.resize(size_t(M * W));
+            product(true, M, W, H, stacked.data(), keys, raw.data());
+            std::copy(raw.begin(), raw.end(), scores.begin());
+          }
+          std::fill(weights.begin(), weights.end(), T(0));
+          for (int64_t i = 0; i < group; ++i)
+            for (int64_t s = s0; s < s0 + rows; ++s) {
+              const auto [lo, hi] = visible(b, s, c);
+              if (lo >= hi) continue;  // nothing visible: zeros
+              const int64_t m = i * rows + s - s0;
+              softmax_row(b, g * group + i, s, scores.data() + m * W - from, weights.data() + m * W - from, lo, hi);
+            }
+          product(false, M, H, W, weights.data(), c.values(g) + (from - c.base) * H, head.data());
+          for (int64_t i = 0; i < group; ++i)
+            for (int64_t s = s0; s < s0 + rows; ++s)
+              std::copy_n(head.data() + (i * rows + s - s0) * H, H, out.data() + ((b * S + s) * N + g * group + i) * H);
+        }
       }
     }
     return out;
   }
 };
 
-Values GroupQueryAttention::run(const Values& in, RunContext&) { return Call(*this, in).outputs(); }
+Values GroupQueryAttention::run(const Values& in, RunContext&) {
+  const DType dtype = input_tensor(in, kQuery).dtype();
+  require_types<Types>(dtype);
+  return with_attention_type(dtype, [&]<class T>() { return Call<T>(*this, in, dtype).outputs(); });
+}
 
 }  // namespace
 

@@ -23,11 +23,17 @@ class MultiHeadAttention : public OpRun {
   }
 
   Values run(const Values& in, RunContext&) override {
-    const Tensor& query = input_tensor(in, 0);
-    const DType dtype = query.dtype();
+    const DType dtype = input_tensor(in, 0).dtype();
     require_types<Types>(dtype);
+    return with_attention_type(dtype, [&]<class T>() { return run_as<T>(in, dtype); });
+  }
+
+ private:
+  template <class T>
+  Values run_as(const Values& in, DType dtype) const {
+    const Tensor& query = input_tensor(in, 0);
     require_rank(query, 3, 5, "query");
-    AttentionProblem p;
+    AttentionProblemOf<T> p;
     p.batch = query.dim(0), p.heads = heads_, p.seq = query.dim(1);
     const int64_t B = p.batch, S = p.seq, N = heads_;
     std::vector<double> bias;
@@ -35,12 +41,11 @@ class MultiHeadAttention : public OpRun {
     auto bias_at = [&](int64_t offset, int64_t width) {  // the bias slice of one projection, or none
       return bias.empty() ? std::vector<double>{} : std::vector<double>(bias.begin() + offset, bias.begin() + offset + width);
     };
-    // (B, L, width) rows plus a bias slice (if any), split into (B, N, L, width / N)
-    auto heads_of = [&](std::vector<double> rows, int64_t L, int64_t width, const std::vector<double>& b) {
-      if (!b.empty())
-        for (size_t r = 0; r < rows.size(); r += size_t(width))
-          for (size_t j = 0; j < size_t(width); ++j) rows[r + j] += b[j];
-      return split_heads(rows, width, 0, B, L, N, width / N);
+    // (B, L, width) rows (a tensor or values) split into (B, N, L, width / N), plus a bias slice (if any)
+    auto heads_of = [&](const auto& rows, int64_t L, int64_t width, const std::vector<double>& b) {
+      std::vector<T> heads = split_heads<T>(rows, width, 0, B, L, N, width / N);
+      add_head_bias(heads, b, N, L, width / N);
+      return heads;
     };
 
     int64_t L = 0;
@@ -49,7 +54,7 @@ class MultiHeadAttention : public OpRun {
       if (query.dim(2) != N || query.dim(3) != 3) fail_runtime(fmt::format("query has shape {}, expected (B, S, {}, 3, h)", shape_to_string(query.shape()), N));
       const int64_t h = query.dim(4), D = N * h;
       take_bias(3 * D);
-      const auto qkv = unpack_interleaved(to_doubles(query), B * S, N, 3, h);
+      const auto qkv = unpack_interleaved(to_compute<T>(query), B * S, N, 3, h);
       L = S, p.head_size = p.v_head_size = h;
       p.q = heads_of(qkv[0], S, D, bias_at(0, D)), p.k = heads_of(qkv[1], S, D, bias_at(D, D));
       p.v = heads_of(qkv[2], S, D, bias_at(2 * D, D));
@@ -66,7 +71,7 @@ class MultiHeadAttention : public OpRun {
           fail_runtime(fmt::format("key has shape {}, expected ({}, L, {}, 2, {})", shape_to_string(key.shape()), B, N, p.head_size));
         L = key.dim(1), p.v_head_size = p.head_size;
         take_bias(3 * D);
-        const auto kv = unpack_interleaved(to_doubles(key), B * L, N, 2, p.head_size);
+        const auto kv = unpack_interleaved(to_compute<T>(key), B * L, N, 2, p.head_size);
         p.k = heads_of(kv[0], L, D, bias_at(D, D)), p.v = heads_of(kv[1], L, D, bias_at(2 * D, D));
       } else {
         const Tensor& value = input_tensor(in, 2);
@@ -80,7 +85,7 @@ class MultiHeadAttention : public OpRun {
             fail_runtime(fmt::format("value has shape {}, expected ({}, {}, {}, hv)", shape_to_string(value.shape()), B, N, L));
           p.v_head_size = value.dim(3);
           take_bias(2 * D + N * p.v_head_size);
-          p.k = to_doubles(key), p.v = to_doubles(value);
+          p.k = to_compute<T>(key), p.v = to_compute<T>(value);
           if (has_value(in, 6)) fail_runtime("past_key cannot be combined with key and value in (B, N, L, h) form");
         } else {
           require_rank(key, 3, 3, "key");
@@ -92,10 +97,10 @@ class MultiHeadAttention : public OpRun {
           const int64_t dv = value.dim(2);
           p.v_head_size = dv / N;
           take_bias(2 * D + dv);
-          p.k = heads_of(to_doubles(key), L, D, bias_at(D, D)), p.v = heads_of(to_doubles(value), L, dv, bias_at(2 * D, dv));
+          p.k = heads_of(key, L, D, bias_at(D, D)), p.v = heads_of(value, L, dv, bias_at(2 * D, dv));
         }
       }
-      p.q = heads_of(to_doubles(query), S, D, bias_at(0, D));
+      p.q = heads_of(query, S, D, bias_at(0, D));
     }
 
     if (has_value(in, 6) != has_value(in, 7)) fail_runtime("past_key and past_value must be given together");
@@ -108,18 +113,17 @@ class MultiHeadAttention : public OpRun {
       const int64_t P = pk.dim(2);
       require_shape(pk, {B, N, P, p.head_size}, "past_key");
       require_shape(pv, {B, N, P, p.v_head_size}, "past_value");
-      prepend_past(p, to_doubles(pk), to_doubles(pv), P, L);
+      prepend_past(p, to_compute<T>(pk), to_compute<T>(pv), P, L);
     }
     finish_problem(p, L, attrs_, in,
                    {.key_padding_mask = 4, .key_padding_mask_name = "key_padding_mask", .attention_bias = 5}, dtype);
 
     // present_key / present_value only when the node asks for them (decoders' prefill graphs often do not)
-    return {from_doubles(dtype, {B, S, N * p.v_head_size}, attend(p)),
-            wants_present_key_ ? Value(from_doubles(dtype, {B, N, p.total, p.head_size}, p.k)) : Value(),
-            wants_present_value_ ? Value(from_doubles(dtype, {B, N, p.total, p.v_head_size}, p.v)) : Value()};
+    return {tensor_from_compute(dtype, {B, S, N * p.v_head_size}, attend(p)),
+            wants_present_key_ ? Value(tensor_from_compute(dtype, {B, N, p.total, p.head_size}, p.k)) : Value(),
+            wants_present_value_ ? Value(tensor_from_compute(dtype, {B, N, p.total, p.v_head_size}, p.v)) : Value()};
   }
 
- private:
   AttentionAttrs attrs_;
   int64_t heads_;
   bool wants_present_key_, wants_present_value_;

@@ -417,6 +417,22 @@ TEST_CASE("Attention-23/24 errata semantics against the oracle") {
   }
 }
 
+TEST_CASE("Attention one query row (dot products over the keys) and keys read in place, against the oracle") {
+  using M = Problem;
+  struct Case { std::string what; Problem p; };
+  auto P = [](auto f) { Problem p; f(p); p.opset = 23; return p; };
+  const Case cases[] = {
+      {"decode step, float, 8 query heads over 2, past 40, bool mask, mode 3", P([](M& p) { p.B = 2, p.Hq = 8, p.Hkv = 2, p.Sq = 1, p.Skv = 1, p.P = 40, p.E = 16, p.Ev = 8, p.dtype = DType::Float, p.causal = true, p.mask = M::Bool, p.mask_shape = {2, 1, 1, 41}, p.seed = 21, p.mode = 3; })},
+      {"decode step, double, head size 9 (a tail after 8 lanes)", P([](M& p) { p.B = 2, p.Hq = 4, p.Hkv = 1, p.Sq = 1, p.Skv = 1, p.P = 12, p.E = 9, p.Ev = 3, p.seed = 22; })},
+      {"one row, 4-D float, no cache (keys in place), short float mask", P([](M& p) { p.B = 2, p.Hq = 4, p.Hkv = 2, p.Sq = 1, p.Skv = 37, p.E = 9, p.Ev = 5, p.dtype = DType::Float, p.mask = M::Float, p.mask_shape = {1, 1, 1, 30}, p.seed = 23; })},
+      {"several rows, 4-D float, no cache (keys in place, transposed once per kv head)", P([](M& p) { p.B = 2, p.Hq = 6, p.Hkv = 3, p.Sq = 5, p.Skv = 7, p.E = 9, p.Ev = 4, p.dtype = DType::Float, p.causal = true, p.seed = 24, p.mode = 0; })},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    check_problem(c.p);
+  }
+}
+
 TEST_CASE("Attention checks its oracle: a fully masked row is really produced and zeroed") {
   // Guards the oracle tests above against passing vacuously: with nonpad 1 and 3 queries the
   // first two queries of that batch see no key, so their Y rows are exactly zero.

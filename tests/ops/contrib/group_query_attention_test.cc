@@ -10,7 +10,10 @@
 #include <functional>
 #include <random>
 
+#include <cstring>
+
 #include "refeval/compute_vector.h"
+#include "refeval/threads.h"
 #include "test_util.h"
 
 using namespace refeval;
@@ -308,6 +311,43 @@ TEST_CASE("GroupQueryAttention score options: window, softcap, sinks, scale, att
       if (!p.bias_shape.empty()) p.bias = random_values(size_t(shape_size(p.bias_shape)), seed++);
       check_problem(p);
     }
+}
+
+TEST_CASE("GroupQueryAttention long prompts: blocks of query rows and only the keys they see") {
+  // More query rows than one block of the kernel (32): the blocks' stacked query heads each see a
+  // different range of keys (causal: up to their last row; a window: from their first row's).
+  const Problem prompt = {.B = 2, .S = 70, .N = 4, .Nkv = 2, .H = 8, .total = 70, .seqlens = {69, 40}};
+  check_problem(random_problem(prompt, 70));
+  check_problem(random_problem(with(prompt, [](Problem& p) { p.window = 20; }), 71));
+  check_problem(random_problem(with(prompt, [](Problem& p) { p.causal = false; }), 72));
+  check_problem(random_problem(with(prompt, [](Problem& p) { p.qk_output = 2, p.window = 9, p.Nkv = 1; }), 73));
+  // a chunked prefill of 40 after 30 cached tokens: queries at positions 30 .. 69
+  check_problem(random_problem({.S = 40, .N = 4, .Nkv = 2, .H = 8, .P = 30, .total = 70, .seqlens = {69}}, 74));
+  // a window past the first block's reach: its first rows see nothing before position 0
+  check_problem(random_problem(with(prompt, [](Problem& p) { p.window = 1, p.seqlens = {69, 10}; }), 75));
+}
+
+TEST_CASE("GroupQueryAttention gives the same bits on one thread and on two") {
+  // decoding (heads split across the threads) and a long prompt (products split)
+  const Problem step = {.B = 2, .S = 1, .N = 8, .Nkv = 2, .H = 32, .P = 600, .total = 601, .seqlens = {600, 300}};
+  const Problem prompt = {.B = 1, .S = 80, .N = 8, .Nkv = 2, .H = 32, .total = 80, .seqlens = {79}};
+  unsigned seed = 80;
+  for (const Problem& shape : {step, prompt}) {
+    const Problem p = random_problem(shape, seed++);
+    set_thread_count(1);
+    const Values one = run_gqa(p);
+    set_thread_count(2);
+    const Values two = run_gqa(p);
+    set_thread_count(1);
+    CAPTURE(p.S);
+    REQUIRE(one.size() == two.size());
+    for (size_t i = 0; i < one.size(); ++i) {
+      const Tensor &x = one[i].tensor(), &y = two[i].tensor();
+      REQUIRE(x.shape() == y.shape());
+      CHECK(std::memcmp(x.data<float>(), y.data<float>(), size_t(x.size()) * sizeof(float)) == 0);
+    }
+    check_problem(p);
+  }
 }
 
 TEST_CASE("GroupQueryAttention sliding_window_cache equals a full cache over a generation") {

@@ -1,6 +1,12 @@
 // com.microsoft MultiHeadAttention: the one-head example of attention_test.cc given as separate,
 // packed QKV, packed KV and BNSH inputs; bias, key_padding_mask, unidirectional, past/present;
 // cross attention (S != L) against Reshape/Transpose/MatMul/Softmax run as standard ops; errors.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "refeval/compute_vector.h"
+#include "refeval/threads.h"
 #include "test_util.h"
 
 using namespace refeval;
@@ -58,6 +64,63 @@ TEST_CASE("MultiHeadAttention: bias, key_padding_mask, unidirectional, past and 
   check_equal(out[0], tensor<float>({1, 1, 2}, {7.0278539f, 7.3580924f}));
   check_equal(out[1], tensor<float>({1, 1, 2, 2}, {2, 0, 1, 0}));
   check_equal(out[2], tensor<float>({1, 1, 2, 2}, {10, 10, 1, 2}));
+}
+
+TEST_CASE("MultiHeadAttention decoding step: many heads, a long past and a bias against a double oracle, on 1 and 2 threads") {
+  // One query row takes its scores as dot products (head size 20: two blocks of 8 and a tail of 4)
+  // and its output as a sum of value rows; heads split across the threads must give the same bits.
+  const int64_t B = 2, N = 6, h = 20, P = 300, T = P + 1, D = N * h;
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto values = [&](int64_t n) {
+    std::vector<float> out(static_cast<size_t>(n));
+    for (float& x : out) x = u(gen);
+    return out;
+  };
+  const std::vector<float> q = values(B * D), k = values(B * D), v = values(B * D), pk = values(B * N * P * h),
+                           pv = values(B * N * P * h), bias = values(3 * D);
+  const Values feeds = {tensor<float>({B, 1, D}, q), tensor<float>({B, 1, D}, k), tensor<float>({B, 1, D}, v),
+                        tensor<float>({3 * D}, bias), Value(), Value(), tensor<float>({B, N, P, h}, pk),
+                        tensor<float>({B, N, P, h}, pv)};
+  const std::vector<std::string> ins = {"q", "k", "v", "b", "", "", "pk", "pv"};
+  set_thread_count(1);
+  const Values one = mha(ins, feeds, {}, {"y", "present_key", "present_value"}, N);
+  set_thread_count(2);
+  const Values two = mha(ins, feeds, {}, {"y", "present_key", "present_value"}, N);
+  set_thread_count(1);
+  REQUIRE(one.size() == 3);
+  REQUIRE(two.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    const Tensor &x = one[i].tensor(), &y = two[i].tensor();
+    REQUIRE(x.shape() == y.shape());
+    CHECK(std::memcmp(x.data<float>(), y.data<float>(), size_t(x.size()) * sizeof(float)) == 0);
+  }
+  // the oracle: keys and values are past ++ (new + bias), queries q + bias, scale 1/sqrt(h)
+  std::vector<double> want(static_cast<size_t>(B * D));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < N; ++n) {
+      auto key = [&](int64_t j, int64_t d) {
+        return j < P ? double(pk[size_t(((b * N + n) * P + j) * h + d)]) : double(k[size_t(b * D + n * h + d)]) + bias[size_t(D + n * h + d)];
+      };
+      auto value = [&](int64_t j, int64_t d) {
+        return j < P ? double(pv[size_t(((b * N + n) * P + j) * h + d)]) : double(v[size_t(b * D + n * h + d)]) + bias[size_t(2 * D + n * h + d)];
+      };
+      std::vector<double> score(static_cast<size_t>(T));
+      double top = -1e300, sum = 0;
+      for (int64_t j = 0; j < T; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < h; ++d) s += (double(q[size_t(b * D + n * h + d)]) + bias[size_t(n * h + d)]) * key(j, d);
+        score[size_t(j)] = s / std::sqrt(double(h));
+        top = std::max(top, score[size_t(j)]);
+      }
+      for (double& s : score) sum += s = std::exp(s - top);
+      for (int64_t d = 0; d < h; ++d) {
+        double y = 0;
+        for (int64_t j = 0; j < T; ++j) y += score[size_t(j)] / sum * value(j, d);
+        want[size_t(b * D + n * h + d)] = y;
+      }
+    }
+  check_equal(one[0], from_doubles(DType::Float, {B, 1, D}, want), {1e-5, 1e-6});
 }
 
 TEST_CASE("MultiHeadAttention cross attention equals the standard-op graph") {
