@@ -7,8 +7,10 @@
 # bandwidth (numpy), and checks both generate the same ids.
 #   benchmarks/llm/generate.sh [BUILD_DIR]     (ROUNDS=3, REFEVAL_BENCH_DIR; HELDOUT=1: instead,
 #                                                decoders of forms and sizes the work was not
-#                                                tuned on: Optimum's, the opset-23 portable one,
-#                                                a deeper narrower GenAI int4 and torch decoder)
+#                                                tuned on: Optimum's, a deeper narrower GenAI int4
+#                                                and torch decoder, a wide shallow one; not the
+#                                                opset-23 portable form, whose fixed-size cache
+#                                                generate_ort.js does not drive)
 # Models: a Llama-style fp32 torch export (12 layers, hidden 768, 12 heads over 4 KV heads), the
 # GenAI-builder int4 decoder of the same size, and the 2-layer tiny torch export (hidden 64).
 set -euo pipefail
@@ -28,7 +30,7 @@ models=(
 if [[ ${HELDOUT:-0} == 1 ]]; then
   models=(
     "heldout-optimum-8x512|optimum|--layers 8 --hidden 512 --heads 8 --kv-heads 8 --intermediate 1408"
-    "heldout-portable-6x640|portable|--layers 6 --hidden 640 --heads 10 --kv-heads 2 --intermediate 1728"
+    "heldout-torch-4x1024|torch|--layers 4 --hidden 1024 --heads 16 --kv-heads 16 --intermediate 2816"
     "heldout-genai-int4-16x512|genai|--layers 16 --hidden 512 --heads 8 --kv-heads 2 --intermediate 1536"
     "heldout-torch-24x256|torch|--layers 24 --hidden 256 --heads 8 --kv-heads 4 --intermediate 704"
   )
