@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "../linalg/linalg_common.h"
+#include "../math/dot_rows.h"
 #include "../math/vector_math.h"
 #include "refeval/op_run.h"
 #include "attention_common.h"
@@ -46,22 +47,6 @@ std::vector<C> concat_seq(const std::vector<C>& past, const std::vector<C>& cur,
     std::copy_n(cur.begin() + i * S * E, S * E, out.begin() + i * (P + S) * E + P * E);
   }
   return out;
-}
-
-// score[j] = q . keys[j] over n rows of e values, eight running sums added pairwise (a fixed order).
-template <class C>
-void dot_rows(const C* q, const C* keys, int64_t n, int64_t e, C* score) {
-  constexpr int64_t kLanes = 8;
-  for (int64_t j = 0; j < n; ++j) {
-    const C* k = keys + j * e;
-    C acc[kLanes] = {};
-    int64_t d = 0;
-    for (; d + kLanes <= e; d += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) acc[l] += q[d + l] * k[d + l];
-    C sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; d < e; ++d) sum += q[d] * k[d];
-    score[j] = sum;
-  }
 }
 
 // p[i] *= s, and out (e x t) = s * kv^T for kv (t x e). Not inlined: inlined, s was the

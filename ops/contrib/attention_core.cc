@@ -56,22 +56,6 @@ void product(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, con
 }
 
 template <class T>
-void dot_rows(const T* q, const T* keys, int64_t n, int64_t h, double* score) {
-  // Eight running sums a row (one vector register of floats), then added pairwise: a fixed order.
-  constexpr int64_t kLanes = 8;
-  for (int64_t j = 0; j < n; ++j) {
-    const T* k = keys + j * h;
-    T acc[kLanes] = {};
-    int64_t d = 0;
-    for (; d + kLanes <= h; d += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) acc[l] += q[d + l] * k[d + l];
-    T sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; d < h; ++d) sum += q[d] * k[d];
-    score[j] = double(sum);
-  }
-}
-
-template <class T>
 void weighted_rows(const T* w, const T* values, int64_t n, int64_t hv, T* out) {
   std::fill(out, out + hv, T(0));
   for (int64_t j = 0; j < n; ++j) {
@@ -285,7 +269,6 @@ std::vector<T> concat_sequence(const std::vector<T>& past, const std::vector<T>&
 }
 
 #define REFEVAL_ATTENTION_CORE(T)                                                                                    \
-  template void dot_rows(const T*, const T*, int64_t, int64_t, double*);                                            \
   template void weighted_rows(const T*, const T*, int64_t, int64_t, T*);                                            \
   template void finish_problem(AttentionProblemOf<T>&, int64_t, const AttentionAttrs&, const Values&,             \
                                const AttentionMaskInputs&, DType);                                                  \

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../math/dot_rows.h"
 #include "contrib_common.h"
 
 namespace refeval::ops::contrib {
@@ -53,11 +54,6 @@ decltype(auto) with_attention_type(DType dtype, F&& f) {
 // for float, the contrib family's double gemm for double.
 void product(bool trans_b, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c);
 void product(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c);
-
-// score[j] = q . keys[j] (keys: n rows of h values), each dot product summed in T in a fixed
-// order: one query row's scores without a one-row matrix product.
-template <class T>
-void dot_rows(const T* q, const T* keys, int64_t n, int64_t h, double* score);
 
 // out (hv values) = sum_j w[j] * values[j] (values: n rows of hv), in T, j in order.
 template <class T>
