@@ -20,7 +20,9 @@ int thread_count() { return g_threads; }
 
 void parallel_for_split(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   const int threads = int(std::min<int64_t>(thread_count(), n / std::max<int64_t>(grain, 1)));
-  if (threads <= 1) {
+  // Inside another parallel_for the nested OpenMP region would be inactive: one thread, which
+  // would run only the first chunk. The whole range runs here instead.
+  if (threads <= 1 || omp_in_parallel()) {
     if (n > 0) body(0, n);
     return;
   }

@@ -11,6 +11,7 @@
 #include "../math/vector_math.h"
 #include "refeval/elementwise.h"
 #include "refeval/registry.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops {
 namespace {
@@ -37,6 +38,18 @@ class SoftmaxFamily : public OpRun {
       else inner *= x.dim(d);
     }
     Tensor y(x.dtype(), x.shape());
+    if constexpr (K != Kind::Hardmax) {
+      // float rows across a middle axis: a whole (n x inner) slab at a time, the columns side by side.
+      if (x.dtype() == DType::Float && inner > 1 && n > 0) {
+        const float* px = x.data<float>();
+        float* py = y.data<float>();
+        parallel_for(outer, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(n * inner, 1)), [&](int64_t first, int64_t last) {
+          std::vector<float> scratch;
+          for (int64_t o = first; o < last; ++o) normalise_columns(px + o * n * inner, py + o * n * inner, n, inner, scratch);
+        });
+        return {y};
+      }
+    }
     visit<Types>(x.dtype(), [&]<class T>() {
       using C = compute_t<T>;
       const T* px = x.data<T>();
@@ -135,6 +148,87 @@ class SoftmaxFamily : public OpRun {
       exp_of(scratch.data(), scratch.data(), n);
       const C log_sum = std::log(pairwise_sum(scratch.data(), n));
       for (int64_t j = 0; j < n; ++j) y[j] = x[j] - m - log_sum;
+    }
+  }
+
+  // pairwise_sum over the rows of e (n rows of w values) for every column at once: the same
+  // additions in the same order as pairwise_sum makes for one column, so the same bits.
+  static void pairwise_rows(const float* e, int64_t n, int64_t w, float* out, std::vector<float>& tmp) {
+    const auto add_row = [w](float* acc, const float* row) {
+      for (int64_t c = 0; c < w; ++c) acc[c] += row[c];
+    };
+    if (n < 8) {
+      std::fill(out, out + w, 0.0f);
+      for (int64_t i = 0; i < n; ++i) add_row(out, e + i * w);
+      return;
+    }
+    if (n <= 128) {
+      const size_t base = tmp.size();
+      tmp.resize(base + size_t(8 * w));
+      float* r = tmp.data() + base;
+      std::copy_n(e, 8 * w, r);
+      int64_t i = 8;
+      for (; i < n - n % 8; i += 8)
+        for (int64_t j = 0; j < 8; ++j) add_row(r + j * w, e + (i + j) * w);
+      for (int64_t c = 0; c < w; ++c) {
+        const float* l = r + c;
+        out[c] = ((l[0] + l[w]) + (l[2 * w] + l[3 * w])) + ((l[4 * w] + l[5 * w]) + (l[6 * w] + l[7 * w]));
+      }
+      for (; i < n; ++i) add_row(out, e + i * w);
+      tmp.resize(base);
+      return;
+    }
+    int64_t half = n / 2;
+    half -= half % 8;
+    const size_t base = tmp.size();
+    tmp.resize(base + size_t(w));
+    pairwise_rows(e, half, w, out, tmp);
+    pairwise_rows(e + half * w, n - half, w, tmp.data() + base, tmp);
+    for (int64_t c = 0; c < w; ++c) out[c] += tmp[base + size_t(c)];
+    tmp.resize(base);
+  }
+
+  // normalise() of every column of a float (n x w) slab, the columns side by side (w contiguous
+  // values a row): the same maximum (the first NaN of a column if it has one), the same
+  // exponentials (lane by lane) and the same pairwise sums, so the same bits as gathering each
+  // column into a row, without the strided gathers.
+  static void normalise_columns(const float* x, float* y, int64_t n, int64_t w, std::vector<float>& scratch) {
+    scratch.assign(size_t(2 * w), 0.0f);
+    float* m = scratch.data();
+    float* sum = m + w;
+    std::copy_n(x, w, m);
+    bool nan = false;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < w; ++c) {
+        const float v = x[j * w + c];
+        nan |= v != v;
+        m[c] = v > m[c] ? v : m[c];
+      }
+    if (nan)
+      for (int64_t c = 0; c < w; ++c)
+        for (int64_t j = 0; j < n; ++j)
+          if (std::isnan(x[j * w + c])) {
+            m[c] = x[j * w + c];
+            break;
+          }
+    float* e = K == Kind::Softmax ? y : nullptr;
+    std::vector<float> exps;
+    if constexpr (K == Kind::LogSoftmax) {
+      exps.resize(size_t(n * w));
+      e = exps.data();
+    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < w; ++c) e[j * w + c] = x[j * w + c] - m[c];
+    exp_floats(e, e, n * w);
+    std::vector<float> tmp;
+    pairwise_rows(e, n, w, sum, tmp);
+    if constexpr (K == Kind::Softmax) {
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t c = 0; c < w; ++c) y[j * w + c] /= sum[c];
+    } else {
+      for (int64_t c = 0; c < w; ++c) sum[c] = std::log(sum[c]);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t c = 0; c < w; ++c) y[j * w + c] = x[j * w + c] - m[c] - sum[c];
     }
   }
 

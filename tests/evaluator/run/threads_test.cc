@@ -42,6 +42,21 @@ TEST_CASE("parallel_for: every index once, one call below twice the grain, excep
   set_thread_count(1);
 }
 
+TEST_CASE("parallel_for inside parallel_for: the inner range is covered whole (a kernel calling a split helper)") {
+  set_thread_count(2);
+  std::vector<int> seen(2 * 1000, 0);
+  std::mutex m;
+  parallel_for(2, 1, [&](int64_t ob, int64_t oe) {
+    for (int64_t o = ob; o < oe; ++o)
+      parallel_for(1000, 100, [&](int64_t b, int64_t e) {
+        std::lock_guard lock(m);
+        for (int64_t i = b; i < e; ++i) ++seen[size_t(o * 1000 + i)];
+      });
+  });
+  CHECK(std::count(seen.begin(), seen.end(), 1) == 2000);
+  set_thread_count(1);
+}
+
 TEST_CASE("Elementwise ops, Softmax and LayerNormalization split across threads give one thread's bits") {
   auto ramp = [](Shape s) {
     std::vector<float> v(static_cast<size_t>(shape_size(s)));
@@ -50,6 +65,11 @@ TEST_CASE("Elementwise ops, Softmax and LayerNormalization split across threads 
   };
   const Tensor big = ramp({64, 3072}), other = ramp({64, 3072}), scalar = tensor<float>({}, {0.5f});
   const Tensor scale = ramp({3072}), bias = ramp({3072});
+  // Rows longer than two grains (GPT-2's vocabulary): the exponentials split inside the row split
+  // (it ran half the row and read garbage for the rest on two threads before parallel_for nested).
+  const Tensor vocab = ramp({4, 50257});
+  // A middle axis: whole slabs across threads, the columns side by side.
+  const Tensor slabs = ramp({8, 1000, 64});
   struct Case { const char* what; Node n; Values in; };
   const Case cases[] = {
       {"Tanh", node("Tanh", {"x"}, {"y"}), {big}},
@@ -57,6 +77,9 @@ TEST_CASE("Elementwise ops, Softmax and LayerNormalization split across threads 
       {"Mul by a scalar", node("Mul", {"a", "b"}, {"y"}), {scalar, big}},
       {"Add with a broadcast row", node("Add", {"a", "b"}, {"y"}), {big, bias}},
       {"Softmax", node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(-1))}), {big}},
+      {"LogSoftmax over 50,257", node("LogSoftmax", {"x"}, {"y"}, {attr("axis", int64_t(-1))}), {vocab}},
+      {"Softmax over a middle axis", node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(1))}), {slabs}},
+      {"LogSoftmax over a middle axis", node("LogSoftmax", {"x"}, {"y"}, {attr("axis", int64_t(1))}), {slabs}},
       {"LayerNormalization", node("LayerNormalization", {"x", "s", "b"}, {"y"}), {big, scale, bias}},
   };
   for (const Case& c : cases) {

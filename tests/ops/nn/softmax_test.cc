@@ -79,3 +79,17 @@ TEST_CASE("Softmax of a long row holding NaN is NaN throughout; other rows are u
   for (int64_t j = 0; j < 100; ++j) CHECK(std::isnan(y.data<float>()[j]));
   for (int64_t j = 100; j < 200; ++j) CHECK(y.data<float>()[j] == doctest::Approx(0.01f));
 }
+
+TEST_CASE("Softmax over a middle axis: a NaN makes its own column NaN, the other columns are unaffected") {
+  // (2, 100, 3) along axis 1: columns side by side; x[0, 40, 1] is NaN.
+  std::vector<float> x(2 * 100 * 3, 1.0f);
+  x[size_t(40 * 3 + 1)] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(1))}), {tensor<float>({2, 100, 3}, x)})[0].tensor();
+  for (int64_t o = 0; o < 2; ++o)
+    for (int64_t j = 0; j < 100; ++j)
+      for (int64_t c = 0; c < 3; ++c) {
+        const float v = y.data<float>()[(o * 100 + j) * 3 + c];
+        if (o == 0 && c == 1) CHECK(std::isnan(v));
+        else CHECK(v == doctest::Approx(0.01f));
+      }
+}
