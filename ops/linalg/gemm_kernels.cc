@@ -6,9 +6,8 @@
 // run on Eigen, whose summation order gives numpy's float results on the small models the Python
 // reference's golden traces are made of (OpenBLAS differs in the last bit).
 //
-// OpenBLAS's kernels are kept as it picks them (AVX-512 on Zen 4): its AVX2 "Haswell" kernels
-// are 1.2-1.4x faster there but sum edge tiles in another order, so equal rows of A gave unequal
-// rows of C (light_squeezenet's 1000 equal channels came out different, and threads changed bits).
+// On a CPU with AVX-512, OpenBLAS runs its AVX-512 kernels whatever it would pick itself
+// (avx512_blas_chosen): its AVX2 ones sum edge tiles in another order.
 #include "linalg_common.h"
 
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <cstdlib>
 
 #include <atomic>
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
@@ -24,6 +24,13 @@
 
 #include "refeval/elementwise.h"
 #include "refeval/threads.h"
+
+// OpenBLAS's run-time kernel choice (its DYNAMIC_ARCH builds export these; weak: other builds lack them).
+extern "C" {
+char* openblas_get_corename(void);
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+}
 
 namespace refeval::ops {
 namespace {
@@ -47,6 +54,35 @@ constexpr int64_t kParallelWork = int64_t(1) << 21;  // M * N * K below which on
 // own pool (refeval/threads.h) is the only one: Eigen runs single-threaded in every file of the
 // library (the setting is Eigen's process-wide state), from load time on.
 const bool kEigenSingleThreaded = (Eigen::setNbThreads(1), true);
+
+// refeval's GEMM results depend on OpenBLAS's kernels: its AVX2 "Haswell" kernels sum edge tiles
+// in another order than the inner ones, so equal rows of A gave unequal rows of C
+// (light_squeezenet's 1000 equal channels came out unequal, a one-hot softmax where every runtime
+// gives 0.001 each); its AVX-512 "SkylakeX" kernels sum every element the same way. OpenBLAS takes
+// the Haswell kernels on a CPU with AVX-512 when OPENBLAS_CORETYPE says so (set on some machines
+// to make numpy's results the same across hosts) or when it does not know the CPU (Debian 12's
+// 0.3.21 and AMD Zen 5). refeval then re-runs OpenBLAS's choice with SkylakeX forced, once,
+// before any BLAS call (a static initialiser runs after OpenBLAS's own and before main); the
+// variable itself is put back as it was, for child processes. SkylakeX also ran the light suite
+// as fast or faster on a Zen 5 (2.86 s against 2.92, medians of 3).
+bool avx512_blas_chosen() {
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit) return false;
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512cd");
+  const std::string core = openblas_get_corename();
+  if (!avx512 || core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids") return false;
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = user ? user : "";
+  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  if (user) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  else unsetenv("OPENBLAS_CORETYPE");
+  return true;
+}
+[[maybe_unused]] const bool kAvx512Blas = avx512_blas_chosen();
 
 void single_threaded_blas() {
   static const bool once = (openblas_set_num_threads(1), true);

@@ -109,9 +109,45 @@ std::vector<int32_t> int16_pairs(const int32_t* a, int64_t M, int64_t K, int64_t
 class MatMulInteger : public OpRun {
  public:
   using Types = Int8s;
-  explicit MatMulInteger(const NodeContext&) {}
+  explicit MatMulInteger(const NodeContext& ctx) {
+#if defined(__AVX2__)
+    // A 2-D B that is an initializer no feed can replace, with a constant zero point (or none):
+    // (B - zero point) packed once, as the session is made (ONNX Runtime prepacks it too).
+    const Graph& g = ctx.graph();
+    const auto constant = [&](size_t i) -> const Initializer* {
+      if (!ctx.has_input(i)) return nullptr;
+      const std::string& name = ctx.node().inputs[i];
+      return g.find_input(name) ? nullptr : g.find_initializer(name);
+    };
+    const Initializer* b = constant(1);
+    const Initializer* zp = constant(3);
+    if (b && b->value.rank() == 2 && (zp || !ctx.has_input(3)) && (b->value.dtype() == DType::Int8 || b->value.dtype() == DType::UInt8)) {
+      try {
+        Values in{Value(), b->value, Value(), zp ? Value(zp->value) : Value()};
+        const Tensor shifted_b = shifted(b->value, in, 3, false);
+        packed_b_.emplace(shifted_b.data<int32_t>(), b->value.dim(0), b->value.dim(1));
+        b_data_ = b->value.raw_data();
+        zp_data_ = zp ? zp->value.raw_data() : nullptr;
+      } catch (const Error&) {  // a bad zero point: run() says so, naming the node
+        packed_b_.reset();
+      }
+    }
+#endif
+  }
   Values run(const Values& in, RunContext&) override {
     const Tensor a = shifted(input_tensor(in, 0), in, 2, true);
+#if defined(__AVX2__)
+    if (packed_b_ && input_tensor(in, 1).raw_data() == b_data_ &&
+        (has_value(in, 3) ? input_tensor(in, 3).raw_data() == zp_data_ : zp_data_ == nullptr)) {
+      const MatMulShape s = matmul_shape(a.shape(), input_tensor(in, 1).shape());
+      Tensor y = Tensor::uninitialized(DType::Int32, s.out);
+      for (size_t i = 0; i < s.a_batch.size(); ++i) {
+        const std::vector<int32_t> pairs = int16_pairs(a.data<int32_t>() + s.a_batch[i] * s.M * s.K, s.M, s.K, packed_b_->pairs());
+        packed_b_->multiply(s.M, pairs.data(), y.data<int32_t>() + int64_t(i) * s.M * s.N);
+      }
+      return {y};
+    }
+#endif
     const Tensor b = shifted(input_tensor(in, 1), in, 3, false);
     const MatMulShape s = matmul_shape(a.shape(), b.shape());
     Tensor y(DType::Int32, s.out);
@@ -132,6 +168,13 @@ class MatMulInteger : public OpRun {
 #endif
     return {y};
   }
+
+ private:
+#if defined(__AVX2__)
+  std::optional<Int16Panels> packed_b_;  // (B - zero point) of a constant B, packed when made
+  const void* b_data_ = nullptr;         // the tensors it was packed from: used while run is given them
+  const void* zp_data_ = nullptr;
+#endif
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 // broadcast, and sums past the int32 range (wrap-around).
 #include <random>
 
+#include "refeval/evaluator.h"
 #include "test_util.h"
 
 using namespace refeval;
@@ -40,6 +41,20 @@ void check_case(std::mt19937& gen, Shape as, Shape bs, bool per_row, bool per_co
   Shape ys = as;
   ys.back() = N;
   check_equal(y, tensor<int32_t>(ys, want), Tolerance{0, 0});
+  // B and its zero point as initializers: the operator packs (B - zb) once when it is made, and a
+  // run reads those panels; the same oracle.
+  if (bs.size() == 2) {
+    const DType t = std::is_same_v<T, int8_t> ? DType::Int8 : DType::UInt8;
+    std::vector<build::DimSpec> a_dims(as.begin(), as.end()), za_dims;
+    if (per_row) za_dims.push_back(M);
+    const Model m = build::model(build::graph("g", {node("MatMulInteger", {"a", "b", "za", "zb"}, {"y"})},
+                                              {build::tensor_info("a", t, a_dims), build::tensor_info("za", t, za_dims)},
+                                              {build::tensor_info_unknown_rank("y", DType::Int32)},
+                                              {Initializer{"b", tensor<T>(bs, b)}, Initializer{"zb", zbt}}));
+    ReferenceEvaluator ev(m);
+    const Tensor packed = ev.run({}, {{"a", tensor<T>(as, a)}, {"za", zat}})[0].tensor();
+    check_equal(packed, tensor<int32_t>(ys, want), Tolerance{0, 0});
+  }
 }
 
 }  // namespace
