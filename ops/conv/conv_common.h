@@ -6,6 +6,8 @@
 // input at  i = o * stride - pad_begin + k * dilation  (outside [0, in) is padding).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -112,8 +114,41 @@ void for_each_tap(const ConvGeometry& g, F&& f) {
   }
 }
 
+// im2col of a 2-D convolution, row by row of each tap's output plane with the bounds worked out
+// once per tap: the general walk below allocated per tap and moved runs of a few elements through
+// a callback (14.6% of ResNet-18's time on AVX-512, where the matrix is written out).
+template <class T>
+void im2col_2d(const ConvGeometry& g, int64_t channels, const T* x, T* col, T pad) {
+  const int64_t ih_n = g.in[0], iw_n = g.in[1], oh_n = g.out[0], ow_n = g.out[1];
+  const int64_t sh = g.strides[0], sw = g.strides[1];
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* xc = x + c * ih_n * iw_n;
+    for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+        const int64_t h0 = kh * g.dilations[0] - g.pad_begin[0], w0 = kw * g.dilations[1] - g.pad_begin[1];
+        // Output columns [lo, hi) read inside the row: 0 <= ow * sw + w0 < iw_n.
+        const int64_t lo = std::min(ow_n, w0 >= 0 ? int64_t(0) : (-w0 + sw - 1) / sw);
+        const int64_t hi = std::max(lo, std::min(ow_n, w0 >= iw_n ? int64_t(0) : (iw_n - 1 - w0) / sw + 1));
+        for (int64_t oh = 0; oh < oh_n; ++oh, col += ow_n) {
+          const int64_t ih = oh * sh + h0;
+          if (ih < 0 || ih >= ih_n) {
+            std::fill(col, col + ow_n, pad);
+            continue;
+          }
+          std::fill(col, col + lo, pad);
+          const T* row = xc + ih * iw_n;
+          if (sw == 1) std::copy(row + lo + w0, row + hi + w0, col + lo);
+          else
+            for (int64_t ow = lo; ow < hi; ++ow) col[ow] = row[ow * sw + w0];
+          std::fill(col + hi, col + ow_n, pad);
+        }
+      }
+  }
+}
+
 template <class T>
 void im2col(const ConvGeometry& g, int64_t channels, const T* x, T* col, T pad) {
+  if (g.in.size() == 2) return im2col_2d(g, channels, x, col, pad);
   const int64_t in_size = g.in_size(), out_size = g.out_size();
   for (int64_t c = 0; c < channels; ++c) {
     const T* xc = x + c * in_size;
