@@ -12,7 +12,9 @@ class Relu : public OpRun {
   using Types = SignedNumeric;
   explicit Relu(const NodeContext& ctx) { ignore_consumed_inputs(ctx); }
   Values run(const Values& in, RunContext&) override {
-    return {map_unary_of<Types>(input_tensor(in, 0), [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); })};
+    // max(x, 0) as numpy computes it for the reference: NaN stays NaN (it is where a NaN hunt
+    // must see it), -0 becomes +0.
+    return {map_unary_of<Types>(input_tensor(in, 0), [](auto v) { return v > decltype(v)(0) || v != v ? v : decltype(v)(0); })};
   }
 };
 

@@ -13,6 +13,8 @@ TEST_CASE("activations with their attributes") {
   const Case cases[] = {
       // integer Relu (opset 14)
       {"Relu", {}, tensor<int8_t>({3}, {-128, 0, 127}), tensor<int8_t>({3}, {0, 0, 127})},
+      // float Relu is numpy's maximum(x, 0), as in the Python reference: NaN stays NaN
+      {"Relu", {}, tensor<float>({4}, {NAN, -0.f, -1.f, 2.f}), tensor<float>({4}, {NAN, 0.f, 0.f, 2.f})},
       {"LeakyRelu", {}, tensor<float>({2}, {-100.f, 2.f}), tensor<float>({2}, {-1.f, 2.f})},
       {"ThresholdedRelu", {attr("alpha", 2.f)}, tensor<float>({3}, {1.f, 2.f, 3.f}), tensor<float>({3}, {0.f, 0.f, 3.f})},
       // Sigmoid and Softplus stay finite and exact far from 0
