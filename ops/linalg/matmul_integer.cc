@@ -39,17 +39,34 @@ Tensor shifted(const Tensor& x, const Values& in, size_t zp_index, bool per_row)
 
 #if defined(__AVX2__)
 // C (M x N, int32, wrapping) = A' B' for A' (M x K) and B' (K x N) holding values of
-// [-255, 255] (operands minus zero points) as int16. B' is packed into panels of 8 columns with
-// the rows of k and k + 1 interleaved, so that one vpmaddwd multiplies a broadcast pair
-// (A'[m][k], A'[m][k+1]) by 8 columns and adds the two products: 16 multiply-adds in one
-// instruction, exact (|sum| <= 2 * 255^2), then added in int32 with wrap-around. Integer sums do
-// not depend on their order, so the result is exactly the element-by-element loop's.
+// [-255, 255] (operands minus zero points) as int16. B' is packed into panels of kCols columns
+// (8, or 16 with AVX-512BW) with the rows of k and k + 1 interleaved, so that one vpmaddwd
+// multiplies a broadcast pair (A'[m][k], A'[m][k+1]) by a panel row and adds the two products:
+// 2 kCols multiply-adds in one instruction, exact (|sum| <= 2 * 255^2), then added in int32 with
+// wrap-around. Integer sums do not depend on their order, so the result is exactly the
+// element-by-element loop's.
 class Int16Panels {
  public:
-  Int16Panels(const int32_t* b, int64_t K, int64_t N) : K2_((K + 1) / 2), N_(N), panels_((N + 7) / 8) {
-    data_.assign(size_t(panels_ * K2_ * 16), 0);
+  // Columns per panel: one vector of int32 sums (AVX-512BW: 16, twice AVX2's 8 per instruction).
+#if defined(__AVX512BW__)
+  static constexpr int64_t kCols = 16;
+  using Vec = __m512i;
+  static Vec load(const Vec* p) { return _mm512_loadu_si512(p); }
+  static Vec broadcast(int32_t pair) { return _mm512_set1_epi32(pair); }
+  static Vec multiply_add(Vec x, Vec w, Vec sum) { return _mm512_add_epi32(sum, _mm512_madd_epi16(x, w)); }
+#else
+  static constexpr int64_t kCols = 8;
+  using Vec = __m256i;
+  static Vec load(const Vec* p) { return _mm256_loadu_si256(p); }
+  static Vec broadcast(int32_t pair) { return _mm256_set1_epi32(pair); }
+  static Vec multiply_add(Vec x, Vec w, Vec sum) { return _mm256_add_epi32(sum, _mm256_madd_epi16(x, w)); }
+#endif
+
+  Int16Panels(const int32_t* b, int64_t K, int64_t N) : K2_((K + 1) / 2), N_(N), panels_((N + kCols - 1) / kCols) {
+    data_.assign(size_t(panels_ * K2_ * 2 * kCols), 0);
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < N; ++n) data_[size_t(((n / 8) * K2_ + k / 2) * 16 + (n % 8) * 2 + k % 2)] = int16_t(b[k * N + n]);
+      for (int64_t n = 0; n < N; ++n)
+        data_[size_t(((n / kCols) * K2_ + k / 2) * 2 * kCols + (n % kCols) * 2 + k % 2)] = int16_t(b[k * N + n]);
   }
   // M x N of C from the rows of A' (int16 pairs, K2 per row, zero-padded): tiles of up to 4 rows
   // x 3 panels (12 sums in registers).
@@ -67,24 +84,24 @@ class Int16Panels {
   template <int R, int V>
   static void tile(const Int16Panels& b, const int32_t* a, int64_t p, int32_t* c) {
     const int64_t K2 = b.K2_;
-    const __m256i* panel = reinterpret_cast<const __m256i*>(b.data_.data()) + p * K2;
-    __m256i sum[R][V];
+    const Vec* panel = reinterpret_cast<const Vec*>(b.data_.data()) + p * K2;
+    Vec sum[R][V];
     for (int r = 0; r < R; ++r)
-      for (int v = 0; v < V; ++v) sum[r][v] = _mm256_setzero_si256();
+      for (int v = 0; v < V; ++v) sum[r][v] = Vec{};
     for (int64_t k = 0; k < K2; ++k) {
-      __m256i w[V];
-      for (int v = 0; v < V; ++v) w[v] = _mm256_loadu_si256(panel + v * K2 + k);
+      Vec w[V];
+      for (int v = 0; v < V; ++v) w[v] = load(panel + v * K2 + k);
       for (int r = 0; r < R; ++r) {
-        const __m256i x = _mm256_set1_epi32(a[r * K2 + k]);
-        for (int v = 0; v < V; ++v) sum[r][v] = _mm256_add_epi32(sum[r][v], _mm256_madd_epi16(x, w[v]));
+        const Vec x = broadcast(a[r * K2 + k]);
+        for (int v = 0; v < V; ++v) sum[r][v] = multiply_add(x, w[v], sum[r][v]);
       }
     }
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < V; ++v) {
-        alignas(32) int32_t out[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out), sum[r][v]);
-        const int64_t n0 = (p + v) * 8;
-        std::copy_n(out, std::min<int64_t>(8, b.N_ - n0), c + r * b.N_ + n0);
+        alignas(64) int32_t out[kCols];
+        std::memcpy(out, &sum[r][v], sizeof(out));
+        const int64_t n0 = (p + v) * kCols;
+        std::copy_n(out, std::min<int64_t>(kCols, b.N_ - n0), c + r * b.N_ + n0);
       }
   }
   using Tile = void (*)(const Int16Panels&, const int32_t*, int64_t, int32_t*);

