@@ -3,6 +3,7 @@
 #include <cstring>
 #include <random>
 
+#include "../../../ops/conv/conv_common.h"
 #include "../../../ops/linalg/linalg_common.h"
 #include "refeval/threads.h"
 #include "test_util.h"
@@ -348,4 +349,37 @@ TEST_CASE("Col2Im adds each column entry back into its image position") {
               tensor<int32_t>({1, 1, 3}, {3, 2, 4}));
   CHECK_THROWS_AS(run_node(node("Col2Im", {"x", "i", "b"}, {"y"}), {tensor<float>({1, 2, 3}, std::vector<float>(6)), tensor<int64_t>({1}, {3}),
                                                                 tensor<int64_t>({1}, {2})}), Error);  // 3 columns, 2 positions
+}
+
+TEST_CASE("im2col 2-D: each entry is the input value its output position reads, or the padding") {
+  // Rows wide enough for the vector paths (stride 2 gathers 16 outputs at a time on AVX-512),
+  // with pads, dilations and strides 1 to 3 on either axis.
+  struct Case { int64_t C, H, W, kh, kw, sh, sw, dh, dw, ph0, ph1, pw0, pw1; };
+  const Case cases[] = {{2, 9, 70, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1}, {1, 12, 67, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
+                        {3, 8, 40, 2, 3, 3, 1, 2, 2, 0, 2, 2, 0}, {1, 5, 101, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
+                        {2, 6, 50, 3, 5, 1, 3, 1, 2, 2, 1, 0, 4}};
+  for (const Case& c : cases) {
+    CAPTURE(c.W);
+    ops::ConvGeometry g;
+    g.N = 1, g.C = c.C, g.M = 1;
+    g.in = {c.H, c.W}, g.kernel = {c.kh, c.kw};
+    g.strides = {c.sh, c.sw}, g.dilations = {c.dh, c.dw}, g.pad_begin = {c.ph0, c.pw0}, g.pad_end = {c.ph1, c.pw1};
+    g.out = {(c.H + c.ph0 + c.ph1 - (c.kh - 1) * c.dh - 1) / c.sh + 1, (c.W + c.pw0 + c.pw1 - (c.kw - 1) * c.dw - 1) / c.sw + 1};
+    std::vector<float> x(size_t(c.C * c.H * c.W));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) + 0.5f;
+    const int64_t out = g.out[0] * g.out[1];
+    std::vector<float> col(size_t(c.C * c.kh * c.kw * out), 0.f);
+    ops::im2col(g, c.C, x.data(), col.data(), -1.f);
+    int wrong = 0;
+    for (int64_t ch = 0; ch < c.C; ++ch)
+      for (int64_t i = 0; i < c.kh; ++i)
+        for (int64_t j = 0; j < c.kw; ++j)
+          for (int64_t oh = 0; oh < g.out[0]; ++oh)
+            for (int64_t ow = 0; ow < g.out[1]; ++ow) {
+              const int64_t ih = oh * c.sh - c.ph0 + i * c.dh, iw = ow * c.sw - c.pw0 + j * c.dw;
+              const float want = ih >= 0 && ih < c.H && iw >= 0 && iw < c.W ? x[size_t((ch * c.H + ih) * c.W + iw)] : -1.f;
+              wrong += col[size_t(((ch * c.kh + i) * c.kw + j) * out + oh * g.out[1] + ow)] != want;
+            }
+    CHECK(wrong == 0);
+  }
 }
