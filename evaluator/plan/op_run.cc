@@ -63,6 +63,12 @@ template <> ValueType convert(const NodeContext& ctx, const Attribute& a) {
 
 bool NodeContext::has_attr(const std::string& name) const { return node().find_attribute(name) != nullptr; }
 
+const Initializer* NodeContext::constant_input(size_t i) const {
+  if (!has_input(i)) return nullptr;
+  const std::string& name = node().inputs[i];
+  return graph().find_input(name) ? nullptr : graph().find_initializer(name);
+}
+
 const Attribute& NodeContext::get(const std::string& name) const {
   read_.insert(name);
   return *node().find_attribute(name);

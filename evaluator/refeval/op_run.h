@@ -55,6 +55,9 @@ class NodeContext {
   size_t num_outputs() const { return node().outputs.size(); }
   bool has_input(size_t i) const { return i < num_inputs() && !node().inputs[i].empty(); }
   bool has_output(size_t i) const { return i < num_outputs() && !node().outputs[i].empty(); }
+  // The initializer input i names when no graph input of that name can replace it: a weight fixed
+  // for the session, which an operator may prepare (pack) as it is made. Null otherwise.
+  const Initializer* constant_input(size_t i) const;
 
   bool has_attr(const std::string& name) const;
   // Typed attribute access. T is one of: float, double, int64_t, int, bool, std::string,

@@ -9,16 +9,17 @@
 
 namespace refeval::ops {
 
-void gather_every_other(const float* src, int64_t n, float* dst) {
+void copy_strided(const float* src, int64_t n, int64_t stride, float* dst) {
   int64_t i = 0;
 #if defined(__AVX512F__)
   // 16 outputs from two loads of 16: the last full step ends at src[2 i + 31], inside while
   // i + 16 < n (the scalar tail never reads past src[2 n - 2]).
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  for (; i + 16 < n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * i), even, _mm512_loadu_ps(src + 2 * i + 16)));
+  if (stride == 2)
+    for (; i + 16 < n; i += 16)
+      _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * i), even, _mm512_loadu_ps(src + 2 * i + 16)));
 #endif
-  for (; i < n; ++i) dst[i] = src[2 * i];
+  for (; i < n; ++i) dst[i] = src[i * stride];
 }
 
 ConvAttrs::ConvAttrs(const NodeContext& ctx, bool has_auto_pad)

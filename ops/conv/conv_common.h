@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "refeval/op_run.h"
@@ -115,8 +114,13 @@ void for_each_tap(const ConvGeometry& g, F&& f) {
   }
 }
 
-// dst[i] = src[2 i] for i < n (reads src[0 .. 2 n - 2] only): stride-2 rows of im2col_2d.
-void gather_every_other(const float* src, int64_t n, float* dst);
+// dst[i] = src[i * stride] for i < n: the strided rows of im2col_2d (float's overload gathers a
+// stride of 2 sixteen at a time on AVX-512, conv_common.cc).
+template <class T>
+void copy_strided(const T* src, int64_t n, int64_t stride, T* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+}
+void copy_strided(const float* src, int64_t n, int64_t stride, float* dst);
 
 // im2col of a 2-D convolution, row by row of each tap's output plane with the bounds worked out
 // once per tap: the general walk below allocated per tap and moved runs of a few elements through
@@ -142,12 +146,7 @@ void im2col_2d(const ConvGeometry& g, int64_t channels, const T* x, T* col, T pa
           std::fill(col, col + lo, pad);
           const T* row = xc + ih * iw_n;
           if (sw == 1) std::copy(row + lo + w0, row + hi + w0, col + lo);
-          else if constexpr (std::is_same_v<T, float>)
-            if (sw == 2) gather_every_other(row + 2 * lo + w0, hi - lo, col + lo);
-            else
-              for (int64_t ow = lo; ow < hi; ++ow) col[ow] = row[ow * sw + w0];
-          else
-            for (int64_t ow = lo; ow < hi; ++ow) col[ow] = row[ow * sw + w0];
+          else copy_strided(row + lo * sw + w0, hi - lo, sw, col + lo);
           std::fill(col + hi, col + ow_n, pad);
         }
       }

@@ -231,9 +231,7 @@ std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool tr
 }  // namespace
 
 ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b) {
-  const Graph& g = ctx.graph();
-  const std::string name = ctx.has_input(input) ? ctx.node().inputs[input] : std::string();
-  const Initializer* init = name.empty() || g.find_input(name) ? nullptr : g.find_initializer(name);
+  const Initializer* init = ctx.constant_input(input);
   constant_ = init != nullptr;
   // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
   if (constant_ && suits(init->value)) rhs_ = packed_within_budget(init->value, trans_b);

@@ -130,14 +130,8 @@ class MatMulInteger : public OpRun {
 #if defined(__AVX2__)
     // A 2-D B that is an initializer no feed can replace, with a constant zero point (or none):
     // (B - zero point) packed once, as the session is made (ONNX Runtime prepacks it too).
-    const Graph& g = ctx.graph();
-    const auto constant = [&](size_t i) -> const Initializer* {
-      if (!ctx.has_input(i)) return nullptr;
-      const std::string& name = ctx.node().inputs[i];
-      return g.find_input(name) ? nullptr : g.find_initializer(name);
-    };
-    const Initializer* b = constant(1);
-    const Initializer* zp = constant(3);
+    const Initializer* b = ctx.constant_input(1);
+    const Initializer* zp = ctx.constant_input(3);
     if (b && b->value.rank() == 2 && (zp || !ctx.has_input(3)) && (b->value.dtype() == DType::Int8 || b->value.dtype() == DType::UInt8)) {
       try {
         Values in{Value(), b->value, Value(), zp ? Value(zp->value) : Value()};

@@ -330,10 +330,8 @@ std::vector<DirectionWeights<C>> pack_directions(const RecurrentConfig& cfg, con
 }
 
 std::unique_ptr<const ConstantWeights> ConstantWeights::make(const NodeContext& ctx, const RecurrentConfig& cfg) {
-  const Graph& g = ctx.graph();
   auto constant = [&](size_t i) -> const Tensor* {
-    const std::string name = ctx.has_input(i) ? ctx.node().inputs[i] : std::string();
-    const Initializer* init = name.empty() || g.find_input(name) ? nullptr : g.find_initializer(name);
+    const Initializer* init = ctx.constant_input(i);
     return init ? &init->value : nullptr;
   };
   const Tensor *w = constant(1), *r = constant(2);
