@@ -191,12 +191,12 @@ void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bo
             b.packed().empty() ? nullptr : b.packed().data());
 }
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K) {
-  // blas_gemm's path for these: Eigen below kBlasWork, gemm_small_m on AVX-512, then this kernel.
-  return M * N * K >= kBlasWork && in_order_avx2_suits();
+  // Below kBlasWork blas_gemm takes Eigen, which a product this small suits better.
+  return M * N * K >= kBlasWork && (in_order_avx2_suits() || in_order_avx512_suits());
 }
 void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  gemm_in_order_avx2(M, N, K, a, b, c, false);
+  if (!gemm_panels_avx512(M, N, K, a, b, c)) gemm_in_order_avx2(M, N, K, a, b, c, false);
 }
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 

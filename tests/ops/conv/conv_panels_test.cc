@@ -1,10 +1,12 @@
 // Conv's panel path (ops/conv/conv_panels.cc: the im2col matrix gathered panel by panel from a
-// zero-bordered copy of the image, on CPUs with AVX2 and no AVX-512): products large enough for
-// it, over strides 1 (contiguous loads), 2 (shuffled pairs) and 3-4 (gathers), dilations,
-// asymmetric pads, 1-, 2- and 3-D, groups, batches, more than 256 rows of col (several passes)
-// and output rows narrower than a strip. Checked three ways: against a plain double loop of the
-// definition, bit for bit against im2col + gemm() (conv_by_gemm, the path it replaces), and bit
-// for bit across thread counts.
+// zero-bordered copy of the image into the strips of refeval's in-order kernels, AVX2 or
+// AVX-512): products large enough for it, over strides 1 (contiguous loads), 2 (shuffled pairs)
+// and 3-4 (gathers), dilations, asymmetric pads, 1-, 2- and 3-D, groups, batches, more than 256
+// rows of col (several passes), rows of C not a multiple of the tiles' and output rows narrower
+// than a strip. Checked against a plain double loop of the definition, bit for bit against each
+// element's chain of fused multiply-adds in order (the kernels' contract), bit for bit across
+// thread counts, and without AVX-512 bit for bit against im2col + gemm() (conv_by_gemm).
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -59,6 +61,38 @@ std::vector<double> oracle(const PanelCase& c, const std::vector<float>& x, cons
             if (!inside) continue;
             const int64_t ch = (m / Mg) * Cg + cg;
             s += double(x[size_t((n * C + ch) * in_n + off)]) * double(w[size_t((m * Cg + cg) * k_n + t)]);
+          }
+        y[size_t((n * M + m) * out_n + p)] = s;
+      }
+  return y;
+}
+
+// The kernels' contract, without bias: each output is one float chain s = fma(w, x, s) from 0 over
+// (channel, tap) in order, a tap in the padding reading 0.
+std::vector<float> fma_chains(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w, const Shape& ys) {
+  const size_t D = c.x.size() - 2;
+  const int64_t N = c.x[0], C = c.x[1], M = c.w[0], Cg = c.w[1], Mg = M / c.group;
+  const Shape out(ys.begin() + 2, ys.end()), in(c.x.begin() + 2, c.x.end()), ker(c.w.begin() + 2, c.w.end());
+  const int64_t out_n = shape_size(out), in_n = shape_size(in), k_n = shape_size(ker);
+  std::vector<float> y(size_t(N * M * out_n));
+  std::vector<int64_t> o(D), k(D);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < out_n; ++p) {
+        for (int64_t r = p, d = int64_t(D) - 1; d >= 0; --d) o[size_t(d)] = r % out[size_t(d)], r /= out[size_t(d)];
+        float s = 0;
+        for (int64_t cg = 0; cg < Cg; ++cg)
+          for (int64_t t = 0; t < k_n; ++t) {
+            for (int64_t r = t, d = int64_t(D) - 1; d >= 0; --d) k[size_t(d)] = r % ker[size_t(d)], r /= ker[size_t(d)];
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t d = 0; d < D; ++d) {
+              const int64_t i = o[d] * c.strides[d] - c.pads[d] + k[d] * c.dilations[d];
+              inside = inside && i >= 0 && i < in[d];
+              off = off * in[d] + i;
+            }
+            const float xv = inside ? x[size_t((n * C + (m / Mg) * Cg + cg) * in_n + off)] : 0.f;
+            s = std::fma(w[size_t((m * Cg + cg) * k_n + t)], xv, s);
           }
         y[size_t((n * M + m) * out_n + p)] = s;
       }
@@ -126,8 +160,12 @@ TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the 
 
     std::vector<float> by_panels(size_t(shape_size(ys))), by_gemm(by_panels.size());
     const bool panels = ops::conv_by_panels(g, x.data(), w.data(), by_panels.data());
-    CHECK(panels == ops::in_order_avx2_suits());  // every case is large enough; other CPUs take conv_by_gemm
+    // Every case is large enough; CPUs without AVX2 take conv_by_gemm.
+    CHECK(panels == (ops::in_order_avx2_suits() || ops::in_order_avx512_suits()));
     if (!panels) continue;
+    const std::vector<float> chains = fma_chains(c, x, w, ys);
+    CHECK(std::memcmp(by_panels.data(), chains.data(), chains.size() * sizeof(float)) == 0);
+    if (!ops::in_order_avx2_suits()) continue;  // with AVX-512 gemm() of many rows is OpenBLAS's
     ops::conv_by_gemm(g, x.data(), w.data(), by_gemm.data(),
                       [](int64_t M, int64_t N, int64_t K, const float* a, const float* bm, float* cm) {
                         ops::gemm(false, false, M, N, K, a, bm, cm, false);
@@ -137,7 +175,7 @@ TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the 
 }
 
 TEST_CASE("Conv panel path declines what it does not cover") {
-  if (!ops::in_order_avx2_suits()) return;
+  if (!ops::in_order_avx2_suits() && !ops::in_order_avx512_suits()) return;
   const std::vector<float> x(size_t(64 * 28 * 28), 1.f), w(size_t(128 * 64), 1.f);
   std::vector<float> y(size_t(128 * 28 * 28));
   PanelCase c{"1x1, unit strides, no padding: gemm() reads X itself", {1, 64, 28, 28}, {128, 64, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
