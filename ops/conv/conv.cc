@@ -1,9 +1,9 @@
 // Conv (1, 11, 22): Y[n, m, o...] = B[m] + sum over c in m's group and kernel taps k of
 // X[n, c, o * stride - pad_begin + k * dilation] * W[m, c', k], zero outside X (conv_common.h).
 // Fast paths: depthwise 2-D convolutions directly (conv_depthwise.cc), the others per image and
-// group as one GEMM of the weights by the im2col matrix: on AVX2 CPUs without AVX-512 that matrix
-// is gathered panel by panel into the GEMM kernel's strips (conv_panels.cc), elsewhere written out
-// whole (conv_by_gemm); float16 and bfloat16 compute in float. The spec-literal loop is the oracle
+// group as one GEMM of the weights by the im2col matrix: on CPUs with AVX2 or AVX-512 that matrix
+// is gathered panel by panel into the strips of refeval's in-order GEMM kernels (conv_panels.cc),
+// elsewhere written out whole (conv_by_gemm); float16 and bfloat16 compute in float. The spec-literal loop is the oracle
 // in tests/ops/conv/conv_test.cc (and conv_panels_test.cc).
 #include <fmt/format.h>
 

@@ -196,12 +196,13 @@ void col2im(const ConvGeometry& g, int64_t channels, const T* col, T* x) {
   }
 }
 
-// The float convolution as conv_by_gemm's product, Y_g = W_g * col per image and group, on the
-// in-order AVX2 kernel with the im2col matrix never written out: each 256 x 96 panel of it is
-// gathered from X into the kernel's strips just before they are read (conv_panels.cc). The same
-// bits as conv_by_gemm through gemm(). false, doing nothing, where conv_by_gemm's gemm() would not
-// take that kernel (other CPUs, small products) or reads X directly (1x1 kernels, unit strides,
-// no padding), and for 0-D convolutions.
+// The float convolution as conv_by_gemm's product, Y_g = W_g * col per image and group, on
+// refeval's in-order AVX2 or AVX-512 kernel (gemm_panels) with the im2col matrix never written
+// out: each 256 x 96 panel of it is gathered from X into the kernel's strips just before they are
+// read (conv_panels.cc). Each output is one chain of fused multiply-adds over (channel, tap) in
+// order from zero; without AVX-512 that is also conv_by_gemm's bits through gemm(). false, doing
+// nothing, for small products (gemm() takes Eigen), CPUs without AVX2, 0-D convolutions and,
+// without AVX-512, where gemm() reads X directly (1x1 kernels, unit strides, no padding).
 bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, float* y);
 
 // Floor division (Python's //), for padding arithmetic that may be negative.

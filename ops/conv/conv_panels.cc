@@ -1,10 +1,11 @@
-// conv_by_panels (conv_common.h): Conv's product Y_g = W_g col on the in-order AVX2 GEMM kernel
-// with the im2col matrix `col` (rows: channel, then kernel tap; columns: output positions) never
-// written out. The image's channels are first copied once into a zero-bordered buffer (the
-// padding made real), so that every entry of col is a plain read; each 256 x 96 panel of col is
-// then gathered into the kernel's strips of 16 columns just before the tiles read it: a strip's
-// row is 16 output positions, two vector loads from one input row (a strided pair of loads and a
-// shuffle at stride 2), blended when the 16 positions span output rows.
+// conv_by_panels (conv_common.h): Conv's product Y_g = W_g col on the in-order GEMM kernels
+// (gemm_panels: AVX2 or AVX-512) with the im2col matrix `col` (rows: channel, then kernel tap;
+// columns: output positions) never written out. The image's channels are first copied once into
+// a zero-bordered buffer (the padding made real), so that every entry of col is a plain read; each
+// 256 x 96 panel of col is then gathered into the kernel's strips of 16 columns just before the
+// tiles read it: a strip's row is 16 output positions, two vector loads from one input row (a
+// strided pair of loads and a shuffle at stride 2), blended when the 16 positions span output
+// rows. A 1x1 kernel with unit strides and no padding has X itself as col (ImagePanels).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -169,6 +170,24 @@ class Im2colPanels final : public PanelSource {
   float* padded_;  // slack, channels_ padded images, slack
 };
 
+// The image itself as col (a 1x1 kernel with unit strides and no padding: col is X, channels by
+// positions), copied into strips a panel at a time.
+class ImagePanels final : public PanelSource {
+ public:
+  ImagePanels(const float* x, int64_t positions) : x_(x), n_(positions) {}
+  void fill(int64_t k0, int64_t depth, int64_t n0, int64_t width, float* strips) const override {
+    for (int64_t j = 0; j < width; j += kLanes) {
+      const int64_t count = std::min(kLanes, width - j);
+      float* dst = strips + j * depth;
+      for (int64_t kk = 0; kk < depth; ++kk, dst += kLanes) std::copy_n(x_ + (k0 + kk) * n_ + n0 + j, count, dst);
+    }
+  }
+
+ private:
+  const float* x_;
+  int64_t n_;
+};
+
 }  // namespace
 
 bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, float* y) {
@@ -178,7 +197,17 @@ bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, float
     direct = direct && g.kernel[d] == 1 && g.strides[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
   for (size_t d = 0; d < g.in.size(); ++d)
     if (g.pad_begin[d] < 0 || g.pad_end[d] < 0) return false;  // (the padded copy would crop)
-  if (g.in.empty() || direct || !gemm_panels_suits(Mg, out_n, K)) return false;
+  if (g.in.empty() || !gemm_panels_suits(Mg, out_n, K)) return false;
+  if (direct) {
+    // Without AVX-512 gemm() reads X in place on the same in-order kernel; with it, gemm() of
+    // many rows is OpenBLAS's, which re-packs the weights on every call.
+    if (!in_order_avx512_suits()) return false;
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t grp = 0; grp < g.group; ++grp)
+        gemm_panels(Mg, out_n, K, w + grp * Mg * K, ImagePanels(x + (n * g.C + grp * Cg) * out_n, out_n),
+                    y + (n * g.M + grp * Mg) * out_n);
+    return true;
+  }
   Im2colPanels panels(g, Cg);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t grp = 0; grp < g.group; ++grp) {
