@@ -8,7 +8,8 @@
 # also checked against torch's output (refeval test, atol 1e-4).
 #   benchmarks/compare.sh [BUILD_DIR]     (REPEAT=20, ROUNDS=3; REFEVAL_BENCH_DIR for the exports;
 #                                          HELDOUT=1: instead, models the repo's work was not tuned
-#                                          on: other torchvision nets, opsets and batch sizes, a
+#                                          on: other torchvision nets (ResNet-34 and -50,
+#                                          MobileNetV3, EfficientNet), opsets and batch sizes, a
 #                                          GPT-2 at opset 14 with batch 2)
 # Needs Debian's python3-torch, python3-torchvision and python3-onnx (to export the models) and
 # npm (installs onnxruntime-node into benchmarks/ort/node_modules on first use). Never a test.
@@ -35,6 +36,7 @@ if [[ ${HELDOUT:-0} == 1 ]]; then
     "heldout-gpt2-opset14-b2-seq48|input_ids|$here/gpt2/make_gpt2.py DIR --opset 14 --batch 2 --seq 48 --seed 3"
     "heldout-resnet34-opset17|input|$here/vision/make_torchvision.py DIR resnet34 --opset 17"
     "heldout-resnet18-b2-opset11|input|$here/vision/make_torchvision.py DIR resnet18 --opset 11 --batch 2"
+    "heldout-resnet50-opset17|input|$here/vision/make_torchvision.py DIR resnet50 --opset 17"
     "heldout-mobilenet_v3_large|input|$here/vision/make_torchvision.py DIR mobilenet_v3_large --opset 17"
     "heldout-efficientnet_b0|input|$here/vision/make_torchvision.py DIR efficientnet_b0 --opset 17"
   )
