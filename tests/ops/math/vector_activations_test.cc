@@ -22,6 +22,10 @@ std::vector<float> samples() {
   for (int i = -3000; i <= 3000; ++i) x.push_back(float(i) * 0.01f + float(i % 7) * 1e-4f);
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, inf, -inf, 1e-30f, -1e-30f, 88.5f, -88.5f, 1e30f, -1e30f, std::nanf("")}) x.push_back(v);
+  // Around Exp's floor (inputs below -104 give 0 without the vector code's slow path) and a
+  // causal mask's float lowest beside ordinary values in one vector.
+  for (float v : {-103.9f, -104.0f, -104.1f, 1.5f, std::numeric_limits<float>::lowest(), -2.0f, std::nanf(""), 0.5f})
+    x.push_back(v);
   return x;
 }
 
