@@ -253,25 +253,10 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
                         bool accumulate) {
   if (!in_order_avx2_suits()) return false;
-  // Threads take column blocks; with fewer blocks than threads (ResNet-18's 7 x 7 outputs are one
-  // block) the rows are split too, in multiples of 6, each part making its own copy of the
-  // panels. Every element is the same chain however the work is split.
-  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols, groups = (M + 5) / 6;
-  const int64_t parts = std::min(groups, std::max<int64_t>(1, (thread_count() + blocks - 1) / blocks));
-  const int64_t part_rows = (groups + parts - 1) / parts * 6;
-  parallel_for(blocks * parts, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> panel(size_t(kDepth * kBlockCols));
-    for (int64_t item = first; item < last; ++item) {
-      const int64_t n0 = item / parts * kBlockCols, width = std::min(kBlockCols, N - n0);
-      const int64_t m0 = item % parts * part_rows, rows = std::min(part_rows, M - m0);
-      if (rows <= 0) continue;
-      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
-        const int64_t depth = std::min(kDepth, K - k0);
-        b.fill(k0, depth, n0, width, panel.data());
-        strips_block(rows, N, K, depth, a + m0 * K + k0, panel.data(), kStrip * depth, c + m0 * N, n0, width,
-                     accumulate || k0 > 0, true);
-      }
-    }
+  for_each_panel(M, N, K, 6, b, [&](int64_t m0, int64_t rows, int64_t n0, int64_t width, int64_t k0, int64_t depth,
+                                    const float* panel) {
+    strips_block(rows, N, K, depth, a + m0 * K + k0, panel, kStrip * depth, c + m0 * N, n0, width,
+                 accumulate || k0 > 0, true);
   });
   return true;
 }

@@ -200,6 +200,28 @@ void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSou
 }
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 
+void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const PanelSource& b,
+                    const PanelProduct& product) {
+  constexpr int64_t kBlockCols = 96, kDepth = 256;
+  // Every element is the same chain however the work is split.
+  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols, groups = (M + row_tile - 1) / row_tile;
+  const int64_t parts = std::min(groups, std::max<int64_t>(1, (thread_count() + blocks - 1) / blocks));
+  const int64_t part_rows = (groups + parts - 1) / parts * row_tile;
+  parallel_for(blocks * parts, 1, [&](int64_t first, int64_t last) {
+    thread_local std::vector<float> panel(size_t(kDepth * kBlockCols));
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t n0 = item / parts * kBlockCols, width = std::min(kBlockCols, N - n0);
+      const int64_t m0 = item % parts * part_rows, rows = std::min(part_rows, M - m0);
+      if (rows <= 0) continue;
+      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
+        const int64_t depth = std::min(kDepth, K - k0);
+        b.fill(k0, depth, n0, width, panel.data());
+        product(m0, rows, n0, width, k0, depth, panel.data());
+      }
+    }
+  });
+}
+
 std::atomic<uint64_t> g_packs{0};
 std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against packing_budget()
 

@@ -15,15 +15,13 @@
 
 #include <algorithm>
 #include <utility>
-#include <vector>
 
 #include "linalg_common.h"
-#include "refeval/threads.h"
 
 namespace refeval::ops {
 namespace {
 
-constexpr int64_t kBlockCols = 96, kDepth = 256, kStrip = 16;
+constexpr int64_t kStrip = 16;  // panels of 256 x 96 (for_each_panel) in strips of 16 columns
 constexpr int kRows = 8, kStrips = 3;  // the full tile
 
 // Rows [0, R) x strips [0, V) of C from `depth` rows of the strips at b (strip v at b + v
@@ -100,25 +98,9 @@ bool in_order_avx512_suits() {
 
 bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c) {
   if (!in_order_avx512_suits()) return false;
-  // Threads take column blocks; with fewer blocks than threads (ResNet-18's 7 x 7 outputs are one
-  // block) the rows are split too, in multiples of 8, each part gathering its own panels. Every
-  // element is the same chain however the work is split.
-  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols, groups = (M + kRows - 1) / kRows;
-  const int64_t parts = std::min(groups, std::max<int64_t>(1, (thread_count() + blocks - 1) / blocks));
-  const int64_t part_rows = (groups + parts - 1) / parts * kRows;
-  parallel_for(blocks * parts, 1, [&](int64_t first, int64_t last) {
-    // Kept from call to call: a fresh buffer would fault in its pages on every convolution.
-    thread_local std::vector<float> panel(size_t(kDepth * kBlockCols));
-    for (int64_t item = first; item < last; ++item) {
-      const int64_t n0 = item / parts * kBlockCols, width = std::min(kBlockCols, N - n0);
-      const int64_t m0 = item % parts * part_rows, rows = std::min(part_rows, M - m0);
-      if (rows <= 0) continue;
-      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
-        const int64_t depth = std::min(kDepth, K - k0);
-        b.fill(k0, depth, n0, width, panel.data());
-        panel_product(rows, width, depth, a + m0 * K + k0, K, panel.data(), c + m0 * N, N, n0, k0 > 0);
-      }
-    }
+  for_each_panel(M, N, K, kRows, b, [&](int64_t m0, int64_t rows, int64_t n0, int64_t width, int64_t k0,
+                                        int64_t depth, const float* panel) {
+    panel_product(rows, width, depth, a + m0 * K + k0, K, panel, c + m0 * N, N, n0, k0 > 0);
   });
   return true;
 }

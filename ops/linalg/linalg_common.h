@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -48,6 +49,15 @@ class PanelSource {
 // copy of b in memory. false, doing nothing, on CPUs the kernel does not run on.
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
                         bool accumulate);
+// The work of both kernels' PanelSource products: C's columns in blocks of 96 and, with fewer
+// blocks than threads (ResNet-18's 7 x 7 outputs are one block), its rows in parts of a multiple
+// of row_tile, each part on one thread gathering its own panels of b, 256 rows of k (k0 up) x the
+// block's `width` columns from n0, into a buffer kept per thread (a fresh one would fault in its
+// pages on every call); product(m0, rows, n0, width, k0, depth, panel) follows each fill.
+using PanelProduct = std::function<void(int64_t m0, int64_t rows, int64_t n0, int64_t width, int64_t k0,
+                                        int64_t depth, const float* panel)>;
+void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const PanelSource& b,
+                    const PanelProduct& product);
 // The same on AVX-512 CPUs (gemm_panels_avx512.cc), every element one in-order chain of fused
 // multiply-adds from zero; false, doing nothing, on other CPUs.
 bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);

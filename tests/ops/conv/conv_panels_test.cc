@@ -29,58 +29,32 @@ struct PanelCase {
   int64_t group = 1;
 };
 
-// Y[n, m, o...] = B[m] + sum over c in m's group and taps k of X[n, c, o * s - pad + k * d] W[m, c', k],
-// zero outside X, in double.
-std::vector<double> oracle(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w,
-                           const std::vector<float>& b, Shape& ys) {
+Shape output_shape(const PanelCase& c) {
   const size_t D = c.x.size() - 2;
-  const int64_t N = c.x[0], C = c.x[1], M = c.w[0], Cg = c.w[1], Mg = M / c.group;
-  Shape out(D), in(c.x.begin() + 2, c.x.end()), ker(c.w.begin() + 2, c.w.end());
+  Shape ys{c.x[0], c.w[0]};
   for (size_t d = 0; d < D; ++d)
-    out[d] = (in[d] + c.pads[d] + c.pads[d + D] - ((ker[d] - 1) * c.dilations[d] + 1)) / c.strides[d] + 1;
-  ys = {N, M};
-  ys.insert(ys.end(), out.begin(), out.end());
-  const int64_t out_n = shape_size(out), in_n = shape_size(in), k_n = shape_size(ker);
-  std::vector<double> y(size_t(N * M * out_n));
-  std::vector<int64_t> o(D), k(D);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t p = 0; p < out_n; ++p) {
-        for (int64_t r = p, d = int64_t(D) - 1; d >= 0; --d) o[size_t(d)] = r % out[size_t(d)], r /= out[size_t(d)];
-        double s = b[size_t(m)];
-        for (int64_t cg = 0; cg < Cg; ++cg)
-          for (int64_t t = 0; t < k_n; ++t) {
-            for (int64_t r = t, d = int64_t(D) - 1; d >= 0; --d) k[size_t(d)] = r % ker[size_t(d)], r /= ker[size_t(d)];
-            int64_t off = 0;
-            bool inside = true;
-            for (size_t d = 0; d < D; ++d) {
-              const int64_t i = o[d] * c.strides[d] - c.pads[d] + k[d] * c.dilations[d];
-              inside = inside && i >= 0 && i < in[d];
-              off = off * in[d] + i;
-            }
-            if (!inside) continue;
-            const int64_t ch = (m / Mg) * Cg + cg;
-            s += double(x[size_t((n * C + ch) * in_n + off)]) * double(w[size_t((m * Cg + cg) * k_n + t)]);
-          }
-        y[size_t((n * M + m) * out_n + p)] = s;
-      }
-  return y;
+    ys.push_back((c.x[d + 2] + c.pads[d] + c.pads[d + D] - ((c.w[d + 2] - 1) * c.dilations[d] + 1)) / c.strides[d] + 1);
+  return ys;
 }
 
-// The kernels' contract, without bias: each output is one float chain s = fma(w, x, s) from 0 over
-// (channel, tap) in order, a tap in the padding reading 0.
-std::vector<float> fma_chains(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w, const Shape& ys) {
+// The convolution by its definition: for each output Y[n, m, o...] in turn, s = start(m), then
+// s = step(s, W[m, c', k], X[n, c, o * s - pad + k * d]) over c in m's group and taps k in order,
+// X reading 0 outside its bounds.
+template <class S, class Start, class Step>
+std::vector<S> convolve(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w, Start start,
+                        Step step) {
   const size_t D = c.x.size() - 2;
   const int64_t N = c.x[0], C = c.x[1], M = c.w[0], Cg = c.w[1], Mg = M / c.group;
+  const Shape ys = output_shape(c);
   const Shape out(ys.begin() + 2, ys.end()), in(c.x.begin() + 2, c.x.end()), ker(c.w.begin() + 2, c.w.end());
   const int64_t out_n = shape_size(out), in_n = shape_size(in), k_n = shape_size(ker);
-  std::vector<float> y(size_t(N * M * out_n));
+  std::vector<S> y(size_t(N * M * out_n));
   std::vector<int64_t> o(D), k(D);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t p = 0; p < out_n; ++p) {
         for (int64_t r = p, d = int64_t(D) - 1; d >= 0; --d) o[size_t(d)] = r % out[size_t(d)], r /= out[size_t(d)];
-        float s = 0;
+        S s = start(m);
         for (int64_t cg = 0; cg < Cg; ++cg)
           for (int64_t t = 0; t < k_n; ++t) {
             for (int64_t r = t, d = int64_t(D) - 1; d >= 0; --d) k[size_t(d)] = r % ker[size_t(d)], r /= ker[size_t(d)];
@@ -92,11 +66,25 @@ std::vector<float> fma_chains(const PanelCase& c, const std::vector<float>& x, c
               off = off * in[d] + i;
             }
             const float xv = inside ? x[size_t((n * C + (m / Mg) * Cg + cg) * in_n + off)] : 0.f;
-            s = std::fma(w[size_t((m * Cg + cg) * k_n + t)], xv, s);
+            s = step(s, w[size_t((m * Cg + cg) * k_n + t)], xv);
           }
         y[size_t((n * M + m) * out_n + p)] = s;
       }
   return y;
+}
+
+// The oracle: Y = B + W * X in double.
+std::vector<double> oracle(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w,
+                           const std::vector<float>& b) {
+  return convolve<double>(c, x, w, [&](int64_t m) { return double(b[size_t(m)]); },
+                          [](double s, float wv, float xv) { return s + double(xv) * double(wv); });
+}
+
+// The kernels' contract, without bias: each output is one float chain s = fma(w, x, s) from 0 over
+// (channel, tap) in order, a tap in the padding reading 0.
+std::vector<float> fma_chains(const PanelCase& c, const std::vector<float>& x, const std::vector<float>& w) {
+  return convolve<float>(c, x, w, [](int64_t) { return 0.f; },
+                         [](float s, float wv, float xv) { return std::fma(wv, xv, s); });
 }
 
 std::vector<float> uniform(int64_t n, std::mt19937& gen) {
@@ -141,8 +129,8 @@ TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the 
     const std::string what = c.what;
     CAPTURE(what);
     const auto x = uniform(shape_size(c.x), gen), w = uniform(shape_size(c.w), gen), b = uniform(c.w[0], gen);
-    Shape ys;
-    const auto expected = oracle(c, x, w, b, ys);
+    const Shape ys = output_shape(c);
+    const auto expected = oracle(c, x, w, b);
     const ops::ConvGeometry g = geometry(c, ys);
     const int64_t K = shape_size(g.kernel) * g.C / g.group;
     REQUIRE(g.M / g.group * g.out_size() * K >= (int64_t(1) << 18));  // large enough for the in-order kernel
@@ -167,7 +155,7 @@ TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the 
                         c.pads == std::vector<int64_t>(c.pads.size(), 0);
     CHECK(panels == (ops::in_order_avx512_suits() || (ops::in_order_avx2_suits() && !direct)));
     if (!panels) continue;
-    const std::vector<float> chains = fma_chains(c, x, w, ys);
+    const std::vector<float> chains = fma_chains(c, x, w);
     CHECK(std::memcmp(by_panels.data(), chains.data(), chains.size() * sizeof(float)) == 0);
     if (!ops::in_order_avx2_suits()) continue;  // with AVX-512 gemm() of many rows is OpenBLAS's
     ops::conv_by_gemm(g, x.data(), w.data(), by_gemm.data(),
