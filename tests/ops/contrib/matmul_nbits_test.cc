@@ -236,19 +236,20 @@ TEST_CASE("MatMulNBits: dequantization is exact, (q - zp) * scale per element") 
 
 TEST_CASE("MatMulNBits: bit-identical across thread counts and batch sizes") {
   // Large enough that two threads split the columns, for the register path (1 and 3 rows) and the
-  // float-tile path (9 rows; 601 columns: the AVX-512 tile pairs them, the last one alone), and a
-  // row computed alone equals the same row within the batch.
+  // float-tile path (17, 14 and 9 rows: full 8-row tiles and edge tiles of 1 and 6 on AVX-512; 601
+  // columns: the AVX-512 tile pairs them, the last one alone), and a row computed alone equals the
+  // same row within the batch.
   for (int64_t bits : {2, 4, 8}) {
     Problem p;
-    p.bits = bits, p.bs = 32, p.K = 260, p.N = 601, p.zp = Zp::Packed, p.bias = true, p.a_shape = {9, p.K}, p.seed = 7;
+    p.bits = bits, p.bs = 32, p.K = 260, p.N = 601, p.zp = Zp::Packed, p.bias = true, p.a_shape = {17, p.K}, p.seed = 7;
     const Inputs in = make_inputs(p);
     const float* a = in.a.data<float>();
     Tensor batch;
-    for (int64_t M : {9, 3, 1}) {
+    for (int64_t M : {17, 14, 9, 3, 1}) {
       Problem q = p;
       q.a_shape = {M, p.K};
       Inputs rows = in;
-      rows.a = tensor<float>({M, p.K}, std::vector<float>(a + (9 - M) * p.K, a + 9 * p.K));  // the last M rows
+      rows.a = tensor<float>({M, p.K}, std::vector<float>(a + (17 - M) * p.K, a + 17 * p.K));  // the last M rows
       set_thread_count(1);
       const Tensor one = run(q, rows);
       set_thread_count(2);
@@ -257,8 +258,8 @@ TEST_CASE("MatMulNBits: bit-identical across thread counts and batch sizes") {
       CAPTURE(bits);
       CAPTURE(M);
       CHECK(bit_equal(one, two));
-      if (M == 9) batch = one;
-      CHECK(std::memcmp(one.data<float>(), batch.data<float>() + (9 - M) * p.N, size_t(M * p.N) * sizeof(float)) == 0);
+      if (M == 17) batch = one;
+      CHECK(std::memcmp(one.data<float>(), batch.data<float>() + (17 - M) * p.N, size_t(M * p.N) * sizeof(float)) == 0);
     }
   }
 }
