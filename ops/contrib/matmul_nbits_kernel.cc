@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -306,7 +307,7 @@ void dequantize_column_fast(const NBitsWeight<S>& w, int64_t n, float* out, int6
 // The float tile with 512-bit vectors: each holds two columns' 8 lanes side by side (the tile
 // interleaves column pairs 8 values at a time) and each row's 8 values twice, so every lane runs
 // the same fused multiply-add chain as in tile_dot, twice as many per instruction: same bits.
-constexpr int64_t kPairs = 3;  // column pairs per tile: up to 8 rows x 3 pairs of accumulators (24 registers)
+constexpr int64_t kPairs = 3;  // column pairs per tile (24 accumulators with 8 rows)
 
 template <int R>
 void pair_tile_dot(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_t n0, int64_t cols,
@@ -330,6 +331,16 @@ void pair_tile_dot(const float* a, int64_t lda, const float* tile, int64_t Kp, i
     }
 }
 
+constexpr int64_t kPairRows = 8;  // rows of a full tile: 8 x 3 pairs of accumulators
+using PairTileDot = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t);
+template <int... Rs>
+PairTileDot pair_tile_dot_for(int rows, std::integer_sequence<int, Rs...>) {
+  PairTileDot f = nullptr;
+  ((rows == Rs + 1 ? (f = pair_tile_dot<Rs + 1>, 0) : 0), ...);
+  return f;
+}
+PairTileDot pair_tile_dot_for(int rows) { return pair_tile_dot_for(rows, std::make_integer_sequence<int, kPairRows>()); }
+
 template <class S>
 void pair_tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1,
                 const float* bias, float* y) {
@@ -338,18 +349,8 @@ void pair_tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M,
   for (int64_t n = n0; n < n1; n += 2 * kPairs) {
     const int64_t cols = std::min(2 * kPairs, n1 - n);
     for (int64_t c = 0; c < cols; ++c) dequantize_column_fast(w, n + c, tile.data() + c / 2 * 2 * Kp + c % 2 * kLanes, Kp, 2 * kLanes);
-    int64_t m = 0;
-    for (; m + 8 <= M; m += 8) pair_tile_dot<8>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N);
-    switch (M - m) {
-      case 7: pair_tile_dot<7>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      case 6: pair_tile_dot<6>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      case 5: pair_tile_dot<5>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      case 4: pair_tile_dot<4>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      case 3: pair_tile_dot<3>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      case 2: pair_tile_dot<2>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      case 1: pair_tile_dot<1>(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N); break;
-      default: break;
-    }
+    for (int64_t m = 0; m < M; m += kPairRows)
+      pair_tile_dot_for(int(std::min(kPairRows, M - m)))(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N);
   }
 }
 #endif
