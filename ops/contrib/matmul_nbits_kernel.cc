@@ -109,6 +109,16 @@ inline __m256 lane_mask(int64_t count) {
   return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
+// A row's 8 values, kept in a register. Left to itself GCC folds the load into each of the C
+// multiply-adds that use it (a memory operand each): the 4 x 3 float tile read A 12 times a step
+// where 4 loads do, and ran at 25 GMAC/s where the FMA units give 57 (32 x 768 x 3072 prefill
+// product 2.42 -> 1.72 ms, built for AVX2 on a Zen 5). The empty asm hides the value from the fold.
+inline __m256 load_row(const float* p) {
+  __m256 v = _mm256_loadu_ps(p);
+  asm("" : "+x"(v));
+  return v;
+}
+
 // Rows [0, R) x columns [n0, n0 + C) of y, unpacking each block of B into registers (no g_idx).
 // `a` has rows of lda >= round_up(K, 8) floats, zero beyond K.
 template <int Bits, int R, int C, class S>
@@ -132,7 +142,7 @@ void fused_tile(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0
       if (len - i < kLanes)  // the last group of a partial block: zero weights, as a is zero there
         for (int c = 0; c < C; ++c) wv[c] = _mm256_and_ps(wv[c], lane_mask(len - i));
       for (int r = 0; r < R; ++r) {
-        const __m256 av = _mm256_loadu_ps(a + r * lda + k0 + i);
+        const __m256 av = load_row(a + r * lda + k0 + i);
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
       }
     }
@@ -246,7 +256,7 @@ void tile_dot(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_
     __m256 wv[C];
     for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(tile + c * Kp + k);
     for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_loadu_ps(a + r * lda + k);
+      const __m256 av = load_row(a + r * lda + k);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
     }
   }
