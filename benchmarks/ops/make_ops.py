@@ -115,6 +115,11 @@ def gemm_1x512x1000_classifier():
     return model("Gemm", {"a": rand(1, 512)}, {"b": rand(1000, 512), "c": rand(1000)}, {"transB": 1})
 
 
+@case
+def gemm_1x1024x1000_densenet_classifier():  # B (4 MB) larger than L2
+    return model("Gemm", {"a": rand(1, 1024)}, {"b": rand(1000, 1024), "c": rand(1000)}, {"transB": 1})
+
+
 # --- convolutions (NCHW)
 @case
 def conv_3x3_64x56x56():
@@ -167,6 +172,11 @@ def maxpool_2x2_128x56x56():
 def averagepool_3x3_s1_256x28x28():
     return model("AveragePool", {"x": rand(1, 256, 28, 28)},
                  attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 0})
+
+
+@case
+def averagepool_2x2_s2_128x56x56():  # DenseNet's transitions
+    return model("AveragePool", {"x": rand(1, 128, 56, 56)}, attrs={"kernel_shape": [2, 2], "strides": [2, 2]})
 
 
 @case
@@ -389,6 +399,11 @@ def concat_channels_2x64x56x56():
 
 
 @case
+def concat_channels_192_32x56x56():  # a DenseNet layer's growth: unequal parts
+    return model("Concat", {"a": rand(1, 192, 56, 56), "b": rand(1, 32, 56, 56)}, attrs={"axis": 1})
+
+
+@case
 def concat_kv_cache_12x127x64_plus_1():
     return model("Concat", {"a": rand(1, 12, 127, 64), "b": rand(1, 12, 1, 64)}, attrs={"axis": 2})
 
@@ -463,6 +478,11 @@ def tile_2x2_64x56x56():
 @case
 def pad_constant_64x56x56():
     return model("Pad", {"x": rand(1, 64, 56, 56)}, {"p": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)})
+
+
+@case
+def pad_zero_128x56x56():  # what a dynamic-shape export writes before a pool: pads all 0
+    return model("Pad", {"x": rand(1, 128, 56, 56)}, {"p": np.zeros(8, np.int64)})
 
 
 @case

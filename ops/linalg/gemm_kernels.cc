@@ -1,5 +1,5 @@
-// GEMM kernels and the matmul shape rules. Large float products with few rows of A and no
-// transposes run on refeval's small-M AVX-512 kernel (gemm_small_m.cc: GPT-2's LM head, 32 x 768
+// GEMM kernels and the matmul shape rules. Large float products with few rows of A (and A not
+// transposed) run on refeval's small-M AVX-512 kernel (gemm_small_m.cc: GPT-2's LM head, 32 x 768
 // x 50257, in 27 ms against OpenBLAS's 41-48); other large products on OpenBLAS (Debian's
 // libopenblas, about twice Eigen's speed) on refeval's thread count: both split the output into
 // blocks, each summed over all of K by one thread, so results do not depend on it. Small ones
@@ -106,11 +106,12 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
 }
 
 // C (M x N, row-major) = op(A) op(B) (+ C when acc); a transposed operand is stored K x M / N x K.
-// `packed`: b in the in-order AVX2 kernel's panels (ConstantRhs), read in place of b by that
-// kernel; every other path reads b as before.
+// `packed`: b in the in-order AVX2 kernel's panels, `small_m_blocks`: a transposed b in the few-row
+// kernel's blocks (ConstantRhs), read in place of b by the kernels they are made for; every
+// other path reads b.
 template <class T, class Gemm>
 void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc,
-               const T* packed = nullptr) {
+               const T* packed = nullptr, const T* small_m_blocks = nullptr) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
   if (M == 0 || N == 0) return;
   if (K == 0) {
@@ -120,6 +121,14 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
   if constexpr (std::is_same_v<T, float>) {
     if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
+    // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
+    // OpenBLAS spends packing it on every call anyway (a constant B's are made once).
+    if (!ta && tb && gemm_small_m_suits(M, N, K)) {
+      std::vector<float> made;
+      if (!small_m_blocks) made = pack_small_m(true, K, N, b), small_m_blocks = made.data();
+      gemm_small_m(M, N, K, a, nullptr, c, acc, small_m_blocks);
+      return;
+    }
     // Without AVX-512, refeval's in-order kernel replaces OpenBLAS's (whose sums depend on where
     // an element sits); a transposed operand is copied untransposed first (O(MK) or O(NK) against
     // the product's O(MNK)).
@@ -188,7 +197,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, co
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
   blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
-            b.packed().empty() ? nullptr : b.packed().data());
+            b.packed().empty() ? nullptr : b.packed().data(), b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
 }
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K) {
   // Below kBlasWork blas_gemm takes Eigen, which a product this small suits better.
@@ -228,6 +237,7 @@ std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against p
 ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
     : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
       packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {
+  if (trans_b && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
   g_packs.fetch_add(1, std::memory_order_relaxed);
   g_packed_bytes.fetch_add(uint64_t(b_.size()) * sizeof(float), std::memory_order_relaxed);
 }
@@ -256,15 +266,16 @@ ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool tr
   const Initializer* init = ctx.constant_input(input);
   constant_ = init != nullptr;
   // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
-  if (constant_ && suits(init->value)) rhs_ = packed_within_budget(init->value, trans_b);
+  if (constant_ && suits(init->value, trans_b)) rhs_ = packed_within_budget(init->value, trans_b);
 }
 
-bool ConstantRhsCache::suits(const Tensor& b) {
-  return b.dtype() == DType::Float && b.rank() == 2 && b.size() > 0 && in_order_avx2_suits();
+bool ConstantRhsCache::suits(const Tensor& b, bool trans_b) {
+  return b.dtype() == DType::Float && b.rank() == 2 && b.size() > 0 &&
+         (in_order_avx2_suits() || (trans_b && in_order_avx512_suits()));
 }
 
 std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {
-  if (!constant_ || !suits(b)) return nullptr;
+  if (!constant_ || !suits(b, trans_b)) return nullptr;
   std::lock_guard lock(mutex_);
   if (!rhs_ || !rhs_->holds(b, trans_b)) {
     rhs_.reset();  // its bytes go back to the budget first

@@ -11,6 +11,8 @@
 // Every element of C is one chain of fused multiply-adds over k = 0 .. K-1 (starting from C
 // when accumulating), whatever its row, column or thread: equal rows of A give equal rows of C,
 // and the result does not depend on the thread count, which splits the blocks of 48 columns.
+#include <algorithm>
+
 #include "linalg_common.h"
 #include "refeval/threads.h"
 #include "tile_avx512.h"
@@ -25,31 +27,55 @@ constexpr int64_t kDepth = 256;                    // rows of B per pass over a 
 constexpr int64_t kMaxA = int64_t(1) << 17;        // A's elements (512 KB): A and a block of B stay in L2
 
 // Columns [n0, n0 + 48) (fewer in the last block) of C, every row, 256 values of k at a time:
-// a tile goes on from the partial sums it stored, so each element stays one chain over k.
-void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate, int64_t n0) {
+// a tile goes on from the partial sums it stored, so each element stays one chain over k. B's
+// block is read where it lies in B (rows N apart) or in `blocks` (rows 48 apart, one stream).
+void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b, const float* blocks, float* c,
+                  bool accumulate, int64_t n0) {
   const int64_t width = std::min(kBlockCols, N - n0);
   const int vectors = int((width + 15) / 16);
   const int tail = int(width - 16 * (vectors - 1));
   const __mmask16 last = __mmask16((1u << tail) - 1);
-  const float* next = n0 + kBlockCols < N ? b + n0 + kBlockCols : nullptr;
+  const float* block = blocks ? blocks + n0 * K : b + n0;
+  const int64_t ldb = blocks ? kBlockCols : N;
+  const float* next = n0 + kBlockCols >= N ? nullptr : blocks ? block + kBlockCols * K : block + kBlockCols;
   for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
     const int64_t depth = std::min(kDepth, K - k0);
     for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {
       const int rows = int(std::min<int64_t>(kTileRows, M - m0));
-      avx512::tile_for(rows, vectors)(depth, a + m0 * K + k0, K, b + k0 * N + n0, N, 16, c + m0 * N + n0, N, last,
-                                      accumulate || k0 > 0, m0 == 0 && next ? next + k0 * N : nullptr);
+      avx512::tile_for(rows, vectors)(depth, a + m0 * K + k0, K, block + k0 * ldb, ldb, 16, c + m0 * N + n0, N, last,
+                                      accumulate || k0 > 0, m0 == 0 && next ? next + k0 * ldb : nullptr);
     }
   }
 }
 
 }  // namespace
 
-bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
-  if (!in_order_avx512_suits() || M * K > kMaxA || N < kBlockCols) return false;
+bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K) {
+  return in_order_avx512_suits() && M * K <= kMaxA && N >= kBlockCols;
+}
+
+bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
+                  const float* blocks) {
+  if (!gemm_small_m_suits(M, N, K)) return false;
   parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
-    for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, c, accumulate, block * kBlockCols);
+    for (int64_t block = first; block < last; ++block) column_block(M, N, K, a, b, blocks, c, accumulate, block * kBlockCols);
   });
   return true;
+}
+
+std::vector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b) {
+  std::vector<float> blocks(size_t((N + kBlockCols - 1) / kBlockCols * kBlockCols * K), 0.f);
+  for (int64_t n0 = 0; n0 < N; n0 += kBlockCols) {
+    float* block = blocks.data() + n0 * K;
+    const int64_t width = std::min(kBlockCols, N - n0);
+    if (trans_b) {
+      for (int64_t j = 0; j < width; ++j)
+        for (int64_t k = 0; k < K; ++k) block[k * kBlockCols + j] = b[(n0 + j) * K + k];
+    } else {
+      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, width, block + k * kBlockCols);
+    }
+  }
+  return blocks;
 }
 
 }  // namespace refeval::ops

@@ -1,5 +1,6 @@
 // A constant right operand packed once (ConstantRhs, ConstantRhsCache in linalg_common.h): the
-// products read the in-order AVX2 kernel's panels instead of copying B each call, and must give
+// products read the in-order AVX2 kernel's panels (on AVX-512 CPUs, a transposed B in the few-row kernel's blocks)
+// instead of copying B each call, and must give
 // exactly the bits of the uncached path (and, where that kernel runs, of the in-order FMA chain
 // computed one element at a time) for every row count: the GEMV-like one and two rows, the tiles
 // below and above the 8 rows from which B used to be copied, odd K and N (partial vectors, the
@@ -59,6 +60,7 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
           const Tensor b = tensor<float>(trans_b ? Shape{N, K} : Shape{K, N}, bv);
           const ops::ConstantRhs rhs(b, trans_b);
           REQUIRE(rhs.packed().size() == (ops::in_order_avx2_suits() ? size_t(K * ((N + 15) / 16 * 16)) : 0));
+          REQUIRE(rhs.small_m_blocks().size() == (trans_b && ops::in_order_avx512_suits() ? size_t(K * ((N + 47) / 48 * 48)) : 0));
           const std::vector<float> c0 = accumulate ? random_floats(size_t(M * N), 3) : std::vector<float>(size_t(M * N), 0.f);
           std::vector<float> plain = c0;
           ops::gemm(false, trans_b, M, N, K, a.data(), bv.data(), plain.data(), accumulate);
@@ -68,8 +70,9 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
             std::vector<float> packed = c0;
             ops::gemm(false, M, a.data(), rhs, packed.data(), accumulate);
             CHECK(same_bits(packed, plain));
-            // Where the in-order kernel takes the product (not Eigen's small ones), both are its chains.
-            if (ops::in_order_avx2_suits() && M * N * K >= (int64_t(1) << 18))
+            // Where an in-order kernel takes the product (not Eigen's small ones), both are its chains:
+            // the AVX2 one at every row count, the AVX-512 few-row one with B transposed or not.
+            if ((ops::in_order_avx2_suits() || ops::gemm_small_m_suits(M, N, K)) && M * N * K >= (int64_t(1) << 18))
               CHECK(same_bits(packed, fma_chains(M, N, K, a, bv, trans_b, c0)));
           }
           set_thread_count(1);
@@ -123,6 +126,25 @@ TEST_CASE("MatMul and Gemm with an initializer B: the same bits as with B fed, o
     const Tensor a2 = tensor<float>({M, K}, random_floats(size_t(M * K), 9));
     const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1)), attr("alpha", 0.5f)});
     CHECK(same_bits(run_with_weight(gemm, a2, bt, true, 3)[0], run_with_weight(gemm, a2, bt, false)[0]));
+  }
+}
+
+TEST_CASE("Gemm with transB and MatMul with B's transpose: the same bits where an in-order kernel runs") {
+  // A classifier head exported as Gemm(transB) computes what the same layer as a MatMul does.
+  const int64_t K = 1024, N = 1000;
+  const std::vector<float> bv = random_floats(size_t(N * K), 20);
+  std::vector<float> bt(size_t(K * N));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = bv[size_t(n * K + k)];
+  const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1))});
+  const Node matmul = node("MatMul", {"a", "b"}, {"y"});
+  for (int64_t M : {1, 3, 8, 32}) {
+    CAPTURE(M);
+    if (!ops::in_order_avx2_suits() && !ops::gemm_small_m_suits(M, N, K)) continue;  // OpenBLAS may differ
+    const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 21));
+    const Value by_gemm = run_with_weight(gemm, a, tensor<float>({N, K}, bv), true, 2)[0];
+    CHECK(same_bits(by_gemm, run_with_weight(matmul, a, tensor<float>({K, N}, bt), true)[0]));
+    CHECK(same_bits(by_gemm, run_with_weight(gemm, a, tensor<float>({N, K}, bv), false)[0]));
   }
 }
 

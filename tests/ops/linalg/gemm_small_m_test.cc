@@ -37,7 +37,10 @@ std::vector<float> fma_chains(int64_t M, int64_t N, int64_t K, const std::vector
 using Kernel = bool (*)(int64_t, int64_t, int64_t, const float*, const float*, float*, bool);
 // The in-order kernel of this CPU: small-M with AVX-512, the AVX2 one without (both decline elsewhere).
 Kernel this_cpus_kernel() {
-  if (__builtin_cpu_supports("avx512f")) return ops::gemm_small_m;
+  if (__builtin_cpu_supports("avx512f"))
+    return [](int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
+      return ops::gemm_small_m(M, N, K, a, b, c, accumulate);
+    };
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return [](int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate) {
       return ops::gemm_in_order_avx2(M, N, K, a, b, c, accumulate);
@@ -67,6 +70,29 @@ TEST_CASE("in-order GEMM: each element is the in-order FMA chain over k, bit for
       set_thread_count(threads);
       std::vector<float> c = c0;
       REQUIRE(kernel(t.M, t.N, t.K, a.data(), b.data(), c.data(), t.accumulate));
+      CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+    }
+    set_thread_count(1);
+  }
+}
+
+TEST_CASE("small-M GEMM: B read from its 48-column blocks (B transposed or not) gives the same bits") {
+  if (!ops::gemm_small_m_suits(1, 48, 1)) return;  // the AVX-512 kernel only
+  // 517 columns: ten full blocks and one of 37 (zero-padded); K 700: three 256-deep passes.
+  const int64_t M = 9, N = 517, K = 700;
+  const std::vector<float> a = ramp(M * K, 6), b = ramp(K * N, 7), c0 = ramp(M * N, 8);
+  std::vector<float> bt(size_t(N * K));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) bt[size_t(n * K + k)] = b[size_t(k * N + n)];
+  const std::vector<float> want = fma_chains(M, N, K, a, b, c0);
+  for (bool trans_b : {false, true}) {
+    CAPTURE(trans_b);
+    const std::vector<float> blocks = ops::pack_small_m(trans_b, K, N, trans_b ? bt.data() : b.data());
+    REQUIRE(blocks.size() == size_t(K * 528));
+    for (int threads : {1, 2}) {
+      set_thread_count(threads);
+      std::vector<float> c = c0;
+      REQUIRE(ops::gemm_small_m(M, N, K, a.data(), nullptr, c.data(), true, blocks.data()));
       CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
     }
     set_thread_count(1);
