@@ -49,15 +49,26 @@ class Int16Panels {
  public:
   // Columns per panel: one vector of int32 sums (AVX-512BW: 16, twice AVX2's 8 per instruction).
 #if defined(__AVX512BW__)
-  static constexpr int64_t kCols = 16;
+  static constexpr int64_t kCols = 16, kRows = 4;
   using Vec = __m512i;
   static Vec load(const Vec* p) { return _mm512_loadu_si512(p); }
+  static void store(int32_t* p, Vec v) { _mm512_storeu_si512(p, v); }
   static Vec broadcast(int32_t pair) { return _mm512_set1_epi32(pair); }
   static Vec multiply_add(Vec x, Vec w, Vec sum) { return _mm512_add_epi32(sum, _mm512_madd_epi16(x, w)); }
 #else
-  static constexpr int64_t kCols = 8;
+  // Rows per tile: 3 x 3 sums, the panels' 3 vectors, a broadcast and vpmaddwd's product fit
+  // AVX2's 16 registers (4 x 3 spilled sums to the stack every step). The asm keeps a panel
+  // vector in its register: GCC would fold the load into each vpmaddwd that reads it, 3 loads
+  // where 1 does. With both, and the unrolled loops below, 128 x 768 x 768 built for AVX2 went
+  // from 1.74 to 0.81 ms on a Zen 5.
+  static constexpr int64_t kCols = 8, kRows = 3;
   using Vec = __m256i;
-  static Vec load(const Vec* p) { return _mm256_loadu_si256(p); }
+  static Vec load(const Vec* p) {
+    Vec v = _mm256_loadu_si256(p);
+    asm("" : "+x"(v));
+    return v;
+  }
+  static void store(int32_t* p, Vec v) { _mm256_storeu_si256(reinterpret_cast<Vec*>(p), v); }
   static Vec broadcast(int32_t pair) { return _mm256_set1_epi32(pair); }
   static Vec multiply_add(Vec x, Vec w, Vec sum) { return _mm256_add_epi32(sum, _mm256_madd_epi16(x, w)); }
 #endif
@@ -68,12 +79,12 @@ class Int16Panels {
       for (int64_t n = 0; n < N; ++n)
         data_[size_t(((n / kCols) * K2_ + k / 2) * 2 * kCols + (n % kCols) * 2 + k % 2)] = int16_t(b[k * N + n]);
   }
-  // M x N of C from the rows of A' (int16 pairs, K2 per row, zero-padded): tiles of up to 4 rows
-  // x 3 panels (12 sums in registers).
+  // M x N of C from the rows of A' (int16 pairs, K2 per row, zero-padded): tiles of up to kRows
+  // rows x 3 panels, the sums in registers.
   void multiply(int64_t M, const int32_t* a_pairs, int32_t* c) const {
     for (int64_t p = 0; p < panels_; p += 3)
-      for (int64_t m0 = 0; m0 < M; m0 += 4) {
-        const int rows = int(std::min<int64_t>(4, M - m0)), vectors = int(std::min<int64_t>(3, panels_ - p));
+      for (int64_t m0 = 0; m0 < M; m0 += kRows) {
+        const int rows = int(std::min<int64_t>(kRows, M - m0)), vectors = int(std::min<int64_t>(3, panels_ - p));
         kTiles[rows - 1][vectors - 1](*this, a_pairs + m0 * K2_, p, c + m0 * N_);
       }
   }
@@ -85,21 +96,28 @@ class Int16Panels {
   static void tile(const Int16Panels& b, const int32_t* a, int64_t p, int32_t* c) {
     const int64_t K2 = b.K2_;
     const Vec* panel = reinterpret_cast<const Vec*>(b.data_.data()) + p * K2;
-    Vec sum[R][V];
+    Vec sum[R][V];  // the loops over r and v unroll early so that sum lives in registers
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
       for (int v = 0; v < V; ++v) sum[r][v] = Vec{};
     for (int64_t k = 0; k < K2; ++k) {
       Vec w[V];
+#pragma GCC unroll 3
       for (int v = 0; v < V; ++v) w[v] = load(panel + v * K2 + k);
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const Vec x = broadcast(a[r * K2 + k]);
+#pragma GCC unroll 3
         for (int v = 0; v < V; ++v) sum[r][v] = multiply_add(x, w[v], sum[r][v]);
       }
     }
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
       for (int v = 0; v < V; ++v) {
         alignas(64) int32_t out[kCols];
-        std::memcpy(out, &sum[r][v], sizeof(out));
+        store(out, sum[r][v]);  // (a memcpy from sum made GCC keep every sum in memory too)
         const int64_t n0 = (p + v) * kCols;
         std::copy_n(out, std::min<int64_t>(kCols, b.N_ - n0), c + r * b.N_ + n0);
       }
@@ -107,6 +125,7 @@ class Int16Panels {
   using Tile = void (*)(const Int16Panels&, const int32_t*, int64_t, int32_t*);
   static constexpr Tile kTiles[4][3] = {{tile<1, 1>, tile<1, 2>, tile<1, 3>}, {tile<2, 1>, tile<2, 2>, tile<2, 3>},
                                         {tile<3, 1>, tile<3, 2>, tile<3, 3>}, {tile<4, 1>, tile<4, 2>, tile<4, 3>}};
+  static_assert(kRows <= 4);
 
   int64_t K2_, N_, panels_;
   std::vector<int16_t> data_;
