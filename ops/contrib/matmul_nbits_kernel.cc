@@ -20,6 +20,7 @@
 #endif
 
 #include "refeval/dispatch.h"
+#include "refeval/aligned.h"
 #include "refeval/limits.h"
 #include "refeval/threads.h"
 
@@ -355,7 +356,7 @@ template <class S>
 void pair_tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1,
                 const float* bias, float* y) {
   const int64_t Kp = round_up(w.K, kLanes);
-  std::vector<float> tile(size_t(2 * kPairs * Kp));  // the last tile's missing columns are computed, not stored
+  AlignedVector<float> tile(size_t(2 * kPairs * Kp));  // the last tile's missing columns are computed, not stored
   for (int64_t n = n0; n < n1; n += 2 * kPairs) {
     const int64_t cols = std::min(2 * kPairs, n1 - n);
     for (int64_t c = 0; c < cols; ++c) dequantize_column_fast(w, n + c, tile.data() + c / 2 * 2 * Kp + c % 2 * kLanes, Kp, 2 * kLanes);
@@ -370,7 +371,7 @@ template <class S>
 void tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
            float* y) {
   const int64_t Kp = round_up(w.K, kLanes);
-  std::vector<float> tile(size_t(kTileColumns * Kp));
+  AlignedVector<float> tile(size_t(kTileColumns * Kp));
   for (int64_t n = n0; n < n1; n += kTileColumns) {
     const int64_t cols = std::min(kTileColumns, n1 - n);
     for (int64_t c = 0; c < cols; ++c) dequantize_column_fast(w, n + c, tile.data() + c * Kp, Kp);

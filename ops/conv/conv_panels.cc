@@ -36,7 +36,7 @@ class Im2colPanels final : public PanelSource {
     slack_ = kLanes * s_ + 8;
     // One buffer per thread, kept from call to call (a fresh one faulted in zeroed pages every
     // call); its slack stays zero, set_image writes the rest.
-    thread_local std::vector<float> buffer;
+    thread_local AlignedVector<float> buffer;
     const size_t size = size_t(2 * slack_ + channels * plane_);
     buffer.resize(std::max(buffer.size(), size));
     std::fill_n(buffer.begin(), slack_, 0.f);

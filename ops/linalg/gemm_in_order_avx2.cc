@@ -149,7 +149,7 @@ __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int6
 // nothing is copied (strips_block).
 __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b,
                                                       const float* packed, float* c, bool accumulate, int64_t n0,
-                                                      std::vector<float>& panel) {
+                                                      AlignedVector<float>& panel) {
   const int64_t width = std::min(kBlockCols, N - n0);
   const bool pack = !packed && M >= kPackFromRows;
   if (pack) panel.resize(size_t(kDepth * width));
@@ -213,8 +213,8 @@ bool in_order_avx2_suits() {
   return suits;
 }
 
-std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
-  std::vector<float> packed;
+AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
+  AlignedVector<float> packed;
   if (!in_order_avx2_suits()) return packed;
   // Strip t (columns 16 t .. 16 t + 15; the last one zero-padded) is K rows of 16 from 16 t K on,
   // so the 96-column block from n0 starts at n0 K.
@@ -243,7 +243,7 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
     return true;
   }
   parallel_for((N + kBlockCols - 1) / kBlockCols, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> panel;
+    AlignedVector<float> panel;
     for (int64_t block = first; block < last; ++block)
       column_block(M, N, K, a, b, packed, c, accumulate, block * kBlockCols, panel);
   });

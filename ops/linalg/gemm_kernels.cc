@@ -124,7 +124,7 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
     // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
     // OpenBLAS spends packing it on every call anyway (a constant B's are made once).
     if (!ta && tb && gemm_small_m_suits(M, N, K)) {
-      std::vector<float> made;
+      AlignedVector<float> made;
       if (!small_m_blocks) made = pack_small_m(true, K, N, b), small_m_blocks = made.data();
       gemm_small_m(M, N, K, a, nullptr, c, acc, small_m_blocks);
       return;
@@ -217,7 +217,7 @@ void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const Pan
   const int64_t parts = std::min(groups, std::max<int64_t>(1, (thread_count() + blocks - 1) / blocks));
   const int64_t part_rows = (groups + parts - 1) / parts * row_tile;
   parallel_for(blocks * parts, 1, [&](int64_t first, int64_t last) {
-    thread_local std::vector<float> panel(size_t(kDepth * kBlockCols));
+    thread_local AlignedVector<float> panel(size_t(kDepth * kBlockCols));
     for (int64_t item = first; item < last; ++item) {
       const int64_t n0 = item / parts * kBlockCols, width = std::min(kBlockCols, N - n0);
       const int64_t m0 = item % parts * part_rows, rows = std::min(part_rows, M - m0);

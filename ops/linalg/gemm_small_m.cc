@@ -63,8 +63,8 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
   return true;
 }
 
-std::vector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b) {
-  std::vector<float> blocks(size_t((N + kBlockCols - 1) / kBlockCols * kBlockCols * K), 0.f);
+AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b) {
+  AlignedVector<float> blocks(size_t((N + kBlockCols - 1) / kBlockCols * kBlockCols * K), 0.f);
   for (int64_t n0 = 0; n0 < N; n0 += kBlockCols) {
     float* block = blocks.data() + n0 * K;
     const int64_t width = std::min(kBlockCols, N - n0);

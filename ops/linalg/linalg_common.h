@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "refeval/aligned.h"
 #include "refeval/op_run.h"
 #include "refeval/tensor.h"
 
@@ -30,7 +31,7 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small_m takes this shape
 // B (K x N, or stored N x K when trans_b) in gemm_small_m's blocks: columns 48 j .. 48 j + 47 as K
 // rows of 48 floats (the last block zero-padded) from 48 j K on.
-std::vector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);
+AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);
 
 // The same contract on CPUs with AVX2 and FMA but without AVX-512, every element one in-order
 // chain of fused multiply-adds (gemm_in_order_avx2.cc: OpenBLAS's kernels for these CPUs are not
@@ -77,7 +78,7 @@ void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSou
 
 // B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips of 16 columns (K x 16
 // each, the last zero-padded: K * N rounded up to 16 floats); empty on CPUs the kernel does not run on.
-std::vector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
+AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
 
 // A constant right operand (a weight), float K x N (stored N x K when trans_b), laid out once as
 // this CPU's kernels read it, so that a product no longer copies or transposes all of B on every
@@ -97,15 +98,15 @@ class ConstantRhs {
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
   const float* data() const { return b_.data<float>(); }
-  const std::vector<float>& packed() const { return packed_; }
-  const std::vector<float>& small_m_blocks() const { return small_m_blocks_; }
+  const AlignedVector<float>& packed() const { return packed_; }
+  const AlignedVector<float>& small_m_blocks() const { return small_m_blocks_; }
   ~ConstantRhs();
 
  private:
   Tensor b_;
   bool trans_b_;
   int64_t K_, N_;
-  std::vector<float> packed_, small_m_blocks_;  // at most one of them is made
+  AlignedVector<float> packed_, small_m_blocks_;  // at most one of them is made
 };
 uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
 // c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...).

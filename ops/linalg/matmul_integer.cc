@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "linalg_common.h"
+#include "refeval/aligned.h"
 #include "refeval/elementwise.h"
 #include "refeval/registry.h"
 
@@ -128,7 +129,7 @@ class Int16Panels {
   static_assert(kRows <= 4);
 
   int64_t K2_, N_, panels_;
-  std::vector<int16_t> data_;
+  AlignedVector<int16_t> data_;  // panels start on cache lines: loads never straddle two
 };
 
 // A' rows as int16 pairs (K2 int32 words per row, the last half zero when K is odd).

@@ -87,7 +87,7 @@ TEST_CASE("small-M GEMM: B read from its 48-column blocks (B transposed or not) 
   const std::vector<float> want = fma_chains(M, N, K, a, b, c0);
   for (bool trans_b : {false, true}) {
     CAPTURE(trans_b);
-    const std::vector<float> blocks = ops::pack_small_m(trans_b, K, N, trans_b ? bt.data() : b.data());
+    const AlignedVector<float> blocks = ops::pack_small_m(trans_b, K, N, trans_b ? bt.data() : b.data());
     REQUIRE(blocks.size() == size_t(K * 528));
     for (int threads : {1, 2}) {
       set_thread_count(threads);
