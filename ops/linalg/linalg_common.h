@@ -84,7 +84,7 @@ AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, cons
 // this CPU's kernels read it, so that a product no longer copies or transposes all of B on every
 // call: in the in-order AVX2 kernel's panels (packed()); on AVX-512 CPUs, when trans_b, in the
 // few-row kernel's blocks (small_m_blocks(); a 1 x 1024 x 1000 classifier Gemm with transB took
-// 0.35 ms through OpenBLAS, which packs B on every call, 0.06 as a MatMul, 0.05 so).
+// 0.35 ms through OpenBLAS, which packs B on every call, as against 0.06 as a MatMul; now 0.06).
 // gemm() with it gives exactly the bits gemm() gives with B itself: the same kernel in the same
 // summation order, only reading B from elsewhere. It holds B's tensor, so B's memory cannot be
 // freed and handed to another tensor while the panels are keyed by its address.
