@@ -230,10 +230,15 @@ Values compute(const AttentionAttrs& at, const Values& in) {
           exp_floats(row + lo, row + lo, hi - lo);
           // eight running sums (one vector register), added pairwise: a fixed order, without one
           // chain of dependent additions
-          float acc[8] = {};
+          typedef float Float8 __attribute__((vector_size(32)));
+          Float8 acc = {}, v;
           int64_t j = lo;
-          for (; j + 8 <= hi; j += 8)
-            for (int64_t l = 0; l < 8; ++l) acc[l] += row[j + l] = row[j + l] <= exp_floor_value ? 0.0f : row[j + l];
+          for (; j + 8 <= hi; j += 8) {
+            __builtin_memcpy(&v, row + j, sizeof v);
+            v = v <= exp_floor_value ? 0.0f : v;
+            __builtin_memcpy(row + j, &v, sizeof v);
+            acc += v;
+          }
           sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
           for (; j < hi; ++j) sum += row[j] = row[j] <= exp_floor_value ? 0.0f : row[j];
         } else {

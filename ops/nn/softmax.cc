@@ -86,11 +86,14 @@ class SoftmaxFamily : public OpRun {
       return sum;
     }
     if (n <= 128) {
-      C r[8];
-      for (int j = 0; j < 8; ++j) r[j] = v[j];
+      typedef C C8 __attribute__((vector_size(8 * sizeof(C))));  // the 8 sums in vector registers
+      C8 r, w;
+      __builtin_memcpy(&r, v, sizeof r);
       int64_t i = 8;
-      for (; i < n - n % 8; i += 8)
-        for (int j = 0; j < 8; ++j) r[j] += v[i + j];
+      for (; i < n - n % 8; i += 8) {
+        __builtin_memcpy(&w, v + i, sizeof w);
+        r += w;
+      }
       C sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
       for (; i < n; ++i) sum += v[i];
       return sum;

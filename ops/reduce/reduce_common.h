@@ -118,10 +118,14 @@ void accumulate_additive(const ReducePlan& p, const T* x, std::vector<Acc>& acc,
       for (int64_t i = 0; i < n; ++i) acc[size_t(o + i)] = step(acc[size_t(o + i)], C(x[i0 + i]), o + i);
       return;
     }
-    Acc part[4] = {Acc(0), Acc(0), Acc(0), Acc(0)};
+    // The four partial sums in one vector register (an array of four kept them in scalars).
+    typedef Acc Acc4 __attribute__((vector_size(4 * sizeof(Acc))));
+    Acc4 part = {Acc(0), Acc(0), Acc(0), Acc(0)};
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-      for (int j = 0; j < 4; ++j) part[j] = step(part[j], C(x[i0 + i + j]), o);
+    for (; i + 4 <= n; i += 4) {
+      const T* v = x + i0 + i;
+      part = Acc4{step(part[0], C(v[0]), o), step(part[1], C(v[1]), o), step(part[2], C(v[2]), o), step(part[3], C(v[3]), o)};
+    }
     for (; i < n; ++i) part[0] = step(part[0], C(x[i0 + i]), o);
     acc[size_t(o)] += (part[0] + part[1]) + (part[2] + part[3]);
   });
