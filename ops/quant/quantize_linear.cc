@@ -87,12 +87,19 @@ class QuantizeLinear : public OpRun {
       for (int64_t o = 0, i = 0; o < layout->outer; ++o)
         for (int64_t a = 0; a < layout->A; ++a, i += run) {
           const float s = scale.data<float>()[a], z = zp ? float(zp->data<Q>()[a]) : 0.0f;
-          // (A select before the clamp, not a branch around the conversion: the vector loop then
-          // keeps no per-lane masks: 128 x 768 into uint8 0.034 -> 0.022-0.027 ms.)
-          for (int64_t k = i; k < i + run; ++k) {
-            float r = std::nearbyint(px[k] / s) + z;
-            r = r == r ? r : 0.0f;  // NaN quantizes to 0
-            py[k] = Q(std::min(hi, std::max(lo, r)));
+          // A select before the clamp, not a branch around the conversion, and the narrowing in a
+          // loop of its own over 256 int32 at a time: each then vectorises plainly (one loop kept
+          // per-lane masks and spilled them: 128 x 768 into uint8 0.034 -> 0.019 ms, on an
+          // AVX2 build 0.041 -> 0.027).
+          int32_t ints[256];
+          for (int64_t k0 = i; k0 < i + run; k0 += 256) {
+            const int64_t len = std::min<int64_t>(256, i + run - k0);
+            for (int64_t k = 0; k < len; ++k) {
+              float r = std::nearbyint(px[k0 + k] / s) + z;
+              r = r == r ? r : 0.0f;  // NaN quantizes to 0
+              ints[k] = int32_t(std::min(hi, std::max(lo, r)));
+            }
+            for (int64_t k = 0; k < len; ++k) py[k0 + k] = Q(ints[k]);
           }
         }
     });
