@@ -214,22 +214,9 @@ bool in_order_avx2_suits() {
 }
 
 AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
-  AlignedVector<float> packed;
-  if (!in_order_avx2_suits()) return packed;
-  // Strip t (columns 16 t .. 16 t + 15; the last one zero-padded) is K rows of 16 from 16 t K on,
-  // so the 96-column block from n0 starts at n0 K.
-  packed.assign(size_t((N + kStrip - 1) / kStrip * kStrip * K), 0.f);
-  for (int64_t n0 = 0; n0 < N; n0 += kStrip) {
-    float* strip = packed.data() + n0 * K;
-    const int64_t width = std::min(kStrip, N - n0);
-    if (trans_b) {
-      for (int64_t j = 0; j < width; ++j)
-        for (int64_t k = 0; k < K; ++k) strip[k * kStrip + j] = b[(n0 + j) * K + k];
-    } else {
-      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, width, strip + k * kStrip);
-    }
-  }
-  return packed;
+  // Strip t (columns 16 t .. 16 t + 15) is K rows of 16 from 16 t K on, so the 96-column block
+  // from n0 starts at n0 K.
+  return in_order_avx2_suits() ? pack_column_blocks(trans_b, K, N, b, kStrip) : AlignedVector<float>();
 }
 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <atomic>
@@ -229,6 +230,21 @@ void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const Pan
       }
     }
   });
+}
+
+AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width) {
+  AlignedVector<float> blocks(size_t((N + width - 1) / width * width * K), 0.f);
+  for (int64_t n0 = 0; n0 < N; n0 += width) {
+    float* block = blocks.data() + n0 * K;
+    const int64_t columns = std::min(width, N - n0);
+    if (trans_b) {
+      for (int64_t j = 0; j < columns; ++j)
+        for (int64_t k = 0; k < K; ++k) block[k * width + j] = b[(n0 + j) * K + k];
+    } else {
+      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, columns, block + k * width);
+    }
+  }
+  return blocks;
 }
 
 std::atomic<uint64_t> g_packs{0};

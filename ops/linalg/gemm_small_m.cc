@@ -64,18 +64,7 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 }
 
 AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b) {
-  AlignedVector<float> blocks(size_t((N + kBlockCols - 1) / kBlockCols * kBlockCols * K), 0.f);
-  for (int64_t n0 = 0; n0 < N; n0 += kBlockCols) {
-    float* block = blocks.data() + n0 * K;
-    const int64_t width = std::min(kBlockCols, N - n0);
-    if (trans_b) {
-      for (int64_t j = 0; j < width; ++j)
-        for (int64_t k = 0; k < K; ++k) block[k * kBlockCols + j] = b[(n0 + j) * K + k];
-    } else {
-      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, width, block + k * kBlockCols);
-    }
-  }
-  return blocks;
+  return pack_column_blocks(trans_b, K, N, b, kBlockCols);
 }
 
 }  // namespace refeval::ops

@@ -29,9 +29,10 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const dou
 bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                   const float* blocks = nullptr);
 bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small_m takes this shape
-// B (K x N, or stored N x K when trans_b) in gemm_small_m's blocks: columns 48 j .. 48 j + 47 as K
-// rows of 48 floats (the last block zero-padded) from 48 j K on.
-AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);
+// B (K x N, or stored N x K when trans_b) in blocks of `width` columns: columns w j .. w j + w - 1
+// as K rows of w floats (the last block zero-padded) from w j K on. The kernels' layouts:
+AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width);
+AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);  // gemm_small_m's (48)
 
 // The same contract on CPUs with AVX2 and FMA but without AVX-512, every element one in-order
 // chain of fused multiply-adds (gemm_in_order_avx2.cc: OpenBLAS's kernels for these CPUs are not
