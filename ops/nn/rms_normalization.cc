@@ -38,17 +38,9 @@ class RMSNormalization : public OpRun {
       float* py = y.data<float>();
       for (int64_t o = 0; o < outer; ++o) {
         const float* row = px + o * n;
-        typedef double Double4 __attribute__((vector_size(32)));  // the 4 sums in one register
-        Double4 part = {0, 0, 0, 0};
-        int64_t j = 0;
-        for (; j + 4 <= n; j += 4) {
-          const Double4 v = {double(row[j]), double(row[j + 1]), double(row[j + 2]), double(row[j + 3])};
-          part += v * v;
-        }
-        for (; j < n; ++j) part[0] += double(row[j]) * double(row[j]);
-        const double sq = (part[0] + part[1]) + (part[2] + part[3]);
+        const double sq = sum_of(n, [&](int64_t j) { return double(row[j]) * double(row[j]); });
         const double inv = 1.0 / std::sqrt(sq / double(n) + double(epsilon_));
-        for (j = 0; j < n; ++j) py[o * n + j] = float(double(row[j]) * inv * double(ps[j]));
+        for (int64_t j = 0; j < n; ++j) py[o * n + j] = float(double(row[j]) * inv * double(ps[j]));
       }
       return {y};
     }

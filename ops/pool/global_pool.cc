@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "../nn/nn_common.h"
 #include "pool_common.h"
 #include "refeval/registry.h"
 
@@ -40,12 +41,7 @@ class GlobalPool : public OpRun {
           r = double(v[0]);
           for (int64_t i = 1; i < n && !std::isnan(r); ++i) r = std::isnan(double(v[i])) || double(v[i]) > r ? double(v[i]) : r;
         } else if constexpr (Kind == Global::Average) {  // four partial sums: independent chains of additions
-          typedef double Double4 __attribute__((vector_size(32)));  // in one register
-          Double4 part = {0, 0, 0, 0};
-          int64_t i = 0;
-          for (; i + 4 <= n; i += 4) part += Double4{double(v[i]), double(v[i + 1]), double(v[i + 2]), double(v[i + 3])};
-          for (; i < n; ++i) part[0] += double(v[i]);
-          r = ((part[0] + part[1]) + (part[2] + part[3])) / double(n);
+          r = sum_of(n, [&](int64_t i) { return double(v[i]); }) / double(n);
         } else {
           for (int64_t i = 0; i < n; ++i) r += std::pow(std::fabs(double(v[i])), p_);
           r = std::pow(r, 1.0 / p_);
