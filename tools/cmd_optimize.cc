@@ -24,7 +24,9 @@ class OptimizeVerb : public Verb {
     sub->add_option("model", in_, "the .onnx model")->required();
     sub->add_option("-o,--output", out_, "OUT.onnx: the optimized model")->required();
     sub->add_option("--level", level_, "basic, extended or all (default all)");
-    sub->add_option("--model-type", model_type_, "gpt2, llama or bert (default: what the graph shows)");
+    sub->add_option("--model-type", model_type_,
+                    "bert, vit, clip, t5, bart, whisper, gpt2 or llama: checked against what the graph shows (a warning when it does not fit); "
+                    "no fusion depends on it");
     sub->add_option("--target", target_, "ort (com.microsoft fused operators, default) or onnx (standard operators of opset 23)");
     sub->add_option("--only", only_, "PASS,...: run only these passes (and dead-code removal)");
     sub->add_option("--disable", disable_, "PASS,...: skip these passes");
@@ -74,7 +76,8 @@ class OptimizeVerb : public Verb {
       if (!totals.count(p.counter)) order.push_back(p.counter);
       totals[p.counter] += p.count;
     }
-    const std::string type = model_type_.empty() ? (result.model_type.empty() ? "" : ", model type " + result.model_type + " (detected)")
+    if (!result.type_warning.empty()) spdlog::warn("{}", result.type_warning);
+    const std::string type = model_type_.empty() ? (result.model_type.empty() ? "" : ", model type " + result.model_type + " (detected: " + result.kind.reason + ")")
                                                  : ", model type " + model_type_;
     fmt::print("optimize: {} -> {} (level {}{}{})\n", in_, out_, level_, type, target_ == "onnx" ? ", standard operators" : "");
     for (const std::string& c : order)

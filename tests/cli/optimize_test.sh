@@ -40,7 +40,7 @@ expect 0 "^fast-gelu$" "" -- optimize --list-passes $m/gpt2_attention_unfused.on
 # Errors: usage and model errors exit 2 with one line.
 expect 2 "" "error: --level: 'max' is not basic, extended or all" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --level max
 expect 2 "" "error: unknown pass 'warp'" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --only warp
-expect 2 "" "error: --model-type: 't5' is not gpt2, llama or bert" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --model-type t5
+expect 2 "" "error: --model-type: 'resnet' is not one of bert, vit, clip, t5, bart, whisper, gpt2, llama" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --model-type resnet
 head -c 100 $m/gpt2_attention_unfused.onnx >$m/cut.onnx
 expect 2 "" "error: .*cut.onnx" -- optimize $m/cut.onnx -o $m/x.onnx
 expect 2 "" "error: --opset 12: node '/attn/MatMul_0' \(MatMul\) is version 13 at opset 17 and 9 at opset 12; convert the model first" -- \

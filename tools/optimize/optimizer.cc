@@ -7,6 +7,7 @@
 
 #include "refeval/error.h"
 #include "refeval/evaluator.h"
+#include "model_type.h"
 #include "opset_convert.h"
 #include "shape_inference.h"
 
@@ -24,13 +25,13 @@ std::vector<Pass> basic_passes() {
 
 // ORT's transformer optimizer order (llm-decoders.md §3.2): HF Conv1D back to MatMul + Add,
 // normalisations, GELUs and SiLU, reshapes, skip normalisations, rotary, attention, then the bias
-// fusions; fused MatMul last. One order serves GPT-2 and Llama-family models: a pass whose
-// pattern is absent finds no candidate. BERT's attention is not implemented (refused by type).
-std::vector<Pass> extended_passes(const std::string& model_type, const std::string& target) {
+// fusions; fused MatMul last. One order serves every model type: a pass whose pattern is absent
+// finds no candidate, so a type never switches off a fusion the graph allows (ORT's optimizer
+// runs per-type fusion lists; a wrong --model-type there silently fuses less).
+std::vector<Pass> extended_passes(const std::string& target) {
   std::vector<Pass> passes = {gemm_reshape_pass(),           layer_norm_pass(),   simplified_layer_norm_pass(), gelu_pass(),
                               fast_gelu_pass(),              quick_gelu_pass(),   reshape_fusion_pass(),        skip_layer_norm_pass(),
-                              skip_simplified_layer_norm_pass(), rotary_embedding_pass()};
-  if (model_type != "bert") passes.push_back(attention_pass());
+                              skip_simplified_layer_norm_pass(), rotary_embedding_pass(), attention_pass(), embed_layer_norm_pass()};
   passes.push_back(bias_gelu_pass());
   passes.push_back(bias_skip_layer_norm_pass());
   // FusedMatMul has no standard form better than the Transpose + MatMul it replaced.
@@ -38,17 +39,6 @@ std::vector<Pass> extended_passes(const std::string& model_type, const std::stri
   if (target == "onnx") passes.push_back(to_standard_ops_pass());
   passes.push_back(dead_code_pass());
   return passes;
-}
-
-// The family the fused operators show: what `--model-type` did not say.
-std::string detected_type(const Graph& g) {
-  for (const Node& n : g.nodes)
-    if (n.op_type == "SimplifiedLayerNormalization" || n.op_type == "SkipSimplifiedLayerNormalization" || n.op_type == "RotaryEmbedding" ||
-        n.op_type == "RMSNormalization")
-      return "llama";
-  for (const Node& n : g.nodes)
-    if (n.op_type == "Attention" || n.op_type == "SkipLayerNormalization" || n.op_type == "MultiHeadAttention") return "gpt2";
-  return "";
 }
 
 bool enabled(const Pass& p, const OptimizeOptions& o) {
@@ -84,7 +74,7 @@ Inference merged(Inference fresh, const Inference& earlier) {
 
 std::vector<std::string> pass_names() {
   std::vector<std::string> names;
-  for (const auto& list : {basic_passes(), extended_passes("gpt2", "ort"), extended_passes("gpt2", "onnx")})
+  for (const auto& list : {basic_passes(), extended_passes("ort"), extended_passes("onnx")})
     for (const Pass& p : list)
       if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
   return names;
@@ -116,8 +106,12 @@ uint64_t weight_bytes(const Graph& g) {
 }
 
 OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOptions& options) {
-  if (!options.model_type.empty() && options.model_type != "gpt2" && options.model_type != "bert" && options.model_type != "llama")
-    fail_usage(fmt::format("--model-type: '{}' is not gpt2, llama or bert", options.model_type));
+  if (!options.model_type.empty()) {
+    std::vector<std::string> known;
+    for (const auto& [type, family] : model_types()) known.push_back(type);
+    if (std::find(known.begin(), known.end(), options.model_type) == known.end())
+      fail_usage(fmt::format("--model-type: '{}' is not one of {}", options.model_type, fmt::join(known, ", ")));
+  }
   if (options.target != "ort" && options.target != "onnx") fail_usage(fmt::format("--target: '{}' is not ort or onnx", options.target));
   if (options.target == "onnx" && options.opset && *options.opset < 23)
     fail_usage(fmt::format("--opset {} with --target onnx: the standard attention, RMS and rotary operators need opset 23", *options.opset));
@@ -155,9 +149,11 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     for (size_t i = passes_before; i < result.passes.size(); ++i) changed = changed || result.passes[i].count > 0;
     if (!changed) break;
   }
+  inference = infer(model);
+  result.kind = detect_model_kind(GraphIndex(model.graph, &inference));
+  result.type_warning = type_mismatch(options.model_type, result.kind);
   if (options.level >= Level::Extended) {
-    inference = infer(model);
-    for (const Pass& p : extended_passes(options.model_type, options.target)) {
+    for (const Pass& p : extended_passes(options.target)) {
       const size_t before = result.passes.size();
       if (!run(p)) return result.model = std::move(model), result;
       // A fusion keeps the names and types of the values it does not remove, but the values it
@@ -168,7 +164,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
   }
   if (options.opset && options.target == "onnx") convert_opset(model, registry, *options.opset);
   else if (options.opset) set_opset(model, registry, *options.opset);
-  result.model_type = options.model_type.empty() ? detected_type(model.graph) : options.model_type;
+  result.model_type = options.model_type.empty() ? result.kind.type : options.model_type;
   // A candidate one pass left and a later pass fused (an RMSNorm's Sqrt seen by layer-norm) is
   // no longer there: only what is still in the graph was "not fused".
   std::set<std::string> names;

@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "model_type.h"
 #include "pass.h"
 
 namespace refeval::optimize {
 
 struct OptimizeOptions {
   Level level = Level::Extended;  // "all" is extended: there is no layout level
-  std::string model_type;         // "", "gpt2", "bert", "llama"; "" picks llama when the graph looks like one
+  std::string model_type;         // "" or one of model_types() (model_type.h): a label, checked against the graph
   std::string target = "ort";     // "ort": com.microsoft fused operators; "onnx": standard operators of opset 23
   bool explain = false;           // collect OptimizeResult::explain
   std::set<std::string> only, disable;
@@ -37,7 +38,9 @@ struct OptimizeResult {
   Model model;
   std::vector<PassStats> passes;  // in the order run (a pass may run in several rounds)
   std::string broken_by;          // the pass check_each refused, if any
-  std::string model_type;         // the pass order used (given, or detected)
+  std::string model_type;         // given, or detected
+  ModelKind kind;                 // what the graph shows, with the reason
+  std::string type_warning;       // a given type that does not fit the graph, said why
   Explain explain;                // with OptimizeOptions::explain
 };
 

@@ -51,6 +51,9 @@ Pass skip_layer_norm_pass();
 Pass skip_simplified_layer_norm_pass();  // Add + SimplifiedLayerNormalization (the Llama residual)
 Pass rotary_embedding_pass();  // rotate-half RoPE -> com.microsoft RotaryEmbedding
 Pass attention_pass();
+// Word + position (+ token type) embeddings and their LayerNormalization -> com.microsoft
+// EmbedLayerNormalization (BERT, RoBERTa, DistilBERT).
+Pass embed_layer_norm_pass();
 Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();
 Pass fused_matmul_pass();

@@ -134,8 +134,9 @@ TEST_CASE("optimize: unknown passes, levels and model types are usage errors") {
   o.only = {"fast-gelu", "warp-drive"};
   CHECK_THROWS_WITH_AS(optimize::optimize(testing::fast_gelu_unfused(0.044715f), Registry::builtin(), o), doctest::Contains("unknown pass 'warp-drive'"), Error);
   o.only.clear();
-  o.model_type = "t5";
-  CHECK_THROWS_WITH_AS(optimize::optimize(testing::fast_gelu_unfused(0.044715f), Registry::builtin(), o), doctest::Contains("not gpt2, llama or bert"), Error);
+  o.model_type = "resnet";
+  CHECK_THROWS_WITH_AS(optimize::optimize(testing::fast_gelu_unfused(0.044715f), Registry::builtin(), o),
+                       doctest::Contains("'resnet' is not one of bert, vit, clip, t5, bart, whisper, gpt2, llama"), Error);
   o.model_type = "";
   o.target = "tensorrt";
   CHECK_THROWS_WITH_AS(optimize::optimize(testing::fast_gelu_unfused(0.044715f), Registry::builtin(), o), doctest::Contains("not ort or onnx"), Error);

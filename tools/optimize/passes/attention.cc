@@ -34,6 +34,7 @@
 #include "refeval/builder.h"
 #include "refeval/error.h"
 #include "refeval/compute_vector.h"
+#include "../pattern.h"
 
 namespace refeval::optimize {
 namespace {
@@ -145,6 +146,9 @@ Pass attention_pass() {
             };
             // One exact causal + padding bias per (buffer, mask, past, filler), shared by the layers.
             std::map<std::string, std::string> shared_bias;
+            // One raw (B, T) int32 mask per padding input and polarity, shared by the layers.
+            std::map<std::string, std::string> shared_mask;
+            auto mask_key = [](const Found& f) { return f.mask.padding_input + (f.mask.padding_keeps_nonzero ? "|keep" : "|hide"); };
             std::vector<Node> shared_nodes;
             auto shared_causal_padding_bias = [&](const Found& f) -> std::optional<std::string> {
               const Tensor* buffer = index.constant(f.mask.causal_buffer);
@@ -242,10 +246,26 @@ Pass attention_pass() {
                 attrs.push_back(build::attr("mask_filter_value", float(std::max(f->mask.filler, -3.4028234663852886e38))));
               if (std::fabs(f->scale * std::sqrt(double(h)) - 1) > 1e-6) attrs.push_back(build::attr("scale", float(f->scale)));
               std::string mask_index;
-              if (!f->mask.padding_input.empty()) {
+              if (!f->mask.padding_input.empty() && shared_mask.count(mask_key(*f))) {
+                mask_index = shared_mask.at(mask_key(*f));
+              } else if (!f->mask.padding_input.empty()) {
+                // ORT's raw mask: 1 keeps a key, 0 hides it. torch's key_padding_mask is the opposite.
+                std::string keep = f->mask.padding_input;
+                if (!f->mask.padding_keeps_nonzero) {
+                  const ValueType* mt = index.type(keep);
+                  keep = names.value(f->mask.padding_input + "_keep");
+                  std::string as_bool = f->mask.padding_input;
+                  if (!mt || mt->kind != ValueType::Kind::Tensor || mt->dtype != DType::Bool) {
+                    as_bool = names.value(f->mask.padding_input + "_bool");
+                    shared_nodes.push_back(make_node("Cast", "", {f->mask.padding_input}, {as_bool}, {build::attr("to", int64_t(DType::Bool))},
+                                                     names.node("/MaskIndex/ToBool")));
+                  }
+                  shared_nodes.push_back(make_node("Not", "", {as_bool}, {keep}, {}, names.node("/MaskIndex/Not")));
+                }
                 mask_index = names.value(f->mask.padding_input + "_int32");
-                nodes.push_back(make_node("Cast", "", {f->mask.padding_input}, {mask_index}, {build::attr("to", int64_t(DType::Int32))},
-                                          names.node(scope + "/MaskCast")));
+                shared_nodes.push_back(make_node("Cast", "", {keep}, {mask_index}, {build::attr("to", int64_t(DType::Int32))},
+                                                 names.node("/MaskIndex/Cast")));
+                shared_mask[mask_key(*f)] = mask_index;
               }
               if (!f->mask.where_cond.empty()) {
                 if (!f->mask.bias.empty()) {
@@ -268,18 +288,52 @@ Pass attention_pass() {
               } else if (!f->mask.bias.empty() && index.dims(f->mask.bias)) {
                 f->mask.bias = to_4d(f->mask.bias, index.dims(f->mask.bias)->size());
               }
-              const std::string y = g.nodes[size_t(f->output)].outputs[0];
+              const Node& merge = g.nodes[size_t(f->output)];
+              // torch's nn.MultiheadAttention works on (S, B, D): the fused operators read and
+              // write (B, S, D), transposed here, and the output goes back to the merge's shape.
+              const std::string y = f->output_seq_first ? names.value(scope + "/output_bsd") : merge.outputs[0];
+              auto batch_first = [&](const std::string& x) {
+                if (!f->q.heads.seq_first) return x;
+                if (const int p = index.producer(x); p >= 0 && g.nodes[size_t(p)].op_type == "Transpose" && ints_attr(g.nodes[size_t(p)], "perm") == std::vector<int64_t>{1, 0, 2})
+                  return g.nodes[size_t(p)].inputs[0];
+                const std::string t = names.value(x + "_batch_first");
+                nodes.push_back(make_node("Transpose", "", {x}, {t}, {build::attr("perm", std::vector<int64_t>{1, 0, 2})}, names.node(scope + "/BatchFirst")));
+                return t;
+              };
               std::set<int> used = f->used;
               std::set<std::string> kept;  // values of used nodes that stay read outside
               const std::optional<Packed> packed = packed_qkv(index, *f);
+              const std::optional<SeparateQKV> separate = packed ? std::nullopt : separate_qkv(index, *f);
               const std::optional<StackedPresent> present = stacked_present(index, *f);
-              if (packed && f->k.past.empty() && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node) {
-                used.insert({packed->split, packed->add, packed->matmul});
-                nodes.push_back(make_node("Attention", "com.microsoft", {packed->x, packed->w, packed->b, mask_index, "", f->mask.bias}, {y},
+              const bool self_only = f->k.past.empty() && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node;
+              if (packed && self_only) {
+                used.insert(packed->nodes.begin(), packed->nodes.end());
+                nodes.push_back(make_node("Attention", "com.microsoft", {batch_first(packed->x), packed->w, packed->b, mask_index, "", f->mask.bias}, {y},
                                           attrs, scope));
+              } else if (separate && self_only) {
+                // One (D_in, 3D) weight and (3D) bias from the three projections, as ORT's
+                // FusionAttention packs BERT's query, key and value.
+                used.insert(separate->nodes.begin(), separate->nodes.end());
+                const Tensor& w0 = *index.constant(separate->w[0]);
+                const int64_t din = w0.dim(0), width = w0.dim(1);
+                std::vector<double> w(size_t(din * 3 * width)), b(size_t(3 * width), 0.0);
+                for (int part = 0; part < 3; ++part) {
+                  const std::vector<double> wp = to_doubles(*index.constant(separate->w[part]));
+                  for (int64_t r = 0; r < din; ++r)
+                    for (int64_t c = 0; c < width; ++c) w[size_t(r * 3 * width + part * width + c)] = wp[size_t(r * width + c)];
+                  if (!separate->b[part].empty()) {
+                    const std::vector<double> bp = to_doubles(*index.constant(separate->b[part]));
+                    std::copy(bp.begin(), bp.end(), b.begin() + part * width);
+                  }
+                }
+                const std::string wn = names.value(scope + "/qkv_weight"), bn = names.value(scope + "/qkv_bias");
+                new_inits.push_back({wn, from_doubles(w0.dtype(), {din, 3 * width}, w)});
+                new_inits.push_back({bn, from_doubles(w0.dtype(), {3 * width}, b)});
+                nodes.push_back(make_node("Attention", "com.microsoft", {batch_first(separate->x), wn, bn, mask_index, "", f->mask.bias}, {y}, attrs, scope));
               } else if (packed && present && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node) {
                 // ORT's GPT-2 with past: Attention(x, W, b, mask_index, past) -> (y, present).
-                used.insert({packed->split, packed->add, packed->matmul, present->unsqueeze_k, present->unsqueeze_v, present->stack});
+                used.insert(packed->nodes.begin(), packed->nodes.end());
+                used.insert({present->unsqueeze_k, present->unsqueeze_v, present->stack});
                 kept.insert(present->value);
                 nodes.push_back(make_node("Attention", "com.microsoft",
                                           {packed->x, packed->w, packed->b, mask_index, f->k.stacked_past, f->mask.bias}, {y, present->value},
@@ -287,7 +341,7 @@ Pass attention_pass() {
               } else {
                 // MultiHeadAttention on 3-D Q (rotated here in its 3-D form), K and V.
                 auto three_d = [&](const Source& s, int64_t heads) -> std::string {
-                  if (!s.rotary_node) return s.heads.x;
+                  if (!s.rotary_node) return batch_first(s.heads.x);
                   Node rot = *s.rotary_node;
                   rot.inputs[0] = s.heads.x;
                   rot.outputs = {names.value(s.rotary_node->outputs[0] + "_3d")};
@@ -306,7 +360,7 @@ Pass attention_pass() {
                   inputs[1] = f->k.repeated, inputs[2] = f->v.repeated;
                   for (int i : f->kv_nodes) used.erase(i);
                 } else {
-                  inputs[1] = three_d(f->k, f->k.heads.N), inputs[2] = f->v.heads.x;
+                  inputs[1] = three_d(f->k, f->k.heads.N), inputs[2] = batch_first(f->v.heads.x);
                   if (!f->k.past.empty()) {
                     if (!graph_input(index, f->k.past) || !graph_input(index, f->v.past)) {
                       refuse(sm, "the past keys and values are not graph inputs (ORT's stacked past is not supported here)");
@@ -318,9 +372,14 @@ Pass attention_pass() {
                 }
                 nodes.push_back(make_node("MultiHeadAttention", "com.microsoft", inputs, outputs, attrs, scope));
               }
+              if (f->output_seq_first) {
+                const std::string sbd = names.value(scope + "/output_sbd");
+                nodes.push_back(make_node("Transpose", "", {y}, {sbd}, {build::attr("perm", std::vector<int64_t>{1, 0, 2})}, names.node(scope + "/SequenceFirst")));
+                nodes.push_back(make_node("Reshape", "", {sbd, merge.inputs[1]}, {merge.outputs[0]}, {}, names.node(scope + "/Merge")));
+              }
               for (const Source* s : {&f->q, &f->k, &f->v})
                 if (s->concat && used.count(int(s->concat - g.nodes.data()))) kept.insert(s->present);
-              kept.insert(y);
+              kept.insert(merge.outputs[0]);
               absorb_dead_readers(index, used, kept);
               keep_what_new_nodes_read(index, nodes, used);
               if (const std::string e = escaping(index, used, kept); !e.empty()) {

@@ -55,10 +55,12 @@ class Reader : public AttentionReader {
  public:
   using AttentionReader::AttentionReader;
 
-  // (B, S, N*h) -> Reshape (B, S, N, h) -> Transpose perm.
+  // (B, S, N*h) -> Reshape (B, S, N, h) -> Transpose perm; or torch's nn.MultiheadAttention:
+  // (S, B, N*h) -> Reshape (S, B*N, h) -> Transpose 1 0 2 (K maybe straight to 1 2 0).
   std::optional<Heads> heads(const std::string& v, bool k_transposed, std::string& why) {
     const Node* t = producer(v, "Transpose");
     if (!t) return why = fmt::format("'{}' is not the Transpose of a head split", v), std::nullopt;
+    if (perm_is(*t, {1, 0, 2}) || perm_is(*t, {1, 2, 0})) return seq_first_heads(*t, k_transposed, why);
     const bool plain = perm_is(*t, {0, 2, 1, 3}), kt = perm_is(*t, {0, 2, 3, 1});
     if (!(plain && !k_transposed) && !(kt && k_transposed)) return why = fmt::format("'{}' has perm {} for a head split", t->name, fmt::join(ints_attr(*t, "perm"), " ")), std::nullopt;
     const Node* r = t->inputs.empty() ? nullptr : producer(t->inputs[0], "Reshape");
@@ -75,11 +77,48 @@ class Reader : public AttentionReader {
     if (D && N == -1 && h && *h > 0 && *D % *h == 0) N = *D / *h;
     if (D && h == -1 && N && *N > 0 && *D % *N == 0) h = *D / *N;
     if (!N || !h || !D || *N <= 0 || *h <= 0 || *N * *h != *D) return why = fmt::format("the head split '{}' is not (B, S, N, h) of a (B, S, N*h) input", r->name), std::nullopt;
-    auto keeps = [&](size_t i) { return same_dim((*target)[i], (*x)[i]) || (*target)[i].value == 0; };
+    const std::vector<Dim>* rd = g_.dims(r->outputs[0]);
+    auto keeps = [&](size_t i) {
+      return same_dim((*target)[i], (*x)[i]) || (*target)[i].value == 0 || (rd && rd->size() == 4 && dims_equal((*rd)[i], (*x)[i], g_.inference()));
+    };
     if (!keeps(0) || !keeps(1)) return why = fmt::format("the head split '{}' changes the batch or sequence dims", r->name), std::nullopt;
     use(t), use(r);
     return Heads{r->inputs[0], *N, *h, k_transposed};
   }
+
+  // (S, B, N*h) viewed as (S, B*N, h): with S kept and the last size h dividing N*h, the middle
+  // size is B*N whatever it is written as. Transposed 1 0 2 for Q and V, 1 2 0 for K^T.
+  std::optional<Heads> seq_first_heads(const Node& t, bool k_transposed, std::string& why) {
+    if (perm_is(t, {1, 2, 0}) != k_transposed) return why = fmt::format("'{}' has perm {} for a head split", t.name, fmt::join(ints_attr(t, "perm"), " ")), std::nullopt;
+    const Node* r = t.inputs.empty() ? nullptr : producer(t.inputs[0], "Reshape");
+    if (!r || r->inputs.size() != 2) return why = fmt::format("'{}' does not transpose a Reshape into heads", t.name), std::nullopt;
+    const std::vector<Dim>* x = g_.dims(r->inputs[0]);
+    const std::vector<Dim>* rd = g_.dims(r->outputs[0]);
+    if (!x || x->size() != 3 || !rd || rd->size() != 3 || !(*x)[2].fixed() || !(*rd)[2].fixed())
+      return why = fmt::format("the head split '{}' has unknown shapes", r->name), std::nullopt;
+    const int64_t D = (*x)[2].value, h = (*rd)[2].value;
+    if (h <= 0 || D % h != 0 || !dims_equal((*rd)[0], (*x)[0], g_.inference()))
+      return why = fmt::format("the head split '{}' is not (S, B*N, h) of an (S, B, N*h) input", r->name), std::nullopt;
+    use(&t), use(r);
+    Heads hd{r->inputs[0], D / h, h, k_transposed};
+    hd.seq_first = true;
+    return hd;
+  }
+
+  // A 3-D (B*N, S, h) view of 4-D heads (B, N, S, h): the 4-D value, or `v` when it is not one.
+  std::string four_d(const std::string& v) {
+    const Node* r = producer(v, "Reshape");
+    if (!r || r->inputs.size() != 2) return v;
+    const std::vector<Dim>* in = g_.dims(r->inputs[0]);
+    const std::vector<Dim>* out = g_.dims(v);
+    if (!in || !out || in->size() != 4 || out->size() != 3 || !(*in)[1].fixed() || !dims_equal((*in)[2], (*out)[1], g_.inference()) ||
+        !dims_equal((*in)[3], (*out)[2], g_.inference()))
+      return v;
+    use(r);
+    viewed_heads = (*in)[1].value;
+    return r->inputs[0];
+  }
+  int64_t viewed_heads = 0;
 
   // ORT's gpt2_helper past: Squeeze(Split(past, axis 0)[i], 0) or Gather(past, i, axis 0) of a
   // (2, B, N, P, h) graph input.
@@ -112,10 +151,11 @@ class Reader : public AttentionReader {
   std::optional<Source> source(const std::string& v, bool k_transposed, std::string& why) {
     Source s;
     std::string cur = v;
-    if (k_transposed) {  // K^T: Transpose(K, 0 1 3 2) of a 4-D K, or the head split's perm 0 2 3 1
+    if (k_transposed) {  // K^T: Transpose(K, 0 1 3 2) of a 4-D K (0 2 1 of a 3-D one), or the head split's perm 0 2 3 1
       const Node* t = producer(cur, "Transpose");
-      if (t && !t->inputs.empty() && perm_is(*t, {0, 1, 3, 2})) use(t), cur = t->inputs[0], k_transposed = false;
+      if (t && !t->inputs.empty() && (perm_is(*t, {0, 1, 3, 2}) || perm_is(*t, {0, 2, 1}))) use(t), cur = t->inputs[0], k_transposed = false;
     }
+    cur = four_d(cur);
     if (!k_transposed) {
       // Repeated keys and values (grouped-query): Reshape(Expand(Unsqueeze(kv, 2), ...), (B, N, T, h)).
       if (const Node* r = producer(cur, "Reshape")) {
@@ -245,35 +285,108 @@ bool slices_a_constant(const GraphIndex& g, std::string cond) {
   return false;
 }
 
-// (1 - Cast(Unsqueeze(mask, 1, 2))) * c of a 2-D graph input: the key padding mask; its input.
-std::optional<std::string> padding_input(const GraphIndex& g, const std::string& v, double& c, std::set<int>& used) {
+// A key padding mask behind `v`: a value computed from one 2-D (B, T) graph input through
+// element-wise steps on constants only (Cast, Not, Equal(., 0), 1 - m, Mul or Div by a constant,
+// Where(m, a, b) of constants) and broadcasting views (Unsqueeze, Reshape, Expand). The steps are
+// evaluated for a mask element of 0 and of 1, so every form exporters write reads the same way:
+// HF's (1 - m) * min, DistilBERT's masked_fill(m == 0, min), torch's masked_fill(key_padding_mask,
+// -inf) of zeros. The views must keep the batch first and the keys last ((B, 1, 1, T),
+// (B, N, S, T)), or, for 3-D scores, merge (B, N) into B*N in that order.
+struct PaddingRead {
+  std::string input;
+  double if_zero = 0, if_one = 1;  // the value `v` holds where the mask element is 0, and 1
+  std::set<int> nodes;
+  size_t rank = 0;                 // rank of `v`
+  int64_t merged_heads = 0;        // 3-D: the N of the (B, N, ., T) view merged into B*N
+};
+
+// A constant scalar, or the fill of a ConstantOfShape (torch's zeros_like of a run-time shape).
+std::optional<double> fill_value(const GraphIndex& g, const std::string& v) {
+  if (auto c = g.scalar(v)) return c;
   const int p = g.producer(v);
-  if (p < 0) return std::nullopt;
-  const Node& mul = g.graph().nodes[size_t(p)];
-  if (mul.op_type != "Mul" || mul.inputs.size() != 2) return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    const auto k = g.scalar(mul.inputs[size_t(1 - side)]);
-    const int q = g.producer(mul.inputs[size_t(side)]);
-    if (!k || q < 0 || g.graph().nodes[size_t(q)].op_type != "Sub") continue;
-    const Node& sub = g.graph().nodes[size_t(q)];
-    if (sub.inputs.size() != 2 || g.scalar(sub.inputs[0]) != 1.0) continue;
-    std::string cur = sub.inputs[1];
-    std::set<int> chain = {p, q};
-    for (int r; (r = g.producer(cur)) >= 0;) {
-      const Node& n = g.graph().nodes[size_t(r)];
-      if ((n.op_type != "Cast" && n.op_type != "Unsqueeze" && n.op_type != "Reshape") || n.inputs.empty()) break;
-      chain.insert(r);
-      cur = n.inputs[0];
+  if (p < 0 || g.graph().nodes[size_t(p)].op_type != "ConstantOfShape") return std::nullopt;
+  const Attribute* a = g.graph().nodes[size_t(p)].find_attribute("value");
+  if (!a) return 0.0;
+  if (a->t.size() != 1) return std::nullopt;
+  return to_doubles(a->t)[0];
+}
+
+std::optional<PaddingRead> read_padding(const GraphIndex& g, const std::string& v) {
+  std::vector<const Node*> chain;  // from v back to the input
+  std::string cur = v;
+  for (int steps = 0; steps < 16; ++steps) {
+    if (const ValueInfo* in = [&]() -> const ValueInfo* {
+          for (const ValueInfo* i : g.graph().feed_inputs())
+            if (i->name == cur) return i;
+          return nullptr;
+        }()) {
+      const std::vector<Dim>* d = g.dims(cur);
+      if (!d || d->size() != 2 || chain.empty()) return std::nullopt;
+      PaddingRead r;
+      r.input = in->name;
+      const std::vector<Dim>* vd = g.dims(v);
+      if (!vd) return std::nullopt;
+      r.rank = vd->size();
+      // Forward over the chain for a mask element of 0 and of 1.
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        const Node& n = **it;
+        auto apply = [&](double x) -> std::optional<double> {
+          const std::string& op = n.op_type;
+          if (op == "Cast" || op == "Unsqueeze" || op == "Reshape" || op == "Expand") return x;
+          if (op == "Not") return double(x == 0);
+          if (op == "Equal") return double(x == *g.scalar(n.inputs[1]));
+          if (op == "Sub") return g.scalar(n.inputs[0]) ? *g.scalar(n.inputs[0]) - x : x - *g.scalar(n.inputs[1]);
+          if (op == "Mul") return x * (g.scalar(n.inputs[0]) ? *g.scalar(n.inputs[0]) : *g.scalar(n.inputs[1]));
+          if (op == "Div") return x / *g.scalar(n.inputs[1]);
+          if (op == "Where") return x != 0 ? *fill_value(g, n.inputs[1]) : *fill_value(g, n.inputs[2]);
+          return std::nullopt;
+        };
+        const auto a = apply(r.if_zero), b = apply(r.if_one);
+        if (!a || !b) return std::nullopt;
+        r.if_zero = *a, r.if_one = *b;
+        // Views: the batch stays first and the keys last; a 4-D view merged to 3-D is (B, N, ., T).
+        if (n.op_type == "Reshape" || n.op_type == "Unsqueeze" || n.op_type == "Expand") {
+          const std::vector<Dim>* od = g.dims(n.outputs[0]);
+          const std::vector<Dim>* id = g.dims(n.inputs[0]);
+          if (!od && n.op_type == "Expand") continue;  // a run-time broadcast: the caller checks v's shape
+          const Inference* inf = g.inference();
+          if (!od || !id || od->size() < 2 || !dims_equal(od->back(), (*d)[1], inf)) return std::nullopt;
+          if (dims_equal((*od)[0], (*d)[0], inf)) continue;
+          const bool merge = n.op_type == "Reshape" && id->size() == 4 && od->size() == 3 && dims_equal((*id)[0], (*d)[0], inf) &&
+                             (*id)[1].fixed() && dims_equal((*id)[2], (*od)[1], inf);
+          if (!merge) return std::nullopt;
+          r.merged_heads = (*id)[1].value;
+        }
+      }
+      for (const Node* n : chain) r.nodes.insert(int(n - g.graph().nodes.data()));
+      return r;
     }
-    const std::vector<Dim>* d = g.dims(cur);
-    bool input = false;
-    for (const ValueInfo* in : g.graph().feed_inputs()) input = input || in->name == cur;
-    if (!input || !d || d->size() != 2) continue;
-    c = *k;
-    used.insert(chain.begin(), chain.end());
-    return cur;
+    const int p = g.producer(cur);
+    if (p < 0) return std::nullopt;
+    const Node& n = g.graph().nodes[size_t(p)];
+    if (!n.domain.empty() || n.inputs.empty()) return std::nullopt;
+    static const std::set<std::string> views = {"Cast", "Not", "Unsqueeze", "Reshape", "Expand"};
+    std::string next;
+    if (views.count(n.op_type)) {
+      next = n.inputs[0];
+    } else if ((n.op_type == "Equal" || n.op_type == "Div") && n.inputs.size() == 2 && g.scalar(n.inputs[1])) {
+      next = n.inputs[0];
+    } else if ((n.op_type == "Sub" || n.op_type == "Mul") && n.inputs.size() == 2 && (g.scalar(n.inputs[0]).has_value() != g.scalar(n.inputs[1]).has_value())) {
+      next = g.scalar(n.inputs[0]) ? n.inputs[1] : n.inputs[0];
+    } else if (n.op_type == "Where" && n.inputs.size() == 3 && fill_value(g, n.inputs[1]) && fill_value(g, n.inputs[2])) {
+      next = n.inputs[0];
+    } else {
+      return std::nullopt;
+    }
+    chain.push_back(&n);
+    cur = next;
   }
   return std::nullopt;
+}
+
+// An additive padding mask: 0 where the mask keeps a key and a hiding value where it does not.
+bool hides_by_adding(const PaddingRead& r) {
+  return (r.if_one == 0 && r.if_zero <= kMaskFloor) || (r.if_zero == 0 && r.if_one <= kMaskFloor);
 }
 
 // The dims of the MatMul that the scores `v` come from, through the masks and scales.
@@ -302,43 +415,94 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   Found f;
   f.softmax = si;
   r.use(&sm);
+  if (sm.inputs.empty() || sm.outputs.empty()) return why = "a Softmax without input or output", std::nullopt;
   const std::vector<Dim>* sd = g.dims(sm.inputs[0]);
   const int64_t axis = int_attr(sm, "axis", -1);
   if (!(axis == -1 || (sd && axis == int64_t(sd->size()) - 1))) return why = fmt::format("Softmax over axis {}, not the keys", axis), std::nullopt;
-  if (!sd || sd->size() != 4) return why = "the scores' shape is unknown or not (B, N, S, T)", std::nullopt;
+  if (!sd || (sd->size() != 4 && sd->size() != 3)) return why = "the scores' shape is unknown or not (B, N, S, T) or (B*N, S, T)", std::nullopt;
+  f.scores_rank = int(sd->size());
   // S and T as the product of Q and K has them (the Softmax's may carry a mask's name for T).
-  Dim S = (*sd)[2], T = (*sd)[3];
-  if (const std::vector<Dim>* pd = product_dims(g, sm.inputs[0], 8); pd && pd->size() == 4) S = (*pd)[2], T = (*pd)[3];
-  // Output: MatMul(p, v) -> Transpose 0 2 1 3 -> Reshape (B, S, N*h).
-  if (sm.inputs.empty() || sm.outputs.empty()) return why = "a Softmax without input or output", std::nullopt;
+  Dim S = (*sd)[sd->size() - 2], T = (*sd)[sd->size() - 1];
+  if (const std::vector<Dim>* pd = product_dims(g, sm.inputs[0], 8); pd && pd->size() >= 3) S = (*pd)[pd->size() - 2], T = (*pd)[pd->size() - 1];
+  const Inference* inf = g.inference();
+  auto show = [](const Dim& d) { return d.fixed() ? std::to_string(d.value) : d.param; };
+  // A 3-D <-> 4-D view between (B*N, S, x) and (B, N, S, x): N, or 0 when `n` is not one.
+  auto heads_view = [&](const Node& n) -> int64_t {
+    const std::vector<Dim>* in = g.dims(n.inputs[0]);
+    const std::vector<Dim>* out = g.dims(n.outputs[0]);
+    if (n.op_type != "Reshape" || !in || !out) return 0;
+    const std::vector<Dim>* four = in->size() == 4 && out->size() == 3 ? in : in->size() == 3 && out->size() == 4 ? out : nullptr;
+    const std::vector<Dim>* three = four == in ? out : in;
+    if (!four || !(*four)[1].fixed() || !dims_equal((*four)[2], (*three)[1], inf) || !dims_equal((*four)[3], (*three)[2], inf)) return 0;
+    return (*four)[1].value;
+  };
+  auto views_heads = [&](int64_t n) {
+    if (n <= 0) return false;
+    if (f.view_heads && f.view_heads != n) return false;
+    f.view_heads = n;
+    return true;
+  };
+
+  // Output: MatMul(p, v), then the heads merged back to tokens: Transpose 0 2 1 3 -> Reshape
+  // (B, S, N*h) of 4-D heads (3-D ones viewed as (B, N, S, h) first), or torch's
+  // nn.MultiheadAttention: Transpose 1 0 2 of (B*N, S, h) -> Reshape (S*B, N*h) or (S, B, N*h).
   const Node* pv = r.only_consumer(sm.outputs[0], "MatMul");
   if (!pv || pv->inputs.size() != 2 || pv->inputs[0] != sm.outputs[0]) return why = "the probabilities are not only multiplied by V", std::nullopt;
-  const Node* t = r.only_consumer(pv->outputs[0], "Transpose");
-  if (!t || !perm_is(*t, {0, 2, 1, 3})) return why = "the context is not transposed back to (B, S, N, h)", std::nullopt;
-  const Node* y = r.only_consumer(t->outputs[0], "Reshape");
-  const std::vector<Dim>* td = g.dims(t->outputs[0]);
-  const auto target = y ? g.shape_values(y->inputs[1]) : std::nullopt;
-  if (!y || y->inputs.size() != 2) return why = "the transposed context is not only reshaped", std::nullopt;
-  if (!td || td->size() != 4) return why = fmt::format("the transposed context '{}' has an unknown shape", t->outputs[0]), std::nullopt;
-  if (!target || target->size() != 3) return why = fmt::format("the head merge '{}' has an unknown or non-3-D target", y->name), std::nullopt;
-  auto keeps = [&](size_t i) { return same_dim((*target)[i], (*td)[i]) || ((*target)[i].fixed() && (*target)[i].value == 0); };
-  // The last size N*h, or -1 (view(B, S, -1)) with the heads' sizes known.
-  const auto target_ints = g.ints(y->inputs[1]);  // a constant's -1 is not a Dim
-  const auto Nh = target_ints && target_ints->size() == 3 ? std::optional<int64_t>((*target_ints)[2]) : fixed((*target)[2]);
-  const bool heads_known = (*td)[2].fixed() && (*td)[3].fixed();
-  if (!keeps(0) || !keeps(1) || !heads_known || !Nh || (*Nh != (*td)[2].value * (*td)[3].value && *Nh != -1))
-    return why = fmt::format("the head merge '{}' is not (B, S, N*h)", y->name), std::nullopt;
-  r.use(pv), r.use(t), r.use(y);
-  f.output = int(y - g.graph().nodes.data());
+  std::string context = pv->outputs[0];
+  if (f.scores_rank == 3) {
+    if (const Node* v4 = r.only_consumer(context, "Reshape"); v4 && v4->inputs.size() == 2 && views_heads(heads_view(*v4))) {
+      r.use(v4);
+      context = v4->outputs[0];
+    } else if (const Node* t = r.only_consumer(context, "Transpose"); t && perm_is(*t, {1, 0, 2})) {
+      const Node* y = r.only_consumer(t->outputs[0], "Reshape");
+      const std::vector<Dim>* yd = y ? g.dims(y->outputs[0]) : nullptr;
+      const std::vector<Dim>* td = g.dims(t->outputs[0]);
+      if (!y || y->inputs.size() != 2 || !yd || !td || (yd->size() != 2 && yd->size() != 3) || !yd->back().fixed() || !(*td)[2].fixed() ||
+          (yd->size() == 3 && !dims_equal((*yd)[0], (*td)[0], inf)))
+        return why = "the (S, B*N, h) context is not merged to (S*B, N*h) or (S, B, N*h)", std::nullopt;
+      r.use(pv), r.use(t), r.use(y);
+      f.output = int(y - g.graph().nodes.data());
+      f.output_seq_first = true;
+      f.merged_width = yd->back().value;
+    } else {
+      return why = "the (B*N, S, h) context is neither viewed as (B, N, S, h) nor transposed to (S, B*N, h)", std::nullopt;
+    }
+  }
+  if (!f.output_seq_first) {
+    const Node* t = r.only_consumer(context, "Transpose");
+    if (!t || !perm_is(*t, {0, 2, 1, 3})) return why = "the context is not transposed back to (B, S, N, h)", std::nullopt;
+    const Node* y = r.only_consumer(t->outputs[0], "Reshape");
+    const std::vector<Dim>* td = g.dims(t->outputs[0]);
+    const auto target = y ? g.shape_values(y->inputs[1]) : std::nullopt;
+    if (!y || y->inputs.size() != 2) return why = "the transposed context is not only reshaped", std::nullopt;
+    if (!td || td->size() != 4) return why = fmt::format("the transposed context '{}' has an unknown shape", t->outputs[0]), std::nullopt;
+    if (!target || target->size() != 3) return why = fmt::format("the head merge '{}' has an unknown or non-3-D target", y->name), std::nullopt;
+    auto keeps = [&](size_t i) { return same_dim((*target)[i], (*td)[i]) || ((*target)[i].fixed() && (*target)[i].value == 0); };
+    // The last size N*h, or -1 (view(B, S, -1)) with the heads' sizes known.
+    const auto target_ints = g.ints(y->inputs[1]);  // a constant's -1 is not a Dim
+    const auto Nh = target_ints && target_ints->size() == 3 ? std::optional<int64_t>((*target_ints)[2]) : fixed((*target)[2]);
+    const bool heads_known = (*td)[2].fixed() && (*td)[3].fixed();
+    // A 3-D view (B, S, N*h) of the 4-D context: its first two dims may be the product's symbols.
+    const std::vector<Dim>* yd = g.dims(y->outputs[0]);
+    const bool same_tokens = (keeps(0) && keeps(1)) || (yd && yd->size() == 3 && dims_equal((*yd)[0], (*td)[0], inf) && dims_equal((*yd)[1], (*td)[1], inf));
+    if (!same_tokens || !heads_known || !Nh || (*Nh != (*td)[2].value * (*td)[3].value && *Nh != -1))
+      return why = fmt::format("the head merge '{}' is not (B, S, N*h)", y->name), std::nullopt;
+    r.use(pv), r.use(t), r.use(y);
+    f.output = int(y - g.graph().nodes.data());
+  }
 
-  // Scores: peel masks and scales down to MatMul(q, kT).
+  // Scores: peel masks, scales and 3-D <-> 4-D views down to MatMul(q, kT).
   std::string cur = sm.inputs[0];
   const Node* qk = nullptr;
-  for (int steps = 0; steps < 8 && !qk; ++steps) {
+  int rank = f.scores_rank;  // of `cur`
+  for (int steps = 0; steps < 10 && !qk; ++steps) {
     const int p = g.producer(cur);
     if (p < 0) return why = "the scores do not come from a product of Q and K", std::nullopt;
     const Node& n = g.graph().nodes[size_t(p)];
-    if (!g.is_graph_output(cur) && g.consumers(cur).size() != 1) return why = fmt::format("the scores '{}' are read elsewhere", cur), std::nullopt;
+    // Read once, or also by a Shape (DistilBERT expands its mask to the scores' shape).
+    int readers = 0;
+    for (int c : g.consumers(cur)) readers += g.graph().nodes[size_t(c)].op_type != "Shape";
+    if (g.is_graph_output(cur) || readers != 1) return why = fmt::format("the scores '{}' are read elsewhere", cur), std::nullopt;
     if (n.inputs.size() < (n.op_type == "Where" ? 3u : 2u)) return why = fmt::format("'{}' has too few inputs", n.name), std::nullopt;
     if (n.op_type == "MatMul") {
       qk = &n;
@@ -346,6 +510,10 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       const double c = *g.scalar(n.inputs[1]);
       if (!(c > 0)) return why = fmt::format("the scale '{}' is not positive", n.name), std::nullopt;
       f.scale *= n.op_type == "Div" ? 1 / c : c;
+      cur = n.inputs[0];
+    } else if (n.op_type == "Reshape" && f.scores_rank == 3) {
+      if (!views_heads(heads_view(n))) return why = fmt::format("'{}' reshapes the scores other than (B*N, S, T) <-> (B, N, S, T)", n.name), std::nullopt;
+      rank = int(g.dims(n.inputs[0])->size());
       cur = n.inputs[0];
     } else if (n.op_type == "Where") {
       const auto a = g.scalar(n.inputs[1]), b = g.scalar(n.inputs[2]);
@@ -356,59 +524,69 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       std::set<int> mask_nodes;  // shared by the layers: left to dead-code removal
       std::string buffer;
       bool sliced = false;
-      if (!f.mask.causal && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes, buffer, sliced) && !flip) {
+      const std::optional<PaddingRead> pad = read_padding(g, n.inputs[0]);
+      if (!f.mask.causal && rank == 4 && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes, buffer, sliced) && !flip) {
         f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
         f.mask.causal_buffer = buffer, f.mask.causal_buffer_sliced = sliced;
         f.mask.causal_cond = n.inputs[0], f.mask.causal_keeps = !a.has_value(), f.mask.causal_filler = filler;
+      } else if (pad && pad->rank == size_t(rank) && (pad->if_zero != 0) != (pad->if_one != 0) && f.mask.padding_input.empty() &&
+                 (rank == 4 || pad->merged_heads > 0) && (!pad->merged_heads || views_heads(pad->merged_heads))) {
+        // masked_fill on a key padding mask: hidden where the condition holds (or, flipped, not).
+        const bool hides_where_one = (pad->if_one != 0) == flip;
+        f.mask.padding_input = pad->input, f.mask.padding_keeps_nonzero = !hides_where_one;
+        f.mask.filler = std::min(f.mask.filler, filler);
       } else if (slices_a_constant(g, n.inputs[0])) {
         // A causal look-alike (a buffer off by one, an upper triangle): left as it is, named.
         return why = fmt::format("the mask of '{}' slices a constant buffer that is not causal (key j <= query i + past) over S = {}, T = {}",
-                                 n.name, S.fixed() ? std::to_string(S.value) : S.param, T.fixed() ? std::to_string(T.value) : T.param), std::nullopt;
-      } else if (f.mask.where_cond.empty()) {
+                                 n.name, show(S), show(T)), std::nullopt;
+      } else if (f.mask.where_cond.empty() && rank == 4) {
         // Another mask (built at run time, not provably causal): it becomes an additive bias
         // Where(cond, 0, filler), which hides the same scores. Its shape must end in (S, T).
         const std::vector<Dim>* cd = g.dims(n.inputs[0]);
-        if (!cd || cd->size() < 2 || cd->size() > 4 || !dims_equal((*cd)[cd->size() - 2], S, g.inference()) || !dims_equal((*cd)[cd->size() - 1], T, g.inference()) ||
+        if (!cd || cd->size() < 2 || cd->size() > 4 || !dims_equal((*cd)[cd->size() - 2], S, inf) || !dims_equal((*cd)[cd->size() - 1], T, inf) ||
             (cd->size() == 4 && !((*cd)[1].fixed() && (*cd)[1].value == 1)))
           return why = fmt::format("the mask of '{}' is not causal (key j <= query i + past) and its shape is not (.., 1, S, T) with S = {}, T = {}",
-                                   n.name, S.fixed() ? std::to_string(S.value) : S.param, T.fixed() ? std::to_string(T.value) : T.param), std::nullopt;
+                                   n.name, show(S), show(T)), std::nullopt;
         f.mask.where_cond = n.inputs[0], f.mask.where_keeps = !a.has_value(), f.mask.where_filler = filler;
       } else {
-        return why = fmt::format("'{}' is a second Where mask", n.name), std::nullopt;
+        return why = fmt::format("'{}' is a second Where mask, or a run-time mask of 3-D scores not read as key padding", n.name), std::nullopt;
       }
+      // The mask's own nodes are shared by the layers: left to dead-code removal.
       cur = a ? n.inputs[2] : n.inputs[1];
     } else if (n.op_type == "Add") {
       // The operand leading to the product is the scores; the other is the mask.
+      std::optional<PaddingRead> pads[2] = {read_padding(g, n.inputs[0]), read_padding(g, n.inputs[1])};
       int side = -1;
-      double dummy_c = 0;
-      std::set<int> dummy_nodes;
       for (int s2 = 0; s2 < 2 && side < 0; ++s2) {
         const int q = g.producer(n.inputs[size_t(s2)]);
-        if (q >= 0 && std::set<std::string>{"MatMul", "Div", "Mul", "Where", "Add"}.count(g.graph().nodes[size_t(q)].op_type) &&
-            !padding_input(g, n.inputs[size_t(s2)], dummy_c, dummy_nodes)) {
+        if (q >= 0 && std::set<std::string>{"MatMul", "Div", "Mul", "Where", "Add", "Reshape"}.count(g.graph().nodes[size_t(q)].op_type) &&
+            !pads[s2]) {
           const std::vector<Dim>* other = g.dims(n.inputs[size_t(1 - s2)]);
           const std::vector<Dim>* mine = g.dims(n.inputs[size_t(s2)]);
-          if (mine && mine->size() == 4 && (!other || other->size() <= 4)) side = s2;
+          if (mine && int(mine->size()) == rank && (!other || int(other->size()) <= rank)) side = s2;
         }
       }
       if (side < 0) return why = fmt::format("neither operand of '{}' is the scores", n.name), std::nullopt;
       const std::string& m = n.inputs[size_t(1 - side)];
-      double c = 0;
-      if (f.mask.padding_input.empty() && f.mask.bias.empty()) {
-        std::set<int> mask_nodes;
-        if (auto in = padding_input(g, m, c, mask_nodes)) {
-          if (!(c <= kMaskFloor)) return why = fmt::format("the padding mask of '{}' adds {:g}, not a hiding value", n.name, c), std::nullopt;
-          f.mask.padding_input = *in, f.mask.filler = std::min(f.mask.filler, c);
-          f.mask.padding_value = m;
-        } else {
-          const std::vector<Dim>* md = g.dims(m);
-          if (!md || md->size() < 2 || md->size() > 4 || (md->size() == 4 && !((*md)[1].fixed() && (*md)[1].value == 1)) ||
-              !dims_equal((*md)[md->size() - 2], S, g.inference()) || !dims_equal((*md)[md->size() - 1], T, g.inference()))
-            return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T) or (B|1, 1, S, T)", m), std::nullopt;
-          f.mask.bias = m;
-        }
+      const std::optional<PaddingRead>& pad = pads[1 - side];
+      if (!f.mask.padding_input.empty() || !f.mask.bias.empty()) return why = fmt::format("'{}' adds a second mask", n.name), std::nullopt;
+      if (pad && pad->rank == size_t(rank) && (rank == 4 || pad->merged_heads > 0)) {
+        if (!hides_by_adding(*pad))
+          return why = fmt::format("the padding mask of '{}' adds {:g} and {:g}, not 0 and a hiding value (<= {:g})", n.name, pad->if_one,
+                                   pad->if_zero, kMaskFloor), std::nullopt;
+        if (pad->merged_heads && !views_heads(pad->merged_heads)) return why = fmt::format("the padding mask of '{}' has other heads than the scores", n.name), std::nullopt;
+        f.mask.padding_input = pad->input, f.mask.padding_keeps_nonzero = pad->if_one == 0;
+        f.mask.filler = std::min(f.mask.filler, std::min(pad->if_one, pad->if_zero));
+        f.mask.padding_value = m;
       } else {
-        return why = fmt::format("'{}' adds a second mask", n.name), std::nullopt;
+        // Any other additive term: a bias (S, T), (1|B, S, T) or (B|1, N|1, S, T) of 4-D scores.
+        const std::vector<Dim>* md = g.dims(m);
+        if (rank != 4 || !md || md->size() < 2 || md->size() > 4 || !dims_equal((*md)[md->size() - 2], S, inf) ||
+            !dims_equal((*md)[md->size() - 1], T, inf))
+          return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T) or (B|1, N|1, S, T)", m), std::nullopt;
+        if (md->size() == 4 && !(*md)[1].fixed()) return why = fmt::format("the bias '{}' has an unknown head axis", m), std::nullopt;
+        if (md->size() == 4) f.mask.bias_heads = (*md)[1].value;
+        f.mask.bias = m;
       }
       cur = n.inputs[size_t(side)];
     } else {
@@ -446,30 +624,91 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   if (k->repeated.empty() != v->repeated.empty() || k->past.empty() != v->past.empty()) return why = "K and V differ in past or repeats", std::nullopt;
   if (k->repeated.empty() && (k->heads.N != q->heads.N || v->heads.N != q->heads.N)) return why = "K or V has other heads than Q", std::nullopt;
   if (v->rotary_node) return why = "V is rotated", std::nullopt;
+  // A scale on the 3-D projection before the head split (BART's and CLIP's q_proj(x) * scaling).
+  for (Source* src : {&*q, &*k}) {
+    const int p = g.producer(src->heads.x);
+    if (p < 0) continue;
+    const Node& n = g.graph().nodes[size_t(p)];
+    if ((n.op_type != "Mul" && n.op_type != "Div") || n.inputs.size() != 2) continue;
+    const int side = g.scalar(n.inputs[1]) ? 1 : (n.op_type == "Mul" && g.scalar(n.inputs[0])) ? 0 : -1;
+    if (side < 0 || !(*g.scalar(n.inputs[size_t(side)]) > 0)) continue;
+    int readers = 0;
+    for (int c : g.consumers(src->heads.x)) readers += g.graph().nodes[size_t(c)].op_type != "Shape";
+    if (readers != 1 || g.is_graph_output(src->heads.x)) continue;
+    const double c = *g.scalar(n.inputs[size_t(side)]);
+    f.scale *= n.op_type == "Div" ? 1 / c : c;
+    src->heads.x = n.inputs[size_t(1 - side)];
+    r.use(&n);
+  }
+  const int64_t N = q->heads.N;
+  if (q->heads.seq_first != k->heads.seq_first || q->heads.seq_first != v->heads.seq_first)
+    return why = "Q, K and V are not all split the same way (batch-first and sequence-first)", std::nullopt;
+  if ((f.view_heads && f.view_heads != N) || (r.viewed_heads && r.viewed_heads != N))
+    return why = fmt::format("the scores or heads are viewed with {} heads, the projections split {}", std::max(f.view_heads, r.viewed_heads), N), std::nullopt;
+  if (f.mask.bias_heads != 1 && f.mask.bias_heads != N) return why = fmt::format("the bias '{}' has {} heads, not 1 or {}", f.mask.bias, f.mask.bias_heads, N), std::nullopt;
+  if (f.output_seq_first && f.merged_width != N * q->heads.h) return why = "the context is not merged to N*h", std::nullopt;
+  if (f.scores_rank == 3 && !q->heads.seq_first && !f.view_heads && !r.viewed_heads) return why = "the 3-D heads are not views of 4-D ones", std::nullopt;
   f.q = *q, f.k = *k, f.v = *v;
   r.use(qk);
   f.used.insert(r.used.begin(), r.used.end());
   return f;
 }
 
-std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f) {
-  const int sp = g.producer(f.q.heads.x);
-  if (sp < 0 || g.producer(f.k.heads.x) != sp || g.producer(f.v.heads.x) != sp) return std::nullopt;
-  const Node& split = g.graph().nodes[size_t(sp)];
-  if (split.op_type != "Split" || split.outputs.size() != 3 || split.outputs[0] != f.q.heads.x || split.outputs[1] != f.k.heads.x ||
-      split.outputs[2] != f.v.heads.x)
-    return std::nullopt;
-  const std::vector<Dim>* d = g.dims(split.inputs[0]);
-  const int64_t axis = int_attr(split, "axis", 0);
-  if (!d || !(axis == -1 || axis == int64_t(d->size()) - 1)) return std::nullopt;
+// Q, K and V as the three parts [0, D), [D, 2D), [2D, 3D) of one value's last axis: a Split,
+// or three Slices (torch's chunk(3) with bounds computed from the shape); the value and the nodes.
+std::optional<std::pair<std::string, std::vector<int>>> thirds(const GraphIndex& g, const Found& f) {
   const int64_t D = f.q.heads.N * f.q.heads.h;
-  std::vector<int64_t> sizes = ints_attr(split, "split");
-  if (split.inputs.size() > 1 && !split.inputs[1].empty()) sizes = g.ints(split.inputs[1]).value_or(std::vector<int64_t>{});
-  if (!sizes.empty() && sizes != std::vector<int64_t>{D, D, D}) return std::nullopt;
-  const int ap = g.producer(split.inputs[0]);
+  const std::string* parts[3] = {&f.q.heads.x, &f.k.heads.x, &f.v.heads.x};
+  const int sp = g.producer(f.q.heads.x);
+  if (sp < 0) return std::nullopt;
+  const Node& split = g.graph().nodes[size_t(sp)];
+  if (split.op_type == "Split") {
+    if (g.producer(f.k.heads.x) != sp || g.producer(f.v.heads.x) != sp || split.outputs.size() != 3 || split.outputs[0] != f.q.heads.x ||
+        split.outputs[1] != f.k.heads.x || split.outputs[2] != f.v.heads.x)
+      return std::nullopt;
+    const std::vector<Dim>* d = g.dims(split.inputs[0]);
+    const int64_t axis = int_attr(split, "axis", 0);
+    if (!d || !(axis == -1 || axis == int64_t(d->size()) - 1)) return std::nullopt;
+    std::vector<int64_t> sizes = ints_attr(split, "split");
+    if (split.inputs.size() > 1 && !split.inputs[1].empty()) sizes = g.ints(split.inputs[1]).value_or(std::vector<int64_t>{});
+    if (!sizes.empty() && sizes != std::vector<int64_t>{D, D, D}) return std::nullopt;
+    return std::make_pair(split.inputs[0], std::vector<int>{sp});
+  }
+  std::string whole;
+  std::vector<int> nodes;
+  for (int i = 0; i < 3; ++i) {
+    const int p = g.producer(*parts[i]);
+    if (p < 0) return std::nullopt;
+    const Node& s = g.graph().nodes[size_t(p)];
+    if (s.op_type != "Slice" || s.inputs.size() < 4 || (i > 0 && s.inputs[0] != whole)) return std::nullopt;
+    whole = s.inputs[0];
+    const std::vector<Dim>* d = g.dims(whole);
+    const auto starts = g.shape_values(s.inputs[1]), ends = g.shape_values(s.inputs[2]);
+    const auto axes = g.ints(s.inputs[3]);
+    const bool unit = s.inputs.size() < 5 || s.inputs[4].empty() || g.ints(s.inputs[4]) == std::vector<int64_t>{1};
+    if (!d || !starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !unit) return std::nullopt;
+    if (!((*axes)[0] == -1 || (*axes)[0] == int64_t(d->size()) - 1)) return std::nullopt;
+    if (!(*starts)[0].fixed() || !(*ends)[0].fixed() || (*starts)[0].value != i * D || (*ends)[0].value != (i + 1) * D) return std::nullopt;
+    nodes.push_back(p);
+  }
+  const std::vector<Dim>* d = g.dims(whole);
+  if (!d || !d->back().fixed() || d->back().value != 3 * D) return std::nullopt;
+  return std::make_pair(whole, nodes);
+}
+
+std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f) {
+  const int64_t D = f.q.heads.N * f.q.heads.h;
+  const auto parts = thirds(g, f);
+  if (!parts) return std::nullopt;
+  const std::string& whole = parts->first;
+  const int ap = g.producer(whole);
   if (ap < 0 || g.graph().nodes[size_t(ap)].op_type != "Add") return std::nullopt;
   const Node& add = g.graph().nodes[size_t(ap)];
-  if (add.inputs.size() != 2 || split.inputs.empty()) return std::nullopt;
+  if (add.inputs.size() != 2) return std::nullopt;
+  // Read only by the three parts (and Shapes computing their bounds).
+  int readers = 0;
+  for (int c : g.consumers(whole)) readers += g.graph().nodes[size_t(c)].op_type != "Shape";
+  if (readers != int(parts->second.size()) || g.is_graph_output(whole)) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     const Tensor* b = g.constant(add.inputs[size_t(1 - side)]);
     const int mp = g.producer(add.inputs[size_t(side)]);
@@ -479,10 +718,49 @@ std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f) {
     const Tensor* w = g.constant(mm.inputs[1]);
     const std::vector<Dim>* x = g.dims(mm.inputs[0]);
     if (!w || w->rank() != 2 || w->dim(1) != 3 * D || !x || x->size() != 3) continue;
-    if (g.consumers(add.outputs[0]).size() != 1 || g.consumers(mm.outputs[0]).size() != 1) continue;
-    return Packed{mm.inputs[0], mm.inputs[1], add.inputs[size_t(1 - side)], sp, ap, mp};
+    if (g.consumers(mm.outputs[0]).size() != 1) continue;
+    Packed p{mm.inputs[0], mm.inputs[1], add.inputs[size_t(1 - side)], parts->second};
+    p.nodes.push_back(ap), p.nodes.push_back(mp);
+    return p;
   }
   return std::nullopt;
+}
+
+std::optional<SeparateQKV> separate_qkv(const GraphIndex& g, const Found& f) {
+  SeparateQKV s;
+  const std::string* xs[3] = {&f.q.heads.x, &f.k.heads.x, &f.v.heads.x};
+  for (int i = 0; i < 3; ++i) {
+    std::string v = *xs[i];
+    // Read only by its head split (and the Shape of a view).
+    int readers = 0;
+    for (int c : g.consumers(v)) readers += g.graph().nodes[size_t(c)].op_type != "Shape";
+    if (readers != 1 || g.is_graph_output(v)) return std::nullopt;
+    int p = g.producer(v);
+    if (p < 0) return std::nullopt;
+    if (g.graph().nodes[size_t(p)].op_type == "Add") {
+      const Node& add = g.graph().nodes[size_t(p)];
+      if (add.inputs.size() != 2) return std::nullopt;
+      const int side = g.constant(add.inputs[1]) ? 0 : g.constant(add.inputs[0]) ? 1 : -1;
+      if (side < 0 || g.consumers(add.inputs[size_t(side)]).size() != 1) return std::nullopt;
+      s.b[i] = add.inputs[size_t(1 - side)];
+      s.nodes.insert(p);
+      v = add.inputs[size_t(side)];
+      p = g.producer(v);
+    }
+    if (p < 0 || g.graph().nodes[size_t(p)].op_type != "MatMul" || !g.graph().nodes[size_t(p)].domain.empty()) return std::nullopt;
+    const Node& mm = g.graph().nodes[size_t(p)];
+    const Tensor* w = mm.inputs.size() == 2 ? g.constant(mm.inputs[1]) : nullptr;
+    if (!w || w->rank() != 2 || w->dim(1) != f.q.heads.N * f.q.heads.h) return std::nullopt;
+    if (!s.b[i].empty()) {
+      const Tensor* b = g.constant(s.b[i]);
+      if (!b || b->rank() != 1 || b->dim(0) != w->dim(1) || b->dtype() != w->dtype()) return std::nullopt;
+    }
+    if (i == 0) s.x = mm.inputs[0];
+    else if (mm.inputs[0] != s.x || w->dim(0) != g.constant(s.w[0])->dim(0) || w->dtype() != g.constant(s.w[0])->dtype()) return std::nullopt;
+    s.w[i] = mm.inputs[1];
+    s.nodes.insert(p);
+  }
+  return s;
 }
 
 std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& f) {

@@ -15,6 +15,7 @@ struct Heads {
   std::string x;      // the 3-D (B, S, N*h) value split into heads
   int64_t N = 0, h = 0;
   bool transposed_k = false;  // heads reached through perm 0 2 3 1 (K already transposed)
+  bool seq_first = false;     // x is (S, B, N*h), split by torch's nn.MultiheadAttention into (B*N, S, h)
 };
 
 struct Source {   // where Q, K or V of the attention comes from
@@ -31,7 +32,9 @@ struct Source {   // where Q, K or V of the attention comes from
 struct Mask {
   bool causal = false;
   std::string padding_input;     // a 2-D (B, T) graph input: key padding
-  std::string bias;              // an additive (B|1, 1, S, T) value
+  bool padding_keeps_nonzero = true;  // its nonzero elements keep a key (else they hide it: torch's key_padding_mask)
+  std::string bias;              // an additive (S, T), (B|1, S, T) or (B|1, N|1, S, T) value
+  int64_t bias_heads = 1;        // its head axis (4-D)
   double filler = 0;             // the value masked scores get (the most negative seen)
   std::string causal_buffer;     // the lower-triangular constant the causal condition slices
   bool causal_buffer_sliced = false;  // (false: a folded S x T block, fixed shapes)
@@ -46,6 +49,10 @@ struct Mask {
 
 struct Found {
   int softmax = -1, output = -1;  // the Softmax and the final Reshape
+  int scores_rank = 4;            // 3: (B*N, S, T) scores of 3-D heads
+  int64_t view_heads = 0;         // the N of views between (B*N, ...) and (B, N, ...), 0 if none
+  bool output_seq_first = false;  // the output is torch's (S*B, N*h) or (S, B, N*h) merge
+  int64_t merged_width = 0;       // ... and its last size
   Source q, k, v;
   Mask mask;
   double scale = 1;
@@ -53,10 +60,19 @@ struct Found {
   std::set<int> kv_nodes;  // the nodes computing K and V from their projections
 };
 
-// The three equal parts of one projection x W + b split on the last axis: (x, W, b), or nullopt.
+// The three equal parts of one projection x W + b split on the last axis (a Split, or torch's
+// chunk as three Slices): x, W, b and the nodes computing the parts.
 struct Packed {
   std::string x, w, b;
-  int split = -1, add = -1, matmul = -1;
+  std::vector<int> nodes;
+};
+
+// Q, K and V projected separately from one x (BERT's query, key and value Linear layers): each
+// x W + b (or x W) with constant weights of equal widths.
+struct SeparateQKV {
+  std::string x;
+  std::string w[3], b[3];  // b empty: no bias
+  std::set<int> nodes;     // the MatMuls and Adds
 };
 
 // ORT's stacked present: Concat(Unsqueeze(K with past, 0), Unsqueeze(V with past, 0), axis 0),
@@ -70,6 +86,7 @@ struct StackedPresent {
 // is not one.
 std::optional<Found> read(const GraphIndex& g, int softmax, std::string& why);
 std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f);
+std::optional<SeparateQKV> separate_qkv(const GraphIndex& g, const Found& f);
 std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& f);
 
 }  // namespace refeval::optimize::attention

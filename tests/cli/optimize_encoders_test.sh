@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `refeval optimize` on torch exports of encoders, vision transformers and an encoder-decoder's
+# decoder, written the ways real code writes them (tests/data/optimize/README.md, "Encoders"):
+# with no --model-type and with the type a user would pass, the type detected fits, attention is
+# fused in every layer with no Softmax left, BERT-style encoders get one EmbedLayerNormalization,
+# and the optimized model gives torch's outputs within 1e-4 on batch 1 and batch 2 with right and
+# left padding, in refeval and, where ONNX Runtime is installed, in ORT. The look-alike traps
+# stay unfused and equal to torch, and --explain names the condition that failed.
+# Usage: optimize_encoders_test.sh REFEVAL SOURCE_DIR
+set -u
+refeval=$1
+source_dir=$2
+data=$source_dir/tests/data/optimize
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+
+ort_modules=$source_dir/benchmarks/ort/node_modules
+if [[ -d $ort_modules/onnxruntime-node ]]; then
+  ort=1
+else
+  ort=0
+  echo "note: onnxruntime-node is not installed (benchmarks/ort: npm install); the ORT runs of the optimized models are skipped"
+fi
+
+count() { grep '^operators:' "$1" | grep -oE "(: |, )$2 [0-9]+" | grep -oE '[0-9]+$' || echo 0; }
+nodes_after() { grep -oE '^nodes: [0-9]+ -> [0-9]+' "$1" | grep -oE '[0-9]+$'; }
+
+while read -r folder family type layers opset; do
+  [[ -z $folder || $folder == \#* ]] && continue
+  for given in "" "$type"; do
+    [[ $family == trap && -n $given ]] && continue
+    tag=$folder${given:+-$given}
+    dir=$work/$tag
+    mkdir -p "$dir" && cp -r "$data/$folder"/test_data_set_* "$dir/"
+    "$refeval" optimize "$data/$folder/model.onnx" -o "$dir/model.onnx" --explain ${given:+--model-type "$given"} >"$dir.log" 2>"$dir.err"
+    check "$tag: optimize exits 0" test $? -eq 0
+    check "$tag: torch's outputs within 1e-4 on every data set" bash -c "'$refeval' -q test '$dir' --rtol 0 --atol 1e-4 >/dev/null"
+    if [[ $ort == 1 ]]; then
+      check "$tag: ONNX Runtime gives torch's outputs within 1e-4" \
+        bash -c "NODE_PATH='$ort_modules' node '$data/check_ort.js' --atol 1e-4 '$dir' >'$dir.ort' 2>&1"
+    fi
+    if [[ $family == trap ]]; then
+      check "$tag: its Softmax stays" test "$(count "$dir.log" Softmax)" -eq 1
+      check "$tag: --explain names why attention was not fused" grep -q "not fused: attention at " "$dir.log"
+      case $folder in
+        trap_softmax_query_axis*) check "$tag: the axis named" grep -q "Softmax over axis .*not the keys" "$dir.log" ;;
+        trap_mask_adds_positive*) check "$tag: the positive mask named" grep -qE "adds .*not 0 and a hiding value|neither a padding mask" "$dir.log" ;;
+      esac
+      continue
+    fi
+    if [[ -z $given ]]; then
+      check "$tag: detected as $type" grep -q "model type $type (detected: " "$dir.log"
+    else
+      check "$tag: --model-type $given fits, no warning" test ! -s "$dir.err"
+    fi
+    check "$tag: no Softmax left" test "$(count "$dir.log" Softmax)" -eq 0
+    attention=$(($(count "$dir.log" Attention) + $(count "$dir.log" MultiHeadAttention)))
+    want=$layers
+    [[ $family == bart ]] && want=$((2 * layers))  # self- and cross-attention
+    check "$tag: attention fused in every layer ($attention of $want)" test "$attention" -eq "$want"
+    case $family in
+      bert)
+        check "$tag: one EmbedLayerNormalization" test "$(count "$dir.log" EmbedLayerNormalization)" -eq 1
+        # 7 a layer (Attention, MatMul, SkipLayerNorm, MatMul, BiasGelu, MatMul, SkipLayerNorm) and
+        # 12 around them: 40 for 4 layers
+        check "$tag: at most $((layers * 7 + 12)) nodes ($(nodes_after "$dir.log"))" test "$(nodes_after "$dir.log")" -le $((layers * 7 + 12)) ;;
+      roberta)  # positions from the padding mask's cumsum stay outside the fused embedding
+        check "$tag: one EmbedLayerNormalization" test "$(count "$dir.log" EmbedLayerNormalization)" -eq 1 ;;
+      distilbert)
+        check "$tag: one EmbedLayerNormalization" test "$(count "$dir.log" EmbedLayerNormalization)" -eq 1
+        check "$tag: at most $((layers * 7 + 11)) nodes ($(nodes_after "$dir.log"))" test "$(nodes_after "$dir.log")" -le $((layers * 7 + 11)) ;;
+    esac
+  done
+done <"$data/encoder_forms.txt"
+
+# A type that does not fit what the graph shows: one warning naming what was found, and every
+# fusion still applied.
+"$refeval" optimize "$data/hf_bert_opset17/model.onnx" -o "$work/bert-as-gpt2.onnx" --model-type gpt2 >"$work/out" 2>"$work/err"
+check "a BERT optimized as gpt2: one warning naming the encoder" bash -c "[[ \$(wc -l <'$work/err') -eq 1 ]] && grep -q 'warning: --model-type gpt2, but the graph shows bert (encoder: bidirectional' '$work/err'"
+check "a BERT optimized as gpt2: still fused" test "$(count "$work/out" Attention)" -eq 4
+finish

@@ -1,0 +1,159 @@
+#include "model_type.h"
+
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "passes/attention_reading.h"
+
+namespace refeval::optimize {
+namespace {
+
+const Node* producer_node(const GraphIndex& g, const std::string& v) {
+  const int p = g.producer(v);
+  return p < 0 ? nullptr : &g.graph().nodes[size_t(p)];
+}
+
+// The token states an attention's projection reads: the x of x W (+ b), through a packed
+// projection's Split or Slice; `v` itself when it is not a projection.
+std::string projected_from(const GraphIndex& g, std::string v) {
+  for (int steps = 0; steps < 4; ++steps) {
+    const Node* n = producer_node(g, v);
+    if (!n || n->inputs.empty()) return v;
+    if (n->op_type == "MatMul") return n->inputs[0];
+    if (n->op_type == "Split" || n->op_type == "Slice") v = n->inputs[0];
+    else if (n->op_type == "Add" && n->inputs.size() == 2) v = g.constant(n->inputs[0]) ? n->inputs[1] : n->inputs[0];
+    else if (n->op_type == "Transpose") v = n->inputs[0];
+    else if ((n->op_type == "Mul" || n->op_type == "Div") && n->inputs.size() == 2 && (g.scalar(n->inputs[0]) || g.scalar(n->inputs[1])))
+      v = g.scalar(n->inputs[0]) ? n->inputs[1] : n->inputs[0];
+    else return v;
+  }
+  return v;
+}
+
+bool feeds_from_input(const GraphIndex& g, const std::string& v, size_t rank) {
+  for (const ValueInfo* in : g.graph().feed_inputs())
+    if (in->name == v) {
+      const std::vector<Dim>* d = g.dims(v);
+      return d && d->size() == rank;
+    }
+  return false;
+}
+
+// A mean of squares not centred first (T5, Llama): ReduceMean(Pow(x, 2)) or ReduceMean(x * x)
+// with x no difference from a mean; or the fused forms.
+bool has_rms_norm(const GraphIndex& g) {
+  for (const Node& n : g.graph().nodes) {
+    if (n.op_type == "SimplifiedLayerNormalization" || n.op_type == "SkipSimplifiedLayerNormalization" || n.op_type == "RMSNormalization") return true;
+    if (n.op_type != "ReduceMean" || n.inputs.empty()) continue;
+    const Node* sq = producer_node(g, n.inputs[0]);
+    if (!sq || sq->inputs.size() != 2) continue;
+    const bool square = (sq->op_type == "Pow" && g.scalar(sq->inputs[1]) == 2.0) || (sq->op_type == "Mul" && sq->inputs[0] == sq->inputs[1]);
+    if (!square) continue;
+    const Node* x = producer_node(g, sq->inputs[0]);
+    if (x && x->op_type == "Cast") x = producer_node(g, x->inputs[0]);
+    if (!x || x->op_type != "Sub") return true;
+  }
+  return false;
+}
+
+// CLIP's activation: x * Sigmoid(1.702 x), or its fused form.
+bool has_quick_gelu(const GraphIndex& g) {
+  for (const Node& n : g.graph().nodes) {
+    if (n.op_type == "QuickGelu") return true;
+    if (n.op_type != "Sigmoid" || n.inputs.empty()) continue;
+    const Node* m = producer_node(g, n.inputs[0]);
+    if (m && m->op_type == "Mul" && m->inputs.size() == 2)
+      for (const std::string& in : m->inputs)
+        if (auto c = g.scalar(in); c && std::fabs(*c - 1.702) < 1e-3) return true;
+  }
+  return false;
+}
+
+// A Conv reading a graph input of the given rank: image patches (4-D) or audio frames (3-D).
+std::string conv_over_input(const GraphIndex& g, size_t rank) {
+  for (const Node& n : g.graph().nodes)
+    if (n.op_type == "Conv" && !n.inputs.empty() && feeds_from_input(g, n.inputs[0], rank)) return n.inputs[0];
+  return "";
+}
+
+std::string layers(int n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); }
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& model_types() {
+  static const std::vector<std::pair<std::string, std::string>> types = {
+      {"bert", "encoder"}, {"vit", "vision"},    {"clip", "vision"}, {"t5", "encoder-decoder"},
+      {"bart", "encoder-decoder"}, {"whisper", "encoder-decoder"}, {"gpt2", "decoder"}, {"llama", "decoder"}};
+  return types;
+}
+
+ModelKind detect_model_kind(const GraphIndex& g) {
+  int self = 0, cross = 0, causal = 0, read = 0, softmaxes = 0;
+  std::set<std::string> padding;
+  for (int i = 0; i < int(g.graph().nodes.size()); ++i) {
+    const Node& n = g.graph().nodes[size_t(i)];
+    if (n.op_type != "Softmax" || !n.domain.empty()) continue;
+    ++softmaxes;
+    std::string why;
+    const auto f = attention::read(g, i, why);
+    if (!f) continue;
+    ++read;
+    const bool is_cross = projected_from(g, f->q.heads.x) != projected_from(g, f->k.heads.x);
+    (is_cross ? cross : self) += 1;
+    causal += f->mask.causal;
+    if (!f->mask.padding_input.empty()) padding.insert(f->mask.padding_input);
+  }
+  // Fused already (an ORT-optimized model): the operators say it.
+  int fused_attention = 0, unidirectional = 0;
+  for (const Node& n : g.graph().nodes)
+    if (n.domain == "com.microsoft" && (n.op_type == "Attention" || n.op_type == "MultiHeadAttention" || n.op_type == "GroupQueryAttention")) {
+      ++fused_attention;
+      for (const Attribute& a : n.attributes) unidirectional += a.name == "unidirectional" && a.i != 0;
+      unidirectional += n.op_type == "GroupQueryAttention";
+    }
+  const bool rms = has_rms_norm(g);
+  const std::string image = conv_over_input(g, 4), audio = conv_over_input(g, 3);
+  std::string mask_note;
+  if (!padding.empty()) mask_note = fmt::format(", key padding from '{}'", *padding.begin());
+
+  ModelKind k;
+  if (!image.empty() && read + fused_attention > 0) {
+    k.family = "vision";
+    k.type = has_quick_gelu(g) ? "clip" : "vit";
+    k.reason = fmt::format("patch embedding (Conv over '{}'), bidirectional attention in {}{}", image, layers(read + fused_attention),
+                           k.type == "clip" ? ", QuickGelu (x * sigmoid(1.702 x))" : "");
+  } else if (cross > 0) {
+    k.family = "encoder-decoder";
+    k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bart";
+    k.reason = fmt::format("cross-attention over other states in {}, {} self-attention in {}{}{}", layers(cross), causal ? "causal" : "bidirectional",
+                           layers(self), rms ? ", norms without the mean" : "", mask_note);
+  } else if (causal > 0 || (read == 0 && unidirectional > 0)) {
+    k.family = "decoder";
+    k.type = rms ? "llama" : "gpt2";
+    k.reason = fmt::format("causal self-attention in {}{}{}", layers(std::max(causal, unidirectional)), rms ? ", norms without the mean" : "", mask_note);
+  } else if (read > 0 || fused_attention > 0) {
+    k.family = "encoder";
+    k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bert";
+    k.reason = fmt::format("bidirectional self-attention in {}{}{}", layers(read + fused_attention), rms ? ", norms without the mean" : "", mask_note);
+  } else if (softmaxes > 0) {
+    k.reason = fmt::format("{} Softmax node{}, none read as attention", softmaxes, softmaxes == 1 ? "" : "s");
+  }
+  return k;
+}
+
+std::string type_mismatch(const std::string& given, const ModelKind& found) {
+  if (given.empty() || found.type.empty() || given == found.type) return "";
+  std::string family;
+  for (const auto& [type, fam] : model_types())
+    if (type == given) family = fam;
+  // T5 and Whisper name both halves of an encoder-decoder: their encoders alone fit.
+  const bool fits = family == found.family || (family == "encoder-decoder" && found.family == "encoder" && (given == "t5" || given == "whisper")) ||
+                    (given == "bert" && found.type == "t5") || (given == "vit" && found.type == "clip") || (given == "clip" && found.type == "vit");
+  if (fits) return "";
+  return fmt::format("--model-type {}, but the graph shows {} ({}: {}); every fusion the graph allows is applied", given, found.type, found.family,
+                     found.reason);
+}
+
+}  // namespace refeval::optimize
