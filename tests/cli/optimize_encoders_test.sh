@@ -41,6 +41,13 @@ while read -r folder family type layers opset; do
         bash -c "NODE_PATH='$ort_modules' node '$data/check_ort.js' --atol 1e-4 '$dir' >'$dir.ort' 2>&1"
     fi
     if [[ $family == trap ]]; then
+      if [[ $folder == handbuilt_trap_mask_wrong_batch* ]]; then
+        # Each row's mask is the other row's: not a key padding mask. Passing the computed values
+        # as attention_bias is exact, and that is all that may happen to it.
+        check "$tag: fused with the computed mask as a bias" test "$(count "$dir.log" Attention)" -eq 1
+        check "$tag: not read as key padding" bash -c "! grep -q 'key padding from' '$dir.log'"
+        continue
+      fi
       check "$tag: its Softmax stays" test "$(count "$dir.log" Softmax)" -eq 1
       check "$tag: --explain names why attention was not fused" grep -q "not fused: attention at " "$dir.log"
       case $folder in
@@ -72,6 +79,24 @@ while read -r folder family type layers opset; do
         check "$tag: at most $((layers * 7 + 11)) nodes ($(nodes_after "$dir.log"))" test "$(nodes_after "$dir.log")" -le $((layers * 7 + 11)) ;;
     esac
   done
+  [[ $family == trap ]] && continue
+  # Standard operators (Attention-23, LayerNormalization, ...): the same outputs, no com.microsoft.
+  dir=$work/$folder-onnx
+  mkdir -p "$dir" && cp -r "$data/$folder"/test_data_set_* "$dir/"
+  "$refeval" optimize "$data/$folder/model.onnx" -o "$dir/model.onnx" --target onnx >"$dir.log" 2>&1
+  check "$folder [onnx]: optimize exits 0" test $? -eq 0
+  check "$folder [onnx]: standard operators only" bash -c "'$refeval' show '$dir/model.onnx' --format text | head -4 | grep -q 'opset_import: \[\"\" : 2[3-9]\]'"
+  check "$folder [onnx]: no Softmax left" test "$(count "$dir.log" Softmax)" -eq 0
+  check "$folder [onnx]: torch's outputs within 1e-4" bash -c "'$refeval' -q test '$dir' --rtol 0 --atol 1e-4 >/dev/null"
+  if [[ $ort == 1 ]]; then
+    # ORT's Attention-23 answers a query whose every key is hidden (a left-padded decoder row's
+    # first positions, pads themselves) otherwise than torch's uniform softmax: those rows are
+    # left out for the decoder; every other row, and every row of the com.microsoft form, counts.
+    skip=()
+    [[ $family == bart ]] && skip=(--skip-hidden-queries attention_mask)
+    check "$folder [onnx]: ONNX Runtime gives torch's outputs within 1e-4" \
+      bash -c "NODE_PATH='$ort_modules' node '$data/check_ort.js' --atol 1e-4 ${skip[*]} '$dir' >'$dir.ort' 2>&1"
+  fi
 done <"$data/encoder_forms.txt"
 
 # A type that does not fit what the graph shows: one warning naming what was found, and every

@@ -90,7 +90,7 @@ const std::vector<std::pair<std::string, std::string>>& model_types() {
 }
 
 ModelKind detect_model_kind(const GraphIndex& g) {
-  int self = 0, cross = 0, causal = 0, read = 0, softmaxes = 0;
+  int self = 0, cross = 0, causal = 0, computed = 0, read = 0, softmaxes = 0;
   std::set<std::string> padding;
   for (int i = 0; i < int(g.graph().nodes.size()); ++i) {
     const Node& n = g.graph().nodes[size_t(i)];
@@ -103,6 +103,7 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     const bool is_cross = projected_from(g, f->q.heads.x) != projected_from(g, f->k.heads.x);
     (is_cross ? cross : self) += 1;
     causal += f->mask.causal;
+    computed += !is_cross && !f->mask.causal && (!f->mask.bias.empty() || !f->mask.where_cond.empty());
     if (!f->mask.padding_input.empty()) padding.insert(f->mask.padding_input);
   }
   // Fused already (an ORT-optimized model): the operators say it.
@@ -127,8 +128,9 @@ ModelKind detect_model_kind(const GraphIndex& g) {
   } else if (cross > 0) {
     k.family = "encoder-decoder";
     k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bart";
-    k.reason = fmt::format("cross-attention over other states in {}, {} self-attention in {}{}{}", layers(cross), causal ? "causal" : "bidirectional",
-                           layers(self), rms ? ", norms without the mean" : "", mask_note);
+    const std::string self_kind = causal ? "causal " : computed ? "" : "bidirectional ";
+    k.reason = fmt::format("cross-attention over other states in {}, {}self-attention in {}{}{}{}", layers(cross), self_kind, layers(self),
+                           computed ? " (its mask a run-time value)" : "", rms ? ", norms without the mean" : "", mask_note);
   } else if (causal > 0 || (read == 0 && unidirectional > 0)) {
     k.family = "decoder";
     k.type = rms ? "llama" : "gpt2";
@@ -136,7 +138,9 @@ ModelKind detect_model_kind(const GraphIndex& g) {
   } else if (read > 0 || fused_attention > 0) {
     k.family = "encoder";
     k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bert";
-    k.reason = fmt::format("bidirectional self-attention in {}{}{}", layers(read + fused_attention), rms ? ", norms without the mean" : "", mask_note);
+    k.reason = fmt::format("{}self-attention in {}{}{}{}", computed ? "" : "bidirectional ", layers(read + fused_attention),
+                           computed ? fmt::format(" ({} with a run-time mask or bias, not read as causal)", computed) : "",
+                           rms ? ", norms without the mean" : "", mask_note);
   } else if (softmaxes > 0) {
     k.reason = fmt::format("{} Softmax node{}, none read as attention", softmaxes, softmaxes == 1 ? "" : "s");
   }

@@ -31,7 +31,9 @@ std::vector<Pass> basic_passes() {
 std::vector<Pass> extended_passes(const std::string& target) {
   std::vector<Pass> passes = {gemm_reshape_pass(),           layer_norm_pass(),   simplified_layer_norm_pass(), gelu_pass(),
                               fast_gelu_pass(),              quick_gelu_pass(),   reshape_fusion_pass(),        skip_layer_norm_pass(),
-                              skip_simplified_layer_norm_pass(), rotary_embedding_pass(), attention_pass(), embed_layer_norm_pass()};
+                              skip_simplified_layer_norm_pass(), rotary_embedding_pass(), attention_pass()};
+  // EmbedLayerNormalization has no standard form: the lookups and the LayerNormalization stay.
+  if (target != "onnx") passes.push_back(embed_layer_norm_pass());
   passes.push_back(bias_gelu_pass());
   passes.push_back(bias_skip_layer_norm_pass());
   // FusedMatMul has no standard form better than the Transpose + MatMul it replaced.

@@ -148,6 +148,7 @@ Pass attention_pass() {
             std::map<std::string, std::string> shared_bias;
             // One raw (B, T) int32 mask per padding input and polarity, shared by the layers.
             std::map<std::string, std::string> shared_mask;
+            std::map<std::string, std::string> shared_rows;  // a (.., 1, T) bias -> its (.., S, T) expansion
             auto mask_key = [](const Found& f) { return f.mask.padding_input + (f.mask.padding_keeps_nonzero ? "|keep" : "|hide"); };
             std::vector<Node> shared_nodes;
             auto shared_causal_padding_bias = [&](const Found& f) -> std::optional<std::string> {
@@ -262,9 +263,14 @@ Pass attention_pass() {
                   }
                   shared_nodes.push_back(make_node("Not", "", {as_bool}, {keep}, {}, names.node("/MaskIndex/Not")));
                 }
-                mask_index = names.value(f->mask.padding_input + "_int32");
-                shared_nodes.push_back(make_node("Cast", "", {keep}, {mask_index}, {build::attr("to", int64_t(DType::Int32))},
-                                                 names.node("/MaskIndex/Cast")));
+                const ValueType* kt = index.type(keep);
+                if (keep == f->mask.padding_input && kt && kt->kind == ValueType::Kind::Tensor && kt->dtype == DType::Int32) {
+                  mask_index = keep;  // already ORT's type
+                } else {
+                  mask_index = names.value(f->mask.padding_input + "_int32");
+                  shared_nodes.push_back(make_node("Cast", "", {keep}, {mask_index}, {build::attr("to", int64_t(DType::Int32))},
+                                                   names.node("/MaskIndex/Cast")));
+                }
                 shared_mask[mask_key(*f)] = mask_index;
               }
               if (!f->mask.where_cond.empty()) {
@@ -371,6 +377,24 @@ Pass attention_pass() {
                   }
                 }
                 nodes.push_back(make_node("MultiHeadAttention", "com.microsoft", inputs, outputs, attrs, scope));
+              }
+              if (f->mask.bias_one_row) {
+                Node& fused = *std::find_if(nodes.rbegin(), nodes.rend(), [](const Node& n) { return n.domain == "com.microsoft" && n.op_type.find("Attention") != std::string::npos; });
+                // attention_bias has a row per query: (.., 1, T) expanded to (.., S, T), once per bias.
+                if (!shared_rows.count(f->mask.bias)) {
+                  const std::string base = names.node("/AttentionBiasRows");
+                  auto value = [&](const std::string& what) { return names.value(base + "/" + what); };
+                  const std::string one = value("one"), ones = value("ones");
+                  new_inits.push_back({one, Tensor::from_vector<int64_t>({1}, {1})});
+                  new_inits.push_back({ones, Tensor::from_vector<int64_t>({2}, {1, 1})});
+                  const std::string S = value("S"), rows = value("rows"), expanded = value("bias");
+                  shared_nodes.push_back(make_node("Shape", "", {fused.inputs[0]}, {S}, {build::attr("start", int64_t(1)), build::attr("end", int64_t(2))},
+                                                   names.node(base + "/Shape")));
+                  shared_nodes.push_back(make_node("Concat", "", {ones, S, one}, {rows}, {build::attr("axis", int64_t(0))}, names.node(base + "/Concat")));
+                  shared_nodes.push_back(make_node("Expand", "", {f->mask.bias, rows}, {expanded}, {}, names.node(base + "/Expand")));
+                  shared_rows[f->mask.bias] = expanded;
+                }
+                fused.inputs[5] = shared_rows.at(f->mask.bias);
               }
               if (f->output_seq_first) {
                 const std::string sbd = names.value(scope + "/output_sbd");

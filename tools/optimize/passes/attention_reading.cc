@@ -63,7 +63,14 @@ class Reader : public AttentionReader {
     if (perm_is(*t, {1, 0, 2}) || perm_is(*t, {1, 2, 0})) return seq_first_heads(*t, k_transposed, why);
     const bool plain = perm_is(*t, {0, 2, 1, 3}), kt = perm_is(*t, {0, 2, 3, 1});
     if (!(plain && !k_transposed) && !(kt && k_transposed)) return why = fmt::format("'{}' has perm {} for a head split", t->name, fmt::join(ints_attr(*t, "perm"), " ")), std::nullopt;
-    const Node* r = t->inputs.empty() ? nullptr : producer(t->inputs[0], "Reshape");
+    std::string split = t->inputs.empty() ? "" : t->inputs[0];
+    // A scale between the split and the transpose (Q or K only: V's would scale the context).
+    if (const Node* sc = split.empty() ? nullptr : scale_of(split); sc && may_scale) {
+      use(sc);
+      head_scale *= scale_factor(*sc);
+      split = sc->inputs[g_.scalar(sc->inputs[1]) ? 0 : 1];
+    }
+    const Node* r = split.empty() ? nullptr : producer(split, "Reshape");
     if (!r || r->inputs.size() != 2) return why = fmt::format("'{}' does not transpose a Reshape into heads", t->name), std::nullopt;
     const std::vector<Dim>* x = g_.dims(r->inputs[0]);
     const auto target = g_.shape_values(r->inputs[1]);
@@ -85,6 +92,23 @@ class Reader : public AttentionReader {
     use(t), use(r);
     return Heads{r->inputs[0], *N, *h, k_transposed};
   }
+
+  // A positive scalar Mul or Div read once: its node (its factor is scale_factor()), else null.
+  const Node* scale_of(const std::string& v) const {
+    const int p = g_.producer(v);
+    if (p < 0 || g_.consumers(v).size() != 1 || g_.is_graph_output(v)) return nullptr;
+    const Node& n = g_.graph().nodes[size_t(p)];
+    if ((n.op_type != "Mul" && n.op_type != "Div") || n.inputs.size() != 2 || !n.domain.empty()) return nullptr;
+    const auto c = g_.scalar(n.inputs[1]) ? g_.scalar(n.inputs[1]) : n.op_type == "Mul" ? g_.scalar(n.inputs[0]) : std::nullopt;
+    if (!c || !(*c > 0)) return nullptr;
+    return &n;
+  }
+  double scale_factor(const Node& n) const {
+    const double c = g_.scalar(n.inputs[1]) ? *g_.scalar(n.inputs[1]) : *g_.scalar(n.inputs[0]);
+    return n.op_type == "Div" ? 1 / c : c;
+  }
+  bool may_scale = false;      // set while reading Q or K
+  double head_scale = 1;       // the scales found between head splits and transposes
 
   // (S, B, N*h) viewed as (S, B*N, h): with S kept and the last size h dividing N*h, the middle
   // size is B*N whatever it is written as. Transposed 1 0 2 for Q and V, 1 2 0 for K^T.
@@ -581,9 +605,12 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       } else {
         // Any other additive term: a bias (S, T), (1|B, S, T) or (B|1, N|1, S, T) of 4-D scores.
         const std::vector<Dim>* md = g.dims(m);
-        if (rank != 4 || !md || md->size() < 2 || md->size() > 4 || !dims_equal((*md)[md->size() - 2], S, inf) ||
+        // (B|1, N|1, 1, T): a float mask given as a graph input, one row for every query.
+        const bool one_row = md && md->size() == 4 && (*md)[2].fixed() && (*md)[2].value == 1 && !(S.fixed() && S.value == 1);
+        if (rank != 4 || !md || md->size() < 2 || md->size() > 4 || !(dims_equal((*md)[md->size() - 2], S, inf) || one_row) ||
             !dims_equal((*md)[md->size() - 1], T, inf))
-          return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T) or (B|1, N|1, S, T)", m), std::nullopt;
+          return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T), (B|1, N|1, S, T) or (B|1, N|1, 1, T)", m), std::nullopt;
+        f.mask.bias_one_row = one_row;
         if (md->size() == 4 && !(*md)[1].fixed()) return why = fmt::format("the bias '{}' has an unknown head axis", m), std::nullopt;
         if (md->size() == 4) f.mask.bias_heads = (*md)[1].value;
         f.mask.bias = m;
@@ -610,13 +637,16 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     return v;
   };
   const std::string qv = peel_scale(qk->inputs[0]), kv = peel_scale(qk->inputs[1]);
+  r.may_scale = true;
   auto q = r.source(qv, false, why);
   if (!q) return std::nullopt;
   const std::set<int> before_kv = r.used;
   auto k = r.source(kv, true, why);
   if (!k) return std::nullopt;
+  r.may_scale = false;
   auto v = r.source(pv->inputs[1], false, why);
   if (!v) return std::nullopt;
+  f.scale *= r.head_scale;
   for (int i : r.used)
     if (!before_kv.count(i)) f.kv_nodes.insert(i);
   if (!q->past.empty() || !q->repeated.empty()) return why = "Q has a past or repeats", std::nullopt;

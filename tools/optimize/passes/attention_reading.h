@@ -35,6 +35,7 @@ struct Mask {
   bool padding_keeps_nonzero = true;  // its nonzero elements keep a key (else they hide it: torch's key_padding_mask)
   std::string bias;              // an additive (S, T), (B|1, S, T) or (B|1, N|1, S, T) value
   int64_t bias_heads = 1;        // its head axis (4-D)
+  bool bias_one_row = false;     // (.., 1, T): one row for every query, which the operators want expanded
   double filler = 0;             // the value masked scores get (the most negative seen)
   std::string causal_buffer;     // the lower-triangular constant the causal condition slices
   bool causal_buffer_sliced = false;  // (false: a folded S x T block, fixed shapes)

@@ -8,7 +8,8 @@
 //
 // read by meaning: each term is Gather(constant (V, H) table, indices) on axis 0; the word table
 // is the one indexed by a graph input, the biggest such; of the others the smaller table is the
-// segment (type vocabulary) and the bigger the position. Positions that are provably 0..S-1 (a
+// segment (type vocabulary) and the bigger the position; a segment lookup of zeros (no token
+// types given) is folded into the position table. Positions that are provably 0..S-1 (a
 // constant arange sliced from 0, or Range(0, S, 1), broadcast) are left to the operator's default;
 // other position indices (RoBERTa's cumsum of the padding mask, an input) are passed as
 // position_ids. Ids are cast to int32, the operator's type.
@@ -27,10 +28,20 @@ namespace refeval::optimize {
 namespace {
 
 struct Lookup {
-  int gather = -1;
+  int gather = -1;  // the Gather, or the Slice of a sliced table
   std::string table, indices;
   int64_t rows = 0;
+  bool sliced = false;  // rows [0, n) of the table (tf2onnx's position embeddings): positions 0..n-1
 };
+
+// Slice(table, 0, end) on axis 0, step 1: the first rows of a 2-D constant.
+bool first_rows(const GraphIndex& g, const Node& n) {
+  if (n.op_type != "Slice" || n.inputs.size() < 3 || !g.constant(n.inputs[0]) || g.constant(n.inputs[0])->rank() != 2) return false;
+  const auto starts = g.ints(n.inputs[1]);
+  const auto axes = n.inputs.size() > 3 && !n.inputs[3].empty() ? g.ints(n.inputs[3]) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{0});
+  const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{1});
+  return starts == std::vector<int64_t>{0} && (axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}) && steps == std::vector<int64_t>{1};
+}
 
 bool is_feed(const GraphIndex& g, std::string v) {
   for (int steps = 0; steps < 3; ++steps) {
@@ -94,6 +105,25 @@ bool positions_are_arange(const GraphIndex& g, std::string indices, const std::s
   return false;
 }
 
+// True when `indices` are zeros whatever the input: a constant of zeros or ConstantOfShape(0),
+// sliced, expanded or cast (HF's buffered token_type_ids when none are given).
+bool all_zeros(const GraphIndex& g, std::string indices) {
+  for (int steps = 0; steps < 8; ++steps) {
+    if (const auto v = g.ints(indices)) return std::all_of(v->begin(), v->end(), [](int64_t x) { return x == 0; });
+    const int p = g.producer(indices);
+    if (p < 0) return false;
+    const Node& n = g.graph().nodes[size_t(p)];
+    if (n.op_type == "ConstantOfShape") {
+      const Attribute* a = n.find_attribute("value");
+      return !a || (a->t.size() == 1 && to_doubles(a->t)[0] == 0);
+    }
+    if (n.inputs.empty() || !(n.op_type == "Cast" || n.op_type == "Expand" || n.op_type == "Unsqueeze" || n.op_type == "Slice" || n.op_type == "Reshape"))
+      return false;
+    indices = n.inputs[0];
+  }
+  return false;
+}
+
 }  // namespace
 
 Pass embed_layer_norm_pass() {
@@ -133,6 +163,8 @@ Pass embed_layer_norm_pass() {
                 } else if (n && n->op_type == "Gather" && n->inputs.size() == 2 && int_attr(*n, "axis", 0) == 0 && index.constant(n->inputs[0]) &&
                            index.constant(n->inputs[0])->rank() == 2 && index.consumers(v).size() == 1 && !index.is_graph_output(v)) {
                   terms.push_back({p, n->inputs[0], n->inputs[1], index.constant(n->inputs[0])->dim(0)});
+                } else if (n && first_rows(index, *n) && index.consumers(v).size() == 1 && !index.is_graph_output(v)) {
+                  terms.push_back({p, n->inputs[0], v, index.constant(n->inputs[0])->dim(0), true});
                 } else {
                   gathers = false;
                 }
@@ -149,7 +181,7 @@ Pass embed_layer_norm_pass() {
               // The word table: indexed by a graph input, the biggest such.
               int word = -1;
               for (int i = 0; i < int(terms.size()); ++i)
-                if (is_feed(index, terms[size_t(i)].indices) && (word < 0 || terms[size_t(i)].rows > terms[size_t(word)].rows)) word = i;
+                if (!terms[size_t(i)].sliced && is_feed(index, terms[size_t(i)].indices) && (word < 0 || terms[size_t(i)].rows > terms[size_t(word)].rows)) word = i;
               if (word < 0) {
                 refuse("no lookup is indexed by a graph input (the token ids)");
                 continue;
@@ -157,13 +189,24 @@ Pass embed_layer_norm_pass() {
               const Lookup w = terms[size_t(word)];
               terms.erase(terms.begin() + word);
               std::sort(terms.begin(), terms.end(), [](const Lookup& a, const Lookup& b) { return a.rows > b.rows; });
+              // A sliced table is the positions whatever its size.
+              std::stable_partition(terms.begin(), terms.end(), [](const Lookup& t) { return t.sliced; });
               const Lookup pos = terms[0];
-              const std::optional<Lookup> seg = terms.size() > 1 ? std::optional<Lookup>(terms[1]) : std::nullopt;
+              if (terms.size() > 1 && terms[1].sliced) {
+                refuse("two sliced tables");
+                continue;
+              }
+              std::optional<Lookup> seg = terms.size() > 1 ? std::optional<Lookup>(terms[1]) : std::nullopt;
+              // A segment lookup of zeros adds its row 0 everywhere: folded into the position
+              // table (one rounding, p + t, where the export rounds (w + t) + p).
+              std::string position_table = pos.table;
+              std::optional<Lookup> folded;
+              if (seg && all_zeros(index, seg->indices)) folded = seg, seg.reset();
               const std::vector<Dim>* ids_dims = index.dims(w.indices);
               const int64_t H = index.constant(w.table)->dim(1);
               const Tensor* wt = index.constant(w.table);
               bool tables_fit = wt->dtype() == DType::Float || wt->dtype() == DType::Float16;
-              for (const Lookup* t : {&pos, seg ? &*seg : nullptr})
+              for (const Lookup* t : std::initializer_list<const Lookup*>{&pos, seg ? &*seg : nullptr, folded ? &*folded : nullptr})
                 if (t) tables_fit = tables_fit && index.constant(t->table)->dim(1) == H && index.constant(t->table)->dtype() == wt->dtype();
               if (!tables_fit) {
                 refuse("the tables differ in width or type, or are not float32/float16");
@@ -179,7 +222,13 @@ Pass embed_layer_norm_pass() {
                 continue;
               }
               const std::vector<Dim>* pd = index.dims(pos.indices);
-              const bool arange = positions_are_arange(index, pos.indices, w.indices);
+              // A sliced table's rows [0, S) of the ids' S, or a lookup of 0..S-1.
+              const bool arange = pos.sliced ? pd && pd->size() == 2 && dims_equal((*pd)[0], (*ids_dims)[1], ctx.inference)
+                                             : positions_are_arange(index, pos.indices, w.indices);
+              if (pos.sliced && !arange) {
+                refuse(fmt::format("the position rows '{}' are not known to be as many as the tokens", pos.indices));
+                continue;
+              }
               if (!arange && (!pd || pd->size() != 2 || !dims_equal(pd->back(), (*ids_dims)[1], ctx.inference) ||
                               !(same_dim((*pd)[0], (*ids_dims)[0]) || ((*pd)[0].fixed() && (*pd)[0].value == 1)))) {
                 refuse(fmt::format("the position ids '{}' are not (B, S) or (1, S) of the token ids' S", pos.indices));
@@ -213,7 +262,15 @@ Pass embed_layer_norm_pass() {
                 beta_name = names.value(ln.inputs[g_at] + "_zero_beta");
                 m.graph.initializers.push_back({beta_name, from_doubles(gamma->dtype(), {H}, std::vector<double>(size_t(H), 0.0))});
               }
-              std::vector<std::string> inputs = {int32(w.indices), seg ? int32(seg->indices) : "", w.table, pos.table, seg ? seg->table : "",
+              if (folded) {
+                const Tensor& pt = *index.constant(pos.table);
+                std::vector<double> table = to_doubles(pt);
+                const std::vector<double> row = to_doubles(*index.constant(folded->table));
+                for (size_t i = 0; i < table.size(); ++i) table[i] += row[i % size_t(H)];
+                position_table = names.value(pos.table + "_with_segment_0");
+                m.graph.initializers.push_back({position_table, from_doubles(pt.dtype(), pt.shape(), table)});
+              }
+              std::vector<std::string> inputs = {int32(w.indices), seg ? int32(seg->indices) : "", w.table, position_table, seg ? seg->table : "",
                                                  ln.inputs[g_at], beta_name, "", arange ? "" : int32(pos.indices)};
               while (inputs.back().empty()) inputs.pop_back();
               const std::string name = names.node("/embeddings/EmbedLayerNormalization");
@@ -225,7 +282,8 @@ Pass embed_layer_norm_pass() {
               for (int a : adds) drop[size_t(a)] = true, prov.replaced.push_back(g.nodes[size_t(a)].name);
               drop[size_t(w.gather)] = drop[size_t(pos.gather)] = true;
               prov.replaced.push_back(g.nodes[size_t(w.gather)].name), prov.replaced.push_back(g.nodes[size_t(pos.gather)].name);
-              if (seg) drop[size_t(seg->gather)] = true, prov.replaced.push_back(g.nodes[size_t(seg->gather)].name);
+              for (const std::optional<Lookup>& t : {seg, folded})
+                if (t) drop[size_t(t->gather)] = true, prov.replaced.push_back(g.nodes[size_t(t->gather)].name);
               prov.created.push_back(name);
               provenance.push_back(std::move(prov));
               ++fused;

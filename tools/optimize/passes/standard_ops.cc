@@ -259,6 +259,12 @@ void emit_attention(Emitter& e, const AttentionParts& p, int64_t heads, const st
       hidden = hidden.empty() ? c : e.op("Or", {hidden, c});
     }
   }
+  // A padding mask alone is (B, 1, 1, T): ONNX broadcasts it over the queries, ONNX Runtime 1.30's
+  // Attention-23 does not ("inconsistent q_sequence_length"), so it gets the query rows here.
+  if (!hidden.empty() && !unidirectional && !p.kv4d) {
+    const std::string rows = e.op("Concat", {e.ints("ones_2", {1, 1}), e.dim(p.q, 1), e.ints("one_1", {1})}, {build::attr("axis", int64_t(0))});
+    hidden = e.op("Expand", {hidden, rows});
+  }
   std::string mask;
   if (!hidden.empty()) mask = e.op("Where", {hidden, e.scalar_like("mask_filter_value", mfv, p.q), e.scalar_like("zero_f", 0.0f, p.q)});
   if (!p.attn_bias.empty()) mask = mask.empty() ? p.attn_bias : e.op("Add", {mask, p.attn_bias});
