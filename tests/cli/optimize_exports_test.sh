@@ -51,6 +51,7 @@ while read -r folder family past opset; do
       trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out" ;;
       *)
         [[ $target == ort ]] || continue
+        check "$folder: detected as $family" grep -q "model type $family (detected: " "$work/out"
         check "$folder: no Softmax left" test "$(count Softmax)" -eq 0
         check "$folder: attention fused in both layers" test "$(sum Attention MultiHeadAttention)" -eq 2
         if [[ $family == gpt2 ]]; then

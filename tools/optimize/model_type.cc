@@ -78,6 +78,36 @@ std::string conv_over_input(const GraphIndex& g, size_t rank) {
   return "";
 }
 
+// True when `v` is computed from a Range (a run-time position index) within a few steps.
+bool from_range(const GraphIndex& g, const std::string& v, int depth = 6) {
+  const Node* n = producer_node(g, v);
+  if (!n || depth == 0 || g.constant(v)) return false;
+  if (n->op_type == "Range") return true;
+  for (const std::string& in : n->inputs)
+    if (!in.empty() && !g.constant(in) && from_range(g, in, depth - 1)) return true;
+  return false;
+}
+
+// A mask computed from a triangle: a Trilu, or a comparison of two run-time positions (query
+// index against key index, HF's `arange(T) < (arange(T) + 1).view(T, 1)`), upstream of `v`. A
+// comparison with a constant (T5's relative-position buckets) is not one.
+bool triangular(const GraphIndex& g, const std::string& v) {
+  std::vector<std::string> todo = {v};
+  std::set<std::string> seen;
+  while (!todo.empty() && seen.size() < 96) {
+    const std::string cur = todo.back();
+    todo.pop_back();
+    if (cur.empty() || !seen.insert(cur).second) continue;
+    const Node* n = producer_node(g, cur);
+    if (!n) continue;
+    if (n->op_type == "Trilu") return true;
+    static const std::set<std::string> compare = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    if (compare.count(n->op_type) && n->inputs.size() == 2 && from_range(g, n->inputs[0]) && from_range(g, n->inputs[1])) return true;
+    for (const std::string& in : n->inputs) todo.push_back(in);
+  }
+  return false;
+}
+
 std::string layers(int n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); }
 
 }  // namespace
@@ -90,7 +120,7 @@ const std::vector<std::pair<std::string, std::string>>& model_types() {
 }
 
 ModelKind detect_model_kind(const GraphIndex& g) {
-  int self = 0, cross = 0, causal = 0, computed = 0, read = 0, softmaxes = 0;
+  int self = 0, cross = 0, causal = 0, computed = 0, read = 0, softmaxes = 0, cached = 0, rotary = 0, grouped = 0, triangle = 0;
   std::set<std::string> padding;
   for (int i = 0; i < int(g.graph().nodes.size()); ++i) {
     const Node& n = g.graph().nodes[size_t(i)];
@@ -103,6 +133,12 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     const bool is_cross = projected_from(g, f->q.heads.x) != projected_from(g, f->k.heads.x);
     (is_cross ? cross : self) += 1;
     causal += f->mask.causal;
+    // What only decoders' self-attention has, where the causal mask is a computed bias.
+    cached += !is_cross && !f->k.past.empty();
+    rotary += !is_cross && (f->q.rotary_node || f->k.rotary_node);
+    grouped += !is_cross && !f->k.repeated.empty();
+    const std::string& computed_mask = !f->mask.bias.empty() ? f->mask.bias : f->mask.where_cond;
+    triangle += !is_cross && !f->mask.causal && !computed_mask.empty() && triangular(g, computed_mask);
     computed += !is_cross && !f->mask.causal && (!f->mask.bias.empty() || !f->mask.where_cond.empty());
     if (!f->mask.padding_input.empty()) padding.insert(f->mask.padding_input);
   }
@@ -131,10 +167,16 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     const std::string self_kind = causal ? "causal " : computed ? "" : "bidirectional ";
     k.reason = fmt::format("cross-attention over other states in {}, {}self-attention in {}{}{}{}", layers(cross), self_kind, layers(self),
                            computed ? " (its mask a run-time value)" : "", rms ? ", norms without the mean" : "", mask_note);
-  } else if (causal > 0 || (read == 0 && unidirectional > 0)) {
+  } else if (causal > 0 || cached > 0 || rotary > 0 || grouped > 0 || triangle > 0 || (read == 0 && unidirectional > 0)) {
     k.family = "decoder";
-    k.type = rms ? "llama" : "gpt2";
-    k.reason = fmt::format("causal self-attention in {}{}{}", layers(std::max(causal, unidirectional)), rms ? ", norms without the mean" : "", mask_note);
+    k.type = rms || rotary ? "llama" : "gpt2";
+    std::vector<std::string> traits;
+    if (cached) traits.push_back("a KV cache");
+    if (rotary) traits.push_back("rotary positions");
+    if (grouped) traits.push_back("grouped-query heads");
+    if (triangle) traits.push_back("a mask computed from a triangle");
+    k.reason = fmt::format("{}self-attention in {}{}{}{}", causal ? "causal " : "decoder ", layers(std::max({causal, cached, rotary, triangle, unidirectional})),
+                           traits.empty() ? "" : fmt::format(" with {}", fmt::join(traits, ", ")), rms ? ", norms without the mean" : "", mask_note);
   } else if (read > 0 || fused_attention > 0) {
     k.family = "encoder";
     k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bert";

@@ -152,10 +152,16 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     if (!changed) break;
   }
   inference = infer(model);
-  result.kind = detect_model_kind(GraphIndex(model.graph, &inference));
-  result.type_warning = type_mismatch(options.model_type, result.kind);
+  // What the model is, read where its attention is plainest: before the attention pass (norms and
+  // rotary fused, so a Llama's rotated heads read as heads), or after the basic level.
+  auto detect = [&] {
+    result.kind = detect_model_kind(GraphIndex(model.graph, &inference));
+    result.type_warning = type_mismatch(options.model_type, result.kind);
+  };
+  if (options.level < Level::Extended) detect();
   if (options.level >= Level::Extended) {
     for (const Pass& p : extended_passes(options.target)) {
+      if (p.name == "attention") detect();
       const size_t before = result.passes.size();
       if (!run(p)) return result.model = std::move(model), result;
       // A fusion keeps the names and types of the values it does not remove, but the values it
