@@ -1,12 +1,13 @@
 // Times ONNX Runtime (onnxruntime-node, CPU) on a model: node bench_ort.js MODEL REPEAT NAME=FILE.npy...
 // Prints "median_ms min_ms". The peer of `refeval run --repeat` in benchmarks/compare.sh.
 // ORT_LEVEL sets graphOptimizationLevel (disabled, basic, extended, all; default all).
+// ORT_THREADS sets intraOpNumThreads (default 1; interOpNumThreads stays 1).
 const ort = require('onnxruntime-node');
 const {readNpy} = require('./npy');
 
 (async () => {
   const [model, repeat, ...feeds] = process.argv.slice(2);
-  const options = {intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: process.env.ORT_LEVEL || 'all'};
+  const options = {intraOpNumThreads: Number(process.env.ORT_THREADS || 1), interOpNumThreads: 1, graphOptimizationLevel: process.env.ORT_LEVEL || 'all'};
   const session = await ort.InferenceSession.create(model, options);
   const inputs = {};
   for (const f of feeds) {

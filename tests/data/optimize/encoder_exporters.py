@@ -901,10 +901,26 @@ MODELS = {
 }
 
 
-def build(name):
+# name -> Config of a realistic size, built by the same code (make_encoder_exports.py --size base;
+# benchmarks/encoders/compare.sh times them): BERT-base, DistilBERT-base, a 6-layer
+# nn.TransformerEncoder of width 512, torchvision's ViT-B/16, CLIP's ViT-B/32 vision tower, T5-small's
+# encoder.
+BASE = {
+    "hf_bert": Config(vocab=30522, max_pos=512, d=768, heads=12, layers=12, inter=3072, eps=1e-12),
+    "distilbert_like": Config(vocab=30522, max_pos=512, d=768, heads=12, layers=6, inter=3072, eps=1e-12),
+    "torch_encoder": Config(vocab=30522, max_pos=512, d=512, heads=8, layers=6, inter=2048, eps=1e-5),
+    "torchvision_vit": Config(d=768, heads=12, layers=12, inter=3072, eps=1e-6, image=224, patch=16, classes=1000),
+    "clip_vision": Config(d=768, heads=12, layers=12, inter=3072, eps=1e-5, image=224, patch=32),
+    "t5_encoder": Config(vocab=32128, d=512, heads=8, layers=6, inter=2048, eps=1e-6),
+}
+
+
+def build(name, size="small"):
     """The model `name` with seeded random weights, in eval mode (parameters still require grad:
-    see TorchEncoder)."""
+    see TorchEncoder); size "base" takes its Config from BASE."""
     make, c, _ = MODELS[name]
+    if size == "base":
+        c = BASE[name]
     torch.manual_seed(sum(map(ord, name)))
     model = make(c).eval()
     model.cfg = c

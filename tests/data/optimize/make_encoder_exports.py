@@ -7,6 +7,11 @@ outputs, so that
 checks an export (or its optimized form) against torch, and encoder_forms.txt
 (<folder> <family> <expected_type> <layers> <opset>). Run with Debian's python3:
   /usr/bin/python3 tests/data/optimize/make_encoder_exports.py [--only NAME...] [--out DIR]
+  /usr/bin/python3 tests/data/optimize/make_encoder_exports.py --size base [--only NAME...] [--out DIR]
+--size base builds the models of encoder_exporters.BASE at realistic sizes (BERT-base, DistilBERT,
+a 6-layer nn.TransformerEncoder, ViT-B/16, CLIP ViT-B/32's vision tower, T5-small's encoder) with
+the same code and writes only <out>/<name>_opset<N>/model.onnx, at the last opset of the small
+model's list, no data sets (default out: /tmp/refeval-encoders-base; benchmarks/encoders/compare.sh).
 Data sets (k), text models (7 tokens; the decoder's encoder length is 6):
   0  batch 1, attention_mask all ones
   1  batch 2, row 1 right-padded by 2 (pad id at the pads: 0, RoBERTa's padding_idx 1);
@@ -111,11 +116,12 @@ def export(model, path, opset):
                       output_names=list(model.outputs), dynamic_axes=dynamic_axes(model))
 
 
-def make(name, out):
-    model = encoder_exporters.build(name)
-    sets = data_sets(model)
+def make(name, out, size="small"):
+    model = encoder_exporters.build(name, size)
+    sets = data_sets(model) if size == "small" else []
+    opsets = encoder_exporters.MODELS[name][2]
     folders = []
-    for opset in encoder_exporters.MODELS[name][2]:
+    for opset in opsets if size == "small" else opsets[-1:]:
         folder = out / f"{name}_opset{opset}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -136,22 +142,31 @@ def make(name, out):
             for j, (n, t) in enumerate(zip(model.outputs, outputs)):
                 write_pb(data / f"output_{j}.pb", t.numpy(), n)
         kb = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e3
-        print(f"{folder}: {len(proto.graph.node)} nodes, {kb:.0f} kB, {len(sets)} data sets", flush=True)
+        if size == "small":
+            print(f"{folder}: {len(proto.graph.node)} nodes, {kb:.0f} kB, {len(sets)} data sets", flush=True)
+        else:
+            print(f"{folder}: {len(proto.graph.node)} nodes, {kb / 1e3:.0f} MB", flush=True)
         folders.append((folder.name, model.family, model.expected_type, model.cfg.layers, opset))
     return folders
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=str(HERE), help="output folder (default: this folder)")
+    p.add_argument("--size", choices=("small", "base"), default="small",
+                   help="small: the test models and their data sets (default); base: realistic sizes,"
+                        " model.onnx only")
+    p.add_argument("--out", help="output folder (default: this folder; --size base: /tmp/refeval-encoders-base)")
     p.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(encoder_exporters.MODELS),
                    help="only these models")
     a = p.parse_args()
-    out = pathlib.Path(a.out)
+    names = encoder_exporters.BASE if a.size == "base" else encoder_exporters.MODELS
+    if a.only and any(n not in names for n in a.only):
+        p.error(f"--size {a.size} has only: {' '.join(names)}")
+    out = pathlib.Path(a.out or (HERE if a.size == "small" else "/tmp/refeval-encoders-base"))
     folders = []
-    for name in a.only or list(encoder_exporters.MODELS):
-        folders += make(name, out)
-    if out == HERE and not a.only:
+    for name in a.only or list(names):
+        folders += make(name, out, a.size)
+    if out == HERE and not a.only and a.size == "small":
         with open(HERE / "encoder_forms.txt", "w") as f:
             f.write("# <folder> <family> <expected_type> <layers> <opset>: one backend-test folder per line"
                     " (make_encoder_exports.py)\n")

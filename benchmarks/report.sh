@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Writes benchmarks/RESULTS.md: a header naming the machine (CPU model, core count), the date
+# (UTC), the ONNX Runtime version (benchmarks/ort/node_modules/onnxruntime-node) and refeval's git
+# commit, then one section per benchmark of the list below, each the markdown its script prints.
+#   benchmarks/report.sh [BUILD_DIR]     (REPEAT, ROUNDS and each script's own variables pass
+#                                         through; each section states what it used)
+# Run it on a quiet machine: the file is only replaced when every benchmark succeeded. To add a
+# benchmark, add "title|script relative to benchmarks/" to the list; the script gets BUILD_DIR as
+# its argument and prints markdown on stdout.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.sh"
+build=${1:-$here/../build}
+out=$here/RESULTS.md
+
+benchmarks=(
+  "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
+)
+
+ensure_ort
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cores=$(grep -c '^processor' /proc/cpuinfo)
+ort=$(node -p "require('$here/ort/node_modules/onnxruntime-node/package.json').version")
+commit=$(git -C "$here" rev-parse --short=12 HEAD)
+[[ -z $(git -C "$here" status --porcelain --untracked-files=no) ]] || commit="$commit (working tree modified)"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+{
+  echo "# Benchmark results"
+  echo
+  echo "Written by benchmarks/report.sh; do not edit by hand."
+  echo
+  echo "- Machine: $cpu, $cores cores"
+  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- ONNX Runtime: onnxruntime-node $ort (CPU)"
+  echo "- refeval: $commit"
+} >"$tmp"
+for entry in "${benchmarks[@]}"; do
+  IFS='|' read -r title script <<<"$entry"
+  echo "report.sh: $script" >&2
+  { echo; echo "## $title"; echo; echo "\`benchmarks/$script\`"; echo; "$here/$script" "$build"; } >>"$tmp"
+done
+cp "$tmp" "$out"
+echo "report.sh: wrote $out" >&2
