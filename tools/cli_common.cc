@@ -1,3 +1,4 @@
+#include "refeval/isa.h"
 #include "cli_common.h"
 
 #include <charconv>
@@ -36,6 +37,7 @@ const Registry& registry(const GlobalOptions& g) {
 void apply_limits(const GlobalOptions& g) {
   set_loop_iteration_cap(g.max_loop_iterations);
   set_thread_count(g.threads);
+  if (!g.isa.empty()) force_isa(parse_isa(g.isa));
   set_emulate_accuracy_level(g.emulate_accuracy_level);
   if (g.max_memory.empty()) {
     const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));

@@ -24,13 +24,14 @@ struct GlobalOptions {
   std::string max_memory;  // "8G", "512M", "0" (no cap); default 80% of physical memory
   uint64_t max_loop_iterations = kDefaultLoopIterationCap;  // 0: no limit
   int threads = 1;  // --threads: 0 = every core (refeval/threads.h)
+  std::string isa;  // --isa: "" = the best this CPU and build run (refeval/isa.h)
   bool emulate_accuracy_level = false;  // --emulate-accuracy-level (refeval/numerics.h)
   std::string log_level = "info";
   bool quiet = false;  // -q: errors only
 };
 
-// Applies --max-memory, --max-loop-iterations, --threads and --emulate-accuracy-level
-// (refeval/tensor.h, limits.h, threads.h, numerics.h).
+// Applies --max-memory, --max-loop-iterations, --threads, --isa and --emulate-accuracy-level
+// (refeval/tensor.h, limits.h, threads.h, isa.h, numerics.h).
 void apply_limits(const GlobalOptions& g);
 
 // The registry every evaluator of this process uses: the built-ins plus --custom-ops libraries.

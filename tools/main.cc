@@ -26,7 +26,7 @@ int exit_code_of(const refeval::Error& e) {
 // The position of the verb (or of the model standing for `run`): the first argument after the
 // global options.
 size_t verb_position(const std::vector<std::string>& args) {
-  static const std::set<std::string> with_value = {"--custom-ops", "--max-memory", "--max-loop-iterations", "--log-level", "--threads"};
+  static const std::set<std::string> with_value = {"--custom-ops", "--max-memory", "--max-loop-iterations", "--log-level", "--threads", "--isa"};
   size_t i = 0;
   while (i < args.size() && args[i].starts_with('-')) i += with_value.count(args[i]) ? 2 : 1;
   return i;
@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
 
   app.add_option("--threads", global.threads, "N: threads for matrix products, convolutions and large elementwise ops (default 1; 0: every core); results do not depend on it")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--isa", global.isa,
+                 "avx512, avx2 or generic: the instruction set of refeval's own kernels (default: the best this CPU and build run; "
+                 "also REFEVAL_ISA); products give the same bits on each");
   app.add_flag("--emulate-accuracy-level", global.emulate_accuracy_level,
                "MatMulNBits nodes with accuracy_level 4 reproduce ONNX Runtime's CPU int8 path (A quantized to int8 per block) instead of the exact math");
   app.add_option("--log-level", global.log_level, "LEVEL: diagnostics shown on stderr: trace, debug, info (default), warning, error, off");

@@ -20,6 +20,7 @@
 #endif
 
 #include "refeval/dispatch.h"
+#include "refeval/isa.h"
 #include "refeval/aligned.h"
 #include "refeval/limits.h"
 #include "refeval/threads.h"
@@ -228,7 +229,8 @@ void fused_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t
   int64_t n = n0;
 #if defined(__AVX512F__)
   if constexpr (C % 2 == 0)
-    for (; n + C <= n1; n += C) fused_pair_tile<Bits, R, C / 2>(w, a, lda, n, bias, y, ldy);
+    if (active_isa() == Isa::Avx512)
+      for (; n + C <= n1; n += C) fused_pair_tile<Bits, R, C / 2>(w, a, lda, n, bias, y, ldy);
 #endif
   for (; n + C <= n1; n += C) fused_tile<Bits, R, C>(w, a, lda, n, bias, y, ldy);
   for (; n < n1; ++n) fused_tile<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
@@ -384,13 +386,12 @@ void tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int6
 }
 
 template <class S>
-void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
-             float* y) {
+void vector_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+                    float* y) {
 #if defined(__AVX512F__)
-  if (M > kMaxFusedRows || w.g_idx) return pair_tiled(w, a, lda, M, n0, n1, bias, y);
-#else
-  if (M > kMaxFusedRows || w.g_idx) return tiled(w, a, lda, M, n0, n1, bias, y);
+  if ((M > kMaxFusedRows || w.g_idx) && active_isa() == Isa::Avx512) return pair_tiled(w, a, lda, M, n0, n1, bias, y);
 #endif
+  if (M > kMaxFusedRows || w.g_idx) return tiled(w, a, lda, M, n0, n1, bias, y);
   switch (w.bits) {
     case 2: return fused<2>(w, a, lda, M, n0, n1, bias, y);
     case 4: return fused<4>(w, a, lda, M, n0, n1, bias, y);
@@ -398,11 +399,12 @@ void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, in
   }
 }
 
-#else  // the portable code: the same operations one lane at a time
+#endif
 
+// The portable code (--isa generic, CPUs without AVX2): the same operations one lane at a time.
 template <class S>
-void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
-             float* y) {
+void portable_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+                      float* y) {
   const int64_t Kp = round_up(w.K, kLanes);
   std::vector<float> column(static_cast<size_t>(Kp));
   for (int64_t n = n0; n < n1; ++n) {
@@ -417,26 +419,34 @@ void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, in
   }
 }
 
+template <class S>
+void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+             float* y) {
+#if REFEVAL_NBITS_AVX2
+  if (active_isa() != Isa::Generic) return vector_columns(w, a, lda, M, n0, n1, bias, y);
 #endif
+  portable_columns(w, a, lda, M, n0, n1, bias, y);
+}
 
 // A block's values minus its (integer) zero point, for the int8 path.
 template <int Bits>
 void unpack_block(const uint8_t* blob, int64_t block_size, int zero, int16_t* out) {
 #if REFEVAL_NBITS_AVX2
-  if constexpr (Bits != 2) {  // 16 values at a time: bytes in value order, widened, minus the zero point
-    const __m256i z = _mm256_set1_epi16(int16_t(zero));
-    for (int64_t i = 0; i < block_size; i += 16) {
-      __m128i bytes;
-      if constexpr (Bits == 8) {
-        bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blob + i));
-      } else {
-        const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blob + i / 2)), low = _mm_set1_epi8(0x0F);
-        bytes = _mm_unpacklo_epi8(_mm_and_si128(x, low), _mm_and_si128(_mm_srli_epi16(x, 4), low));
+  if constexpr (Bits != 2)
+    if (active_isa() != Isa::Generic) {  // 16 values at a time: bytes in value order, widened, minus the zero point
+      const __m256i z = _mm256_set1_epi16(int16_t(zero));
+      for (int64_t i = 0; i < block_size; i += 16) {
+        __m128i bytes;
+        if constexpr (Bits == 8) {
+          bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blob + i));
+        } else {
+          const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blob + i / 2)), low = _mm_set1_epi8(0x0F);
+          bytes = _mm_unpacklo_epi8(_mm_and_si128(x, low), _mm_and_si128(_mm_srli_epi16(x, 4), low));
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), z));
       }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), z));
+      return;
     }
-    return;
-  }
 #endif
   constexpr int per_byte = 8 / Bits, mask = (1 << Bits) - 1;
   for (int64_t j = 0; j < block_size / per_byte; ++j)
@@ -446,18 +456,19 @@ void unpack_block(const uint8_t* blob, int64_t block_size, int zero, int16_t* ou
 // The exact integer dot product of two blocks (n a multiple of 16; |products| < 2^15).
 inline int32_t block_dot(const int16_t* x, const int16_t* y, int64_t n) {
 #if REFEVAL_NBITS_AVX2
-  __m256i sum = _mm256_setzero_si256();
-  for (int64_t i = 0; i < n; i += 16)
-    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)),
-                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i))));
-  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
-#else
+  if (active_isa() != Isa::Generic) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n; i += 16)
+      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)),
+                                                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i))));
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+  }
+#endif
   int32_t sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += int32_t(x[i]) * int32_t(y[i]);
   return sum;
-#endif
 }
 
 // Enough columns per thread that a split pays for itself (about 64K multiply-adds).

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "refeval/isa.h"
+
 namespace refeval::ops {
 
 void copy_strided(const float* src, int64_t n, int64_t stride, float* dst) {
@@ -15,7 +17,7 @@ void copy_strided(const float* src, int64_t n, int64_t stride, float* dst) {
   // 16 outputs from two loads of 16: the last full step ends at src[2 i + 31], inside while
   // i + 16 < n (the scalar tail never reads past src[2 n - 2]).
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  if (stride == 2)
+  if (stride == 2 && active_isa() == Isa::Avx512)
     for (; i + 16 < n; i += 16)
       _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(_mm512_loadu_ps(src + 2 * i), even, _mm512_loadu_ps(src + 2 * i + 16)));
 #endif

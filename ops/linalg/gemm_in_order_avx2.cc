@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "linalg_common.h"
+#include "refeval/isa.h"
 #include "refeval/threads.h"
 
 namespace refeval::ops {
@@ -208,10 +209,8 @@ __attribute__((target("avx2,fma"))) void few_rows(int64_t N, int64_t K, const fl
 
 }  // namespace
 
-bool in_order_avx2_suits() {
-  static const bool suits = !__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return suits;
-}
+// The AVX2 path (refeval/isa.h): CPUs with AVX2 and FMA but not AVX-512, or any CPU with --isa avx2.
+bool in_order_avx2_suits() { return active_isa() == Isa::Avx2; }
 
 AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
   // Strip t (columns 16 t .. 16 t + 15) is K rows of 16 from 16 t K on, so the 96-column block

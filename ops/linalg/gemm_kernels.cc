@@ -8,6 +8,7 @@
 //
 // On a CPU with AVX-512, OpenBLAS runs its AVX-512 kernels whatever it would pick itself
 // (avx512_blas_chosen): its AVX2 ones sum edge tiles in another order.
+#include "refeval/isa.h"
 #include "linalg_common.h"
 
 #include <unistd.h>
@@ -121,6 +122,7 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
   }
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
   if constexpr (std::is_same_v<T, float>) {
+    if (active_isa() == Isa::Generic) return gemm_in_order_portable(ta, tb, M, N, K, a, b, c, acc);
     if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
     // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
     // OpenBLAS spends packing it on every call anyway (a constant B's are made once).

@@ -12,6 +12,7 @@
 // 8-row group of A (8 x 256, 8 KB) stays in L1 while it passes over the panel's strips (96 KB, in L2).
 #include <algorithm>
 
+#include "refeval/isa.h"
 #include "linalg_common.h"
 #include "tile_avx512.h"
 
@@ -41,10 +42,7 @@ void panel_product(int64_t M, int64_t width, int64_t depth, const float* a, int6
 
 }  // namespace
 
-bool in_order_avx512_suits() {
-  static const bool suits = __builtin_cpu_supports("avx512f");
-  return suits;
-}
+bool in_order_avx512_suits() { return active_isa() == Isa::Avx512; }
 
 bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c) {
   if (!in_order_avx512_suits()) return false;

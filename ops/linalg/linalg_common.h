@@ -41,6 +41,8 @@ AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const floa
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                         const float* packed = nullptr);
 bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU
+// The portable path's in-order product (gemm_in_order_portable.cc): the same chains, the same bits.
+void gemm_in_order_portable(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
 // A right operand B (K x N) that is never stored whole (a convolution's im2col matrix): fill()
 // writes rows [k0, k0 + depth) x columns [n0, n0 + width) into `strips`, in strips of 16 columns
 // (strip t, columns n0 + 16 t .., at strips + 16 t depth, `depth` rows of 16 floats; columns past

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "refeval/isa.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -20,15 +21,16 @@ namespace {
 // keeps the earlier index.
 inline bool any_may_enter(const float* x, float top, bool largest) {
 #if defined(__AVX2__)
-  const __m256 t = _mm256_set1_ps(top), a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
-  const __m256 m = largest ? _mm256_or_ps(_mm256_cmp_ps(a, t, _CMP_NLE_UQ), _mm256_cmp_ps(b, t, _CMP_NLE_UQ))
-                           : _mm256_or_ps(_mm256_cmp_ps(a, t, _CMP_LT_OQ), _mm256_cmp_ps(b, t, _CMP_LT_OQ));
-  return _mm256_movemask_ps(m) != 0;
-#else
+  if (active_isa() != Isa::Generic) {
+    const __m256 t = _mm256_set1_ps(top), a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+    const __m256 m = largest ? _mm256_or_ps(_mm256_cmp_ps(a, t, _CMP_NLE_UQ), _mm256_cmp_ps(b, t, _CMP_NLE_UQ))
+                             : _mm256_or_ps(_mm256_cmp_ps(a, t, _CMP_LT_OQ), _mm256_cmp_ps(b, t, _CMP_LT_OQ));
+    return _mm256_movemask_ps(m) != 0;
+  }
+#endif
   bool any = false;
   for (int i = 0; i < 16; ++i) any |= largest ? !(x[i] <= top) : x[i] < top;
   return any;
-#endif
 }
 
 class TopK : public OpRun {

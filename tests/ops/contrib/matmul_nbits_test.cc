@@ -15,6 +15,7 @@
 #include "refeval/numerics.h"
 #include "refeval/threads.h"
 #include "test_util.h"
+#include "isa_util.h"
 
 using namespace refeval;
 using namespace refeval::testing;
@@ -178,47 +179,51 @@ struct Emulation {
 }  // namespace
 
 TEST_CASE("MatMulNBits: every width and block size, partial last blocks, each kind of zero point") {
-  const Zp kinds[] = {Zp::None, Zp::Packed, Zp::Unpacked};
-  int i = 0;
-  for (int64_t bits : {2, 4, 8})
-    for (int64_t bs : {16, 32, 64, 128})
-      for (int64_t M : {1, 3, 7}) {  // 1 and 3 rows unpack into registers, 7 go through the float tile
-        Problem p;
-        p.bits = bits, p.bs = bs, p.K = 2 * bs + 24, p.N = 11, p.a_shape = {M, p.K};
-        p.zp = kinds[i % 3], p.flat = i % 2 == 1, p.bias = i % 4 == 0, p.seed = uint32_t(100 + i++);
-        CAPTURE(bits);
-        CAPTURE(bs);
-        CAPTURE(M);
-        CAPTURE(int(p.zp));
-        check_against_oracle(p);
-      }
+  testing::for_each_isa([&](Isa) {
+    const Zp kinds[] = {Zp::None, Zp::Packed, Zp::Unpacked};
+    int i = 0;
+    for (int64_t bits : {2, 4, 8})
+      for (int64_t bs : {16, 32, 64, 128})
+        for (int64_t M : {1, 3, 7}) {  // 1 and 3 rows unpack into registers, 7 go through the float tile
+          Problem p;
+          p.bits = bits, p.bs = bs, p.K = 2 * bs + 24, p.N = 11, p.a_shape = {M, p.K};
+          p.zp = kinds[i % 3], p.flat = i % 2 == 1, p.bias = i % 4 == 0, p.seed = uint32_t(100 + i++);
+          CAPTURE(bits);
+          CAPTURE(bs);
+          CAPTURE(M);
+          CAPTURE(int(p.zp));
+          check_against_oracle(p);
+        }
+  });
 }
 
 TEST_CASE("MatMulNBits: shapes, types, g_idx and bias") {
-  struct Case { const char* what; Problem p; };
-  auto problem = [](Shape a, int64_t K, int64_t N, int64_t bits, int64_t bs, Zp zp, bool bias, bool g, DType t) {
-    Problem p;
-    p.a_shape = std::move(a), p.K = K, p.N = N, p.bits = bits, p.bs = bs, p.zp = zp, p.bias = bias, p.g_idx = g, p.dtype = t;
-    return p;
-  };
-  const Case cases[] = {
-      {"1-D A gives 1-D Y", problem({48}, 48, 6, 4, 16, Zp::Packed, true, false, DType::Float)},
-      {"3-D A, batch dims flattened into rows", problem({2, 3, 40}, 40, 9, 4, 32, Zp::Packed, true, false, DType::Float)},
-      {"no rows", problem({0, 32}, 32, 4, 4, 16, Zp::Packed, true, false, DType::Float)},
-      {"K below one block", problem({2, 10}, 10, 5, 8, 64, Zp::None, false, false, DType::Float)},
-      {"K a multiple of 8 but not of the block", problem({1, 72}, 72, 17, 2, 32, Zp::Packed, false, false, DType::Float)},
-      {"g_idx, 4-bit, packed zero points", problem({1, 70}, 70, 7, 4, 32, Zp::Packed, false, true, DType::Float)},
-      {"g_idx, 2-bit, unpacked zero points, 6 rows", problem({6, 70}, 70, 7, 2, 16, Zp::Unpacked, true, true, DType::Float)},
-      {"g_idx, 8-bit, default zero point", problem({2, 64}, 64, 3, 8, 16, Zp::None, false, true, DType::Float)},
-      {"float16, 3-D, packed zero points, bias", problem({2, 2, 96}, 96, 10, 4, 32, Zp::Packed, true, false, DType::Float16)},
-      {"float16, unpacked zero points, 6 rows", problem({6, 50}, 50, 5, 4, 16, Zp::Unpacked, false, false, DType::Float16)},
-      {"bfloat16, 8-bit, unpacked zero points", problem({4, 64}, 64, 6, 8, 16, Zp::Unpacked, true, false, DType::BFloat16)},
-      {"bfloat16, 2-bit, one row", problem({1, 128}, 128, 9, 2, 64, Zp::None, false, false, DType::BFloat16)},
-  };
-  for (const auto& c : cases) {
-    CAPTURE(c.what);
-    check_against_oracle(c.p);
-  }
+  testing::for_each_isa([&](Isa) {
+    struct Case { const char* what; Problem p; };
+    auto problem = [](Shape a, int64_t K, int64_t N, int64_t bits, int64_t bs, Zp zp, bool bias, bool g, DType t) {
+      Problem p;
+      p.a_shape = std::move(a), p.K = K, p.N = N, p.bits = bits, p.bs = bs, p.zp = zp, p.bias = bias, p.g_idx = g, p.dtype = t;
+      return p;
+    };
+    const Case cases[] = {
+        {"1-D A gives 1-D Y", problem({48}, 48, 6, 4, 16, Zp::Packed, true, false, DType::Float)},
+        {"3-D A, batch dims flattened into rows", problem({2, 3, 40}, 40, 9, 4, 32, Zp::Packed, true, false, DType::Float)},
+        {"no rows", problem({0, 32}, 32, 4, 4, 16, Zp::Packed, true, false, DType::Float)},
+        {"K below one block", problem({2, 10}, 10, 5, 8, 64, Zp::None, false, false, DType::Float)},
+        {"K a multiple of 8 but not of the block", problem({1, 72}, 72, 17, 2, 32, Zp::Packed, false, false, DType::Float)},
+        {"g_idx, 4-bit, packed zero points", problem({1, 70}, 70, 7, 4, 32, Zp::Packed, false, true, DType::Float)},
+        {"g_idx, 2-bit, unpacked zero points, 6 rows", problem({6, 70}, 70, 7, 2, 16, Zp::Unpacked, true, true, DType::Float)},
+        {"g_idx, 8-bit, default zero point", problem({2, 64}, 64, 3, 8, 16, Zp::None, false, true, DType::Float)},
+        {"float16, 3-D, packed zero points, bias", problem({2, 2, 96}, 96, 10, 4, 32, Zp::Packed, true, false, DType::Float16)},
+        {"float16, unpacked zero points, 6 rows", problem({6, 50}, 50, 5, 4, 16, Zp::Unpacked, false, false, DType::Float16)},
+        {"bfloat16, 8-bit, unpacked zero points", problem({4, 64}, 64, 6, 8, 16, Zp::Unpacked, true, false, DType::BFloat16)},
+        {"bfloat16, 2-bit, one row", problem({1, 128}, 128, 9, 2, 64, Zp::None, false, false, DType::BFloat16)},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.what);
+      check_against_oracle(c.p);
+    }
+  });
 }
 
 TEST_CASE("MatMulNBits: dequantization is exact, (q - zp) * scale per element") {
@@ -235,33 +240,35 @@ TEST_CASE("MatMulNBits: dequantization is exact, (q - zp) * scale per element") 
 }
 
 TEST_CASE("MatMulNBits: bit-identical across thread counts and batch sizes") {
-  // Large enough that two threads split the columns, for the register path (1 and 3 rows) and the
-  // float-tile path (17, 14 and 9 rows: full 8-row tiles and edge tiles of 1 and 6 on AVX-512; 601
-  // columns: the AVX-512 tile pairs them, the last one alone), and a row computed alone equals the
-  // same row within the batch.
-  for (int64_t bits : {2, 4, 8}) {
-    Problem p;
-    p.bits = bits, p.bs = 32, p.K = 260, p.N = 601, p.zp = Zp::Packed, p.bias = true, p.a_shape = {17, p.K}, p.seed = 7;
-    const Inputs in = make_inputs(p);
-    const float* a = in.a.data<float>();
-    Tensor batch;
-    for (int64_t M : {17, 14, 9, 3, 1}) {
-      Problem q = p;
-      q.a_shape = {M, p.K};
-      Inputs rows = in;
-      rows.a = tensor<float>({M, p.K}, std::vector<float>(a + (17 - M) * p.K, a + 17 * p.K));  // the last M rows
-      set_thread_count(1);
-      const Tensor one = run(q, rows);
-      set_thread_count(2);
-      const Tensor two = run(q, rows);
-      set_thread_count(1);
-      CAPTURE(bits);
-      CAPTURE(M);
-      CHECK(bit_equal(one, two));
-      if (M == 17) batch = one;
-      CHECK(std::memcmp(one.data<float>(), batch.data<float>() + (17 - M) * p.N, size_t(M * p.N) * sizeof(float)) == 0);
+  testing::for_each_isa([&](Isa) {
+    // Large enough that two threads split the columns, for the register path (1 and 3 rows) and the
+    // float-tile path (17, 14 and 9 rows: full 8-row tiles and edge tiles of 1 and 6 on AVX-512; 601
+    // columns: the AVX-512 tile pairs them, the last one alone), and a row computed alone equals the
+    // same row within the batch.
+    for (int64_t bits : {2, 4, 8}) {
+      Problem p;
+      p.bits = bits, p.bs = 32, p.K = 260, p.N = 601, p.zp = Zp::Packed, p.bias = true, p.a_shape = {17, p.K}, p.seed = 7;
+      const Inputs in = make_inputs(p);
+      const float* a = in.a.data<float>();
+      Tensor batch;
+      for (int64_t M : {17, 14, 9, 3, 1}) {
+        Problem q = p;
+        q.a_shape = {M, p.K};
+        Inputs rows = in;
+        rows.a = tensor<float>({M, p.K}, std::vector<float>(a + (17 - M) * p.K, a + 17 * p.K));  // the last M rows
+        set_thread_count(1);
+        const Tensor one = run(q, rows);
+        set_thread_count(2);
+        const Tensor two = run(q, rows);
+        set_thread_count(1);
+        CAPTURE(bits);
+        CAPTURE(M);
+        CHECK(bit_equal(one, two));
+        if (M == 17) batch = one;
+        CHECK(std::memcmp(one.data<float>(), batch.data<float>() + (17 - M) * p.N, size_t(M * p.N) * sizeof(float)) == 0);
+      }
     }
-  }
+  });
 }
 
 namespace {
@@ -307,54 +314,56 @@ double max_diff(const Tensor& x, const Tensor& y) {
 }  // namespace
 
 TEST_CASE("MatMulNBits accuracy_level 4 emulation: ORT's int8 algorithm, and only where ORT runs it") {
-  struct Case { int64_t bits, bs, M, K; Zp zp; bool bias; DType t; };
-  const Case cases[] = {{4, 32, 1, 96, Zp::None, false, DType::Float},   {4, 16, 5, 72, Zp::Packed, true, DType::Float},
-                        {8, 64, 3, 200, Zp::Packed, false, DType::Float}, {2, 32, 2, 100, Zp::Packed, true, DType::Float},
-                        {4, 128, 2, 300, Zp::None, true, DType::Float16}, {8, 16, 1, 40, Zp::None, false, DType::BFloat16}};
-  for (const auto& c : cases) {
-    Problem p;
-    p.bits = c.bits, p.bs = c.bs, p.K = c.K, p.N = 13, p.a_shape = {c.M, c.K}, p.zp = c.zp, p.bias = c.bias, p.dtype = c.t;
-    p.level = 4, p.seed = uint32_t(c.bits * 1000 + c.bs);
-    const Inputs in = make_inputs(p);
-    CAPTURE(c.bits);
-    CAPTURE(c.bs);
-    CAPTURE(int(c.t));
-    const Tensor want = int8_oracle(p, in), exact = oracle(p, in);
-    Tensor emulated;
-    {
-      Emulation on(true);
-      emulated = run(p, in);
+  testing::for_each_isa([&](Isa) {
+    struct Case { int64_t bits, bs, M, K; Zp zp; bool bias; DType t; };
+    const Case cases[] = {{4, 32, 1, 96, Zp::None, false, DType::Float},   {4, 16, 5, 72, Zp::Packed, true, DType::Float},
+                          {8, 64, 3, 200, Zp::Packed, false, DType::Float}, {2, 32, 2, 100, Zp::Packed, true, DType::Float},
+                          {4, 128, 2, 300, Zp::None, true, DType::Float16}, {8, 16, 1, 40, Zp::None, false, DType::BFloat16}};
+    for (const auto& c : cases) {
+      Problem p;
+      p.bits = c.bits, p.bs = c.bs, p.K = c.K, p.N = 13, p.a_shape = {c.M, c.K}, p.zp = c.zp, p.bias = c.bias, p.dtype = c.t;
+      p.level = 4, p.seed = uint32_t(c.bits * 1000 + c.bs);
+      const Inputs in = make_inputs(p);
+      CAPTURE(c.bits);
+      CAPTURE(c.bs);
+      CAPTURE(int(c.t));
+      const Tensor want = int8_oracle(p, in), exact = oracle(p, in);
+      Tensor emulated;
+      {
+        Emulation on(true);
+        emulated = run(p, in);
+      }
+      // The emulation follows the int8 algorithm to float rounding; the exact math does not (float16
+      // and bfloat16 round both to a coarse grid: there the emulation need only be the closer one).
+      check_equal(emulated, want, tolerance(c.t));
+      if (c.t == DType::Float) CHECK(max_diff(exact, want) > 100 * tolerance(c.t).atol);
+      CHECK(max_diff(emulated, want) < max_diff(exact, want));
+      check_equal(run(p, in), exact, tolerance(c.t));  // without the flag: the exact math
     }
-    // The emulation follows the int8 algorithm to float rounding; the exact math does not (float16
-    // and bfloat16 round both to a coarse grid: there the emulation need only be the closer one).
-    check_equal(emulated, want, tolerance(c.t));
-    if (c.t == DType::Float) CHECK(max_diff(exact, want) > 100 * tolerance(c.t).atol);
-    CHECK(max_diff(emulated, want) < max_diff(exact, want));
-    check_equal(run(p, in), exact, tolerance(c.t));  // without the flag: the exact math
-  }
-  // Round half to even: block max 127 gives scale 1, so A's values are rounded as they are.
-  std::vector<float> a(16, 0.0f);
-  a[0] = 127, a[1] = 2.5f, a[2] = 3.5f, a[3] = -2.5f, a[4] = 0.5f, a[5] = 1.5f;
-  const Node n = node("MatMulNBits", {"A", "B", "scales"}, {"Y"},
-                      {attr("K", 16), attr("N", 1), attr("bits", 8), attr("block_size", 16), attr("accuracy_level", 4)}, "mm",
-                      "com.microsoft");
-  const Values w = {tensor<float>({1, 16}, a), tensor<uint8_t>({1, 1, 16}, std::vector<uint8_t>(16, 129)), tensor<float>({1, 1}, {1.0f})};
-  Emulation on(true);
-  // 127 + 2 + 4 - 2 + 0 + 2 (half away from zero would give 134; the exact sum is 132.5)
-  check_equal(run_node(n, w, 1)[0], tensor<float>({1, 1}, {133.0f}), {0, 0});
-  // Where ORT 1.30 computes in float even at level 4, so does the emulation.
-  struct Exact { const char* what; int64_t bits, bs; Zp zp; bool g; };
-  const Exact exact_cases[] = {{"g_idx", 4, 32, Zp::None, true},
-                               {"unpacked zero points", 4, 32, Zp::Unpacked, false},
-                               {"2-bit in blocks of 16", 2, 16, Zp::None, false},
-                               {"2-bit in blocks of 256", 2, 256, Zp::Packed, false}};
-  for (const auto& c : exact_cases) {
-    CAPTURE(c.what);
-    Problem p;
-    p.bits = c.bits, p.bs = c.bs, p.K = 2 * c.bs, p.N = 5, p.a_shape = {2, p.K}, p.zp = c.zp, p.g_idx = c.g, p.level = 4;
-    const Inputs in = make_inputs(p);
-    check_equal(run(p, in), oracle(p, in), tolerance(p.dtype));
-  }
+    // Round half to even: block max 127 gives scale 1, so A's values are rounded as they are.
+    std::vector<float> a(16, 0.0f);
+    a[0] = 127, a[1] = 2.5f, a[2] = 3.5f, a[3] = -2.5f, a[4] = 0.5f, a[5] = 1.5f;
+    const Node n = node("MatMulNBits", {"A", "B", "scales"}, {"Y"},
+                        {attr("K", 16), attr("N", 1), attr("bits", 8), attr("block_size", 16), attr("accuracy_level", 4)}, "mm",
+                        "com.microsoft");
+    const Values w = {tensor<float>({1, 16}, a), tensor<uint8_t>({1, 1, 16}, std::vector<uint8_t>(16, 129)), tensor<float>({1, 1}, {1.0f})};
+    Emulation on(true);
+    // 127 + 2 + 4 - 2 + 0 + 2 (half away from zero would give 134; the exact sum is 132.5)
+    check_equal(run_node(n, w, 1)[0], tensor<float>({1, 1}, {133.0f}), {0, 0});
+    // Where ORT 1.30 computes in float even at level 4, so does the emulation.
+    struct Exact { const char* what; int64_t bits, bs; Zp zp; bool g; };
+    const Exact exact_cases[] = {{"g_idx", 4, 32, Zp::None, true},
+                                 {"unpacked zero points", 4, 32, Zp::Unpacked, false},
+                                 {"2-bit in blocks of 16", 2, 16, Zp::None, false},
+                                 {"2-bit in blocks of 256", 2, 256, Zp::Packed, false}};
+    for (const auto& c : exact_cases) {
+      CAPTURE(c.what);
+      Problem p;
+      p.bits = c.bits, p.bs = c.bs, p.K = 2 * c.bs, p.N = 5, p.a_shape = {2, p.K}, p.zp = c.zp, p.g_idx = c.g, p.level = 4;
+      const Inputs in = make_inputs(p);
+      check_equal(run(p, in), oracle(p, in), tolerance(p.dtype));
+    }
+  });
 }
 
 TEST_CASE("MatMulNBits accuracy_level 4 fixtures: the emulation is much closer to ONNX Runtime than the exact math") {

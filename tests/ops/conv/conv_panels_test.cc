@@ -14,6 +14,7 @@
 #include "../../../ops/linalg/linalg_common.h"
 #include "refeval/threads.h"
 #include "test_util.h"
+#include "isa_util.h"
 
 using namespace refeval;
 using namespace refeval::testing;
@@ -124,55 +125,59 @@ const PanelCase kCases[] = {
 }  // namespace
 
 TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the same bits on 1 and 2 threads") {
-  std::mt19937 gen(31);
-  for (const PanelCase& c : kCases) {
-    const std::string what = c.what;
-    CAPTURE(what);
-    const auto x = uniform(shape_size(c.x), gen), w = uniform(shape_size(c.w), gen), b = uniform(c.w[0], gen);
-    const Shape ys = output_shape(c);
-    const auto expected = oracle(c, x, w, b);
-    const ops::ConvGeometry g = geometry(c, ys);
-    const int64_t K = shape_size(g.kernel) * g.C / g.group;
-    REQUIRE(g.M / g.group * g.out_size() * K >= (int64_t(1) << 18));  // large enough for the in-order kernel
-    const std::vector<Attribute> attrs{attr("strides", c.strides), attr("dilations", c.dilations), attr("pads", c.pads),
-                                       attr("group", c.group)};
-    std::vector<Tensor> outs;
-    for (int threads : {1, 2}) {
-      set_thread_count(threads);
-      outs.push_back(run_node(node("Conv", {"x", "w", "b"}, {"y"}, attrs),
-                              {tensor<float>(c.x, x), tensor<float>(c.w, w), tensor<float>({c.w[0]}, b)})[0].tensor());
-    }
-    set_thread_count(1);
-    std::vector<float> expected_f(expected.begin(), expected.end());
-    check_equal(outs[0], tensor<float>(ys, expected_f), Tolerance{1e-4, 1e-4});
-    CHECK(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), outs[0].nbytes()) == 0);
+  testing::for_each_isa([&](Isa) {
+    std::mt19937 gen(31);
+    for (const PanelCase& c : kCases) {
+      const std::string what = c.what;
+      CAPTURE(what);
+      const auto x = uniform(shape_size(c.x), gen), w = uniform(shape_size(c.w), gen), b = uniform(c.w[0], gen);
+      const Shape ys = output_shape(c);
+      const auto expected = oracle(c, x, w, b);
+      const ops::ConvGeometry g = geometry(c, ys);
+      const int64_t K = shape_size(g.kernel) * g.C / g.group;
+      REQUIRE(g.M / g.group * g.out_size() * K >= (int64_t(1) << 18));  // large enough for the in-order kernel
+      const std::vector<Attribute> attrs{attr("strides", c.strides), attr("dilations", c.dilations), attr("pads", c.pads),
+                                         attr("group", c.group)};
+      std::vector<Tensor> outs;
+      for (int threads : {1, 2}) {
+        set_thread_count(threads);
+        outs.push_back(run_node(node("Conv", {"x", "w", "b"}, {"y"}, attrs),
+                                {tensor<float>(c.x, x), tensor<float>(c.w, w), tensor<float>({c.w[0]}, b)})[0].tensor());
+      }
+      set_thread_count(1);
+      std::vector<float> expected_f(expected.begin(), expected.end());
+      check_equal(outs[0], tensor<float>(ys, expected_f), Tolerance{1e-4, 1e-4});
+      CHECK(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), outs[0].nbytes()) == 0);
 
-    std::vector<float> by_panels(size_t(shape_size(ys))), by_gemm(by_panels.size());
-    const bool panels = ops::conv_by_panels(g, x.data(), w.data(), by_panels.data());
-    // Every case is large enough; CPUs without AVX2 take conv_by_gemm, as do 1x1 unit-stride
-    // unpadded ones without AVX-512 (gemm() reads X in place on the in-order AVX2 kernel).
-    const bool direct = shape_size(g.kernel) == 1 && c.strides == std::vector<int64_t>(c.strides.size(), 1) &&
-                        c.pads == std::vector<int64_t>(c.pads.size(), 0);
-    CHECK(panels == (ops::in_order_avx512_suits() || (ops::in_order_avx2_suits() && !direct)));
-    if (!panels) continue;
-    const std::vector<float> chains = fma_chains(c, x, w);
-    CHECK(std::memcmp(by_panels.data(), chains.data(), chains.size() * sizeof(float)) == 0);
-    if (!ops::in_order_avx2_suits()) continue;  // with AVX-512 gemm() of many rows is OpenBLAS's
-    ops::conv_by_gemm(g, x.data(), w.data(), by_gemm.data(),
-                      [](int64_t M, int64_t N, int64_t K, const float* a, const float* bm, float* cm) {
-                        ops::gemm(false, false, M, N, K, a, bm, cm, false);
-                      });
-    CHECK(std::memcmp(by_panels.data(), by_gemm.data(), by_gemm.size() * sizeof(float)) == 0);
-  }
+      std::vector<float> by_panels(size_t(shape_size(ys))), by_gemm(by_panels.size());
+      const bool panels = ops::conv_by_panels(g, x.data(), w.data(), by_panels.data());
+      // Every case is large enough; CPUs without AVX2 take conv_by_gemm, as do 1x1 unit-stride
+      // unpadded ones without AVX-512 (gemm() reads X in place on the in-order AVX2 kernel).
+      const bool direct = shape_size(g.kernel) == 1 && c.strides == std::vector<int64_t>(c.strides.size(), 1) &&
+                          c.pads == std::vector<int64_t>(c.pads.size(), 0);
+      CHECK(panels == (ops::in_order_avx512_suits() || (ops::in_order_avx2_suits() && !direct)));
+      if (!panels) continue;
+      const std::vector<float> chains = fma_chains(c, x, w);
+      CHECK(std::memcmp(by_panels.data(), chains.data(), chains.size() * sizeof(float)) == 0);
+      if (!ops::in_order_avx2_suits()) continue;  // with AVX-512 gemm() of many rows is OpenBLAS's
+      ops::conv_by_gemm(g, x.data(), w.data(), by_gemm.data(),
+                        [](int64_t M, int64_t N, int64_t K, const float* a, const float* bm, float* cm) {
+                          ops::gemm(false, false, M, N, K, a, bm, cm, false);
+                        });
+      CHECK(std::memcmp(by_panels.data(), by_gemm.data(), by_gemm.size() * sizeof(float)) == 0);
+    }
+  });
 }
 
 TEST_CASE("Conv panel path declines what it does not cover") {
-  if (!ops::in_order_avx2_suits() && !ops::in_order_avx512_suits()) return;
-  const std::vector<float> x(size_t(64 * 28 * 28), 1.f), w(size_t(128 * 64), 1.f);
-  std::vector<float> y(size_t(128 * 28 * 28));
-  PanelCase c{"1x1, unit strides, no padding: gemm() reads X itself", {1, 64, 28, 28}, {128, 64, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
-  // (taken on AVX-512, where gemm() of many rows would be OpenBLAS's: a case above)
-  CHECK(ops::conv_by_panels(geometry(c, {1, 128, 28, 28}), x.data(), w.data(), y.data()) == ops::in_order_avx512_suits());
-  PanelCase small{"a product below gemm()'s kernel threshold", {1, 2, 8, 8}, {4, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}};
-  CHECK_FALSE(ops::conv_by_panels(geometry(small, {1, 4, 8, 8}), x.data(), w.data(), y.data()));
+  testing::for_each_isa([&](Isa) {
+    if (!ops::in_order_avx2_suits() && !ops::in_order_avx512_suits()) return;
+    const std::vector<float> x(size_t(64 * 28 * 28), 1.f), w(size_t(128 * 64), 1.f);
+    std::vector<float> y(size_t(128 * 28 * 28));
+    PanelCase c{"1x1, unit strides, no padding: gemm() reads X itself", {1, 64, 28, 28}, {128, 64, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
+    // (taken on AVX-512, where gemm() of many rows would be OpenBLAS's: a case above)
+    CHECK(ops::conv_by_panels(geometry(c, {1, 128, 28, 28}), x.data(), w.data(), y.data()) == ops::in_order_avx512_suits());
+    PanelCase small{"a product below gemm()'s kernel threshold", {1, 2, 8, 8}, {4, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+    CHECK_FALSE(ops::conv_by_panels(geometry(small, {1, 4, 8, 8}), x.data(), w.data(), y.data()));
+  });
 }

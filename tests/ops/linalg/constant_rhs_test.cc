@@ -12,6 +12,7 @@
 #include "../../../ops/linalg/linalg_common.h"
 #include "refeval/threads.h"
 #include "test_util.h"
+#include "isa_util.h"
 
 using namespace refeval;
 using namespace refeval::testing;
@@ -42,51 +43,55 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 }  // namespace
 
 TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itself") {
-  struct Shape3 { int64_t N, K; };
-  // 517 columns: five full 96-column blocks and one of 37 (a partial vector); 301 and 771 rows of
-  // B: one pass, and four 256-deep passes with a partial one.
-  const Shape3 shapes[] = {{517, 301}, {97, 771}, {2304, 768}};
-  for (const Shape3& sh : shapes)
-    for (int64_t M : {1, 2, 7, 8, 32, 33, 128})
-      for (bool trans_b : {false, true})
-        for (bool accumulate : {false, true}) {
-          CAPTURE(sh.N);
-          CAPTURE(sh.K);
-          CAPTURE(M);
-          CAPTURE(trans_b);
-          CAPTURE(accumulate);
-          const int64_t N = sh.N, K = sh.K;
-          const std::vector<float> a = random_floats(size_t(M * K), 1), bv = random_floats(size_t(K * N), 2);
-          const Tensor b = tensor<float>(trans_b ? Shape{N, K} : Shape{K, N}, bv);
-          const ops::ConstantRhs rhs(b, trans_b);
-          REQUIRE(rhs.packed().size() == (ops::in_order_avx2_suits() ? size_t(K * ((N + 15) / 16 * 16)) : 0));
-          REQUIRE(rhs.small_m_blocks().size() == (trans_b && ops::in_order_avx512_suits() ? size_t(K * ((N + 47) / 48 * 48)) : 0));
-          const std::vector<float> c0 = accumulate ? random_floats(size_t(M * N), 3) : std::vector<float>(size_t(M * N), 0.f);
-          std::vector<float> plain = c0;
-          ops::gemm(false, trans_b, M, N, K, a.data(), bv.data(), plain.data(), accumulate);
-          for (int threads : {1, 2}) {
-            CAPTURE(threads);
-            set_thread_count(threads);
-            std::vector<float> packed = c0;
-            ops::gemm(false, M, a.data(), rhs, packed.data(), accumulate);
-            CHECK(same_bits(packed, plain));
-            // Where an in-order kernel takes the product (not Eigen's small ones), both are its chains:
-            // the AVX2 one at every row count, the AVX-512 few-row one with B transposed or not.
-            if ((ops::in_order_avx2_suits() || ops::gemm_small_m_suits(M, N, K)) && M * N * K >= (int64_t(1) << 18))
-              CHECK(same_bits(packed, fma_chains(M, N, K, a, bv, trans_b, c0)));
+  testing::for_each_isa([&](Isa) {
+    struct Shape3 { int64_t N, K; };
+    // 517 columns: five full 96-column blocks and one of 37 (a partial vector); 301 and 771 rows of
+    // B: one pass, and four 256-deep passes with a partial one.
+    const Shape3 shapes[] = {{517, 301}, {97, 771}, {2304, 768}};
+    for (const Shape3& sh : shapes)
+      for (int64_t M : {1, 2, 7, 8, 32, 33, 128})
+        for (bool trans_b : {false, true})
+          for (bool accumulate : {false, true}) {
+            CAPTURE(sh.N);
+            CAPTURE(sh.K);
+            CAPTURE(M);
+            CAPTURE(trans_b);
+            CAPTURE(accumulate);
+            const int64_t N = sh.N, K = sh.K;
+            const std::vector<float> a = random_floats(size_t(M * K), 1), bv = random_floats(size_t(K * N), 2);
+            const Tensor b = tensor<float>(trans_b ? Shape{N, K} : Shape{K, N}, bv);
+            const ops::ConstantRhs rhs(b, trans_b);
+            REQUIRE(rhs.packed().size() == (ops::in_order_avx2_suits() ? size_t(K * ((N + 15) / 16 * 16)) : 0));
+            REQUIRE(rhs.small_m_blocks().size() == (trans_b && ops::in_order_avx512_suits() ? size_t(K * ((N + 47) / 48 * 48)) : 0));
+            const std::vector<float> c0 = accumulate ? random_floats(size_t(M * N), 3) : std::vector<float>(size_t(M * N), 0.f);
+            std::vector<float> plain = c0;
+            ops::gemm(false, trans_b, M, N, K, a.data(), bv.data(), plain.data(), accumulate);
+            for (int threads : {1, 2}) {
+              CAPTURE(threads);
+              set_thread_count(threads);
+              std::vector<float> packed = c0;
+              ops::gemm(false, M, a.data(), rhs, packed.data(), accumulate);
+              CHECK(same_bits(packed, plain));
+              // Where an in-order kernel takes the product (not Eigen's small ones), both are its chains:
+              // the AVX2 one at every row count, the AVX-512 few-row one with B transposed or not.
+              if ((ops::in_order_avx2_suits() || ops::gemm_small_m_suits(M, N, K)) && M * N * K >= (int64_t(1) << 18))
+                CHECK(same_bits(packed, fma_chains(M, N, K, a, bv, trans_b, c0)));
+            }
+            set_thread_count(1);
           }
-          set_thread_count(1);
-        }
+  });
 }
 
 TEST_CASE("ConstantRhs: a transposed A with a packed B gives gemm()'s bits") {
-  const int64_t M = 33, N = 517, K = 301;
-  const std::vector<float> at = random_floats(size_t(K * M), 4), bv = random_floats(size_t(K * N), 5);
-  const ops::ConstantRhs rhs(tensor<float>({K, N}, bv), false);
-  std::vector<float> plain(size_t(M * N)), packed(size_t(M * N));
-  ops::gemm(true, false, M, N, K, at.data(), bv.data(), plain.data(), false);
-  ops::gemm(true, M, at.data(), rhs, packed.data(), false);
-  CHECK(same_bits(packed, plain));
+  testing::for_each_isa([&](Isa) {
+    const int64_t M = 33, N = 517, K = 301;
+    const std::vector<float> at = random_floats(size_t(K * M), 4), bv = random_floats(size_t(K * N), 5);
+    const ops::ConstantRhs rhs(tensor<float>({K, N}, bv), false);
+    std::vector<float> plain(size_t(M * N)), packed(size_t(M * N));
+    ops::gemm(true, false, M, N, K, at.data(), bv.data(), plain.data(), false);
+    ops::gemm(true, M, at.data(), rhs, packed.data(), false);
+    CHECK(same_bits(packed, plain));
+  });
 }
 
 namespace {
@@ -114,67 +119,75 @@ bool same_bits(const Value& x, const Value& y) {
 }  // namespace
 
 TEST_CASE("MatMul and Gemm with an initializer B: the same bits as with B fed, on every run") {
-  const int64_t K = 301, N = 517;
-  const Tensor b = tensor<float>({K, N}, random_floats(size_t(K * N), 6));
-  const Tensor bt = tensor<float>({N, K}, random_floats(size_t(K * N), 7));
-  for (int64_t M : {1, 2, 7, 8, 32, 33, 128}) {
-    CAPTURE(M);
-    const Tensor a3 = tensor<float>({1, M, K}, random_floats(size_t(M * K), 8));
-    const Node matmul = node("MatMul", {"a", "b"}, {"y"});
-    CHECK(same_bits(run_with_weight(matmul, a3, b, true, 3)[0], run_with_weight(matmul, a3, b, false)[0]));
+  testing::for_each_isa([&](Isa) {
+    const int64_t K = 301, N = 517;
+    const Tensor b = tensor<float>({K, N}, random_floats(size_t(K * N), 6));
+    const Tensor bt = tensor<float>({N, K}, random_floats(size_t(K * N), 7));
+    for (int64_t M : {1, 2, 7, 8, 32, 33, 128}) {
+      CAPTURE(M);
+      const Tensor a3 = tensor<float>({1, M, K}, random_floats(size_t(M * K), 8));
+      const Node matmul = node("MatMul", {"a", "b"}, {"y"});
+      CHECK(same_bits(run_with_weight(matmul, a3, b, true, 3)[0], run_with_weight(matmul, a3, b, false)[0]));
 
-    const Tensor a2 = tensor<float>({M, K}, random_floats(size_t(M * K), 9));
-    const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1)), attr("alpha", 0.5f)});
-    CHECK(same_bits(run_with_weight(gemm, a2, bt, true, 3)[0], run_with_weight(gemm, a2, bt, false)[0]));
-  }
+      const Tensor a2 = tensor<float>({M, K}, random_floats(size_t(M * K), 9));
+      const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1)), attr("alpha", 0.5f)});
+      CHECK(same_bits(run_with_weight(gemm, a2, bt, true, 3)[0], run_with_weight(gemm, a2, bt, false)[0]));
+    }
+  });
 }
 
 TEST_CASE("Gemm with transB and MatMul with B's transpose: the same bits where an in-order kernel runs") {
-  // A classifier head exported as Gemm(transB) computes what the same layer as a MatMul does.
-  const int64_t K = 1024, N = 1000;
-  const std::vector<float> bv = random_floats(size_t(N * K), 20);
-  std::vector<float> bt(size_t(K * N));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = bv[size_t(n * K + k)];
-  const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1))});
-  const Node matmul = node("MatMul", {"a", "b"}, {"y"});
-  for (int64_t M : {1, 3, 8, 32}) {
-    CAPTURE(M);
-    if (!ops::in_order_avx2_suits() && !ops::gemm_small_m_suits(M, N, K)) continue;  // OpenBLAS may differ
-    const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 21));
-    const Value by_gemm = run_with_weight(gemm, a, tensor<float>({N, K}, bv), true, 2)[0];
-    CHECK(same_bits(by_gemm, run_with_weight(matmul, a, tensor<float>({K, N}, bt), true)[0]));
-    CHECK(same_bits(by_gemm, run_with_weight(gemm, a, tensor<float>({N, K}, bv), false)[0]));
-  }
+  testing::for_each_isa([&](Isa) {
+    // A classifier head exported as Gemm(transB) computes what the same layer as a MatMul does.
+    const int64_t K = 1024, N = 1000;
+    const std::vector<float> bv = random_floats(size_t(N * K), 20);
+    std::vector<float> bt(size_t(K * N));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = bv[size_t(n * K + k)];
+    const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1))});
+    const Node matmul = node("MatMul", {"a", "b"}, {"y"});
+    for (int64_t M : {1, 3, 8, 32}) {
+      CAPTURE(M);
+      if (!ops::in_order_avx2_suits() && !ops::gemm_small_m_suits(M, N, K)) continue;  // OpenBLAS may differ
+      const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 21));
+      const Value by_gemm = run_with_weight(gemm, a, tensor<float>({N, K}, bv), true, 2)[0];
+      CHECK(same_bits(by_gemm, run_with_weight(matmul, a, tensor<float>({K, N}, bt), true)[0]));
+      CHECK(same_bits(by_gemm, run_with_weight(gemm, a, tensor<float>({N, K}, bv), false)[0]));
+    }
+  });
 }
 
 TEST_CASE("MatMul: an initializer that a feed replaces is not cached") {
-  // B is an initializer and a graph input: a feed overrides it, so its panels must never be reused.
-  const int64_t M = 32, K = 64, N = 200;
-  const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 10));
-  const Tensor b0 = tensor<float>({K, N}, random_floats(size_t(K * N), 11));
-  const Tensor b1 = tensor<float>({K, N}, random_floats(size_t(K * N), 12));
-  Graph g = build::graph("g", {node("MatMul", {"a", "b"}, {"y"})},
-                         {build::tensor_info_unknown_rank("a", DType::Float), build::tensor_info_unknown_rank("b", DType::Float)},
-                         {build::tensor_info_unknown_rank("y", DType::Float)}, {{"b", b0}});
-  auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
-  const Value with_b0 = ev.run({}, {{"a", a}})[0];
-  const Value with_b1 = ev.run({}, {{"a", a}, {"b", b1}})[0];
-  const Node matmul = node("MatMul", {"a", "b"}, {"y"});
-  CHECK(same_bits(with_b0, run_with_weight(matmul, a, b0, false)[0]));
-  CHECK(same_bits(with_b1, run_with_weight(matmul, a, b1, false)[0]));
-  CHECK_FALSE(same_bits(with_b0, with_b1));
+  testing::for_each_isa([&](Isa) {
+    // B is an initializer and a graph input: a feed overrides it, so its panels must never be reused.
+    const int64_t M = 32, K = 64, N = 200;
+    const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 10));
+    const Tensor b0 = tensor<float>({K, N}, random_floats(size_t(K * N), 11));
+    const Tensor b1 = tensor<float>({K, N}, random_floats(size_t(K * N), 12));
+    Graph g = build::graph("g", {node("MatMul", {"a", "b"}, {"y"})},
+                           {build::tensor_info_unknown_rank("a", DType::Float), build::tensor_info_unknown_rank("b", DType::Float)},
+                           {build::tensor_info_unknown_rank("y", DType::Float)}, {{"b", b0}});
+    auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
+    const Value with_b0 = ev.run({}, {{"a", a}})[0];
+    const Value with_b1 = ev.run({}, {{"a", a}, {"b", b1}})[0];
+    const Node matmul = node("MatMul", {"a", "b"}, {"y"});
+    CHECK(same_bits(with_b0, run_with_weight(matmul, a, b0, false)[0]));
+    CHECK(same_bits(with_b1, run_with_weight(matmul, a, b1, false)[0]));
+    CHECK_FALSE(same_bits(with_b0, with_b1));
+  });
 }
 
 TEST_CASE("MatMul: an initializer B is packed once, as the session is made, not by its runs") {
-  if (!ops::in_order_avx2_suits()) return;  // only the in-order AVX2 kernel reads packed weights
-  const int64_t M = 8, K = 64, N = 100;
-  Graph g = build::graph("g", {node("MatMul", {"a", "b"}, {"y"})}, {build::tensor_info_unknown_rank("a", DType::Float)},
-                         {build::tensor_info_unknown_rank("y", DType::Float)},
-                         {{"b", tensor<float>({K, N}, random_floats(size_t(K * N), 13))}});
-  const uint64_t before = ops::constant_rhs_packs();
-  auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
-  CHECK(ops::constant_rhs_packs() == before + 1);
-  for (int r = 0; r < 3; ++r) ev.run({}, {{"a", tensor<float>({M, K}, random_floats(size_t(M * K), 14 + r))}});
-  CHECK(ops::constant_rhs_packs() == before + 1);
+  testing::for_each_isa([&](Isa) {
+    if (!ops::in_order_avx2_suits()) return;  // only the in-order AVX2 kernel reads packed weights
+    const int64_t M = 8, K = 64, N = 100;
+    Graph g = build::graph("g", {node("MatMul", {"a", "b"}, {"y"})}, {build::tensor_info_unknown_rank("a", DType::Float)},
+                           {build::tensor_info_unknown_rank("y", DType::Float)},
+                           {{"b", tensor<float>({K, N}, random_floats(size_t(K * N), 13))}});
+    const uint64_t before = ops::constant_rhs_packs();
+    auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
+    CHECK(ops::constant_rhs_packs() == before + 1);
+    for (int r = 0; r < 3; ++r) ev.run({}, {{"a", tensor<float>({M, K}, random_floats(size_t(M * K), 14 + r))}});
+    CHECK(ops::constant_rhs_packs() == before + 1);
+  });
 }

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "test_util.h"
+#include "isa_util.h"
 
 using namespace refeval;
 using namespace refeval::testing;
@@ -51,21 +52,23 @@ void check_op(const char* op, std::vector<Attribute> attrs, F oracle, double ato
 }  // namespace
 
 TEST_CASE("float32 Exp, Log, Sin, Cos, Erf, Elu, LeakyRelu, Sigmoid, Softplus and Gelu match their formulas in double") {
-  check_op("Exp", {}, [](double v) { return std::exp(v); });
-  check_op("Log", {}, [](double v) { return std::log(v); });
-  check_op("Sin", {}, [](double v) { return std::sin(v); }, 1.2e-7);
-  check_op("Cos", {}, [](double v) { return std::cos(v); }, 1.2e-7);
-  check_op("Erf", {}, [](double v) { return std::erf(v); });
-  check_op("Elu", {attr("alpha", 0.5f)}, [](double v) { return v < 0 ? 0.5 * std::expm1(v) : v; });
-  check_op("LeakyRelu", {attr("alpha", 0.25f)}, [](double v) { return v < 0 ? 0.25 * v : v; });
-  check_op("Sigmoid", {}, [](double v) { return 1 / (1 + std::exp(-v)); });
-  check_op("Softplus", {}, [](double v) { return v > 30 ? v + std::exp(-v) : std::log1p(std::exp(v)); });
-  // Gelu multiplies x by 1 + erf (or 1 + tanh), which cancels for negative x: an error of a float
-  // ulp of 1 times |x|.
-  check_op("Gelu", {}, [](double v) { return 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2)); }, 1.2e-7);
-  check_op("Gelu", {attr("approximate", "tanh")}, [](double v) {
-    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
-  }, 1.2e-7);
+  testing::for_each_isa([&](Isa) {
+    check_op("Exp", {}, [](double v) { return std::exp(v); });
+    check_op("Log", {}, [](double v) { return std::log(v); });
+    check_op("Sin", {}, [](double v) { return std::sin(v); }, 1.2e-7);
+    check_op("Cos", {}, [](double v) { return std::cos(v); }, 1.2e-7);
+    check_op("Erf", {}, [](double v) { return std::erf(v); });
+    check_op("Elu", {attr("alpha", 0.5f)}, [](double v) { return v < 0 ? 0.5 * std::expm1(v) : v; });
+    check_op("LeakyRelu", {attr("alpha", 0.25f)}, [](double v) { return v < 0 ? 0.25 * v : v; });
+    check_op("Sigmoid", {}, [](double v) { return 1 / (1 + std::exp(-v)); });
+    check_op("Softplus", {}, [](double v) { return v > 30 ? v + std::exp(-v) : std::log1p(std::exp(v)); });
+    // Gelu multiplies x by 1 + erf (or 1 + tanh), which cancels for negative x: an error of a float
+    // ulp of 1 times |x|.
+    check_op("Gelu", {}, [](double v) { return 0.5 * v * (1 + std::erf(v / std::numbers::sqrt2)); }, 1.2e-7);
+    check_op("Gelu", {attr("approximate", "tanh")}, [](double v) {
+      return 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+    }, 1.2e-7);
+  });
 }
 
 #if defined(__AVX512F__)

@@ -1,0 +1,86 @@
+#include "refeval/isa.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "refeval/error.h"
+
+namespace refeval {
+namespace {
+
+Isa compiled_best() {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  return Isa::Avx512;
+#elif defined(__AVX2__) && defined(__FMA__)
+  return Isa::Avx2;
+#else
+  return Isa::Generic;
+#endif
+}
+
+Isa cpu_best() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    return Isa::Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
+#endif
+  return Isa::Generic;
+}
+
+// REFEVAL_ISA, read once, before any kernel asks.
+Isa initial() {
+  const Isa best = best_isa();
+  const char* env = std::getenv("REFEVAL_ISA");
+  if (!env || !*env) return best;
+  const Isa wanted = parse_isa(env);
+  if (int(wanted) > int(best))
+    fail_usage(fmt::format("REFEVAL_ISA={}: this machine and build run at most {}", env, isa_name(best)));
+  return wanted;
+}
+
+std::atomic<int>& current() {
+  static std::atomic<int> isa{int(initial())};
+  return isa;
+}
+
+}  // namespace
+
+Isa best_isa() {
+  static const Isa best = Isa(std::min(int(compiled_best()), int(cpu_best())));
+  return best;
+}
+
+Isa active_isa() { return Isa(current().load(std::memory_order_relaxed)); }
+
+std::vector<Isa> runnable_isas() {
+  std::vector<Isa> all;
+  for (int i = 0; i <= int(best_isa()); ++i) all.push_back(Isa(i));
+  return all;
+}
+
+void force_isa(std::optional<Isa> isa) {
+  const Isa want = isa.value_or(best_isa());
+  if (int(want) > int(best_isa()))
+    fail_usage(fmt::format("--isa {}: this machine and build run at most {}", isa_name(want), isa_name(best_isa())));
+  current().store(int(want), std::memory_order_relaxed);
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    default: return "generic";
+  }
+}
+
+Isa parse_isa(const std::string& name) {
+  for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic})
+    if (name == isa_name(isa)) return isa;
+  fail_usage(fmt::format("'{}' is not an instruction set: avx512, avx2 or generic", name));
+}
+
+}  // namespace refeval
