@@ -3,8 +3,9 @@
 // every output of every data set from the expected (torch's) outputs:
 //   NODE_PATH=benchmarks/ort/node_modules node tests/data/optimize/check_ort.js [--opt LEVEL] FOLDER...
 // LEVEL is ORT's graphOptimizationLevel (disabled by default; 'all' runs ORT's own fusions).
-// --skip-hidden-queries INPUT leaves out the output rows (b, s) where the (B, S) input INPUT is 0:
-// a left-padded decoder's first queries, where every key is hidden and runtimes differ by design.
+// --skip-hidden-queries INPUT leaves out the positions (b, t) where the (B, T) input INPUT is 0, in
+// every output with those axes (hidden states, logits, presents): a left-padded decoder's pads,
+// where every key is hidden and runtimes differ by design, and whatever is computed from them.
 // Exits 1 if a difference exceeds --atol (default 1e-4).
 const fs = require('fs');
 const path = require('path');
@@ -44,11 +45,19 @@ const {readTensor} = require(path.join(__dirname, '..', '..', '..', 'benchmarks'
         if (!got) throw new Error(`${folder}/${set}: ORT has no output '${name}'`);
         if (got.dims.join() !== tensor.dims.join())
           throw new Error(`${folder}/${set}: output '${name}' has shape [${got.dims}], expected [${tensor.dims}]`);
+        // The (batch, position) axes of this output: (0, 1) for hidden states and logits, (0, 2)
+        // for a per-layer present (B, N, T, h), (1, 3) for ORT's stacked one (2, B, N, T, h).
         const mask = skipBy && feeds[skipBy];
-        const rows = mask && mask.dims.length === 2 && got.dims[0] === mask.dims[0] && got.dims[1] === mask.dims[1];
-        const per = rows ? got.data.length / (mask.dims[0] * mask.dims[1]) : 1;
+        let axes = null;
+        if (mask && mask.dims.length === 2)
+          for (const [bi, ti] of [[0, 1], [0, 2], [1, 3]])
+            if (!axes && got.dims.length > ti && got.dims[bi] === mask.dims[0] && got.dims[ti] === mask.dims[1]) axes = [bi, ti];
+        const strides = got.dims.map((_, i) => got.dims.slice(i + 1).reduce((a, b) => a * b, 1));
         for (let i = 0; i < got.data.length; ++i) {
-          if (rows && Number(mask.data[Math.floor(i / per)]) === 0) continue;
+          if (axes) {
+            const b = Math.floor(i / strides[axes[0]]) % got.dims[axes[0]], t = Math.floor(i / strides[axes[1]]) % got.dims[axes[1]];
+            if (Number(mask.data[b * mask.dims[1] + t]) === 0) continue;
+          }
           const d = Math.abs(Number(got.data[i]) - Number(tensor.data[i]));
           if (!(d <= worst)) { worst = d; where = `${set} ${name}`; }
         }
