@@ -17,6 +17,6 @@ for path in sys.argv[1:]:
             continue
         m = unknown.search(r["reason"])
         if m:
-            print(f"{r['name']}\tnot-implemented: operator {m.group(2)} is not implemented yet")
+            print(f"{r['name']}\tnot-implemented: operator {m.group(2)} is not implemented yet\tfails: {m.group(0)}")
         else:
             print(f"needs review: {r['name']}: {r['reason']}", file=sys.stderr)
