@@ -15,6 +15,7 @@ out=$here/RESULTS.md
 
 benchmarks=(
   "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
+  "The HTML viewer at LLM scale|show/scale.sh"
 )
 
 ensure_ort

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# `refeval show --format html` at LLM scale, in headless Chromium, offline (issue 27): a 12-layer
-# and a 150-layer Llama-style torch export (tests/cli/make_deep_decoder.py repeats a layer of
-# tests/data/optimize/hf_llama_opset17) are written quickly, load quickly, show their layers as
-# collapsed groups, open a layer from #search= / #expand= in well under a second, and mark the
-# repeated blocks; a profile and an accuracy report colour the groups; the GPT-2 export against
-# its optimized form shows per-group diff counts and links every fused node to what it replaced.
-# Times are printed. With SHOW_SHOTS=DIR the screenshots are kept there.
+# `refeval show --format html` at LLM scale, in headless Chromium, offline: a 12-layer and a
+# 150-layer Llama-style torch export (tests/cli/make_deep_decoder.py repeats a layer of
+# tests/data/optimize/hf_llama_opset17) show their layers as collapsed groups, open a layer from
+# #search= / #expand=, and mark the repeated blocks; a profile and an accuracy report colour the
+# groups; the GPT-2 export against its optimized form shows per-group diff counts and links every
+# fused node to what it replaced. How fast pages are written, load and open a layer is measured by
+# benchmarks/show/scale.sh, not here. With SHOW_SHOTS=DIR the screenshots are kept there.
 # Usage: show_scale_test.sh REFEVAL SOURCE_DIR
 set -u
 refeval=$1
@@ -16,9 +16,6 @@ source "$(dirname "$0")/expect.sh"
 source "$(dirname "$0")/chromium.sh"
 llama=$src/tests/data/optimize/hf_llama_opset17
 gpt2=$src/tests/data/optimize/hf_gpt2_opset17
-ms() { echo $(( $(date +%s%N) / 1000000 )); }
-attr() { grep -oE "$1=\"[0-9.]+\"" "$work/dom.html" | head -1 | grep -oE '[0-9.]+' || echo 999999; }
-below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 keep() { [[ -n ${SHOW_SHOTS:-} ]] && mkdir -p "$SHOW_SHOTS" && cp "$work/shot.png" "$SHOW_SHOTS/$1.png"; true; }
 page_data() {  # PAGE PYTHON_EXPR: the expression on the page's data `d` must be true
   python3 -c "import json, re, sys
@@ -30,11 +27,8 @@ sys.exit(0 if ($2) else 1)" "$1"
 /usr/bin/python3 "$src/tests/cli/make_deep_decoder.py" $llama/model.onnx 150 $work/l150.onnx >/dev/null || exit 1
 
 # 12 layers (3159 nodes, the size of the full Llama export).
-t=$(ms); expect 0 "" "" -- show $work/l12.onnx --format html -o $work/l12.html; write12=$(( $(ms) - t ))
-check "12 layers: written in < 10 s ($write12 ms)" test $write12 -lt 10000
+expect 0 "" "" -- show $work/l12.onnx --format html -o $work/l12.html
 render "$work/l12.html" 1400 900; keep llama_top
-load12=$(attr data-load-ms)
-check "12 layers: loads in < 3 s ($load12 ms)" below $load12 3000
 check "12 layers: the screenshot shows the graph" python3 "$src/tests/tools/png_check.py" $work/shot.png 3 0
 check "12 layers: the top level shows layers.0 … layers.11 as collapsed groups" bash -c \
   "for k in \$(seq 0 11); do grep -q \"class=\\\"group[^\\\"]*\\\" id=\\\"g[0-9]*\\\" data-g=\\\"[0-9]*\\\" data-path=\\\"layers.\$k\\\"\" $work/dom.html || exit 1; done"
@@ -47,25 +41,16 @@ check "12 layers: #search opens layers.7 and selects the node" bash -c \
   "grep -q 'class=\"frame\" data-g=\"[0-9]*\" data-path=\"layers.7\"' $work/dom.html && grep -q 'class=\"node selected' $work/dom.html && grep -q '<h3>Softmax</h3>' $work/dom.html"
 check "12 layers: other layers stay closed" bash -c "! grep -q 'class=\"frame\" data-g=\"[0-9]*\" data-path=\"layers.6\"' $work/dom.html"
 render "$work/l12.html#expand=layers.7" 1400 900; keep llama_layer7
-expand12=$(attr data-expand-ms)
-check "12 layers: #expand=layers.7 in < 0.5 s ($expand12 ms)" below $expand12 500
 check "12 layers: layers.7 opened" grep -q 'data-expanded="layers.7"' $work/dom.html
 
 # 150 layers (38k nodes).
-t=$(ms); expect 0 "" "" -- show $work/l150.onnx --format html -o $work/l150.html; write150=$(( $(ms) - t ))
-check "150 layers: written in < 60 s ($write150 ms)" test $write150 -lt 60000
+expect 0 "" "" -- show $work/l150.onnx --format html -o $work/l150.html
 check "150 layers: more than 28,000 nodes" page_data $work/l150.html "len(d['sides'][0]['graph']['nn']) > 28000"
 check "150 layers: identical blocks detected" grep -q 'layers.1–149: 149 identical blocks' $work/l150.html
 render "$work/l150.html" 1400 900; keep decoder150_top
-load150=$(attr data-load-ms)
-check "150 layers: loads in < 3 s ($load150 ms)" below $load150 3000
 check "150 layers: the top level shows the parts, no layer opened" bash -c \
   "grep -q 'data-path=\"part_2_of_2\"' $work/dom.html && ! grep -qE 'class=\"frame\" data-g=\"[0-9]' $work/dom.html"
-# The better of two runs: the machine running the tests is often busy with other builds.
-render "$work/l150.html#expand=layers.77" 1400 900; first=$(attr data-expand-ms)
 render "$work/l150.html#expand=layers.77" 1400 900; keep decoder150_layer77
-expand150=$(awk -v a="$first" -v b="$(attr data-expand-ms)" 'BEGIN { print (a < b ? a : b) }')
-check "150 layers: expands a layer in < 0.5 s ($expand150 ms)" below $expand150 500
 check "150 layers: layers.77 opened" grep -qE 'data-expanded="([a-z_0-9]+/)*layers.77"' $work/dom.html
 check "150 layers: the screenshot shows the graph" python3 "$src/tests/tools/png_check.py" $work/shot.png 3 0
 
@@ -104,5 +89,4 @@ d = json.loads(re.search(r'id=\"model-data\">(.*?)</script>', open(sys.argv[1]).
 g = d['sides'][1]['graph']; print(g['nn'][int(next(iter(g['repl'])))])" $work/diff.html)
 render "$work/diff.html#select=$fused" 1400 900; keep diff_fused
 check "diff: #select of a fused node opens its group and says what it replaces" grep -q '<p class="note">replaces /' $work/dom.html
-echo "times: 12 layers write ${write12} ms, load ${load12} ms, expand ${expand12} ms; 150 layers write ${write150} ms, load ${load150} ms, expand ${expand150} ms"
 finish
