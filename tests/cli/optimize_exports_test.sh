@@ -57,13 +57,16 @@ while read -r folder family past opset; do
       check "$folder [onnx]: standard operators only" bash -c "'$refeval' show '$work/$folder-onnx/model.onnx' --format text | head -4 | grep -q 'opset_import: \[\"\" : 2[3-9]\]'"
     fi
     case $folder in
-      trap_ln_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: layer-norm at .*epsilon is added outside the square root" "$work/out" ;;
-      trap_ln_first_axis*) check "$folder: the first-axis mean named" grep -q "not fused: layer-norm at .*reduces axis 0, not the last axis" "$work/out" ;;
+      trap_ln_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: layer-norm at .*epsilon is added outside the square root" "$work/out"
+        check "$folder: ln_1's statistics stay (2 ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 2 -a "$(count Sqrt)" -eq 1 ;;
+      trap_ln_first_axis*) check "$folder: the first-axis mean named" grep -q "not fused: layer-norm at .*reduces axis 0, not the last axis" "$work/out"
+        check "$folder: ln_1's statistics stay (2 ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 2 -a "$(count Sqrt)" -eq 1 ;;
       trap_gelu_coef*) check "$folder: the coefficient named" grep -q "not fused: fast-gelu at .*is 0.05, not 0.044715" "$work/out"
         check "$folder: the Tanh stays" test "$(count Tanh)" -eq 1 ;;
       trap_mask_shifted*) check "$folder: the non-causal mask named" grep -q "not fused: attention at .*not causal" "$work/out"
         check "$folder: its Softmax stays" test "$(count Softmax)" -eq 1 ;;
-      trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out" ;;
+      trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out"
+        check "$folder: the first RMSNorm's statistics stay (a ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 1 -a "$(count Sqrt)" -eq 1 ;;
       *)
         [[ $target == ort ]] || continue
         check "$folder: detected as $family" grep -q "model type $family (detected: " "$work/out"

@@ -73,5 +73,5 @@ PY
 expect 0 "^\[model/layers.0\] 2 nodes: Relu 2$" "" -- show $m/ns.onnx --format text --depth 2
 check "namespace: the node without one stays at the root" grep -q "^model/layers.0 -> n2  b$" $work/out
 expect 2 "" "error: " -- show $m/missing.onnx
-expect 2 "" "" -- show $m/att.onnx --format pdf
+expect 2 "" "error: --format: pdf not in \{text,dot,svg,html\}" -- show $m/gpt2_attention_unfused.onnx --format pdf
 finish
