@@ -37,6 +37,9 @@ expect 0 "^ \+I /Add_output_0: float32:\(3, 10\) in \[1.0, 3.9000000953674316\]"
 expect 0 "^ \+I /Add_output_0: float32:\(3, 10\) in \[1.0, 1.974841833114624\]" "" -- node "$linreg" --node op:Sqrt --input "/Add_output_0=$work/dump/_Sqrt_output_0.pb" -v 3
 expect 0 "extracted: .*with 2 inputs, 1 outputs" "" -- node "$linreg" --node /MatMul --input "X=$golden/X.npy" --extract "$work/extract"
 expect 0 "1 passed, 0 failed" "" -- test "$work/extract"
+# What --extract froze is what the whole model computed (the dump above, the same X), not only
+# what the extract recomputes from itself.
+check "the extract's inputs equal the full run's values" /usr/bin/python3 "$(dirname "$0")/frozen_from_dump.py" "$work/extract" "$work/dump"
 expect 0 "extracted:" "" -- node "$nodes/test_if/model.onnx" --node '#0' --extract "$work/extract_if"
 expect 0 "1 passed, 0 failed" "" -- test "$work/extract_if"
 # At --verbose 2-4 a node's trace is the trace `run` prints for its extracted model, byte for byte

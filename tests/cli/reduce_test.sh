@@ -31,6 +31,8 @@ expect 0 "^result: 516 -> 1 node .*'/h.1/mlp/c_fc/Gemm_output_0' from node '/h.1
 check "the differing initializer is reported" grep -q "^initializer differs from the dump: 'h.1.mlp.c_fc.weight'" "$work/out"
 check "a step line per predicate run" grep -qE "^step +1  outputs +258 nodes  passes" "$work/out"
 small_ok "$work/cmp" /h.1/mlp/c_fc/Gemm
+# The frozen inputs are the original run's values (before the perturbed weight, the runs agree).
+check "the reduced model's inputs equal the original run's values" /usr/bin/python3 "$src/tests/cli/frozen_from_dump.py" "$work/cmp" "$work/dump"
 # Still failing: the small model differs from the dump on the dump's own values.
 expect 3 "^result: different" "" -- compare "$work/cmp/model.onnx" "$work/dump"
 expect 0 "^result: 1 -> 1 node" "" -- reduce "$work/cmp/model.onnx" -o "$work/cmp2" --compare-with "$work/dump"
@@ -76,6 +78,7 @@ cmd="'$refeval' show {model} --format text | grep -q '# /h.1/mlp/c_fc/Gemm\$'; t
 expect 0 "^result: 516 -> 1 node .*still fails: exit 1" "" -- \
   reduce "$data/model.onnx" --inputs "$data/test_data_set_0" -o "$work/check" --check "$cmd"
 small_ok "$work/check" /h.1/mlp/c_fc/Gemm
+check "the --check result's inputs equal the original run's values" /usr/bin/python3 "$src/tests/cli/frozen_from_dump.py" "$work/check" "$work/dump"
 check "the --check command still fails on the result" \
   bash -c "! bash -c \"${cmd//\{model\}/$work/check/model.onnx}\""
 
