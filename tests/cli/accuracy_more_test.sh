@@ -3,8 +3,9 @@
 # 1. float16 variance, E[x^2] - E[x]^2 beside E[(x - m)^2] on inputs of mean 100: the mean and the
 #    naive branch's E[x^2], E[x]^2 and x^2 rank first by contribution, never a node of the stable
 #    branch; the naive output's error is catastrophic, the stable one's a few float16 ulps;
-# 2. GPT-2 (tests/data/optimize/hf_gpt2_opset17, float32): the accumulated output error equals
-#    the plain `run` of the model against the `run` of the oracle model --save-oracle writes
+# 2. GPT-2 (tests/data/optimize/hf_gpt2_opset17, float32): the oracle equals torch's float64 run
+#    of the same model within 1e-10 relative (tests/data/accuracy); the accumulated output error
+#    equals the plain `run` of the model against the `run` of the oracle model --save-oracle writes
 #    (`refeval compare` refuses float32 against float64 element types, so numpy compares them);
 # 3. --reference: the QDQ CNN against its float original: every matched tensor's SQNR within
 #    0.1 dB of numpy's qdq_loss_debug formula on numpy's own QDQ arithmetic; a float16 model
@@ -83,6 +84,22 @@ if not 0 < want["max_abs"] < 1e-4: bad.append(f"max_abs {want['max_abs']} not fl
 if r["contributions_computed"] != 10: bad.append(f"contributions {r['contributions_computed']}")
 rms = [n["contribution"]["rms"] for n in r["nodes"][:10]]
 if rms != sorted(rms, reverse=True): bad.append(f"not sorted by contribution: {rms}")
+print("\n".join(bad)); sys.exit(1 if bad else 0)
+PY
+# The oracle itself against torch's float64 run of the same model (tests/data/accuracy/make_float64.py,
+# the file's float32 constants): 1e-10 relative, on set 0 and on the padded batch of set 2.
+expect 0 "" "" -- accuracy $gpt2/model.onnx --inputs $gpt2/test_data_set_2 --no-local --save-oracle g64b.onnx
+expect 0 "" "" -- run g64b.onnx --inputs $gpt2/test_data_set_2 --save-outputs y64b -v 0
+check "gpt2: the float64 oracle is torch's model in double within 1e-10 relative" $py - "$src/tests/data/accuracy" <<'PY'
+import sys, numpy as np, onnx
+from onnx import numpy_helper as nh
+bad = []
+for out, k in (("y64", 0), ("y64b", 2)):
+    o = nh.to_array(onnx.load_tensor(f"{out}/output_0.pb"))
+    t = np.load(f"{sys.argv[1]}/gpt2_float64_{k}.npy")
+    rel = (np.abs(o - t) / np.abs(t)).max()
+    print(f"set {k}: max relative difference from torch's float64 logits {rel:.3g}")
+    if o.dtype != np.float64 or o.shape != t.shape or not rel <= 1e-10: bad.append(f"set {k}: {o.dtype} {o.shape} rel {rel}")
 print("\n".join(bad)); sys.exit(1 if bad else 0)
 PY
 
