@@ -214,28 +214,12 @@ std::string generation_section(const ProfileView& v, size_t top) {
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format(R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{}</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; background: #fff; }}
-h1 {{ font-size: 20px; }} h2 {{ font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }}
-pre.summary {{ background: #f6f8fa; padding: 8px 12px; white-space: pre-wrap; }}
-svg.fit {{ max-width: 100%; height: auto; }}
-.charts {{ display: flex; flex-wrap: wrap; gap: 16px; }}
-figure {{ margin: 0; }} figcaption {{ font-weight: 600; margin-bottom: 4px; }}
-svg text {{ font: 11px system-ui, sans-serif; fill: #333; }}
-table {{ border-collapse: collapse; font-size: 12px; }}
-td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: right; }}
-td:first-child, th:first-child {{ text-align: left; }}
-table.calls td:nth-child(2), table.calls td:nth-child(3), table.calls td:nth-child(4), td.l {{ text-align: left; }}
-details {{ margin: 2px 0; }} summary {{ cursor: pointer; }}
-.side {{ display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }}
-.side > div {{ min-width: 0; overflow-x: auto; }}
-.legend span {{ display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }}
-</style></head>
+<style>{}</style></head>
 <body>
 {}
 </body></html>
 )",
-                     escape(title), body);
+                     escape(title), kReportCss, body);
 }
 
 std::string side_html(const ProfileView& v, size_t top) {

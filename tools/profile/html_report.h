@@ -22,4 +22,7 @@ std::string html_report(const ProfileView& view, size_t top);
 std::string html_scope_report(const Table& by_scope, size_t top);
 std::string html_comparison(const ProfileView& before, const ProfileView& after, const Comparison& by_op, size_t top);
 
+// The report page's styles (tools/profile/report.css), embedded at build time.
+extern const char* const kReportCss;
+
 }  // namespace refeval::profile

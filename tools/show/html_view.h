@@ -65,5 +65,8 @@ std::string html_diff(const Model& before, const std::map<std::string, std::stri
 
 // The dagre layout library (MIT), embedded at build time.
 extern const char* const kDagreJs;
+// The page's own script and styles (tools/show/viewer.js, viewer.css), embedded at build time.
+extern const char* const kViewerJs;
+extern const char* const kViewerCss;
 
 }  // namespace refeval::show
