@@ -21,7 +21,9 @@ check "view: the screenshot shows the graph and the selected node (red)" python3
 check "view: #select opens the node's panel" bash -c "grep -q 'id=\"panel\" data-node=\"n9\"' $work/dom.html && grep -q '<h3>Reshape</h3>' $work/dom.html"
 check "view: the panel lists inputs and outputs with shapes" bash -c "grep -q '<h4>Inputs</h4>' $work/dom.html && grep -q 'float\[batch,seq,2,4\]' $work/dom.html"
 check "view: the script ran (load time recorded)" grep -qE 'data-load-ms="[0-9]+"' $work/dom.html
-check "view: nodes coloured by time" grep -q 'fill="#ff' $work/dom.html
+# Heat runs from white to red (#ffRRGG with RR, GG falling): an uncoloured node is #ffffff, so
+# only a fill other than white shows that time was drawn.
+check "view: nodes coloured by time (a fill other than white)" bash -c "grep -oE 'fill=\"#ff[0-9a-f]{4}\"' $work/dom.html | grep -vq '#ffffff'"
 
 "$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx >/dev/null
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
