@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # `refeval generate` as a user runs it: greedy generation on decoders written as three producers
-# write them (tests/data/ort/decoders.py) gives exactly the ids ONNX Runtime gives step by step
-# (tests/data/generate/make_expected.py), batch 1 and 2 with padding; --json carries every field;
-# --profile + report --by phase shows one prefill and 15 decode runs; --dump-step dumps one step;
-# a model that is not a decoder is one clear error.
+# write them (tests/data/ort/decoders.py), ONNX Runtime's gpt2_helper export (stacked past) and a
+# batch-2 --eos case give ONNX Runtime's ids and, step by step, its logits within 1e-4
+# (tests/data/generate/make_expected.py: ORT's loop, every step's logits), batch 1 and 2 with
+# padding; no expected row cycles; --json carries every field; --profile + report --by phase
+# shows one prefill and 15 decode runs; --dump-step dumps one step; a model that is not a
+# decoder is one clear error.
 # Usage: generate_test.sh REFEVAL SOURCE_DIR
+# Needs Debian's python3-onnx and numpy (/usr/bin/python3) to read the dumps.
 set -u
 refeval=$(realpath "$1")
 src=$2
@@ -12,13 +15,67 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "$0")/expect.sh"
 cd "$src"
+py=/usr/bin/python3
+data=tests/data/generate
+atol=1e-4
 
+# cases.txt's WORK/ models: ORT's gpt2_helper export takes a float attention_mask; this copy casts
+# an int64 one to it (generate feeds the tokenizer's int64 mask)
+$py $data/int64_mask.py tests/data/optimize/ort_gpt2_past_opset17/model.onnx "$work/ort_gpt2_past_int64_mask.onnx"
+
+# Each case: every step K dumped (--dump-step K, one run each); the first run's ids are ORT's, and
+# each dump's logits (found by the graph output's name in index.json; the prefill's at each row's
+# last valid position) are ORT's logits of that step within $atol
 while read -r name model options; do
-  # shellcheck disable=SC2086
-  expect 0 "^row 0: " "" -- -q generate "$model" $options --new-tokens 16
-  check "$name: the ids ONNX Runtime generates step by step" \
-    cmp -s <(sed -n 's/^row [0-9]*: //p' "$work/out") "tests/data/generate/$name.ids"
-done <tests/data/generate/cases.txt
+  model=${model/#WORK\//$work/}
+  eos=$(sed -n 's/.*--eos \([0-9]*\).*/\1/p' <<<"$options")
+  check "$name: the expected ids do not cycle (no period <= 4 over the last 8, rows stopped on --eos aside)" \
+    $py -c "
+import sys; sys.path.insert(0, '$data')
+from make_expected import cycles, stopped
+eos = int('$eos') if '$eos' else None
+rows = [list(map(int, line.split())) for line in open('$data/$name.ids')]
+bad = [r for r in rows if len(r) != 16 or not (stopped(r, eos) or not cycles(r))]
+assert not bad, bad"
+  steps=$($py -c "import numpy; print(numpy.load('$data/$name.logits.npy').shape[0])")
+  for ((k = 0; k < steps; ++k)); do
+    # shellcheck disable=SC2086
+    expect 0 "^dump: step $k " "" -- generate "$model" $options --new-tokens 16 --dump-step $k --dump "$work/$name/$k"
+    if ((k == 0)); then
+      check "$name: the ids ONNX Runtime generates step by step" \
+        cmp -s <(sed -n 's/^row [0-9]*: //p' "$work/out") "$data/$name.ids"
+      logits=$(sed -n 's/^refeval: info: decoder: .* -> \([^;]*\);.*/\1/p' "$work/err")
+    fi
+  done
+  check "$name: refeval's logits of each of the $steps steps are ORT's within $atol" $py - "$name" "$logits" "$work/$name" $atol <<'PY'
+import json, os, sys
+import numpy as np, onnx
+from onnx import numpy_helper as nh
+name, output, dumps, atol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+data = "tests/data/generate"
+want = np.load(f"{data}/{name}.logits.npy")
+steps, batch = want.shape[:2]
+mask_file = f"{data}/{name}.mask.npy"
+mask = np.load(mask_file) if os.path.exists(mask_file) else np.ones(np.load(f"{data}/{name}.prompt.npy").shape)
+last_valid = [int(np.nonzero(r)[0][-1]) for r in mask]
+worst, where = 0.0, None
+for k in range(steps):
+    files = [e["file"] for e in json.load(open(f"{dumps}/{k}/index.json")) if e["name"] == output]
+    assert len(files) == 1, f"step {k}: {len(files)} dumped values named {output!r}"
+    got = nh.to_array(onnx.load_tensor(f"{dumps}/{k}/{files[0]}")).astype(np.float64)
+    if got.ndim == 3:  # (batch, positions, vocab): the position the argmax reads
+        rows = got.shape[1]
+        got = got[np.arange(batch), [min(lv, rows - 1) if k == 0 else rows - 1 for lv in last_valid]]
+    assert got.shape == want[k].shape, f"step {k}: logits {got.shape}, ORT's {want[k].shape}"
+    diff = np.where(np.isfinite(got), np.abs(got - want[k]), np.inf)
+    if diff.max() > worst:
+        worst, where = float(diff.max()), (k,) + tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape))
+print(f"{name}: {steps} steps x {batch} rows x {want.shape[2]} logits, max |refeval - ORT| {worst:.3g}"
+      + (f" at (step, row, id) {where}" if where else ""))
+sys.exit(0 if worst <= atol else 1)
+PY
+  rm -rf "${work:?}/$name"
+done <$data/cases.txt
 
 optimum=tests/data/ort/decoders_optimum/b1/model.onnx
 expect 0 "^decode: 15 steps, median [0-9.]+ ms, p90 [0-9.]+ ms per step, [0-9.]+ tokens/s" "" \
