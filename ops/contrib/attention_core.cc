@@ -120,16 +120,21 @@ void head_scores(const AttentionProblemOf<T>& p, int64_t b, int64_t n, double* s
   // p's numbers as locals: a store to a row could otherwise change them (both doubles), which
   // kept the loops scalar
   const double scale = p.scale, filter = p.mask_filter_value;
+  // A future key (causal) is out of reach whatever mask_filter_value is: float's lowest, as ONNX
+  // Runtime 1.30 sets it; a padded key gets mask_filter_value added. They differ where every past
+  // key of a query is padded (a left-padded row's first queries) and the filter is finite
+  // (-10000): the query then attends to its padded past keys, never to the future.
+  const double future = -double(std::numeric_limits<float>::max());
   for (int64_t i = 0; i < S; ++i) {
     double* row = score + i * T_;
     for (int64_t j = 0; j < T_; ++j) row[j] *= scale;
     if (!p.hidden.empty()) {
       const char* hidden = p.hidden.data() + (b * S + i) * T_;
       for (int64_t j = 0; j < T_; ++j)
-        if (hidden[j] || (p.causal && j > p.past + i)) row[j] += filter;
-    } else if (p.causal) {
-      for (int64_t j = p.past + i + 1; j < T_; ++j) row[j] += filter;
+        if (hidden[j]) row[j] += filter;
     }
+    if (p.causal)
+      for (int64_t j = p.past + i + 1; j < T_; ++j) row[j] = future;
     if (!p.bias.empty()) {
       const int64_t bb = p.bias_shape[0] == 1 ? 0 : b, bh = p.bias_shape[1] == 1 ? 0 : n;
       const double* bias = p.bias.data() + ((bb * p.bias_shape[1] + bh) * S + i) * T_;

@@ -2,10 +2,9 @@
 // their input projections: masks, softmax (in double) and the weighted sum of values.
 //
 //   score[b,n,i,j] = scale * q[b,n,i] . k[b,n,j]
-//                    + mask_filter_value      where the key padding mask hides key j, or
-//                                             causal and j > past + i (added once, as ORT's
-//                                             mask buffer does; GPT-2's own graph replaces the
-//                                             score instead, which softmax makes ~equal)
+//                    + mask_filter_value      where the key padding mask hides key j
+//                    = float's lowest         where causal and j > past + i (as ONNX Runtime
+//                                             1.30 does, whatever mask_filter_value is)
 //   score += attention_bias[b,n,i,j]          (broadcast from (B or 1, N or 1, S, T))
 //   out[b,i,n,:] = softmax_j(score) . v[b,n,j,:]
 // The problem holds q, k and v in T: float for float tensors, whose two products (q . k and the

@@ -50,8 +50,8 @@ void decompose_attention(GraphWriter& w, int64_t) {
   AttentionParams p;
   p.scale = w.attr_float("scale", 0.0f);
   p.mask_filter_value = w.attr_float("mask_filter_value", -10000.0f);
-  if (w.attr_int("unidirectional", 0)) p.keep = causal_keep(w, S, T, past);
-  if (w.has(3)) p.keep = both(w, p.keep, padding_keep(w, 3, B, S, T));
+  if (w.attr_int("unidirectional", 0)) p.causal = causal_keep(w, S, T, past);
+  if (w.has(3)) p.padding = padding_keep(w, 3, B, S, T);
   if (w.has(5)) p.attention_bias = w.in(5);
   w.output(0, merge_heads(w, attend(w, q, k, v, sizes[0] / N, p), B, S));
 }

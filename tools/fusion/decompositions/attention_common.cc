@@ -1,6 +1,7 @@
 #include "decompositions/attention_common.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -46,12 +47,6 @@ std::string padding_keep(GraphWriter& w, size_t input, int64_t batch, int64_t qu
   w.unsupported(fmt::format("mask of shape {} (lengths [B], raw [B, T] or [B, S, T] are decomposed)", shape_to_string(m.shape())));
 }
 
-std::string both(GraphWriter& w, const std::string& a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  return w.op("And", {a, b});
-}
-
 std::string attend(GraphWriter& w, const std::string& q, const std::string& k, const std::string& v, int64_t head_size,
                    const AttentionParams& p) {
   const DType t = w.dtype(0);
@@ -59,8 +54,9 @@ std::string attend(GraphWriter& w, const std::string& q, const std::string& k, c
   const std::string kt = w.op("Transpose", {k}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})});
   std::string scores = w.op("Mul", {w.op("MatMul", {q, kt}), w.scalar(scale, t)});
   if (!p.attention_bias.empty()) scores = w.op("Add", {scores, p.attention_bias});
-  if (!p.keep.empty())
-    scores = w.op("Add", {scores, w.op("Where", {p.keep, w.scalar(0.0, t), w.scalar(p.mask_filter_value, t)})});
+  if (!p.padding.empty())
+    scores = w.op("Add", {scores, w.op("Where", {p.padding, w.scalar(0.0, t), w.scalar(p.mask_filter_value, t)})});
+  if (!p.causal.empty()) scores = w.op("Where", {p.causal, scores, w.scalar(-double(std::numeric_limits<float>::max()), t)});
   return w.op("MatMul", {w.op("Softmax", {scores}, {attr("axis", int64_t(-1))}), v});
 }
 

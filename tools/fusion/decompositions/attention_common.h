@@ -1,7 +1,8 @@
 // Scaled dot-product attention as ONNX Runtime's CPU kernels compute it, shared by the
 // Attention and MultiHeadAttention decompositions (research notes D.5):
-//   scores = scale * Q K^T (+ attention_bias) + mask_bias, mask_bias = 0 where kept and
-//   mask_filter_value where masked (causal: key j > past + query i; padding: mask 0);
+//   scores = scale * Q K^T (+ attention_bias) + mask_bias, mask_bias = 0 where the key padding
+//   mask keeps key j and mask_filter_value where it hides it; then, causal, float's lowest for
+//   every key j > past + query i (ONNX Runtime 1.30: whatever mask_filter_value is);
 //   out = softmax(scores, last axis) V.
 #pragma once
 
@@ -21,13 +22,11 @@ std::string causal_keep(GraphWriter& w, int64_t queries, int64_t keys, int64_t p
 // A bool mask broadcastable to [B, N, S, T] from a key padding mask input: lengths [B] (keys
 // j < length are kept), raw [B, T] or [B, S, T] (non-zero kept).
 std::string padding_keep(GraphWriter& w, size_t input, int64_t batch, int64_t queries, int64_t keys);
-// `a` and `b`, either of which may be empty (no mask).
-std::string both(GraphWriter& w, const std::string& a, const std::string& b);
-
 struct AttentionParams {
   double scale = 0;            // 0: 1 / sqrt(head size)
   double mask_filter_value = -10000.0;
-  std::string keep;            // bool mask, empty for none
+  std::string padding;         // bool: keys the padding mask keeps, empty for none
+  std::string causal;          // bool: keys the causal mask keeps, empty for none
   std::string attention_bias;  // added to the scores, empty for none
 };
 

@@ -35,6 +35,8 @@
 // is dropped from the imports when no node uses it any more.
 #include <algorithm>
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "../opset_convert.h"
@@ -250,23 +252,24 @@ void emit_attention(Emitter& e, const AttentionParts& p, int64_t heads, const st
   const float mfv = float_attr(n, "mask_filter_value", -10000.0f);
   std::vector<Attribute> attrs;
   if (const Attribute* s = n.find_attribute("scale")) attrs.push_back(build::attr("scale", s->f));
+  // Padded keys get mask_filter_value added; future keys (causal) float's lowest whatever the
+  // filter is, as the com.microsoft kernels do (attention_core.h).
   std::string hidden = p.pad_mask.empty() ? "" : hidden_by_padding(e, p.pad_mask, n.op_type == "Attention" ? "mask_index" : "key_padding_mask");
+  std::string future;
   if (unidirectional) {
-    if (p.past_k.empty() && hidden.empty() && mfv <= -1000.0f && p.same_lengths) {
-      attrs.push_back(build::attr("is_causal", int64_t(1)));
-    } else {
-      const std::string c = causal_hidden(e, p.q, p.k, p.kv4d ? 2 : 1, past_for_causal, past_axis);
-      hidden = hidden.empty() ? c : e.op("Or", {hidden, c});
-    }
+    if (p.past_k.empty() && hidden.empty() && p.same_lengths) attrs.push_back(build::attr("is_causal", int64_t(1)));
+    else future = causal_hidden(e, p.q, p.k, p.kv4d ? 2 : 1, past_for_causal, past_axis);
   }
   // A padding mask alone is (B, 1, 1, T): ONNX broadcasts it over the queries, ONNX Runtime 1.30's
   // Attention-23 does not ("inconsistent q_sequence_length"), so it gets the query rows here.
-  if (!hidden.empty() && !unidirectional && !p.kv4d) {
+  if (!hidden.empty() && future.empty() && !p.kv4d) {
     const std::string rows = e.op("Concat", {e.ints("ones_2", {1, 1}), e.dim(p.q, 1), e.ints("one_1", {1})}, {build::attr("axis", int64_t(0))});
     hidden = e.op("Expand", {hidden, rows});
   }
   std::string mask;
   if (!hidden.empty()) mask = e.op("Where", {hidden, e.scalar_like("mask_filter_value", mfv, p.q), e.scalar_like("zero_f", 0.0f, p.q)});
+  if (!future.empty())
+    mask = e.op("Where", {future, e.scalar_like("lowest", -std::numeric_limits<float>::max(), p.q), mask.empty() ? e.scalar_like("zero_f", 0.0f, p.q) : mask});
   if (!p.attn_bias.empty()) mask = mask.empty() ? p.attn_bias : e.op("Add", {mask, p.attn_bias});
   std::string q = p.q, y = p.y;
   if (p.kv4d) {  // Attention-23 takes Q, K and V all 3-D or all 4-D: the query goes to BNSH and back
