@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `refeval optimize` does to full-size LLM decoders (issue 25), side by side with ONNX Runtime,
+# What `refeval optimize` does to full-size LLM decoders, side by side with ONNX Runtime,
 # in one run. The models are the torch exports of tests/data/optimize/make_exports.py --size full
 # (GPT-2 small 12 x 768; a Llama 12 x 768, 12 heads over 4 KV heads; backend-test folders whose
 # expected outputs are torch's: set 0 prefill B=1 S=7, set 1 one decode step, 2-5 batch 2 padded).
