@@ -256,6 +256,22 @@ class HFBert(Encoder):
         return hidden_states, self.pooler(hidden_states)
 
 
+class HFBertNoTypes(HFBert):
+    """BertModel called without token_type_ids, as a single-sentence encoder is: the embeddings
+    read HF's buffered zeros (token_type_ids[:, :S] expanded), a lookup of row 0 of the 2-row type
+    table that the embedding fusion folds into the position table."""
+    inputs = ("input_ids", "attention_mask")
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.register_buffer("token_type_ids", torch.zeros((1, c.max_pos), dtype=torch.long), persistent=False)
+
+    def forward(self, input_ids, attention_mask):
+        batch, seq = input_ids.size()
+        token_type_ids = self.token_type_ids[:, :seq].expand(batch, seq)
+        return super().forward(input_ids, attention_mask, token_type_ids)
+
+
 def trap_softmax_query_axis(c):
     return HFBert(c, trap="softmax_query_axis")
 
@@ -886,6 +902,7 @@ class BartDecoder(Encoder):
 
 MODELS = {
     "hf_bert": (HFBert, cfg(4), (14, 17)),
+    "hf_bert_no_types": (HFBertNoTypes, cfg(2), (17,)),
     "roberta_like": (RobertaLike, cfg(2, 1e-5), (17,)),
     "distilbert_like": (DistilBert, cfg(3), (14,)),
     "torch_encoder": (TorchEncoder, cfg(2, 1e-5), (17,)),
