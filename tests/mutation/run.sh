@@ -45,6 +45,9 @@ while (($#)); do
   shift
 done
 
+mkdir -p "$root" "$logs" || exit 2
+cp "$defects" "$root/defects.txt" || exit 2  # this run's defects, whatever happens to the file meanwhile
+defects=$root/defects.txt
 ids=$("${tool[@]}" list "$defects") || exit 2
 if [[ -n $only ]]; then
   for id in ${only//,/ }; do
@@ -56,7 +59,6 @@ fi
 start=$SECONDS
 elapsed() { local s=$((SECONDS - ${1:-$start})); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
 say() { echo "[$(elapsed)] $*"; }
-mkdir -p "$root" "$logs" || exit 2
 
 # 1. The copy: HEAD's files, written only where they differ from what is there (an unchanged file
 # keeps its time stamp, so the build stays incremental; a file a stopped run left mutated is put back).
@@ -125,7 +127,10 @@ ctest_run() {
   rm -f "$build/Testing/Temporary/LastTestsFailed.log"
   ctest "${args[@]}" >"$log" 2>&1
   if [[ -f $build/Testing/Temporary/LastTestsFailed.log ]]; then
-    sed -n 's/^[0-9]*://p' "$build/Testing/Temporary/LastTestsFailed.log"
+    # unit is one test of ~600 doctest cases: it is shown as unit(N), N cases failed
+    local cases
+    cases=$(sed -n 's/^\[doctest\] test cases:.*| *\([0-9]*\) failed.*/\1/p' "$log" | head -1)
+    sed -n 's/^[0-9]*://p' "$build/Testing/Temporary/LastTestsFailed.log" | sed "s/^unit\$/unit${cases:+($cases)}/"
   fi
 }
 test_names() {  # the tests REGEX selects, space-separated
