@@ -31,7 +31,13 @@ namespace refeval::ops {
 namespace {
 
 constexpr int64_t kBlockCols = 96, kDepth = 256, kStrip = 16;
-constexpr int64_t kPackFromRows = 8;  // from this many rows a block of B is packed (reused by every row tile)
+// A 6-row tile prefetches its strip 32 rows (2 KB) ahead: its 6 broadcasts per row leave the loads
+// room, and the hardware prefetcher alone lets it wait on memory (6 x 4096 x 4096: 5.7 -> 4.4 ms,
+// 8 x 8181 x 2139: 6.4 -> 5.0, 32 x 768 x 3072: 2.2 -> 2.0). Tiles of fewer rows stream at the
+// read bandwidth without it and lose 5-15% with it (their loads are the busier port).
+constexpr int64_t kPrefetchRows = 32;
+constexpr int64_t kPackFromRows = 8;
+constexpr int64_t kStripRowsOnAvx512 = 4;  // products of up to this many rows run here on AVX-512 CPUs too  // from this many rows a block of B is packed (reused by every row tile)
 
 __attribute__((target("avx2,fma"))) inline __m256i lane_mask(int lanes) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -59,6 +65,11 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
 #pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     const float* row = b + k * ldb;
+    if constexpr (Strips && R >= 6) {
+#pragma GCC unroll 6
+      for (int v = 0; v < V; v += 2)
+        _mm_prefetch(reinterpret_cast<const char*>(column(row, v) + kPrefetchRows * kStrip), _MM_HINT_T0);
+    }
     if constexpr (R <= V) {
       __m256 av[R];
 #pragma GCC unroll 12
@@ -95,8 +106,9 @@ using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, i
 // Tiles keep 12 sums in registers (R rows x V vectors, R V <= 12): 1 x 12, 2 x 6, 3 x 4, 4 x 3,
 // then 6 x 2 from 5 rows on, so that enough independent chains hide the FMA latency however few
 // rows C has. `vectors` < V for the strip at a block's edge. On packed strips a tile starts at a
-// strip's first column, so 4 rows take 4 x 2 (8 chains, still enough for two FMA units).
-constexpr int vectors_for(int rows, bool strips) { return rows >= 5 || (strips && rows == 4) ? 2 : 12 / rows; }
+// strip's first column: there rows go in groups of 6, 3, 2 or 1 (strips_block), whose tiles cover
+// whole strips.
+constexpr int vectors_for(int rows) { return rows >= 5 ? 2 : 12 / rows; }
 template <int R, bool Strips, int... Vs>
 TileFn pick(int vectors, bool masked, std::integer_sequence<int, Vs...>) {
   TileFn f = nullptr;
@@ -127,7 +139,7 @@ __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int6
                                                       bool acc, bool rows_outer = false) {
   // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block.
   auto run = [&](int64_t m0, int rows, int64_t j) {
-    const int64_t strip = std::min<int64_t>(8 * vectors_for(rows, true), width - j);
+    const int64_t strip = std::min<int64_t>(8 * vectors_for(rows), width - j);
     const int vectors = int((strip + 7) / 8);
     tile_for<true>(rows, vectors, strip % 8 != 0)(depth, a + m0 * lda, lda, bb + j / kStrip * stride, kStrip, stride,
                                                   c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))), acc);
@@ -139,8 +151,15 @@ __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int6
   else
     for (int64_t j = 0; j < width; j += kStrip)
       for (int64_t m0 = 0; m0 < full; m0 += 6) run(m0, 6, j);
-  if (full < M)
-    for (int64_t j = 0; j < width; j += 8 * vectors_for(int(M - full), true)) run(full, int(M - full), j);
+  // The last 1-5 rows in groups of 3, 2 or 1, whose tiles (3 x 32, 2 x 48, 1 x 96 columns) keep
+  // 12 chains: a 4 x 16 or 5 x 16 tile keeps 8 or 10, too few to hide the FMA latency, and a few-row
+  // product is then bound by arithmetic instead of by reading B (4 x 4096 x 4096: 5.3 -> 4.6 ms).
+  for (int64_t m0 = full; m0 < M;) {
+    const int64_t left = M - m0;
+    const int rows = left == 4 ? 2 : int(std::min<int64_t>(left, 3));
+    for (int64_t j = 0; j < width; j += 8 * vectors_for(rows)) run(m0, rows, j);
+    m0 += rows;
+  }
 }
 
 // Columns [n0, n0 + 96) (fewer in the last block) of C, every row, 256 values of k at a time: a
@@ -170,7 +189,7 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
     }
     for (int64_t m0 = 0; m0 < M;) {
       const int rows = int(std::min<int64_t>(6, M - m0));
-      const int64_t strip_width = 8 * vectors_for(rows, false);
+      const int64_t strip_width = 8 * vectors_for(rows);
       for (int64_t j = 0; j < width; j += strip_width) {
         const int64_t strip = std::min(strip_width, width - j);
         const int vectors = int((strip + 7) / 8);
@@ -212,15 +231,24 @@ __attribute__((target("avx2,fma"))) void few_rows(int64_t N, int64_t K, const fl
 // The AVX2 path (refeval/isa.h): CPUs with AVX2 and FMA but not AVX-512, or any CPU with --isa avx2.
 bool in_order_avx2_suits() { return active_isa() == Isa::Avx2; }
 
+// A product of up to kStripRowsOnAvx512 rows reads each weight for at most 8 flops per float: its
+// speed is the read bandwidth, which the packed strips (one sequential stream each) reach with AVX2
+// arithmetic to spare, while the AVX-512 kernel reading B where it lies (rows N apart) reached
+// 55-70% of it. An AVX-512 CPU runs these AVX2 tiles then: the same in-order chains, the same bits.
+bool in_order_avx2_takes(int64_t M) {
+  return in_order_avx2_suits() || (M <= kStripRowsOnAvx512 && active_isa() == Isa::Avx512);
+}
+
 AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
   // Strip t (columns 16 t .. 16 t + 15) is K rows of 16 from 16 t K on, so the 96-column block
-  // from n0 starts at n0 K.
-  return in_order_avx2_suits() ? pack_column_blocks(trans_b, K, N, b, kStrip) : AlignedVector<float>();
+  // from n0 starts at n0 K. Made on AVX-512 CPUs too, for their few-row products (below).
+  const bool strips_read = in_order_avx2_suits() || active_isa() == Isa::Avx512;
+  return strips_read ? pack_column_blocks(trans_b, K, N, b, kStrip) : AlignedVector<float>();
 }
 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                         const float* packed) {
-  if (!in_order_avx2_suits()) return false;
+  if (!in_order_avx2_takes(M)) return false;
   if (M <= 2 && !packed) {
     parallel_for((N + kRowBlockCols - 1) / kRowBlockCols, 1, [&](int64_t first, int64_t last) {
       for (int64_t block = first; block < last; ++block)

@@ -123,20 +123,11 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
   if constexpr (std::is_same_v<T, float>) {
     if (active_isa() == Isa::Generic) return gemm_in_order_portable(ta, tb, M, N, K, a, b, c, acc);
-    if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
-    // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
-    // OpenBLAS spends packing it on every call anyway (a constant B's are made once).
-    if (!ta && tb && gemm_small_m_suits(M, N, K)) {
-      AlignedVector<float> made;
-      if (!small_m_blocks) made = pack_small_m(true, K, N, b), small_m_blocks = made.data();
-      gemm_small_m(M, N, K, a, nullptr, c, acc, small_m_blocks);
-      return;
-    }
-    // Without AVX-512, refeval's in-order kernel replaces OpenBLAS's (whose sums depend on where
-    // an element sits); a transposed operand is copied untransposed first (O(MK) or O(NK) against
-    // the product's O(MNK)).
+    // Without AVX-512 (and on AVX-512 at few rows), refeval's in-order kernel replaces OpenBLAS's
+    // (whose sums depend on where an element sits); a transposed operand is copied untransposed
+    // first (O(MK) or O(NK) against the product's O(MNK)).
     if (!ta && !tb && gemm_in_order_avx2(M, N, K, a, b, c, acc, packed)) return;
-    if ((ta || tb) && in_order_avx2_suits()) {
+    if ((ta || tb) && in_order_avx2_takes(M)) {
       std::vector<float> at, bt;
       if (ta) {
         at.resize(size_t(M * K));
@@ -149,6 +140,15 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
           for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = b[n * K + k];
       }
       gemm_in_order_avx2(M, N, K, ta ? at.data() : a, tb ? bt.data() : b, c, acc, packed);
+      return;
+    }
+    if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
+    // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
+    // OpenBLAS spends packing it on every call anyway (a constant B's are made once).
+    if (!ta && tb && gemm_small_m_suits(M, N, K)) {
+      AlignedVector<float> made;
+      if (!small_m_blocks) made = pack_small_m(true, K, N, b), small_m_blocks = made.data();
+      gemm_small_m(M, N, K, a, nullptr, c, acc, small_m_blocks);
       return;
     }
   }
@@ -257,9 +257,10 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
       packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {
   if (trans_b && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
   g_packs.fetch_add(1, std::memory_order_relaxed);
-  g_packed_bytes.fetch_add(uint64_t(b_.size()) * sizeof(float), std::memory_order_relaxed);
+  g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);
 }
-ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(uint64_t(b_.size()) * sizeof(float), std::memory_order_relaxed); }
+ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(bytes(), std::memory_order_relaxed); }
+uint64_t ConstantRhs::bytes() const { return uint64_t(packed_.size() + small_m_blocks_.size()) * sizeof(float); }
 uint64_t constant_rhs_packs() { return g_packs.load(); }
 
 namespace {
@@ -275,7 +276,9 @@ uint64_t packing_budget() {
 }
 std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b) {
   // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
-  if (g_packed_bytes.load(std::memory_order_relaxed) + uint64_t(b.size()) * sizeof(float) > packing_budget()) return nullptr;
+  const uint64_t copies = trans_b && in_order_avx512_suits() ? 2 : 1;  // strips, and the transposed B's blocks
+  if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.size()) * sizeof(float) > packing_budget())
+    return nullptr;
   return std::make_shared<const ConstantRhs>(b, trans_b);
 }
 }  // namespace
@@ -289,7 +292,7 @@ ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool tr
 
 bool ConstantRhsCache::suits(const Tensor& b, bool trans_b) {
   return b.dtype() == DType::Float && b.rank() == 2 && b.size() > 0 &&
-         (in_order_avx2_suits() || (trans_b && in_order_avx512_suits()));
+         (in_order_avx2_suits() || in_order_avx512_suits());
 }
 
 std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {

@@ -40,7 +40,8 @@ AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const floa
 // With `packed` (pack_in_order_avx2's layout of this b) the kernel reads B there and copies nothing.
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                         const float* packed = nullptr);
-bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU
+bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU at every row count
+bool in_order_avx2_takes(int64_t M);  // whether it takes M rows here (AVX-512 CPUs give it few-row products)
 // The portable path's in-order product (gemm_in_order_portable.cc): the same chains, the same bits.
 void gemm_in_order_portable(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
 // A right operand B (K x N) that is never stored whole (a convolution's im2col matrix): fill()
@@ -85,8 +86,8 @@ AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, cons
 
 // A constant right operand (a weight), float K x N (stored N x K when trans_b), laid out once as
 // this CPU's kernels read it, so that a product no longer copies or transposes all of B on every
-// call: in the in-order AVX2 kernel's panels (packed()); on AVX-512 CPUs, when trans_b, in the
-// few-row kernel's blocks (small_m_blocks(); a 1 x 1024 x 1000 classifier Gemm with transB took
+// call: in the in-order AVX2 kernel's panels (packed(); made on AVX-512 CPUs too, which run few-row
+// products on that kernel); on AVX-512 CPUs, when trans_b, also in the AVX-512 small-M kernel's blocks (small_m_blocks(); a 1 x 1024 x 1000 classifier Gemm with transB took
 // 0.35 ms through OpenBLAS, which packs B on every call, as against 0.06 as a MatMul; now 0.06).
 // gemm() with it gives exactly the bits gemm() gives with B itself: the same kernel in the same
 // summation order, only reading B from elsewhere. It holds B's tensor, so B's memory cannot be
@@ -109,7 +110,8 @@ class ConstantRhs {
   Tensor b_;
   bool trans_b_;
   int64_t K_, N_;
-  AlignedVector<float> packed_, small_m_blocks_;  // at most one of them is made
+  uint64_t bytes() const;  // of the copies made
+  AlignedVector<float> packed_, small_m_blocks_;  // on AVX-512 CPUs a transposed B gets both
 };
 uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
 // c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...).

@@ -61,7 +61,7 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
             const std::vector<float> a = random_floats(size_t(M * K), 1), bv = random_floats(size_t(K * N), 2);
             const Tensor b = tensor<float>(trans_b ? Shape{N, K} : Shape{K, N}, bv);
             const ops::ConstantRhs rhs(b, trans_b);
-            REQUIRE(rhs.packed().size() == (ops::in_order_avx2_suits() ? size_t(K * ((N + 15) / 16 * 16)) : 0));
+            REQUIRE(rhs.packed().size() == (ops::in_order_avx2_suits() || ops::in_order_avx512_suits() ? size_t(K * ((N + 15) / 16 * 16)) : 0));
             REQUIRE(rhs.small_m_blocks().size() == (trans_b && ops::in_order_avx512_suits() ? size_t(K * ((N + 47) / 48 * 48)) : 0));
             const std::vector<float> c0 = accumulate ? random_floats(size_t(M * N), 3) : std::vector<float>(size_t(M * N), 0.f);
             std::vector<float> plain = c0;
@@ -73,8 +73,9 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
               ops::gemm(false, M, a.data(), rhs, packed.data(), accumulate);
               CHECK(same_bits(packed, plain));
               // Where an in-order kernel takes the product (not Eigen's small ones), both are its chains:
-              // the AVX2 one at every row count, the AVX-512 few-row one with B transposed or not.
-              if ((ops::in_order_avx2_suits() || ops::gemm_small_m_suits(M, N, K)) && M * N * K >= (int64_t(1) << 18))
+              // the AVX2 one at every row count (on AVX-512 CPUs up to 4 rows), the AVX-512 small-M one
+              // with B transposed or not.
+              if ((ops::in_order_avx2_takes(M) || ops::gemm_small_m_suits(M, N, K)) && M * N * K >= (int64_t(1) << 18))
                 CHECK(same_bits(packed, fma_chains(M, N, K, a, bv, trans_b, c0)));
             }
             set_thread_count(1);
@@ -148,7 +149,7 @@ TEST_CASE("Gemm with transB and MatMul with B's transpose: the same bits where a
     const Node matmul = node("MatMul", {"a", "b"}, {"y"});
     for (int64_t M : {1, 3, 8, 32}) {
       CAPTURE(M);
-      if (!ops::in_order_avx2_suits() && !ops::gemm_small_m_suits(M, N, K)) continue;  // OpenBLAS may differ
+      if (!ops::in_order_avx2_takes(M) && !ops::gemm_small_m_suits(M, N, K)) continue;  // OpenBLAS may differ
       const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 21));
       const Value by_gemm = run_with_weight(gemm, a, tensor<float>({N, K}, bv), true, 2)[0];
       CHECK(same_bits(by_gemm, run_with_weight(matmul, a, tensor<float>({K, N}, bt), true)[0]));
@@ -179,7 +180,7 @@ TEST_CASE("MatMul: an initializer that a feed replaces is not cached") {
 
 TEST_CASE("MatMul: an initializer B is packed once, as the session is made, not by its runs") {
   testing::for_each_isa([&](Isa) {
-    if (!ops::in_order_avx2_suits()) return;  // only the in-order AVX2 kernel reads packed weights
+    if (!ops::in_order_avx2_suits() && !ops::in_order_avx512_suits()) return;  // the generic path reads B as it lies
     const int64_t M = 8, K = 64, N = 100;
     Graph g = build::graph("g", {node("MatMul", {"a", "b"}, {"y"})}, {build::tensor_info_unknown_rank("a", DType::Float)},
                            {build::tensor_info_unknown_rank("y", DType::Float)},
