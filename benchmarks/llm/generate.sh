@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The generation loop side by side (issue 26): `refeval generate` against the same greedy loop
 # driven step by step in ONNX Runtime 1.30 (benchmarks/ort/generate_ort.js; graph optimizations
-# disabled, one thread), 16 new tokens from a 32-token prompt, ROUNDS alternated rounds. Prints
+# disabled, THREADS intra-op threads, default 1), 16 new tokens from a 32-token prompt, ROUNDS alternated rounds. Prints
 # prefill (time to first token) and the median decode step for both, their ratios (medians of each
 # round's), the decode step's weight bandwidth (weight bytes / step) beside this machine's copy
 # bandwidth (numpy), and checks both generate the same ids.
-#   benchmarks/llm/generate.sh [BUILD_DIR]     (ROUNDS=3, REFEVAL_BENCH_DIR; HELDOUT=1: instead,
+#   benchmarks/llm/generate.sh [BUILD_DIR]     (ROUNDS=3, THREADS=1, REFEVAL_BENCH_DIR; MODELS:
+#                                                ";"-separated "name|form|make_decoder options"
+#                                                entries instead of the list below; HELDOUT=1: instead,
 #                                                decoders of forms and sizes the work was not
 #                                                tuned on: Optimum's, a deeper narrower GenAI int4
 #                                                and torch decoder, a wide shallow one; not the
@@ -20,6 +22,7 @@ build=${1:-$here/../build}
 refeval=$build/refeval
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 rounds=${ROUNDS:-3}
+threads=${THREADS:-1}
 ensure_ort
 
 models=(
@@ -35,6 +38,7 @@ if [[ ${HELDOUT:-0} == 1 ]]; then
     "heldout-torch-24x256|torch|--layers 24 --hidden 256 --heads 8 --kv-heads 4 --intermediate 704"
   )
 fi
+if [[ -n ${MODELS:-} ]]; then IFS=';' read -ra models <<<"$MODELS"; fi
 prompt=$(/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(0); print(' '.join(map(str, r.integers(0, 96, 32))))")
 bandwidth=$(/usr/bin/python3 -c "
 import numpy as np, time
@@ -51,8 +55,8 @@ for entry in "${models[@]}"; do
   [[ -f $dir/model.onnx ]] || /usr/bin/python3 "$here/llm/make_decoder.py" "$dir" "$form" $options
   pr=() dr=() op=() od=() rp=() rd=() same=yes
   for ((r = 0; r < rounds; ++r)); do
-    (cd "$here/ort" && node generate_ort.js "$dir/model.onnx" --prompt "$prompt" --new-tokens 16 --json "$work/ort.json" >/dev/null)
-    "$refeval" -q generate "$dir/model.onnx" --prompt "$prompt" --new-tokens 16 --json "$work/ref.json" >/dev/null
+    (cd "$here/ort" && ORT_THREADS=$threads node generate_ort.js "$dir/model.onnx" --prompt "$prompt" --new-tokens 16 --json "$work/ort.json" >/dev/null)
+    "$refeval" -q --threads "$threads" generate "$dir/model.onnx" --prompt "$prompt" --new-tokens 16 --json "$work/ref.json" >/dev/null
     read -r a b c d w ids <<<"$(/usr/bin/python3 -c "
 import json, statistics as s
 o, f = json.load(open('$work/ort.json')), json.load(open('$work/ref.json'))

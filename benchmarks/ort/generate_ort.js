@@ -40,7 +40,7 @@ function zeros(type, dims) {
 
   const prefix = path.join(os.tmpdir(), `refeval_ort_generate_${process.pid}`);
   const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: process.env.ORT_LEVEL || 'disabled',
+    intraOpNumThreads: Number(process.env.ORT_THREADS || 1), interOpNumThreads: 1, graphOptimizationLevel: process.env.ORT_LEVEL || 'disabled',
     enableProfiling: !!profile, profileFilePrefix: prefix, logSeverityLevel: 3});
   const meta = session.inputMetadata;  // name -> {type, shape} (onnxruntime-node >= 1.22)
   const info = name => (Array.isArray(meta) ? meta.find(m => m.name === name) : meta[name]);
