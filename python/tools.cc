@@ -156,7 +156,7 @@ py::dict reduce_model(const std::string& model_path, const std::string& out, con
 py::dict profile_events(const std::vector<std::string>& paths, const std::string& range, bool include_warmup, const std::string& phase) {
   // Columns, not one dict per event: a GPT-2 profile has tens of thousands of events.
   py::list file, run, run_phase, step, node, op_type, provider, node_index, start, duration, depth, inputs, outputs, input_shapes,
-      output_shapes, activation_size, parameter_size, output_size;
+      output_shapes, activation_size, parameter_size, output_size, live_bytes;
   py::list runs, warnings;
   int runs_in_files = 0;
   // One file at a time, as load_profiles() applies the selection to each file on its own, so each
@@ -186,6 +186,13 @@ py::dict profile_events(const std::vector<std::string>& paths, const std::string
         for (const profile::TypeShape& t : e->outputs) out_shapes.append(py::make_tuple(t.type, py::tuple(py::cast(t.shape))));
         input_shapes.append(in_shapes), output_shapes.append(out_shapes);
         activation_size.append(e->activation_size), parameter_size.append(e->parameter_size), output_size.append(e->output_size);
+        // `profile --memory`: the activation bytes alive while a main-graph node ran (None elsewhere, NaN in the frame).
+        const auto live = e->extra_args.find("live_bytes");
+        live_bytes.append(live == e->extra_args.end() ? py::object(py::none())
+                          : live->is_number_integer() ? py::object(py::int_(live->get<int64_t>()))
+                          : live->is_number() ? py::object(py::int_(int64_t(live->get<double>())))
+                          : live->is_string() ? py::object(py::int_(std::atoll(live->get<std::string>().c_str())))
+                                              : py::object(py::none()));
       }
     }
   }
@@ -195,7 +202,7 @@ py::dict profile_events(const std::vector<std::string>& paths, const std::string
                    py::arg("depth") = depth, py::arg("inputs") = inputs, py::arg("outputs") = outputs,
                    py::arg("input_shapes") = input_shapes, py::arg("output_shapes") = output_shapes,
                    py::arg("activation_size") = activation_size, py::arg("parameter_size") = parameter_size,
-                   py::arg("output_size") = output_size);
+                   py::arg("output_size") = output_size, py::arg("live_bytes") = live_bytes);
   std::string label;
   for (const std::string& path : paths) label += (label.empty() ? "" : " + ") + path;
   return py::dict(py::arg("columns") = columns, py::arg("runs") = runs, py::arg("runs_in_files") = runs_in_files,

@@ -21,8 +21,10 @@ def read_profile(path_or_paths, runs=None, include_warmup=False, phase=None):
     that phase (`refeval generate --profile`). Several paths are read as one profile, each file's
     selection on its own. Columns: file, run, phase, step, node, op_type, provider, node_index,
     start_us, duration_us, duration_ms, depth (0: main graph), inputs / outputs ("float[1x9x768]+..."),
-    input_shapes / output_shapes ([(type, shape), ...]), activation_size, parameter_size, output_size.
-    The runs (wall time, phase, step, fence time) are in df.attrs["refeval"]; see refeval.runs()."""
+    input_shapes / output_shapes ([(type, shape), ...]), activation_size, parameter_size, output_size,
+    live_bytes (`refeval profile --memory`: the activation bytes alive while a main-graph node ran;
+    NaN for body nodes and profiles without it). The runs (wall time, phase, step, fence time) are
+    in df.attrs["refeval"]; see refeval.runs()."""
     pd = need("pandas")
     paths = [os.fspath(path_or_paths)] if isinstance(path_or_paths, (str, os.PathLike)) else [os.fspath(p) for p in path_or_paths]
     if isinstance(runs, slice):
@@ -31,6 +33,7 @@ def read_profile(path_or_paths, runs=None, include_warmup=False, phase=None):
     data = _native(_refeval.profile_events, paths, runs or "", bool(include_warmup), phase or "")
     df = pd.DataFrame(data["columns"])
     df.insert(df.columns.get_loc("duration_us") + 1, "duration_ms", df["duration_us"] / 1000)
+    df["live_bytes"] = pd.to_numeric(df["live_bytes"]).astype("float64")  # NaN where a file has none
     df.attrs["refeval"] = {"label": data["label"], "runs_in_files": data["runs_in_files"], "runs": data["runs"],
                            "warnings": list(data["warnings"])}
     return df

@@ -7,6 +7,7 @@
     refeval.plot.timeline(df, run=1)           # one run's kernels on a time axis
     refeval.plot.compare(df, df_optimized)     # per-run time per op type, before and after
     refeval.plot.steps(refeval.read_profile("generate_profile.json"))   # latency per generated token
+    refeval.plot.memory(refeval.read_profile("memory.json"))   # live bytes per node (profile --memory)
 
 Every function takes a read_profile() frame (or, for ops and compare, the op_table() / compare()
 table). plotly and pandas are imported on the first call; without them the ImportError names the
@@ -14,7 +15,7 @@ Debian package (python3-plotly, python3-pandas)."""
 from . import frames
 from ._optional import need
 
-__all__ = ["ops", "timeline", "compare", "steps"]
+__all__ = ["ops", "timeline", "compare", "steps", "memory"]
 
 _KINDS = {"duration": ("total_ms", "total time (ms)"), "count": ("count", "calls"), "share": ("pct", "share of kernel time (%)")}
 
@@ -105,4 +106,35 @@ def steps(df, title=None):
     fig = px.bar(runs, x="x", y="duration_ms", color="phase", hover_data=["run", "kernel_ms", "kv_cache_bytes"],
                  title=title or ("latency per generation step" if tagged else "latency per run"),
                  labels={"x": "step" if tagged else "run", "duration_ms": "ms"})
+    return fig
+
+
+def memory(df, run=None, file=None, title=None):
+    """One run of a `refeval profile --memory` profile: the activation bytes alive while each
+    main-graph node runs (MiB), the nodes in execution order, the peak marked and named; hovering
+    shows the node, its op type and the bytes. run: the run index (default: the frame's first)."""
+    px = need("plotly.express")
+    events = df if file is None else df[df["file"] == file]
+    if run is None:
+        run = int(events["run"].iloc[0])
+    events = events[(events["run"] == run) & (events["depth"] == 0)]
+    if events.empty:
+        raise ValueError(f"memory: the frame has no main-graph events of run {run}")
+    events = events[events["file"] == events["file"].iloc[0]].sort_values("start_us", kind="stable")
+    if events["live_bytes"].isna().all():
+        raise ValueError("memory: the profile has no live_bytes (write it with refeval profile --memory)")
+    pd = need("pandas")
+    rows = pd.DataFrame({"position": range(len(events)), "node": events["node"].tolist(),
+                         "op_type": events["op_type"].replace("", "(unknown)").tolist(),
+                         "live_bytes": events["live_bytes"].tolist()})
+    rows["live_mib"] = rows["live_bytes"] / 2**20
+    peak = rows.loc[rows["live_bytes"].idxmax()]  # the first node at the peak
+    fig = px.line(rows, x="position", y="live_mib", hover_name="node", hover_data={"op_type": True, "live_bytes": ":.0f",
+                  "position": True, "live_mib": False}, labels={"position": "node (execution order)", "live_mib": "live activations (MiB)"},
+                  title=title or f"run {run}: live activations per node, peak {peak['live_mib']:.2f} MiB at {peak['node']}")
+    fig.update_traces(name="live", showlegend=False, line_shape="hv")  # a node's bytes hold until the next node
+    fig.add_scatter(x=[peak["position"]], y=[peak["live_mib"]], mode="markers+text", name="peak", text=[peak["node"]],
+                    textposition="top center", marker={"size": 11, "symbol": "diamond", "color": "crimson"},
+                    hovertext=[f"peak: {peak['node']} ({peak['op_type']}) {int(peak['live_bytes'])} bytes"], hoverinfo="text")
+    fig.update_layout(showlegend=False, yaxis_rangemode="tozero")
     return fig
