@@ -41,6 +41,8 @@ class GenerateVerb : public Verb {
     sub->add_option("--max-length", max_length_, "L: a static / shared-buffer KV cache of L positions, fed back whole");
     sub->add_option("--json", json_, "FILE: the ids and the summary as JSON");
     sub->add_option("--profile", profile_, "FILE.json: ORT's profile format, one model_run per step tagged with args.phase and args.step");
+    sub->add_flag("--memory", memory_, "with --profile: live activation bytes per node and each step's peak beside the KV cache "
+                  "(`refeval report --by memory`)");
     sub->add_option("--dump-step", dump_step_, "K: with --dump, dump every value of step K (0 = prefill)");
     sub->add_option("--dump", dump_dir_, "DIR: the dump folder of --dump-step (refeval compare reads it)");
   }
@@ -50,6 +52,8 @@ class GenerateVerb : public Verb {
     profile::ProfiledModel profiled([&] { return open_model(model_); }, registry(g));
     ReferenceEvaluator& ev = profiled.evaluator();
     if (profile_.empty()) ev.remove_observer(profiled.profiler());
+    if (memory_ && profile_.empty()) fail_usage("--memory needs --profile FILE.json");
+    if (memory_) profiled.profiler()->record_memory();
     Generator gen(ev, find_signature(ev.model().graph));
     spdlog::info("{}", gen.signature().describe());
 
@@ -113,6 +117,7 @@ class GenerateVerb : public Verb {
   int new_tokens_ = 16;
   std::optional<int64_t> eos_, max_length_;
   std::optional<int> dump_step_;
+  bool memory_ = false;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "aggregate.h"
+#include "memory_report.h"
 #include "profile_file.h"
 #include "profiled_model.h"
 #include "render.h"
@@ -34,10 +35,13 @@ class ProfileVerb : public Verb {
     sub->add_option("--by", by_, "the table printed at the end: op (default), node, provider or scope (name scopes at depth 2)")
         ->check(CLI::IsMember({"op", "node", "provider", "scope"}));
     sub->add_option("--top", top_, "N: only the N costliest rows of that table (0: all)");
+    sub->add_flag("--memory", memory_, "also the live activation bytes per node, a memory counter track and each run's peak with "
+                  "the tensors alive then (`refeval report --by memory` reads them)");
   }
 
   int execute(const GlobalOptions& g) override {
     ProfiledModel profiled([&] { return open_model(model_); }, registry(g));
+    if (memory_) profiled.profiler()->record_memory();
     const auto feeds = make_feeds(profiled.evaluator(), inputs_);
     {
       Progress progress("profile run", size_t(warmup_ + repeat_));
@@ -59,6 +63,7 @@ class ProfileVerb : public Verb {
     Table t = aggregate(path, loaded.runs_in_files, loaded.runs, parse_group_by(by_));
     keep_top(t, top_);
     fmt::print("{}", render_table(t, Format::Text));
+    if (memory_) fmt::print("\n{}", render_memory(memory_report(loaded.runs, path), Format::Text, 0, 10));
     std::fflush(stdout);
     return kOk;
   }
@@ -68,6 +73,7 @@ class ProfileVerb : public Verb {
   InputOptions inputs_;
   int warmup_ = 1, repeat_ = 10;
   size_t top_ = 0;
+  bool memory_ = false;
 };
 
 }  // namespace

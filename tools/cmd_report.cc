@@ -10,6 +10,7 @@
 
 #include "aggregate.h"
 #include "html_report.h"
+#include "memory_report.h"
 #include "render.h"
 #include "verbs.h"
 
@@ -23,9 +24,11 @@ class ReportVerb : public Verb {
   void setup(CLI::App* sub) override {
     sub->add_option("profiles", profiles_, "profile JSON files (ONNX Runtime's or refeval's); several are read as one")->required();
     sub->add_option("--by", by_, "op (default), node, provider, phase (a `refeval generate` profile: the phase table, then "
-                    "an op table per phase), or scope (the nodes' name scopes: /model/layers.3/mlp/... )")
-        ->check(CLI::IsMember({"op", "node", "provider", "phase", "scope"}));
-    sub->add_option("--depth", depth_, "N: with --by scope, the scopes' depth (default 2: model/layers.3; 3: model/layers.3/mlp; 0: all)")
+                    "an op table per phase), scope (the nodes' name scopes: /model/layers.3/mlp/... ), or memory (a profile recorded "
+                    "with --memory: the peak, its node, the tensors alive then)")
+        ->check(CLI::IsMember({"op", "node", "provider", "phase", "scope", "memory"}));
+    sub->add_option("--depth", depth_, "N: with --by scope, the scopes' depth (default 2: model/layers.3; 3: model/layers.3/mlp; 0: all); "
+                    "with --by memory, the peak per scope at that depth")
         ->check(CLI::Range(0, 1 << 20));
     sub->add_option("--phase", selection_.phase, "NAME: only the runs of this phase (prefill, decode: `refeval generate --profile`)");
     sub->add_option("--top", top_, "N: only the N costliest rows (0: all)");
@@ -37,6 +40,7 @@ class ReportVerb : public Verb {
   }
 
   int execute(const GlobalOptions&) override {
+    if (by_ == "memory") return memory();
     const GroupBy by = parse_group_by(by_);
     if (depth_ && by != GroupBy::Scope) fail_usage("--depth: only with --by scope");
     const Format format = parse_format(format_);
@@ -61,6 +65,24 @@ class ReportVerb : public Verb {
   }
 
  private:
+  int memory() const {
+    const Format format = parse_format(format_);
+    const LoadedProfiles before = load_profiles(profiles_, selection_);
+    for (const auto& w : before.warnings) spdlog::warn("{}", w);
+    const MemoryReport m = memory_report(before.runs, before.label);
+    std::string text;
+    if (compare_.empty()) {
+      text = format == Format::Html ? html_memory_report(m, top_) : render_memory(m, format, depth_.value_or(0), top_);
+    } else {
+      const LoadedProfiles after = load_profiles({compare_}, selection_);
+      for (const auto& w : after.warnings) spdlog::warn("{}", w);
+      const MemoryReport a = memory_report(after.runs, after.label);
+      text = format == Format::Html ? html_memory_comparison(m, a, top_) : render_memory_comparison(m, a, format, top_);
+    }
+    write_output(output_, text, "report");
+    return kOk;
+  }
+
   // An op table per phase, phases in the order their first run comes.
   std::string phase_tables(const LoadedProfiles& p, Format format) const {
     std::vector<std::string> phases;

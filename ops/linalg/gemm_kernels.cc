@@ -262,6 +262,7 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
 ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(bytes(), std::memory_order_relaxed); }
 uint64_t ConstantRhs::bytes() const { return uint64_t(packed_.size() + small_m_blocks_.size()) * sizeof(float); }
 uint64_t constant_rhs_packs() { return g_packs.load(); }
+uint64_t packed_weight_bytes() { return g_packed_bytes.load(); }
 
 namespace {
 // The packed panels are a second copy of the weights: they may take at most this many bytes in

@@ -114,6 +114,7 @@ class ConstantRhs {
   AlignedVector<float> packed_, small_m_blocks_;  // on AVX-512 CPUs a transposed B gets both
 };
 uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
+uint64_t packed_weight_bytes();  // the bytes of the ConstantRhs copies alive now (refeval/memory_stats.h)
 // c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...).
 void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* c, bool accumulate);
 

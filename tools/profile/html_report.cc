@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "html.h"
+#include "memory_report.h"
 
 #include "render.h"
 
@@ -211,7 +212,9 @@ std::string generation_section(const ProfileView& v, size_t top) {
   return h;
 }
 
-std::string page(const std::string& title, const std::string& body) {
+}  // namespace
+
+std::string report_page(const std::string& title, const std::string& body) {
   return fmt::format(R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{}</title>
 <style>{}</style></head>
@@ -220,6 +223,15 @@ std::string page(const std::string& title, const std::string& body) {
 </body></html>
 )",
                      escape(title), kReportCss, body);
+}
+
+namespace {
+std::string page(const std::string& title, const std::string& body) { return report_page(title, body); }
+
+// The memory section when the runs carry `refeval profile --memory`'s figures.
+std::string memory_html(const ProfileView& v, size_t top) {
+  if (std::none_of(v.runs.begin(), v.runs.end(), [](const Run& r) { return r.memory != nullptr; })) return "";
+  return html_memory_section(memory_report(v.runs, v.by_op.summary.path), top);
 }
 
 std::string side_html(const ProfileView& v, size_t top) {
@@ -232,7 +244,8 @@ std::string side_html(const ProfileView& v, size_t top) {
 std::string html_report(const ProfileView& v, size_t top) {
   const std::string body = fmt::format("<h1>Profile: {}</h1>\n<pre class=\"summary\">{}</pre>\n{}<h2>Per op type</h2>\n{}{}<h2>Timeline</h2>\n{}"
                                        "<h2>Calls by op type</h2>\n{}<h2>Per node</h2>\n{}",
-                                       escape(v.by_op.summary.path), escape(summary_lines(v.by_op.summary)), generation_section(v, top),
+                                       escape(v.by_op.summary.path), escape(summary_lines(v.by_op.summary)),
+                                       generation_section(v, top) + memory_html(v, top),
                                        three_views(v.by_op, top), table_html(v.by_op, top, "ops"), timeline(v), drill_down(v),
                                        table_html(v.by_node, top, "nodes"));
   return page("refeval report: " + v.by_op.summary.path, body);

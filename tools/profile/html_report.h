@@ -22,6 +22,9 @@ std::string html_report(const ProfileView& view, size_t top);
 std::string html_scope_report(const Table& by_scope, size_t top);
 std::string html_comparison(const ProfileView& before, const ProfileView& after, const Comparison& by_op, size_t top);
 
+// A whole page with the report's styles around `body`.
+std::string report_page(const std::string& title, const std::string& body);
+
 // The report page's styles (tools/profile/report.css), embedded at build time.
 extern const char* const kReportCss;
 

@@ -15,6 +15,7 @@ enum class EventKind {
   Session,  // cat "Session": model_loading_*, session_initialization, model_run, executor spans
   Kernel,   // cat "Node", name "<node>_kernel_time": the operator's compute
   Fence,    // cat "Node", name "<node>_fence_before" / "_fence_after" (ORT before 1.20)
+  Counter,  // "ph": "C", a counter track's sample (refeval's "Memory": args are the series' values)
   Other,    // GPU "Kernel" and "Api" events, anything unknown: kept, not aggregated
 };
 

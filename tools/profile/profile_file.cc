@@ -65,6 +65,7 @@ Event to_event(const json& j) {
   e.ts = as_int(j.value("ts", json())).value_or(0);
   e.dur = std::max<int64_t>(0, as_int(j.value("dur", json())).value_or(0));
   if (e.cat == "Session") e.kind = EventKind::Session;
+  if (string_of(j.value("ph", json())) == "C") e.kind = EventKind::Counter;
   if (e.cat == "Node") {
     if (e.name.ends_with(kKernelSuffix)) {
       e.kind = EventKind::Kernel;
@@ -188,8 +189,10 @@ std::string format_profile(const std::vector<Event>& events) {
       args["thread_scheduling_stats"] = "";
     }
     for (const auto& [key, value] : e.extra_args.items()) args[key] = value;
-    const json j = {{"cat", e.cat}, {"pid", e.pid}, {"tid", e.tid}, {"dur", e.dur}, {"ts", e.ts},
-                    {"ph", "X"},    {"name", e.name}, {"args", args}};
+    const json j = e.kind == EventKind::Counter  // a sample, no duration
+                       ? json{{"cat", e.cat}, {"pid", e.pid}, {"tid", e.tid}, {"ts", e.ts}, {"ph", "C"}, {"name", e.name}, {"args", args}}
+                       : json{{"cat", e.cat}, {"pid", e.pid}, {"tid", e.tid}, {"dur", e.dur}, {"ts", e.ts},
+                              {"ph", "X"},    {"name", e.name}, {"args", args}};
     out += j.dump(-1, ' ', false, json::error_handler_t::replace);
     out += i + 1 < events.size() ? ",\n" : "\n";
   }

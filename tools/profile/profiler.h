@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "memory.h"
 #include "profile_event.h"
+#include "refeval/memory_stats.h"
 #include "refeval/observer.h"
 
 namespace refeval::profile {
@@ -39,6 +41,11 @@ class Profiler : public Observer {
   void begin_run();
   // `args` go into the model_run event's args (refeval generate tags each run with its phase and step).
   void end_run(const nlohmann::ordered_json& args = nlohmann::ordered_json::object());
+
+  // `refeval profile --memory`: events() then also gives each main-graph node's live activation
+  // bytes (args.live_bytes), a "Memory" counter track and the run's peak (model_run args.memory;
+  // memory.h says what counts). Costs a few vector appends per node while the model runs.
+  void record_memory() { memory_ = true; }
 
   std::vector<Event> events() const;
 
@@ -60,7 +67,16 @@ class Profiler : public Observer {
     size_t first_tensor, first_dim;  // where its tensors start in tensors_, their dims in dims_
     uint32_t inputs, outputs;        // how many tensors: the inputs', then the outputs'
     int64_t activation_size, parameter_size, output_size;
+    int run;                              // begin_run's count, from 0
+    size_t first_write, writes;           // with record_memory: its outputs' bytes in writes_
   };
+  struct RunMemory {  // with record_memory, per run
+    NamedBytes feeds;
+    std::vector<std::string> outputs;
+    int64_t weights_bytes = 0;
+    AllocatorStats allocator;  // at the run's end
+  };
+  void add_memory_events(std::vector<Event>& out, const std::vector<size_t>& event_of) const;
   int64_t micros(Clock::time_point t) const;
   void add_tensor(const Tensor& t);
 
@@ -73,6 +89,11 @@ class Profiler : public Observer {
   std::vector<std::set<std::string>> constants_;  // initializer names of each open graph
   std::vector<Clock::time_point> starts_;         // of the nodes running, innermost last
   Clock::time_point run_start_;
+  bool memory_ = false;
+  int run_ = -1;
+  std::vector<size_t> run_events_;  // each run's model_run in session_events_
+  std::vector<RunMemory> run_memory_;
+  std::vector<int64_t> writes_;
 };
 
 }  // namespace refeval::profile

@@ -20,13 +20,6 @@ Format parse_format(const std::string& s) {
 
 namespace {
 
-// A table of strings: the header, then rows; numbers already formatted.
-struct Grid {
-  std::vector<std::string> header;
-  std::vector<bool> numeric;  // right-aligned in text
-  std::vector<std::vector<std::string>> rows;
-};
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -39,6 +32,8 @@ std::string md_field(const std::string& s) {
   for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
   return out;
 }
+
+}  // namespace
 
 std::string render_grid(const Grid& g, Format f) {
   std::string out;
@@ -83,6 +78,8 @@ std::string render_grid(const Grid& g, Format f) {
   for (const auto& r : g.rows) line(r);
   return out;
 }
+
+namespace {
 
 std::string ms(double v) { return fmt::format("{:.3f}", v); }
 std::string mean(double v) { return fmt::format("{:.6f}", v); }

@@ -30,6 +30,7 @@ std::vector<Run> split_runs(const ProfileFile& file, std::vector<std::string>* w
       }
       if (const auto kv = e.extra_args.find("kv_cache_bytes"); kv != e.extra_args.end() && kv->is_number_integer())
         r.kv_cache_bytes = kv->get<int64_t>();
+      if (const auto m = e.extra_args.find("memory"); m != e.extra_args.end() && m->is_object()) r.memory = &*m;
     }
   const bool synthetic = runs.empty();
   if (synthetic) {

@@ -17,6 +17,7 @@ struct Run {
   std::string phase;  // args.phase of the model_run ("prefill", "decode"), "" when untagged
   int step = -1;      // args.step, -1 when untagged
   int64_t kv_cache_bytes = -1;  // args.kv_cache_bytes after the run (refeval generate), -1 when not given
+  const nlohmann::ordered_json* memory = nullptr;  // args.memory (refeval profile --memory), in the file's event
   std::vector<const Event*> kernels, fences;  // in start order
   int64_t top_level_kernel_us() const;        // kernel time of the main graph's nodes (bodies run inside theirs)
 };
