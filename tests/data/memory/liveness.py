@@ -11,10 +11,11 @@ graph's nodes by name, an unnamed node by "<OpType>_<index>" or args.node_index.
   - a value is alive from its producer (a graph input from the first node) to its last reader, a
     node naming it as an input or reading it from the outer scope in its If/Loop/Scan bodies,
     nested bodies included; a graph output to the last node; a value nobody reads only at its
-    producer (a feed nobody reads at the first node);
+    producer (a feed nobody reads at the first node), its last reader "(nobody)";
   - initializers (weights) are not activations; a graph input with an initializer counts as one;
   - bytes: element count x element size of the shape the value had in this run, from its
-    producer's output_type_shape, a feed's from its first direct reader's input_type_shape.
+    producer's output_type_shape, a feed's from its first direct reader's input_type_shape; an
+    output with no name ("") that the node computed anyway is alive while its node runs.
 A node's live bytes are the bytes of every value alive while it runs, its inputs and outputs
 included; the peak is the largest, the first node reaching it the peak node.
 
@@ -156,6 +157,7 @@ def timeline(model, node_events):
     for f in feeds:
         values[f] = {"bytes": None, "start": 0, "producer": "(graph input)"}
     readers = {}  # name -> positions reading it
+    unnamed = [0] * len(order)
     for pos, (i, e) in enumerate(zip(order, node_events)):
         node = g.node[i]
         args = e.get("args", {})
@@ -176,6 +178,8 @@ def timeline(model, node_events):
         for n, item in zip(named, outs):
             if n:
                 values[n] = {"bytes": type_shape_bytes(item), "start": pos, "producer": names[pos]}
+            else:  # computed though no name asks for it: alive while its node runs, in no listing
+                unnamed[pos] += type_shape_bytes(item)
     for n, v in values.items():
         if v["bytes"] is None:  # a feed no node reads directly: its declared shape, when fixed
             t = next(i for i in g.input if i.name == n).type
@@ -197,8 +201,8 @@ def timeline(model, node_events):
         elif reads:
             v["end"], v["last_reader"] = max(reads), names[max(reads)]
         else:
-            v["end"], v["last_reader"] = v["start"], v["producer"] if v["producer"] != "(graph input)" else names[0]
-    live = [0] * len(order)
+            v["end"], v["last_reader"] = v["start"], "(nobody)"
+    live = list(unnamed)
     for v in values.values():
         for pos in range(v["start"], v["end"] + 1):
             live[pos] += v["bytes"]
