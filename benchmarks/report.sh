@@ -14,6 +14,8 @@ build=${1:-$here/../build}
 out=$here/RESULTS.md
 
 benchmarks=(
+  "Few-row float products (a decode step's weight streaming) against ONNX Runtime, one thread|gemv/sweep.sh"
+  "Decode steps of held-out decoders against ONNX Runtime|llm/decode_heldout.sh"
   "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
   "The HTML viewer at LLM scale|show/scale.sh"
 )

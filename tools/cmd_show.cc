@@ -42,6 +42,8 @@ class ShowVerb : public Verb {
     sub->add_flag("--full", text_.full, "text: print every initializer's values");
     sub->add_flag("--labels", text_.labels, "text: node names as [name] labels (ONNX 1.16+ parsers) instead of comments");
     sub->add_option("--profile", profile_, "P.json: colour nodes by their share of time (refeval's or ORT's profile; html, dot, svg)");
+    sub->add_option("--heat", heat_, "with --profile: time (default), or memory (the live bytes while each node runs, from a profile "
+                    "recorded with --memory)")->check(CLI::IsMember({"time", "memory"}));
     sub->add_option("--diff", diff_, "OTHER.onnx: side by side with another model (html)");
     sub->add_option("--overlay", overlay_, "ACCURACY.json: colour nodes by their local error (refeval accuracy --json; html)");
     sub->add_option("--depth", depth_, "N: text, dot, svg: name-scope groups at depth N as single boxes")->check(CLI::Range(1, 1000));
@@ -71,13 +73,13 @@ class ShowVerb : public Verb {
       } else if (format_ == "html") {
         std::optional<NodeTimes> times;
         std::optional<NodeErrors> errors;
-        if (!profile_.empty()) times = node_times(profile_);
+        if (!profile_.empty()) times = heat_ == "memory" ? node_memory(profile_) : node_times(profile_);
         if (!overlay_.empty()) errors = node_errors(overlay_);
         out = html_view(model, shapes, times ? &*times : nullptr, errors ? &*errors : nullptr);
       } else {
         DotOptions dot;
         dot.shapes = &shapes;
-        if (!profile_.empty()) add_heat(model.graph, node_times(profile_), dot);
+        if (!profile_.empty()) add_heat(model.graph, heat_ == "memory" ? node_memory(profile_) : node_times(profile_), dot);
         out = graph_dot(model.graph, dot);
         if (format_ == "svg") out = render_svg(out);
       }
@@ -98,7 +100,7 @@ class ShowVerb : public Verb {
     return rec.shapes;
   }
 
-  std::string model_, format_ = "text", output_, profile_, diff_, overlay_;
+  std::string model_, format_ = "text", output_, profile_, diff_, overlay_, heat_ = "time";
   int depth_ = 0;
   TextOptions text_;
   bool run_ = false;

@@ -39,6 +39,12 @@ check "html: nothing from the network" bash -c "! grep -qE '(src|href)=\"(https?
 "$refeval" profile $m/gpt2_attention_unfused.onnx --repeat 2 -o $m/p.json >/dev/null
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/p.json -o $m/heat.html
 check "heat: costliest nodes listed" grep -q '<table class="counts" id="top">' $m/heat.html
+# Memory heat: a profile recorded with --memory; one without it is refused in one line.
+"$refeval" profile $m/gpt2_attention_unfused.onnx --repeat 1 --memory -o $m/pm.json >/dev/null
+expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/pm.json --heat memory -o $m/mheat.html
+check "memory heat: the nodes with the most memory alive, in MiB of the peak" \
+  bash -c "grep -q 'Most memory alive' $m/mheat.html && grep -q 'MiB live' $m/mheat.html"
+expect 2 "" "no memory figures.*--memory" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/p.json --heat memory -o $m/x.html
 "$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx >/dev/null
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
 check "diff: removed and added counted" grep -q "27 nodes -> 1 nodes: 27 removed" $m/diff.html

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "html.h"
+#include "memory_report.h"
 #include <nlohmann/json.hpp>
 
 #include "aggregate.h"
@@ -76,6 +77,7 @@ struct Marks {
   std::map<size_t, std::vector<std::string>> replaces;
   std::map<size_t, double> time_ms;    // profile
   double total_ms = 0;
+  bool memory = false;  // time_ms holds live MiB and total_ms the peak: a group shows its largest
   std::map<size_t, double> error;      // accuracy overlay: local RMS
   std::map<size_t, int> diff;          // 1 removed (left) / added (right), 2 changed
   std::vector<std::string> namespaces;  // main graph: the nodes' metadata_props["namespace"]
@@ -165,7 +167,11 @@ json graph_json(const Graph& g, const std::map<std::string, std::string>& shapes
           sum += it->second;
           if (it->second > top) top = it->second, top_node = node;
         }
-      if (top >= 0) {
+      if (top >= 0 && m.memory) {
+        fill = heat(m.total_ms > 0 ? top / m.total_ms : 0);
+        notes.push_back(fmt::format("{:.2f} MiB live at most", top));
+        notes.push_back(fmt::format("at {}", name_in(node_key(g.nodes[top_node], top_node), s.name)));
+      } else if (top >= 0) {
         const double share = m.total_ms > 0 ? sum / m.total_ms : 0;
         fill = heat(share);
         notes.push_back(fmt::format("{:.1f}% {:.3f} ms", 100 * share, sum));
@@ -312,7 +318,7 @@ std::vector<std::pair<double, size_t>> add_heat(const Graph& g, const NodeTimes&
     if (it == times.ms.end()) continue;
     const double share = times.total_ms > 0 ? it->second / times.total_ms : 0;
     dot.fill[i] = heat(share);
-    dot.note[i] = fmt::format("{:.1f}% {:.3f} ms", 100 * share, it->second);
+    dot.note[i] = times.memory ? fmt::format("{:.2f} MiB live", it->second) : fmt::format("{:.1f}% {:.3f} ms", 100 * share, it->second);
     ranked.push_back({it->second, i});
   }
   std::sort(ranked.rbegin(), ranked.rend());
@@ -325,6 +331,19 @@ NodeTimes node_times(const std::string& profile_path) {
   NodeTimes out;
   out.source = profile_path;
   for (const profile::Row& r : t.rows) out.ms[r.key] += r.total_ms, out.total_ms += r.total_ms;
+  return out;
+}
+
+NodeTimes node_memory(const std::string& profile_path) {
+  const profile::LoadedProfiles p = profile::load_profiles({profile_path}, {});
+  const profile::MemoryReport m = profile::memory_report(p.runs, p.label);
+  NodeTimes out;
+  out.source = profile_path, out.memory = true;
+  for (const auto& point : m.peak_run().timeline) {
+    double& mib = out.ms[point.node];
+    mib = std::max(mib, double(point.live_bytes) / (1 << 20));
+  }
+  out.total_ms = double(m.peak_run().peak_bytes) / (1 << 20);
   return out;
 }
 
@@ -366,12 +385,18 @@ std::string html_view(const Model& model, const std::map<std::string, std::strin
   if (times) {
     DotOptions dot;
     const std::vector<std::pair<double, size_t>> ranked = add_heat(model.graph, *times, dot);
-    marks.fill = dot.fill, marks.note = dot.note, marks.total_ms = times->total_ms;
+    marks.fill = dot.fill, marks.note = dot.note, marks.total_ms = times->total_ms, marks.memory = times->memory;
     for (const auto& [ms, i] : ranked) marks.time_ms[i] = ms;
-    extra += fmt::format("<h2>Costliest nodes ({})</h2><p class=\"legend\">time share<span style=\"background:{}\"></span>0%"
-                         "<span style=\"background:{}\"></span>10%<span style=\"background:{}\"></span>50%</p><table class=\"counts\" id=\"top\">"
-                         "<tr><th>node</th><th>op</th><th>ms</th><th>%</th></tr>",
-                         escape(times->source), heat(0), heat(0.1), heat(0.5));
+    if (times->memory)
+      extra += fmt::format("<h2>Most memory alive ({})</h2><p class=\"legend\">live bytes / peak ({:.2f} MiB)<span style=\"background:{}\">"
+                           "</span>0%<span style=\"background:{}\"></span>10%<span style=\"background:{}\"></span>50%</p>"
+                           "<table class=\"counts\" id=\"top\"><tr><th>node</th><th>op</th><th>MiB</th><th>% of peak</th></tr>",
+                           escape(times->source), times->total_ms, heat(0), heat(0.1), heat(0.5));
+    else
+      extra += fmt::format("<h2>Costliest nodes ({})</h2><p class=\"legend\">time share<span style=\"background:{}\"></span>0%"
+                           "<span style=\"background:{}\"></span>10%<span style=\"background:{}\"></span>50%</p><table class=\"counts\" id=\"top\">"
+                           "<tr><th>node</th><th>op</th><th>ms</th><th>%</th></tr>",
+                           escape(times->source), heat(0), heat(0.1), heat(0.5));
     for (size_t k = 0; k < ranked.size() && k < 20; ++k) {
       const Node& n = model.graph.nodes[ranked[k].second];
       extra += fmt::format("<tr><td><a href=\"#select=n{}\" onclick=\"location.hash=this.getAttribute('href');location.reload()\">{}</a></td>"

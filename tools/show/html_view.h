@@ -34,13 +34,17 @@
 
 namespace refeval::show {
 
-// Time per node name from a profile, as `refeval report --by node` computes it.
+// Time per node name from a profile, as `refeval report --by node` computes it; or, with
+// `memory` (`show --heat memory`), the live MiB while each node runs in the profile's run with the
+// highest peak (`refeval report --by memory`), total_ms then being that peak.
 struct NodeTimes {
-  std::map<std::string, double> ms;  // node name -> total ms over the profile's runs
+  std::map<std::string, double> ms;  // node name -> total ms over the profile's runs (or live MiB)
   double total_ms = 0;
   std::string source;
+  bool memory = false;
 };
 NodeTimes node_times(const std::string& profile_path);
+NodeTimes node_memory(const std::string& profile_path);
 
 // Local and accumulated RMS error per node name, from `refeval accuracy --json`.
 struct NodeErrors {
@@ -54,7 +58,7 @@ struct NodeErrors {
 NodeErrors node_errors(const std::string& accuracy_json_path);
 
 // Colours the timed nodes of `g` by their share of time (white to red) and notes "12.3% 1.234 ms"
-// in their labels; returns (ms, node index) pairs, the costliest first. A node without a name
+// in their labels (with memory: by their live bytes against the peak, "3.20 MiB live"); returns (ms, node index) pairs, the costliest first. A node without a name
 // is the profile's "<OpType>_<index>", as ORT and refeval name it.
 std::vector<std::pair<double, size_t>> add_heat(const Graph& g, const NodeTimes& times, DotOptions& dot);
 
