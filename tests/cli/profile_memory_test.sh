@@ -133,6 +133,14 @@ assert len(decode) == 5 and all(a < b for a, b in zip(decode, decode[1:])), deco
 assert len({b - a for a, b in zip(decode, decode[1:])}) == 1, decode  # one token's keys and values each step
 PY
 check "generate: a valid Chrome trace" $py $data/check_trace.py $work/gen.json
+expect 2 "" "error: --memory needs --profile FILE.json" -- generate $src/tests/data/ort/decoders_torch/b1/model.onnx --prompt-len 4 --memory
+# A profile recorded without --memory has no live bytes to report: one line, exit 2.
+"$refeval" -q profile $work/if_capture.onnx --input X=$work/X.npy --input cond=$work/cond.npy --repeat 1 -o $work/plain.json >/dev/null
+expect 2 "" "error: .*plain.json: no memory figures in the runs read" -- report $work/plain.json --by memory
+check "without --memory: no live_bytes, no counters" $py -c "
+import json, sys
+events = json.load(open(sys.argv[1]))
+sys.exit(any('live_bytes' in e.get('args', {}) or 'memory' in e.get('args', {}) or e.get('ph') == 'C' for e in events))" $work/plain.json
 
 # What --memory costs: the decoder's median model_run over 10 runs without and with it (printed only).
 for flag in "" --memory; do
