@@ -43,7 +43,8 @@ assert names(report["at_peak"]) == names(oracle["at_peak"]), names(report["at_pe
 PY
   check "$name: a valid Chrome trace (Trace Event Format)" $py $data/check_trace.py $work/$name.json
   if devtools; then
-    node --experimental-websocket $data/devtools_trace.mjs $work/$name.json >$work/$name.devtools.json 2>$work/err
+    node --experimental-websocket $data/devtools_trace.mjs $work/$name.json >$work/$name.devtools.json 2>$work/devtools.err ||
+      sed 's/^/    /' $work/devtools.err
     check "$name: Chromium's trace importer keeps every event in the file's nesting" \
       $py $data/check_trace.py $work/$name.json --devtools $work/$name.devtools.json
   fi
