@@ -35,7 +35,7 @@ AddedVocabulary::AddedVocabulary(const json& list, const std::string& where, con
     AddedToken t;
     t.content = string_field(j, "content", at);
     t.id = int_field(j, "id", at);
-    if (t.id < 0 || t.id >= (int64_t(1) << 24)) fail_at(at, fmt::format("id {} is not in [0, 2^24)", t.id));
+    if (t.id < 0 || t.id >= (int64_t(1) << 31)) fail_at(at, fmt::format("id {} is not in [0, 2^31)", t.id));
     t.special = bool_field(j, "special", at, false);
     t.single_word = bool_field(j, "single_word", at, false);
     t.lstrip = bool_field(j, "lstrip", at, false);
