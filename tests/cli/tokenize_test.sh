@@ -5,8 +5,11 @@
 #   vocabulary under Llama-3's Split pre-tokenizer and Llama-2's under a Metaspace pre-tokenizer;
 #   on hand-picked hard cases and seeded generated texts (texts.js), refeval's ids equal those of
 #   Hugging Face's tokenizers.js (oracle.js), --decode of them equals its decoded text, and for
-#   GPT-2 the original text byte for byte. Needs node and tests/data/tokenizers/node_modules
-#   (`npm install` there, as .ci/run does); without them this part is skipped with a note.
+#   GPT-2 the original text byte for byte. A BERT variant takes the other normalizers and
+#   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). Needs node
+#   and tests/data/tokenizers/node_modules (`npm install` there, as .ci/run does); without them
+#   this part is skipped with a note.
+# - single_word (tokenizers.js ignores it) and the Metaspace decoder, by expected values.
 # - Errors: corrupt JSON, unsupported components, a bad merge, an unknown id, bad input: one line
 #   naming the problem, exit 2.
 # - generate --tokenizer on a tiny decoder (vocabulary 96): a fitting tokenizer prints the text; a
@@ -43,6 +46,7 @@ write("unicode_scripts", t)
 t = copy.deepcopy(base); t["decoder"] = {"type": "CTC", "pad_token": "<pad>"}; write("ctc", t)
 t = copy.deepcopy(base); t["model"]["merges"] = ["H x"]; del t["model"]["vocab"]["x"]; write("bad_merge", t)
 t = copy.deepcopy(base); t["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(?<=a+)b"}, "behavior": "Isolated"}; write("bad_regex", t)
+t = copy.deepcopy(base); t["added_tokens"].append(dict(added(97, "ab"), single_word=True, special=False)); write("single_word", t)
 PY
 printf '{"model": {"type": "BPE", "vocab": {"a": 0' >"$work/corrupt.json"
 
@@ -52,6 +56,8 @@ expect 0 "^Hello, world$" "" -- tokenize "$t" --decode --text "94 76 76 79 12 0 
 expect 0 "^$" "" -- tokenize "$t" --text ""
 printf 'caf\xc3\xa9\xc3\xa8' >"$work/fused.txt"  # é and è are not in the vocabulary: one <unk> (fuse_unk)
 expect 0 "^67 65 70 95$" "" -- tokenize "$t" --file "$work/fused.txt"
+# single_word: "ab" is found where no word character touches it (not in "cab")
+expect 0 "^97 0 67 65 66 0 97 14$" "" -- tokenize "$work/single_word.json" --text "ab cab ab."
 expect 2 "" "^refeval: error: .*corrupt.json: not a tokenizer.json: .*parse error" -- tokenize "$work/corrupt.json" --text hi
 expect 2 "" "^refeval: error: .*precompiled.json: normalizer: normalizer type 'Precompiled' is not supported" -- tokenize "$work/precompiled.json" --text hi
 expect 2 "" "^refeval: error: .*unigram.json: model: model type 'Unigram' is not supported" -- tokenize "$work/unigram.json" --text hi
@@ -106,7 +112,7 @@ fi
 node $data/make_tokenizer_json.js "$work/tok" >/dev/null || { echo "FAIL: make_tokenizer_json.js"; exit 1; }
 node $data/texts.js "$seed" "$generated" "$work/texts"
 texts=("$work"/texts/*.txt)
-for name in gpt2 gpt2_llama3_split llama2 llama2_metaspace bert; do
+for name in gpt2 gpt2_llama3_split llama2 llama2_metaspace bert bert_variants; do
   tok=$work/tok/$name.json
   mkdir -p "$work/$name"
   for f in "${texts[@]}"; do

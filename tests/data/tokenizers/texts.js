@@ -44,6 +44,7 @@ const hard = {
   punctuation: "Hello!!! What?! (yes) [no] {maybe} \"quoted\" 'single' -- dash — em … «guillemets» ¿qué? ¡sí!",
   code: "def f(x):\n    return x**2 + 1  # comment\n\nif __name__ == '__main__':\n\tprint(f(3))\n",
   specials: "<|endoftext|>text<s>more</s> [CLS] x [SEP][MASK] <|begin_of_text|> end<|eot_id|>",
+  mask_spaces: "fill the [MASK] here  [MASK]  and\t[MASK]\nend [MASK]",
   scripts: "Привет мир! مرحبا بالعالم שלום עולם नमस्ते दुनिया สวัสดีชาวโลก Γειά σου κόσμε",
   rare: "☃ ⚡ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ꙮ ∮ ⅋ ℵ₀ ₿ 🜁",
   controls: "a\u0000b\u0007c\ufffdd\u200be\u00adf",
