@@ -9,7 +9,8 @@
 #   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). Needs node
 #   and tests/data/tokenizers/node_modules (`npm install` there, as .ci/run does); without them
 #   this part is skipped with a note.
-# - single_word (tokenizers.js ignores it) and the Metaspace decoder, by expected values.
+# - By expected values: single_word (tokenizers.js ignores it), the Metaspace decoder, the Split
+#   behaviors tokenizers.js lacks, Metaspace's split, Punctuation, Digits, WordLevel.
 # - Errors: corrupt JSON, unsupported components, a bad merge, an unknown id, bad input: one line
 #   naming the problem, exit 2.
 # - generate --tokenizer on a tiny decoder (vocabulary 96): a fitting tokenizer prints the text; a
@@ -47,6 +48,17 @@ t = copy.deepcopy(base); t["decoder"] = {"type": "CTC", "pad_token": "<pad>"}; w
 t = copy.deepcopy(base); t["model"]["merges"] = ["H x"]; del t["model"]["vocab"]["x"]; write("bad_merge", t)
 t = copy.deepcopy(base); t["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(?<=a+)b"}, "behavior": "Isolated"}; write("bad_regex", t)
 t = copy.deepcopy(base); t["added_tokens"].append(dict(added(97, "ab"), single_word=True, special=False)); write("single_word", t)
+# WordLevel over whole pieces, so the ids show where a pre-tokenizer splits
+pieces = ["the", "-", "final", "countdown", "the-", "final-", "-final", "-countdown", "--", "\u2581hey", "\u2581you", "ab", "123", "c", ",", "<unk>"]
+for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+    t = copy.deepcopy(base)
+    t["model"] = {"type": "WordLevel", "vocab": {p: i for i, p in enumerate(pieces)}, "unk_token": "<unk>"}
+    t["added_tokens"], t["decoder"] = [], None
+    t["pre_tokenizer"] = {"type": "Split", "pattern": {"String": "-"}, "behavior": behavior, "invert": False}
+    write(f"split_{behavior}", t)
+    t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+                                                              {"type": "Punctuation"}, {"type": "Digits", "individual_digits": False}]}
+    write("metaspace_split", t)
 PY
 printf '{"model": {"type": "BPE", "vocab": {"a": 0' >"$work/corrupt.json"
 
@@ -56,6 +68,12 @@ expect 0 "^Hello, world$" "" -- tokenize "$t" --decode --text "94 76 76 79 12 0 
 expect 0 "^$" "" -- tokenize "$t" --text ""
 printf 'caf\xc3\xa9\xc3\xa8' >"$work/fused.txt"  # é and è are not in the vocabulary: one <unk> (fuse_unk)
 expect 0 "^67 65 70 95$" "" -- tokenize "$t" --file "$work/fused.txt"
+# Split's behaviors on "the-final--countdown" (a WordLevel model over the pieces: the, -, final,
+# countdown, the-, final-, -final, -countdown, --), Metaspace's split, Punctuation, Digits
+for b in "Removed 0 2 3" "Isolated 0 1 2 1 1 3" "MergedWithPrevious 4 5 1 3" "MergedWithNext 0 6 1 7" "Contiguous 0 1 2 8 3"; do
+  expect 0 "^${b#* }$" "" -- tokenize "$work/split_${b%% *}.json" --text "the-final--countdown"
+done
+expect 0 "^9 10 15 12 13 14 14$" "" -- tokenize "$work/metaspace_split.json" --text "hey you ab123c,,"  # ▁hey ▁you ▁ab (unknown) 123 c , ,
 # single_word: "ab" is found where no word character touches it (not in "cab")
 expect 0 "^97 0 67 65 66 0 97 14$" "" -- tokenize "$work/single_word.json" --text "ab cab ab."
 expect 2 "" "^refeval: error: .*corrupt.json: not a tokenizer.json: .*parse error" -- tokenize "$work/corrupt.json" --text hi
