@@ -8,6 +8,7 @@ packages=(
   doctest-dev libcli11-dev nlohmann-json3-dev
   libre2-dev libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev
   libedit-dev
+  libpcre2-dev libutf8proc-dev
   python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
   python3-pandas python3-plotly python3-nbclient python3-ipykernel
   chromium fonts-dejavu-core

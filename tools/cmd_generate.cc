@@ -2,7 +2,9 @@
 // (tools/generate): the prefill over the prompt, then one decode step per new token, each step's
 // present.* fed back as past.*. Prints the generated ids and the phase summary (time to first
 // token, ms per token, tokens/s, KV-cache, weight and peak memory); --profile writes ORT's profile
-// JSON with each model_run tagged by phase and step (`refeval report --by phase` reads it).
+// JSON with each model_run tagged by phase and step (`refeval report --by phase` reads it). With
+// --tokenizer (a Hugging Face tokenizer.json, tools/tokenizer) the prompt can be text
+// (--prompt-text) and each row's generated ids are also printed as text.
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "profile/profiled_model.h"
 #include "refeval/dump.h"
 #include "refeval/model_io.h"
+#include "tokenizer/tokenizer.h"
 #include "verbs.h"
 
 namespace refeval::cli {
@@ -31,8 +34,11 @@ class GenerateVerb : public Verb {
     auto* file = sub->add_option("--prompt-file", prompt_file_, "FILE.npy: int64 token ids (batch, length)");
     sub->add_option("--prompt-mask", prompt_mask_, "FILE.npy: the tokenizer's attention mask (batch, length), 0 on padding");
     auto* len = sub->add_option("--prompt-len", prompt_len_, "N: a random prompt of N tokens (with --batch, --seed)");
-    prompt->excludes(file)->excludes(len);
-    file->excludes(len);
+    auto* text = prompt_text_opt_ = sub->add_option("--prompt-text", prompt_text_, "TEXT: the prompt as text, encoded by --tokenizer (special tokens added)");
+    prompt->excludes(file)->excludes(len)->excludes(text);
+    file->excludes(len)->excludes(text);
+    len->excludes(text);
+    sub->add_option("--tokenizer", tokenizer_, "TOKENIZER.json: a Hugging Face tokenizer; the generated ids are printed as text too");
     sub->add_option("--batch", batch_, "B: rows of the random prompt (default 1)")->check(CLI::PositiveNumber);
     sub->add_option("--seed", seed_, "S: seed of the random prompt (default 0)");
     sub->add_option("--vocab", vocab_, "V: the random ids' range (default: the logits' declared vocabulary size)");
@@ -49,6 +55,9 @@ class GenerateVerb : public Verb {
 
   int execute(const GlobalOptions& g) override {
     if (dump_step_ && dump_dir_.empty()) fail_usage("--dump-step needs --dump DIR");
+    if (prompt_text_opt_->count() && tokenizer_.empty()) fail_usage("--prompt-text needs --tokenizer TOKENIZER.json");
+    std::optional<tokenizer::Tokenizer> tok;
+    if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
     profile::ProfiledModel profiled([&] { return open_model(model_); }, registry(g));
     ReferenceEvaluator& ev = profiled.evaluator();
     if (profile_.empty()) ev.remove_observer(profiled.profiler());
@@ -57,8 +66,15 @@ class GenerateVerb : public Verb {
     Generator gen(ev, find_signature(ev.model().graph));
     spdlog::info("{}", gen.signature().describe());
 
+    if (tok) {
+      const ValueType* t = ev.declared_type(gen.signature().logits);  // a fixed vocabulary is checked now, else after the prefill
+      if (t && t->has_shape && !t->dims.empty() && t->dims.back().fixed())
+        check_tokenizer_vocab(tok->vocab_size(), t->dims.back().value, gen.signature().logits);
+    }
+
     GenerateOptions opt;
-    opt.prompt = make_prompt(ev, gen.signature());
+    opt.prompt = prompt_text_opt_->count() ? encode_prompt(*tok) : make_prompt(ev, gen.signature());
+    if (tok) opt.tokenizer_vocab = tok->vocab_size();
     if (!prompt_mask_.empty()) opt.prompt_mask = read_npy(prompt_mask_);
     opt.new_tokens = new_tokens_, opt.eos = eos_, opt.max_length = max_length_;
 
@@ -78,7 +94,13 @@ class GenerateVerb : public Verb {
     };
     const GenerateResult r = gen.run(opt, hooks);
 
-    for (size_t b = 0; b < r.tokens.size(); ++b) fmt::print("row {}: {}\n", b, fmt::join(r.tokens[b], " "));
+    std::vector<std::string> texts;
+    for (size_t b = 0; b < r.tokens.size(); ++b) {
+      fmt::print("row {}: {}\n", b, fmt::join(r.tokens[b], " "));
+      if (!tok) continue;
+      texts.push_back(generated_text(*tok, r.tokens[b]));
+      fmt::print("text {}: {}\n", b, nlohmann::json(texts.back()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
     fmt::print("{}", r.summary());
     if (dump_step_ && !dump) spdlog::warn("--dump-step {}: generation stopped before that step; nothing dumped", *dump_step_);
     if (dump) fmt::print("dump: step {} ({}), {} values in {}\n", *dump_step_, phase_of(*dump_step_), dump->size(), dump_dir_);
@@ -86,12 +108,30 @@ class GenerateVerb : public Verb {
       profile::write_profile(profile_, profiled.events());
       fmt::print("profile: {} (1 prefill + {} decode runs)\n", profile_, r.decode_ms.size());
     }
-    if (!json_.empty()) write_output(json_, r.to_json().dump(2) + "\n", "generate JSON");
+    if (!json_.empty()) {
+      nlohmann::ordered_json j = r.to_json();
+      if (tok) j["text"] = texts;
+      write_output(json_, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "generate JSON");
+    }
     std::fflush(stdout);
     return kOk;
   }
 
  private:
+  Tensor encode_prompt(const tokenizer::Tokenizer& tok) const {
+    const std::vector<int64_t> ids = tok.encode(prompt_text_);
+    if (ids.empty()) fail_usage(fmt::format("--prompt-text '{}' encodes to no token", prompt_text_));
+    spdlog::info("--prompt-text: {} tokens ({})", ids.size(), fmt::join(ids, " "));
+    return Tensor::from_vector<int64_t>({1, int64_t(ids.size())}, ids);
+  }
+
+  // A row's ids up to its first --eos (included), decoded with the special tokens left out.
+  std::string generated_text(const tokenizer::Tokenizer& tok, std::vector<int64_t> ids) const {
+    if (eos_)
+      if (const auto it = std::find(ids.begin(), ids.end(), *eos_); it != ids.end()) ids.erase(it + 1, ids.end());
+    return tok.decode(ids, /*skip_special_tokens=*/true);
+  }
+
   Tensor make_prompt(const ReferenceEvaluator& ev, const DecoderSignature& sig) const {
     if (!prompt_.empty()) return parse_prompt(prompt_);
     if (!prompt_file_.empty()) {
@@ -111,7 +151,8 @@ class GenerateVerb : public Verb {
     return random_prompt(batch_, prompt_len_, vocab, seed_);
   }
 
-  std::string model_, prompt_, prompt_file_, prompt_mask_, json_, profile_, dump_dir_;
+  std::string model_, prompt_, prompt_file_, prompt_mask_, json_, profile_, dump_dir_, prompt_text_, tokenizer_;
+  CLI::Option* prompt_text_opt_ = nullptr;
   int64_t prompt_len_ = 0, batch_ = 1, vocab_ = 0;
   uint64_t seed_ = 0;
   int new_tokens_ = 16;

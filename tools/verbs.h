@@ -30,5 +30,6 @@ std::unique_ptr<Verb> make_show_verb();
 std::unique_ptr<Verb> make_generate_verb();
 std::unique_ptr<Verb> make_reduce_verb();
 std::unique_ptr<Verb> make_accuracy_verb();
+std::unique_ptr<Verb> make_tokenize_verb();
 
 }  // namespace refeval::cli

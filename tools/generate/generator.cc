@@ -147,6 +147,7 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
       fail_runtime(fmt::format("output '{}' has shape {}, expected (batch {}, ..., vocab)", sig_.logits,
                                shape_to_string(logits.shape()), B));
     const int64_t V = logits.dim(logits.rank() - 1), rows = logits.rank() == 3 ? logits.dim(1) : 1;
+    if (step == 0 && opt.tokenizer_vocab > 0) check_tokenizer_vocab(opt.tokenizer_vocab, V, sig_.logits);
     const std::vector<double> lv = to_doubles(logits);
     step_ids.assign(size_t(B), 0);
     for (int64_t b = 0; b < B; ++b) {
@@ -211,6 +212,12 @@ std::string GenerateResult::summary() const {
   s += fmt::format("memory: KV cache {:.2f} MiB at the end, weights {:.2f} MiB, peak RSS {:.1f} MiB\n",
                    mb(kv_cache_bytes.empty() ? 0 : kv_cache_bytes.back()), mb(weight_bytes), mb(peak_rss_bytes));
   return s;
+}
+
+void check_tokenizer_vocab(int64_t tokenizer_vocab, int64_t model_vocab, const std::string& logits) {
+  if (tokenizer_vocab > model_vocab)
+    fail_usage(fmt::format("the tokenizer's vocabulary ({} ids) is larger than the model's ({}, the last dimension of '{}')",
+                           tokenizer_vocab, model_vocab, logits));
 }
 
 Tensor parse_prompt(const std::string& text) {

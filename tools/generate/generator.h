@@ -29,6 +29,7 @@ struct GenerateOptions {
   int new_tokens = 16;
   std::optional<int64_t> eos;         // a row that produced it is finished (and padded with it)
   std::optional<int64_t> max_length;  // a static / shared-buffer cache of this length
+  int64_t tokenizer_vocab = 0;        // > 0: a tokenizer's ids (largest + 1), checked against the logits' vocabulary
 };
 
 // What is told before and after each run of the loop (the profiler tags runs with the phase).
@@ -65,6 +66,10 @@ class Generator {
   ReferenceEvaluator& ev_;
   DecoderSignature sig_;
 };
+
+// ErrorKind::Usage when a tokenizer's vocabulary (largest id + 1) is larger than the model's (the
+// last dimension of `logits`): its ids would reach past the embedding table.
+void check_tokenizer_vocab(int64_t tokenizer_vocab, int64_t model_vocab, const std::string& logits);
 
 // Token ids from "1 2 3" (one row) or "1 2 3; 4 5 6" (rows of equal length), as int64 (B, L).
 Tensor parse_prompt(const std::string& text);

