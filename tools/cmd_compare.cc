@@ -1,6 +1,9 @@
 // `refeval compare A B`: run two models (or a model and a dump folder, or two dumps) on the same
 // feeds and compare their outputs, initializers and, with --per-tensor, every value both hold,
 // in A's execution order. Names the first value beyond tolerance and the node that made it.
+// Over data: with --input-set / --random-sets, statistics per output over many input sets
+// (quality/output_stats.h); with --tokens or --text, two language models' perplexity, KL and
+// agreement on token windows (quality/lm_compare.h). Their gates exit 3 when not met.
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
@@ -14,6 +17,10 @@
 #include "refeval/format.h"
 #include "refeval/model_io.h"
 #include "refeval/run_diff.h"
+#include "quality/lm_compare.h"
+#include "quality/lm_html.h"
+#include "quality/output_stats.h"
+#include "tokenizer/tokenizer.h"
 #include "verbs.h"
 
 namespace refeval::cli {
@@ -71,9 +78,33 @@ class CompareVerb : public Verb {
     sub->add_option("--atol", tol_.atol, "absolute tolerance (default 1e-7)");
     sub->add_flag("--per-tensor", per_tensor_, "compare every value both sides hold, in A's execution order");
     sub->add_option("--json", json_path_, "FILE: write the comparison as JSON");
+    // Over many input sets.
+    sub->add_option("--input-set", input_sets_, "DIR: one input set (input_K.pb or NAME.npy files); repeatable: statistics over the sets");
+    sub->add_option("--random-sets", random_sets_, "N: N input sets generated from seeds --seed .. --seed + N - 1")->check(CLI::Range(1, 1000000));
+    sub->add_option("--min-snr", min_snr_, "DB: over sets, fail (exit 3) when an output's lowest SNR is below this");
+    sub->add_option("--min-cosine", min_cosine_, "C: over sets, fail (exit 3) when an output's lowest cosine similarity is below this");
+    // Language models on token windows.
+    sub->add_option("--tokens", tokens_, "FILE.npy: int64 token ids (rows, length): compare two decoders' next-token predictions");
+    sub->add_option("--text", text_, "FILE: a text, encoded with --tokenizer, as the token ids");
+    sub->add_option("--tokenizer", tokenizer_, "T.json: the tokenizer of --text (Hugging Face's tokenizer.json); also shows tokens in --html");
+    sub->add_option("--context", lm_.context, "N: windows of N tokens (default: each row whole; with --text, required)")->check(CLI::Range(2, 1 << 24));
+    sub->add_option("--generate", lm_.generate, "K: greedy decoding of K steps from each window's first half on both; the first step their ids differ")
+        ->check(CLI::Range(1, 1 << 20));
+    sub->add_option("--max-kl", max_kl_, "X: fail (exit 3) when the mean KL(A||B) per token is above X");
+    sub->add_option("--min-top1", min_top1_, "F: fail (exit 3) when the top-1 agreement is below F (0-1)");
+    sub->add_option("--max-perplexity-ratio", max_ppl_ratio_, "R: fail (exit 3) when B's perplexity / A's is above R");
+    sub->add_option("--html", html_, "FILE: with --tokens/--text, a page of the KL along each window and where the models disagree most");
   }
 
   int execute(const GlobalOptions& g) override {
+    const bool lm = !tokens_.empty() || !text_.empty();
+    const bool sets = !input_sets_.empty() || random_sets_ > 0;
+    if (lm && sets) fail_usage("--tokens/--text and --input-set/--random-sets are two different comparisons: choose one");
+    if (!lm && (max_kl_ || min_top1_ || max_ppl_ratio_ || !html_.empty() || lm_.generate || lm_.context))
+      fail_usage("--max-kl, --min-top1, --max-perplexity-ratio, --html, --generate and --context need --tokens or --text");
+    if (!sets && (min_snr_ || min_cosine_)) fail_usage("--min-snr and --min-cosine need --input-set or --random-sets");
+    if (lm) return compare_language_models(g);
+    if (sets) return compare_over_sets(g);
     open(a_, g);
     open(b_, g);
     run_models();
@@ -122,6 +153,122 @@ class CompareVerb : public Verb {
   }
 
  private:
+  // Two models, each loaded for the comparisons over data (dumps have no runs to make).
+  std::pair<ReferenceEvaluator, ReferenceEvaluator> two_models(const GlobalOptions& g) const {
+    for (const std::string* p : {&a_.path, &b_.path})
+      if (fs::is_directory(*p)) fail_usage(fmt::format("{}: a dump folder: comparisons over data run two models", *p));
+    return {ReferenceEvaluator(open_model(a_.path), EvaluatorOptions{&registry(g)}),
+            ReferenceEvaluator(open_model(b_.path), EvaluatorOptions{&registry(g)})};
+  }
+
+  int gate(bool passed, nlohmann::ordered_json j) const {
+    j["passed"] = passed;
+    if (!json_path_.empty()) {
+      std::ofstream out(json_path_);
+      out << j.dump(2) << "\n";
+      if (!out) fail_input(fmt::format("--json: cannot write '{}'", json_path_));
+    }
+    fmt::print("result: {}\n", passed ? "passed" : "FAILED (a gate was not met)");
+    std::fflush(stdout);
+    return passed ? kOk : kCheckFailed;
+  }
+
+  int compare_language_models(const GlobalOptions& g) {
+    if (!tokens_.empty() && !text_.empty()) fail_usage("--tokens and --text: give one");
+    if (!text_.empty() && tokenizer_.empty()) fail_usage("--text needs --tokenizer T.json");
+    if (!text_.empty() && !lm_.context) fail_usage("--text needs --context N (the window length)");
+    std::optional<tokenizer::Tokenizer> tok;
+    if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
+    if (!tokens_.empty()) {
+      lm_.tokens = read_npy(tokens_);
+    } else {
+      std::ifstream in(text_, std::ios::binary);
+      if (!in) fail_input(fmt::format("--text: cannot read '{}'", text_));
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::vector<int64_t> ids = tok->encode(text, /*add_special_tokens=*/false);
+      lm_.tokens = Tensor::from_vector<int64_t>({1, int64_t(ids.size())}, ids);
+      if (int64_t(ids.size()) < lm_.context)
+        fail_usage(fmt::format("--text: {} encodes to {} tokens, fewer than one window of --context {}", text_, ids.size(), lm_.context));
+    }
+    auto [a, b] = two_models(g);
+    const quality::LmFigures f = quality::compare_language_models(a, a_.path, b, b_.path, lm_);
+    fmt::print("A: {}\nB: {}\n{} window(s) of {} tokens: {} predictions\n", a_.path, b_.path, f.windows, f.context, f.tokens);
+    fmt::print("perplexity: A {:.6g}, B {:.6g} (B/A {:.6f})\n", f.perplexity_a, f.perplexity_b, f.perplexity_ratio());
+    fmt::print("KL(A||B) per token: mean {:.6g}, p99 {:.6g}, max {:.6g} (window {}, position {})\n", f.kl_mean, f.kl_p99, f.kl_max,
+               f.kl_max_window, f.kl_max_position);
+    fmt::print("top-1 agreement {:.4f}, top-5 overlap {:.4f}\n", f.top1_agreement, f.top5_overlap);
+    if (f.generate_steps) {
+      std::vector<std::string> d;
+      for (const auto& x : f.first_divergence) d.push_back(x ? std::to_string(*x) : "-");
+      fmt::print("greedy {} steps from each window's first half: first differing step per window: {}\n", f.generate_steps, fmt::join(d, " "));
+    }
+    bool passed = true;
+    auto check = [&](bool ok, const std::string& what) {
+      if (!ok) fmt::print("gate: {}\n", what), passed = false;
+    };
+    if (max_kl_) check(f.kl_mean <= *max_kl_, fmt::format("mean KL {:.6g} > --max-kl {}", f.kl_mean, *max_kl_));
+    if (min_top1_) check(f.top1_agreement >= *min_top1_, fmt::format("top-1 agreement {:.4f} < --min-top1 {}", f.top1_agreement, *min_top1_));
+    if (max_ppl_ratio_)
+      check(f.perplexity_ratio() <= *max_ppl_ratio_, fmt::format("perplexity ratio {:.6f} > --max-perplexity-ratio {}", f.perplexity_ratio(), *max_ppl_ratio_));
+    if (!html_.empty()) {
+      std::function<std::string(int64_t)> text;
+      if (tok) text = [&](int64_t id) { return tok->decode({id}); };
+      write_output(html_, quality::lm_html(f, a_.path, b_.path, text), "html");
+    }
+    nlohmann::ordered_json j = f.to_json(true);
+    j["a"] = a_.path, j["b"] = b_.path;
+    return gate(passed, std::move(j));
+  }
+
+  // Statistics per output over the input sets; B gets the feeds made for A.
+  int compare_over_sets(const GlobalOptions& g) {
+    auto [a, b] = two_models(g);
+    std::vector<std::pair<std::string, InputOptions>> sets;
+    for (const std::string& dir : input_sets_) {
+      InputOptions o = inputs_;
+      if (!fs::is_directory(dir)) fail_input(fmt::format("--input-set: '{}' is not a folder", dir));
+      bool npy = false;
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".npy") o.inputs.push_back(e.path().stem().string() + "=" + e.path().string()), npy = true;
+      if (!npy) o.inputs_dir = dir;
+      sets.emplace_back(dir, o);
+    }
+    for (int k = 0; k < random_sets_; ++k) {
+      InputOptions o = inputs_;
+      o.seed = inputs_.seed + uint64_t(k);
+      sets.emplace_back(fmt::format("seed {}", o.seed), o);
+    }
+    const std::vector<std::string> names_a = a.output_names(), names_b = b.output_names();
+    if (names_a.size() != names_b.size())
+      fail_usage(fmt::format("{} has {} outputs, {} has {}", a_.path, names_a.size(), b_.path, names_b.size()));
+    std::vector<quality::OutputStats> stats(names_a.size());
+    for (size_t k = 0; k < stats.size(); ++k) stats[k].name = names_a[k];
+    for (const auto& [label, opts] : sets) {
+      const auto feeds = make_feeds(a, opts);
+      std::map<std::string, Value> feeds_b;
+      for (const std::string& name : b.input_names())
+        if (auto it = feeds.find(name); it != feeds.end()) feeds_b.emplace(name, it->second);
+      const Values out_a = a.run({}, feeds), out_b = b.run({}, feeds_b);
+      for (size_t k = 0; k < stats.size(); ++k) {
+        if (!out_a[k].is_tensor() || !out_b[k].is_tensor()) fail_usage(fmt::format("output '{}' is not a tensor", names_a[k]));
+        stats[k].add(label, out_a[k].tensor(), out_b[k].tensor());
+      }
+    }
+    fmt::print("A: {}\nB: {}\n{} input set(s)\n", a_.path, b_.path, sets.size());
+    fmt::print("{:<24} {:>11} {:>11} {:>11} {:>10} {:>8}  {}\n", "output", "max_abs", "max_rel", "cosine_min", "snr_db_min", "top1", "worst set");
+    bool passed = true;
+    nlohmann::ordered_json j = {{"mode", "data"}, {"a", a_.path}, {"b", b_.path}, {"sets", sets.size()}, {"outputs", nlohmann::ordered_json::array()}};
+    for (const quality::OutputStats& s : stats) {
+      fmt::print("{:<24} {:>11.4g} {:>11.4g} {:>11.7f} {:>10.2f} {:>8.4f}  {}\n", s.name, s.max_abs, s.max_rel, s.cosine_min, s.snr_db_min,
+                 s.top1_agreement(), s.worst_set);
+      if (min_snr_ && s.snr_db_min < *min_snr_) fmt::print("gate: '{}' SNR {:.2f} dB < --min-snr {}\n", s.name, s.snr_db_min, *min_snr_), passed = false;
+      if (min_cosine_ && s.cosine_min < *min_cosine_)
+        fmt::print("gate: '{}' cosine {:.7f} < --min-cosine {}\n", s.name, s.cosine_min, *min_cosine_), passed = false;
+      j["outputs"].push_back(s.to_json());
+    }
+    return gate(passed, std::move(j));
+  }
+
   void open(Side& s, const GlobalOptions& g) {
     if (fs::is_directory(s.path)) {
       s.records = read_dump(s.path);
@@ -196,6 +343,11 @@ class CompareVerb : public Verb {
   bool per_tensor_ = false;
   std::string json_path_;
   std::vector<std::string> missing_outputs_;
+  std::vector<std::string> input_sets_;
+  int random_sets_ = 0;
+  std::optional<double> min_snr_, min_cosine_, max_kl_, min_top1_, max_ppl_ratio_;
+  std::string tokens_, text_, tokenizer_, html_;
+  quality::LmOptions lm_;
 };
 
 }  // namespace

@@ -146,6 +146,7 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
     if (logits.rank() < 2 || logits.dim(0) != B)
       fail_runtime(fmt::format("output '{}' has shape {}, expected (batch {}, ..., vocab)", sig_.logits,
                                shape_to_string(logits.shape()), B));
+    if (hooks.logits) hooks.logits(step, logits);
     const int64_t V = logits.dim(logits.rank() - 1), rows = logits.rank() == 3 ? logits.dim(1) : 1;
     if (step == 0 && opt.tokenizer_vocab > 0) check_tokenizer_vocab(opt.tokenizer_vocab, V, sig_.logits);
     const std::vector<double> lv = to_doubles(logits);

@@ -36,6 +36,7 @@ struct GenerateOptions {
 struct StepHooks {
   std::function<void(int step, const std::map<std::string, Value>& feeds)> before;
   std::function<void(int step, int64_t kv_cache_bytes)> after;  // the cache's bytes after the step
+  std::function<void(int step, const Tensor& logits)> logits;   // the step's logits output, as the model gave it
 };
 inline const char* phase_of(int step) { return step == 0 ? "prefill" : "decode"; }
 
