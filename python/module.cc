@@ -232,6 +232,8 @@ PYBIND11_MODULE(_refeval, m) {
       .def_property_readonly("opsets", &Evaluator::opsets);
   m.def("set_threads", &refeval::set_thread_count, py::arg("n"));
   m.def("threads", &refeval::thread_count);
+  m.def("compare_language_models", &compare_language_models, py::arg("a"), py::arg("b"), py::arg("tokens"), py::arg("context"),
+        py::arg("generate"));
   m.def("generate", &generate_model, py::arg("model"), py::arg("prompt"), py::arg("prompt_mask"), py::arg("new_tokens"),
         py::arg("eos"), py::arg("max_length"), py::arg("profile"));
   m.def("set_emulate_accuracy_level", &refeval::set_emulate_accuracy_level, py::arg("on"));

@@ -13,6 +13,7 @@
 #include "dot_format.h"
 #include "html_view.h"
 #include "generate/generator.h"
+#include "quality/lm_compare.h"
 #include "convert.h"
 #include "debug/accuracy.h"
 #include "debug/reduce.h"
@@ -42,6 +43,18 @@ py::dict profile_model(const std::string& model_path, const py::dict& feeds, int
                          py::arg("mean_ms") = r.mean_ms, py::arg("pct") = r.pct));
   return py::dict(py::arg("path") = out, py::arg("runs") = t.summary.runs_used, py::arg("wall_ms") = t.summary.wall_ms,
                   py::arg("kernel_ms") = t.summary.kernel_ms, py::arg("by_op") = rows);
+}
+
+std::string compare_language_models(const std::string& a_path, const std::string& b_path, const py::handle& tokens, int64_t context,
+                                    int generate) {
+  ReferenceEvaluator a(load_model(a_path), EvaluatorOptions{&Registry::builtin()});
+  ReferenceEvaluator b(load_model(b_path), EvaluatorOptions{&Registry::builtin()});
+  quality::LmOptions opt;
+  opt.tokens = numpy_to_tensor(tokens, "tokens");
+  if (opt.tokens.rank() == 1) opt.tokens = opt.tokens.reshaped({1, opt.tokens.dim(0)});
+  opt.context = context, opt.generate = generate;
+  py::gil_scoped_release release;
+  return quality::compare_language_models(a, a_path, b, b_path, opt).to_json(true).dump();
 }
 
 std::string generate_model(const std::string& model_path, const py::handle& prompt, const py::handle& prompt_mask, int new_tokens,

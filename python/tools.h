@@ -25,6 +25,9 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
 
 // The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,
 // memory); `profile` non-empty writes the phase-tagged profile there.
+// Two decoders on token windows (refeval compare --tokens): the figures as JSON, per token included.
+std::string compare_language_models(const std::string& a_path, const std::string& b_path, const py::handle& tokens, int64_t context,
+                                    int generate);
 std::string generate_model(const std::string& model_path, const py::handle& prompt, const py::handle& prompt_mask, int new_tokens,
                            std::optional<int64_t> eos, std::optional<int64_t> max_length, const std::string& profile);
 

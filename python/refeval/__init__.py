@@ -335,6 +335,26 @@ def generate(model, prompt, new_tokens=16, prompt_mask=None, eos=None, max_lengt
     return json.loads(text)
 
 
+def compare_models(a, b, tokens, context=None, generate=0):
+    """Two decoders' next-token predictions on the same token windows, as `refeval compare A B
+    --tokens` computes them: `tokens` int ids (rows, length) or (length,), cut into windows of
+    `context` (default: each row whole); `generate` greedy steps from each window's first half.
+    Returns a dict of the figures (perplexity_a, perplexity_b, perplexity_ratio, kl_mean, kl_p99,
+    kl_max, kl_max_at, top1_agreement, top5_overlap, tokens, windows, generate) with "per_token":
+    a pandas DataFrame (window, position, next, nll_a, nll_b, kl, top1_a, top1_b, top5_common) when
+    pandas is there, else a list of dicts."""
+    import json
+    ids = np.ascontiguousarray(np.asarray(tokens, dtype=np.int64))
+    text = _native(_refeval.compare_language_models, os.fspath(a), os.fspath(b), ids, int(context or 0), int(generate))
+    figures = json.loads(text)
+    try:
+        import pandas as pd
+        figures["per_token"] = pd.DataFrame(figures["per_token"])
+    except ImportError:
+        pass
+    return figures
+
+
 def set_threads(n):
     """Threads for matrix products (default 1; 0: every core), as the CLI's --threads: results are
     bit-identical for every count."""
