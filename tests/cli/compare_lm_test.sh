@@ -187,7 +187,7 @@ if [[ $ort == 1 ]]; then
   ortnode $q/run_sets.js "$F" "$work/sets_f" "$work/set0" "$work/set1" "$work/set2" >/dev/null
   ortnode $q/run_sets.js "$Q" "$work/sets_q" "$work/set0" "$work/set1" "$work/set2" >/dev/null
   check "float vs int4 on 3 input sets: every output's figures are numpy's over ORT's outputs" \
-    bash -c "$py $q/data_figures.py '$work/sets_f' '$work/sets_q' --refeval '$D' >'$work/data.txt'"
+    bash -c "$py $q/data_figures.py '$work/sets_f' '$work/sets_q' --refeval '$D' --set-names '$work/set0' '$work/set1' '$work/set2' >'$work/data.txt'"
   sed 's/^/  /' "$work/data.txt" | grep -E "logits|FAIL"
   $py -c "import json; j = json.load(open('$D')); [o for o in j['outputs'] if o['name'] == 'logits'][0]['snr_db_min'] *= 1.03; json.dump(j, open('$work/bad.json', 'w'))"
   check "the data oracle check rejects an snr_db_min 3% off" \
@@ -200,6 +200,11 @@ check "--min-snr 0.5 dB over the lowest ($snr dB): passed is false" holds "$work
 expect 0 "" "" -- compare "$F" "$Q" "${sets[@]}" --min-snr "$($py -c "print($snr - 0.5)")"
 expect 3 "" "" -- compare "$F" "$Q" "${sets[@]}" --min-cosine "$($py -c "print((1 + $cos) / 2)")"
 expect 0 "" "" -- compare "$F" "$Q" "${sets[@]}" --min-cosine "$($py -c "print($cos - 1e-4)")"
+# --random-sets: generated from seeds 5 and 6, the same figures on every run
+expect 0 "" "" -- compare "$F" "$Q" --random-sets 2 --seed 5 --json "$work/r1.json"
+expect 0 "" "" -- compare "$F" "$Q" --random-sets 2 --seed 5 --json "$work/r2.json"
+check "--random-sets 2 --seed 5: 2 sets, the same figures twice" $py -c "
+import json; a, b = (json.load(open(f'$work/r{k}.json')) for k in (1, 2)); assert a['sets'] == 2 and a['outputs'] == b['outputs'], (a, b)"
 expect 0 "" "" -- compare "$F" "$F" "${sets[@]}" --json "$work/dself.json"
 check "a model against itself on the sets: max_abs 0, cosine 1, top1 1" holds "$work/dself.json" \
   "all(o['max_abs'] == 0 and abs(o['cosine_min'] - 1) < 1e-12 and o['top1_agreement'] == 1 for o in j['outputs'])"

@@ -6,13 +6,15 @@ models' outputs from ONNX Runtime): per graph output, over every set, in float64
   snr_db_min     the lowest, over sets, 10 log10(sum a^2 / sum (a - b)^2) (inf when equal);
   top1_agreement the fraction of rows (every axis but the last, every set) whose first maximum along
                  the last axis is the same in a and b;
+  worst_set      the set of the lowest SNR;
 and, given refeval's --json, each of refeval's figures against it:
-  data_figures.py OUT_A OUT_B [--refeval REFEVAL.json] [--json OUT.json]
+  data_figures.py OUT_A OUT_B [--refeval REFEVAL.json [--set-names DIR...]] [--json OUT.json]
 OUT_A / OUT_B: run_sets.js folders (K/NAME.npy). The tolerances are what two runtimes' float32
 arithmetic allows on outputs of magnitude O(1): max_abs within 1e-4 absolute, cosine_min within 1e-6,
 snr_db_min within 0.01 dB (both inf when a == b), top1_agreement equal, or one row apart where the
 oracle sees a near-tie (two largest values within 1e-4 in a row of a or b); the set count, the output
-names and "mode" equal. Prints one line per figure; exits 1 if any is off."""
+names and "mode" equal; with --set-names (the --input-set folders, in order), worst_set names the
+folder of the lowest SNR (not checked where every set gives inf). Prints one line per figure; exits 1 if any is off."""
 import argparse
 import json
 import math
@@ -57,7 +59,7 @@ def number(v):
     return float(v) if isinstance(v, (int, float)) else math.nan
 
 
-def check(oracle, got):
+def check(oracle, got, set_names):
     bad = []
 
     def line(name, ok, text):
@@ -83,6 +85,9 @@ def check(oracle, got):
         ok = apart == 0 or (apart == 1 and o["min_gap"] < 1e-4)
         note = f" (one row apart: a near-tie, smallest top-2 gap {o['min_gap']:.3g})" if apart == 1 and ok else ""
         line(f"{n} top1_agreement", ok, f"oracle {o['top1_agreement']:.9g} of {o['rows']} rows, refeval {r.get('top1_agreement')}{note}")
+        if set_names and o["snr_db_min"] != math.inf:
+            want = set_names[o["worst_set"]]
+            line(f"{n} worst_set", r.get("worst_set") == want, f"oracle {want}, refeval {r.get('worst_set')}")
     return bad
 
 
@@ -91,6 +96,7 @@ def main():
     p.add_argument("out_a")
     p.add_argument("out_b")
     p.add_argument("--refeval")
+    p.add_argument("--set-names", nargs="+")
     p.add_argument("--json")
     a = p.parse_args()
     oracle = figures(a.out_a, a.out_b)
@@ -100,7 +106,7 @@ def main():
             json.dump(oracle, f, indent=1)
     if a.refeval:
         with open(a.refeval) as f:
-            bad = check(oracle, json.load(f))
+            bad = check(oracle, json.load(f), a.set_names)
         if bad:
             print("differs from the oracle:", ", ".join(bad))
             sys.exit(1)
