@@ -84,7 +84,7 @@ class CompareVerb : public Verb {
     sub->add_option("--min-snr", min_snr_, "DB: over sets, fail (exit 3) when an output's lowest SNR is below this");
     sub->add_option("--min-cosine", min_cosine_, "C: over sets, fail (exit 3) when an output's lowest cosine similarity is below this");
     // Language models on token windows.
-    sub->add_option("--tokens", tokens_, "FILE.npy: int64 token ids (rows, length): compare two decoders' next-token predictions");
+    sub->add_option("--tokens", tokens_, "FILE.npy: int64 (or int32) token ids (rows, length): compare two decoders' next-token predictions");
     sub->add_option("--text", text_, "FILE: a text, encoded with --tokenizer, as the token ids");
     sub->add_option("--tokenizer", tokenizer_, "T.json: the tokenizer of --text (Hugging Face's tokenizer.json); also shows tokens in --html");
     sub->add_option("--context", lm_.context, "N: windows of N tokens (default: each row whole; with --text, required)")->check(CLI::Range(2, 1 << 24));
@@ -181,6 +181,9 @@ class CompareVerb : public Verb {
     if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
     if (!tokens_.empty()) {
       lm_.tokens = read_npy(tokens_);
+      if (lm_.tokens.rank() != 2 || (lm_.tokens.dtype() != DType::Int64 && lm_.tokens.dtype() != DType::Int32))
+        fail_usage(fmt::format("--tokens {}: expected int64 (or int32) ids of shape (rows, length), got {}{}", tokens_,
+                               dtype_short_name(lm_.tokens.dtype()), shape_to_string(lm_.tokens.shape())));
     } else {
       std::ifstream in(text_, std::ios::binary);
       if (!in) fail_input(fmt::format("--text: cannot read '{}'", text_));

@@ -79,5 +79,5 @@ echo 'garbage' >$work/garbage.json
 expect 2 "" "error: .*garbage.json: not a profile" -- report $work/garbage.json
 expect 2 "" "error: .*missing.json: cannot open the profile" -- report $work/missing.json
 expect 2 "" "error: --runs: '9:' .*empty|selection is empty" -- report $fixtures/ort-1.30-linreg-disabled.json --runs 9:
-expect 2 "" "error: --by: color not in \{op,node,provider,phase,scope\}" -- report $fixtures/ort-1.30-linreg-disabled.json --by color
+expect 2 "" "error: --by: color not in \{op,node,provider,phase,scope,memory\}" -- report $fixtures/ort-1.30-linreg-disabled.json --by color
 finish

@@ -18,7 +18,7 @@ struct Side {
     try {
       return generate::find_signature(ev.model().graph);
     } catch (const Error& e) {
-      fail_usage(fmt::format("{}: not a decoder the language-model comparison can run: {}", name, e.what()));
+      fail_usage(fmt::format("{}: {} (the language-model comparison runs decoders: input_ids in, logits out)", name, e.what()));
     }
   }
 };
