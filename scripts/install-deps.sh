@@ -11,6 +11,7 @@ packages=(
   libpcre2-dev libutf8proc-dev
   python3 python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-onnx
   python3-pandas python3-plotly python3-nbclient python3-ipykernel
+  python3-torch python3-torchvision
   chromium fonts-dejavu-core
   graphviz node-dagre-layout
 )

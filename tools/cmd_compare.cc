@@ -93,6 +93,8 @@ class CompareVerb : public Verb {
     sub->add_option("--max-kl", max_kl_, "X: fail (exit 3) when the mean KL(A||B) per token is above X");
     sub->add_option("--min-top1", min_top1_, "F: fail (exit 3) when the top-1 agreement is below F (0-1)");
     sub->add_option("--max-perplexity-ratio", max_ppl_ratio_, "R: fail (exit 3) when B's perplexity / A's is above R");
+    sub->add_flag("--emulate-accuracy-level-b", lm_.emulate_b, "with --tokens/--text: run B with ONNX Runtime's accuracy_level 4 "
+                  "arithmetic (int8 MatMulNBits) and A exact: one model against itself, as ORT would run it");
     sub->add_option("--html", html_, "FILE: with --tokens/--text, a page of the KL along each window and where the models disagree most");
   }
 
@@ -100,8 +102,9 @@ class CompareVerb : public Verb {
     const bool lm = !tokens_.empty() || !text_.empty();
     const bool sets = !input_sets_.empty() || random_sets_ > 0;
     if (lm && sets) fail_usage("--tokens/--text and --input-set/--random-sets are two different comparisons: choose one");
-    if (!lm && (max_kl_ || min_top1_ || max_ppl_ratio_ || !html_.empty() || lm_.generate || lm_.context))
-      fail_usage("--max-kl, --min-top1, --max-perplexity-ratio, --html, --generate and --context need --tokens or --text");
+    if (!lm && (max_kl_ || min_top1_ || max_ppl_ratio_ || !html_.empty() || lm_.generate || lm_.context || lm_.emulate_b))
+      fail_usage("--max-kl, --min-top1, --max-perplexity-ratio, --html, --generate, --context and --emulate-accuracy-level-b need "
+                 "--tokens or --text");
     if (!sets && (min_snr_ || min_cosine_)) fail_usage("--min-snr and --min-cosine need --input-set or --random-sets");
     if (lm) return compare_language_models(g);
     if (sets) return compare_over_sets(g);

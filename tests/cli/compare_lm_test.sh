@@ -208,4 +208,12 @@ import json; a, b = (json.load(open(f'$work/r{k}.json')) for k in (1, 2)); asser
 expect 0 "" "" -- compare "$F" "$F" "${sets[@]}" --json "$work/dself.json"
 check "a model against itself on the sets: max_abs 0, cosine 1, top1 1" holds "$work/dself.json" \
   "all(o['max_abs'] == 0 and abs(o['cosine_min'] - 1) < 1e-12 and o['top1_agreement'] == 1 for o in j['outputs'])"
+# One int4 model (accuracy_level 4) against itself run as ONNX Runtime runs it (int8 products):
+# the same model exact is KL 0; with --emulate-accuracy-level-b the predictions move apart.
+L4=$src/tests/data/ort/decoders_genai_level4/int4_asym_b1/model.onnx
+$py -c "import numpy as np; np.save('$work/t96.npy', np.random.default_rng(2).integers(0, 96, (2, 32)).astype(np.int64))"
+expect 0 "" "" -- compare "$L4" "$L4" --tokens "$work/t96.npy" --json "$work/l4.json"
+check "level-4 model against itself, exact: KL 0" holds "$work/l4.json" "j['kl_mean'] == 0"
+expect 0 "" "" -- compare "$L4" "$L4" --tokens "$work/t96.npy" --emulate-accuracy-level-b --json "$work/l4e.json"
+check "level-4 model against its ORT int8 arithmetic: small KL, not 0" holds "$work/l4e.json" "0 < j['kl_mean'] < 1e-2"
 finish

@@ -4,6 +4,7 @@
 
 #include "refeval/compute_vector.h"
 #include "refeval/error.h"
+#include "refeval/numerics.h"
 
 namespace refeval::quality {
 namespace {
@@ -13,7 +14,20 @@ using generate::Generator;
 struct Side {
   const std::string& name;
   Generator gen;
-  Side(ReferenceEvaluator& ev, const std::string& n) : name(n), gen(ev, signature(ev, n)) {}
+  bool emulate;  // the accuracy_level arithmetic while this side runs
+  Side(ReferenceEvaluator& ev, const std::string& n, bool e) : name(n), gen(ev, signature(ev, n)), emulate(e) {}
+  generate::GenerateResult run(const generate::GenerateOptions& options, const generate::StepHooks& hooks = {}) {
+    const bool before = emulate_accuracy_level();
+    set_emulate_accuracy_level(emulate);
+    try {
+      generate::GenerateResult r = gen.run(options, hooks);
+      set_emulate_accuracy_level(before);
+      return r;
+    } catch (...) {
+      set_emulate_accuracy_level(before);
+      throw;
+    }
+  }
   static generate::DecoderSignature signature(ReferenceEvaluator& ev, const std::string& name) {
     try {
       return generate::find_signature(ev.model().graph);
@@ -43,7 +57,7 @@ std::vector<float> window_logits(Side& s, const std::vector<int64_t>& window, in
       rows.assign(d.begin(), d.end());
     }
   };
-  s.gen.run({.prompt = row_tensor(window), .new_tokens = 1}, hooks);
+  s.run({.prompt = row_tensor(window), .new_tokens = 1}, hooks);
   return rows;
 }
 
@@ -80,7 +94,7 @@ std::vector<std::vector<int64_t>> token_windows(const Tensor& tokens, int64_t co
 
 LmFigures compare_language_models(ReferenceEvaluator& a, const std::string& name_a, ReferenceEvaluator& b,
                                   const std::string& name_b, const LmOptions& options) {
-  Side sa(a, name_a), sb(b, name_b);
+  Side sa(a, name_a, emulate_accuracy_level()), sb(b, name_b, emulate_accuracy_level() || options.emulate_b);
   const std::vector<std::vector<int64_t>> windows = token_windows(options.tokens, options.context);
   for (Side* s : {&sa, &sb}) {
     const int64_t v = declared_vocab(s == &sa ? a : b, s->gen.signature().logits);
@@ -102,8 +116,8 @@ LmFigures compare_language_models(ReferenceEvaluator& a, const std::string& name
     figures.generate_steps = options.generate;
     for (const std::vector<int64_t>& window : windows) {
       const std::vector<int64_t> half(window.begin(), window.begin() + std::max<ptrdiff_t>(1, ptrdiff_t(window.size() / 2)));
-      const auto ta = sa.gen.run({.prompt = row_tensor(half), .new_tokens = options.generate}).tokens.front();
-      const auto tb = sb.gen.run({.prompt = row_tensor(half), .new_tokens = options.generate}).tokens.front();
+      const auto ta = sa.run({.prompt = row_tensor(half), .new_tokens = options.generate}).tokens.front();
+      const auto tb = sb.run({.prompt = row_tensor(half), .new_tokens = options.generate}).tokens.front();
       std::optional<int> first;
       for (size_t i = 0; i < std::min(ta.size(), tb.size()) && !first; ++i)
         if (ta[i] != tb[i]) first = int(i);

@@ -15,6 +15,9 @@ struct LmOptions {
   Tensor tokens;        // int64 or int32 (rows, length)
   int64_t context = 0;  // window length; 0: each row is one window
   int generate = 0;     // greedy steps from each window's first half (0: none)
+  // B runs with ONNX Runtime's accuracy_level arithmetic (refeval/numerics.h) and A as the process
+  // is set: the same model exact against ORT's int8 MatMulNBits.
+  bool emulate_b = false;
 };
 
 // ErrorKind::Usage when a model is not a decoder, gives the last position's logits only, or a
