@@ -18,8 +18,10 @@ constexpr int kMaxFunctionDepth = 64;
 class PlanNodeContext final : public NodeContext {
  public:
   PlanNodeContext(const Node& node, const Graph& graph, int64_t opset, const OpRegistration& reg, const PlanEnv& env,
-                  Scope& scope, std::string id)
-      : node_(node), graph_(graph), opset_(opset), reg_(reg), env_(env), scope_(scope), id_(std::move(id)) {}
+                  Scope& scope, std::string id, std::vector<bool> folded)
+      : node_(node), graph_(graph), opset_(opset), reg_(reg), env_(env), scope_(scope), id_(std::move(id)),
+        folded_(std::move(folded)) {}
+  bool folded_input(size_t i) const override { return i < folded_.size() && folded_[i]; }
   const Node& node() const override { return node_; }
   const Graph& graph() const override { return graph_; }
   const OpsetMap& opsets() const override { return env_.opsets; }
@@ -41,6 +43,7 @@ class PlanNodeContext final : public NodeContext {
   const PlanEnv& env_;
   Scope& scope_;
   std::string id_;
+  std::vector<bool> folded_;
 };
 
 // A call of a model-local function: its body planned once for this call site.
@@ -122,7 +125,7 @@ bool may_fold(const Node& node, const OpRegistration* reg) {
 }
 
 std::unique_ptr<OpRun> make_op(const Node& node, const Graph& graph, const PlanEnv& env, Scope& scope,
-                               const std::string& id, bool& deterministic) {
+                               const std::string& id, bool& deterministic, std::vector<bool> folded_inputs) {
   deterministic = false;
   const auto opset_it = env.opsets.find(node.domain);
   const Function* fn = env.model ? env.model->find_function(node.domain, node.op_type, node.overload) : nullptr;
@@ -140,7 +143,7 @@ std::unique_ptr<OpRun> make_op(const Node& node, const Graph& graph, const PlanE
                            opset_it->second, fmt::join(versions, ", ")));
   }
   deterministic = may_fold(node, reg);
-  PlanNodeContext ctx(node, graph, opset_it->second, *reg, env, scope, id);
+  PlanNodeContext ctx(node, graph, opset_it->second, *reg, env, scope, id, std::move(folded_inputs));
   std::unique_ptr<OpRun> op;
   try {
     op = reg->factory.create(ctx);
@@ -186,7 +189,7 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
   }
   for (const auto& init : g.initializers) plan->initializer_slots.emplace_back(scope.define(init.name), init.value);
   // Values that are the same on every run: initializers a feed cannot replace, and folded outputs.
-  std::set<int> constant;
+  std::set<int> constant, folded;
   for (const auto& init : g.initializers)
     if (!g.find_input(init.name)) constant.insert(scope.lookup(init.name));
 
@@ -212,14 +215,16 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
     }
     scope.captured_by_current_node().clear();
     bool deterministic = false;
-    step.op = make_op(node, g, env, scope, step.id, deterministic);
+    std::vector<bool> folded_inputs;  // outputs of nodes folded above (initializers are constant_input's)
+    for (int s : step.inputs) folded_inputs.push_back(s >= 0 && folded.count(s) > 0);
+    step.op = make_op(node, g, env, scope, step.id, deterministic, std::move(folded_inputs));
     step.implicit = scope.captured_by_current_node();
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : scope.define(out));
     step.fold = deterministic && step.implicit.empty() &&
                 std::all_of(step.inputs.begin(), step.inputs.end(), [&](int s) { return s < 0 || constant.count(s); });
     if (step.fold)
       for (int s : step.outputs)
-        if (s >= 0) constant.insert(s);
+        if (s >= 0) constant.insert(s), folded.insert(s);
     for (int s : step.inputs) use(s, step.index);
     for (int s : step.implicit) use(s, step.index);
     plan->steps.push_back(std::move(step));

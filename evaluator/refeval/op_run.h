@@ -58,6 +58,10 @@ class NodeContext {
   // The initializer input i names when no graph input of that name can replace it: a weight fixed
   // for the session, which an operator may prepare (pack) as it is made. Null otherwise.
   const Initializer* constant_input(size_t i) const;
+  // Whether input i is the output of a node folded at plan time (a node whose inputs are all
+  // constant: a float16 weight's Cast, a DequantizeLinear or Transpose of a weight): the same
+  // tensor on every run, known only once the first run has made it.
+  virtual bool folded_input(size_t) const { return false; }
 
   bool has_attr(const std::string& name) const;
   // Typed attribute access. T is one of: float, double, int64_t, int, bool, std::string,

@@ -286,9 +286,9 @@ std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool tr
 
 ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b) {
   const Initializer* init = ctx.constant_input(input);
-  constant_ = init != nullptr;
+  constant_ = init != nullptr || ctx.folded_input(input);  // a folded one is packed as the first run gives it
   // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
-  if (constant_ && suits(init->value, trans_b)) rhs_ = packed_within_budget(init->value, trans_b);
+  if (init && suits(init->value, trans_b)) rhs_ = packed_within_budget(init->value, trans_b);
 }
 
 bool ConstantRhsCache::suits(const Tensor& b, bool trans_b) {

@@ -120,7 +120,9 @@ void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* 
 
 // An operator's cache of the packed form of its B input, for nodes whose B is an initializer no
 // feed can replace (constant for the session): packed when the operator is made (as ONNX Runtime
-// prepacks its weights when a session is made); get() returns those panels while the node is
+// prepacks its weights when a session is made), or the output of a folded node (a float16 weight's
+// Cast: packed when the first run gives it; 1 x 4096 x 11008 from a float16 weight took 18.6 ms
+// read where it lay, rows N apart, 7 ms packed); get() returns those panels while the node is
 // given that tensor (packing anew, once, if it is given another); null when B is not constant,
 // not a 2-D float, or the CPU's kernels read it as it is (then the op calls gemm() with B).
 // The panels are a second copy of the weight: a float decoder's weights take twice the memory, up

@@ -192,3 +192,27 @@ TEST_CASE("MatMul: an initializer B is packed once, as the session is made, not 
     CHECK(ops::constant_rhs_packs() == before + 1);
   });
 }
+
+TEST_CASE("MatMul: a weight made by a folded node (a float16 weight's Cast) is packed once, at the first run") {
+  testing::for_each_isa([&](Isa) {
+    const int64_t M = 2, K = 96, N = 200;
+    const std::vector<float> wv = random_floats(size_t(K * N), 31);
+    // The float16 weight, and the float one its Cast gives (float16 -> float is exact).
+    std::vector<float16> halves;
+    std::vector<float> widened;
+    for (float v : wv) halves.push_back(float16(v)), widened.push_back(float(halves.back()));
+    const Tensor w16 = Tensor::from_vector<float16>({K, N}, halves), w32 = tensor<float>({K, N}, widened);
+    Graph g = build::graph("g", {node("Cast", {"w16"}, {"w"}, {attr("to", int64_t(DType::Float))}), node("MatMul", {"a", "w"}, {"y"})},
+                           {build::tensor_info_unknown_rank("a", DType::Float)}, {build::tensor_info_unknown_rank("y", DType::Float)},
+                           {{"w16", w16}});
+    auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
+    const uint64_t before = ops::constant_rhs_packs();
+    const bool packs = ops::in_order_avx2_suits() || ops::in_order_avx512_suits();
+    for (int r = 0; r < 3; ++r) {
+      const Tensor a = tensor<float>({M, K}, random_floats(size_t(M * K), 32 + r));
+      const Value y = ev.run({}, {{"a", a}})[0];
+      CHECK(same_bits(y, run_with_weight(node("MatMul", {"a", "b"}, {"y"}), a, w32, false)[0]));  // B fed: read where it lies
+      CHECK(ops::constant_rhs_packs() == before + (packs ? 1 : 0));  // packed by the first run, reused after
+    }
+  });
+}
