@@ -147,9 +147,7 @@ class CompareVerb : public Verb {
       if (per_tensor_)
         for (const ValueDiff& d : diff.values) j["values"].push_back(diff_json(d));
       j["first_difference"] = first ? diff_json(*first) : json(nullptr);
-      std::ofstream out(json_path_);
-      out << j.dump(2) << "\n";
-      if (!out) fail_input(fmt::format("--json: cannot write '{}'", json_path_));
+      write_json(j);
     }
     std::fflush(stdout);
     return equal ? kOk : kCheckFailed;
@@ -164,13 +162,16 @@ class CompareVerb : public Verb {
             ReferenceEvaluator(open_model(b_.path), EvaluatorOptions{&registry(g)})};
   }
 
+  template <class Json>
+  void write_json(const Json& j) const {
+    std::ofstream out(json_path_);
+    out << j.dump(2) << "\n";
+    if (!out) fail_input(fmt::format("--json: cannot write '{}'", json_path_));
+  }
+
   int gate(bool passed, nlohmann::ordered_json j) const {
     j["passed"] = passed;
-    if (!json_path_.empty()) {
-      std::ofstream out(json_path_);
-      out << j.dump(2) << "\n";
-      if (!out) fail_input(fmt::format("--json: cannot write '{}'", json_path_));
-    }
+    if (!json_path_.empty()) write_json(j);
     fmt::print("result: {}\n", passed ? "passed" : "FAILED (a gate was not met)");
     std::fflush(stdout);
     return passed ? kOk : kCheckFailed;

@@ -27,26 +27,21 @@ bool may_write_in_place(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// The names `g` reads without defining them (its inputs, initializers and nodes' outputs).
 void collect_outer_names(const Graph& g, std::set<std::string>& out) {
   std::set<std::string> defined;
   for (const ValueInfo& v : g.inputs) defined.insert(v.name);
   for (const Initializer& i : g.initializers) defined.insert(i.name);
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  };
   for (const Node& n : g.nodes) {
-    for (const std::string& in : n.inputs)
-      if (!in.empty() && !defined.count(in)) out.insert(in);
-    std::set<std::string> nested;
-    for (const Attribute& a : n.attributes) {
-      if (a.g) collect_outer_names(*a.g, nested);
-      for (const auto& body : a.graphs)
-        if (body) collect_outer_names(*body, nested);
-    }
-    for (const std::string& name : nested)
-      if (!defined.count(name)) out.insert(name);
+    for (const std::string& in : n.inputs) read(in);
+    for (const std::string& name : outer_names(n)) read(name);  // a nested body's reads from here or beyond
     for (const std::string& o : n.outputs)
       if (!o.empty()) defined.insert(o);
   }
-  for (const ValueInfo& v : g.outputs)  // a body may return an outer value as it is
-    if (!defined.count(v.name)) out.insert(v.name);
+  for (const ValueInfo& v : g.outputs) read(v.name);  // a body may return an outer value as it is
 }
 
 }  // namespace
@@ -87,22 +82,20 @@ MemoryTimeline live_memory(const std::vector<MemoryNode>& nodes, const NamedByte
     if (auto it = values.find(o); it != values.end()) it->second.graph_output = true, it->second.last_read = n - 1;
 
   MemoryTimeline t;
-  t.live_bytes.assign(size_t(n), 0);
+  if (n == 0) return t;
+  // Each lifetime adds its bytes from its first node and takes them away after its last.
   std::vector<int64_t> delta(size_t(n) + 1, 0);
   for (const auto& [name, life] : values) {
     const int from = std::max(life.produced, 0), to = std::max(life.last_read, from);
-    if (n == 0) break;
     delta[size_t(from)] += life.bytes;
     delta[size_t(to) + 1] -= life.bytes;
   }
   int64_t live = 0;
   for (int i = 0; i < n; ++i) {
     live += delta[size_t(i)];
-    t.live_bytes[size_t(i)] = live + unnamed[size_t(i)];
+    t.live_bytes.push_back(live + unnamed[size_t(i)]);
+    if (t.live_bytes.back() > t.peak_bytes) t.peak_bytes = t.live_bytes.back(), t.peak_index = size_t(i);
   }
-  for (int i = 0; i < n; ++i)
-    if (t.live_bytes[size_t(i)] > t.peak_bytes) t.peak_bytes = t.live_bytes[size_t(i)], t.peak_index = size_t(i);
-  if (n == 0) return t;
 
   auto node_name = [&](int i) { return nodes[size_t(i)].name; };
   const int p = int(t.peak_index);

@@ -17,16 +17,12 @@ struct Side {
   bool emulate;  // the accuracy_level arithmetic while this side runs
   Side(ReferenceEvaluator& ev, const std::string& n, bool e) : name(n), gen(ev, signature(ev, n)), emulate(e) {}
   generate::GenerateResult run(const generate::GenerateOptions& options, const generate::StepHooks& hooks = {}) {
-    const bool before = emulate_accuracy_level();
-    set_emulate_accuracy_level(emulate);
-    try {
-      generate::GenerateResult r = gen.run(options, hooks);
-      set_emulate_accuracy_level(before);
-      return r;
-    } catch (...) {
-      set_emulate_accuracy_level(before);
-      throw;
-    }
+    struct Arithmetic {  // this side's, put back however the run ends
+      bool before = emulate_accuracy_level();
+      explicit Arithmetic(bool on) { set_emulate_accuracy_level(on); }
+      ~Arithmetic() { set_emulate_accuracy_level(before); }
+    } arithmetic(emulate);
+    return gen.run(options, hooks);
   }
   static generate::DecoderSignature signature(ReferenceEvaluator& ev, const std::string& name) {
     try {
