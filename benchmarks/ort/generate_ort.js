@@ -13,6 +13,7 @@ const os = require('os');
 const path = require('path');
 const ort = require('onnxruntime-node');
 const {readNpy} = require('./npy');
+const {stepFeeds} = require('./step_feeds');
 
 function option(args, name, fallback) {
   const i = args.indexOf(name);
@@ -58,26 +59,9 @@ function zeros(type, dims) {
   const lastValid = mask.map(r => r.lastIndexOf(1));
   let ids = rows.flat(), T = L, past = 0;
   const tokens = rows.map(() => []), times = [];
-  const big = a => BigInt64Array.from(a.map(BigInt));
   for (let step = 0; step < newTokens; ++step) {
     const S = step === 0 ? L : 1;
-    const feeds = {...cache, input_ids: new ort.Tensor('int64', big(ids), [B, S])};
-    if (session.inputNames.includes('attention_mask')) feeds.attention_mask = new ort.Tensor('int64', big(mask.flat()), [B, T]);
-    if (session.inputNames.includes('position_ids')) {
-      const pos = [];
-      for (const r of mask) {
-        let c = 0;
-        const all = r.map(v => (c += v, v ? c - 1 : 1));
-        pos.push(...all.slice(T - S));
-      }
-      feeds.position_ids = new ort.Tensor('int64', big(pos), [B, S]);
-    }
-    if (session.inputNames.includes('cache_position')) {
-      const perRow = info('cache_position').shape[0] === info('input_ids').shape[0];
-      const cp = perRow ? new Array(B).fill(past) : Array.from({length: S}, (_, s) => past + s);
-      feeds.cache_position = new ort.Tensor('int64', big(cp), [cp.length]);
-    }
-    if (session.inputNames.includes('use_cache_branch')) feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.from([step > 0 ? 1 : 0]), [1]);
+    const feeds = stepFeeds(session, info, cache, {ids, mask, B, S, T, past, step});
     const t0 = process.hrtime.bigint();
     const out = await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);

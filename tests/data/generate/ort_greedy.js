@@ -14,6 +14,7 @@
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 const {readNpy} = require('../../../benchmarks/ort/npy');
+const {stepFeeds} = require('../../../benchmarks/ort/step_feeds');
 
 function option(args, name, fallback) {
   const i = args.indexOf(name);
@@ -59,27 +60,10 @@ function zeros(type, dims) {
   const lastValid = mask.map(r => r.lastIndexOf(1));
   let ids = rows.flat(), T = L, past = 0;
   const tokens = rows.map(() => []), finished = rows.map(() => false), picked = [];
-  const big = a => BigInt64Array.from(a.map(BigInt));
   let steps = 0;
   for (let step = 0; step < newTokens; ++step) {
     const S = step === 0 ? L : 1;
-    const feeds = {...cache, input_ids: new ort.Tensor('int64', big(ids), [B, S])};
-    if (session.inputNames.includes('attention_mask')) feeds.attention_mask = new ort.Tensor('int64', big(mask.flat()), [B, T]);
-    if (session.inputNames.includes('position_ids')) {
-      const pos = [];
-      for (const r of mask) {
-        let c = 0;
-        const all = r.map(v => (c += v, v ? c - 1 : 1));
-        pos.push(...all.slice(T - S));
-      }
-      feeds.position_ids = new ort.Tensor('int64', big(pos), [B, S]);
-    }
-    if (session.inputNames.includes('cache_position')) {
-      const perRow = info('cache_position').shape[0] === info('input_ids').shape[0];
-      const cp = perRow ? new Array(B).fill(past) : Array.from({length: S}, (_, s) => past + s);
-      feeds.cache_position = new ort.Tensor('int64', big(cp), [cp.length]);
-    }
-    if (session.inputNames.includes('use_cache_branch')) feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.from([step > 0 ? 1 : 0]), [1]);
+    const feeds = stepFeeds(session, info, cache, {ids, mask, B, S, T, past, step});
     const out = await session.run(feeds);
     steps += 1;
     const logits = out.logits, V = logits.dims[logits.dims.length - 1], R = logits.dims.length === 3 ? logits.dims[1] : 1;
