@@ -15,7 +15,8 @@
 // 2304 spent 42% of its time in memmove), and a 6 x 16 tile streams its strip sequentially, kept
 // in L1 while every 6-row group of A passes over it. A B that is never stored whole (a
 // convolution's im2col matrix, PanelSource) is made 256 x 96 at a time in that strip layout, each
-// panel just before the tiles read it.
+// panel just before the tiles read it. A weight whose values are all float16 (bfloat16) is laid
+// out in that type and widened as the tiles load it: half the bytes to read, the same floats.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 
 #include "linalg_common.h"
 #include "refeval/isa.h"
+#include "refeval/narrow_types.h"
 #include "refeval/threads.h"
 
 namespace refeval::ops {
@@ -40,8 +42,17 @@ constexpr int64_t kPackFromRows = 8;  // from this many rows a block of B is pac
 constexpr int64_t kPairDepth = 32;    // four rows' two 2-row groups alternate this often (strips_block)
 constexpr int64_t kStripRowsOnAvx512 = 4;  // products of up to this many rows run here on AVX-512 CPUs too
 
-__attribute__((target("avx2,fma"))) inline __m256i lane_mask(int lanes) {
+__attribute__((target("avx2,fma,f16c"))) inline __m256i lane_mask(int lanes) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Eight values of a strip row as floats: float16 by vcvtph2ps, bfloat16 shifted into a float's high
+// half. A narrow strip is always read whole (packing pads it with zeros); only the store is masked.
+template <class E>
+__attribute__((target("avx2,fma,f16c"))) inline __m256 widen8(const E* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (std::is_same_v<E, float16>) return _mm256_cvtph_ps(h);
+  else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 // Rows [0, R) x columns [0, 8 V) of C; with Masked the last vector holds the lanes `last`
@@ -49,15 +60,21 @@ __attribute__((target("avx2,fma"))) inline __m256i lane_mask(int lanes) {
 // The loop keeps the smaller operand set in registers: R broadcasts of A while V vectors of B
 // stream, or V vectors of B while R broadcasts stream, so 12 sums + min(R, V) + 1 fit the 16
 // registers. With Strips, B is in packed strips (ldb = 16): vectors 2 s and 2 s + 1 of a row come
-// from the strip `strip_stride` floats after the first one's s - 1.
-template <int R, int V, bool Masked, bool Strips>
-__attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
-                                              int64_t strip_stride, float* c, int64_t ldc, __m256i last, bool accumulate) {
+// from the strip `strip_stride` values after the first one's s - 1. E: B's element type (float,
+// or float16 / bfloat16 strips).
+template <int R, int V, bool Masked, bool Strips, class E = float>
+__attribute__((target("avx2,fma,f16c"))) void tile(int64_t K, const float* a, int64_t lda, const E* b, int64_t ldb,
+                                                   int64_t strip_stride, float* c, int64_t ldc, __m256i last,
+                                                   bool accumulate) {
   auto load = [&](const float* p, int v) {
     if constexpr (Masked) return v == V - 1 ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
     else return _mm256_loadu_ps(p);
   };
-  auto column = [&](const float* row, int v) { return Strips ? row + (v >> 1) * strip_stride + 8 * (v & 1) : row + 8 * v; };
+  auto load_b = [&](const E* p, int v) {
+    if constexpr (std::is_same_v<E, float>) return load(p, v);
+    else return widen8(p);
+  };
+  auto column = [&](const E* row, int v) { return Strips ? row + (v >> 1) * strip_stride + 8 * (v & 1) : row + 8 * v; };
   __m256 sum[R][V];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r)
@@ -65,7 +82,7 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
     for (int v = 0; v < V; ++v) sum[r][v] = accumulate ? load(c + r * ldc + 8 * v, v) : _mm256_setzero_ps();
 #pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
-    const float* row = b + k * ldb;
+    const E* row = b + k * ldb;
     if constexpr (Strips && R >= 6) {
 #pragma GCC unroll 6
       for (int v = 0; v < V; v += 2)
@@ -77,14 +94,14 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
       for (int r = 0; r < R; ++r) av[r] = _mm256_broadcast_ss(a + r * lda + k);
 #pragma GCC unroll 12
       for (int v = 0; v < V; ++v) {
-        const __m256 bv = load(column(row, v), v);
+        const __m256 bv = load_b(column(row, v), v);
 #pragma GCC unroll 12
         for (int r = 0; r < R; ++r) sum[r][v] = _mm256_fmadd_ps(av[r], bv, sum[r][v]);
       }
     } else {
       __m256 bv[V];
 #pragma GCC unroll 12
-      for (int v = 0; v < V; ++v) bv[v] = load(column(row, v), v);
+      for (int v = 0; v < V; ++v) bv[v] = load_b(column(row, v), v);
 #pragma GCC unroll 12
       for (int r = 0; r < R; ++r) {
         const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
@@ -102,7 +119,8 @@ __attribute__((target("avx2,fma"))) void tile(int64_t K, const float* a, int64_t
     }
 }
 
-using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, __m256i, bool);
+template <class E>
+using TileFn = void (*)(int64_t, const float*, int64_t, const E*, int64_t, int64_t, float*, int64_t, __m256i, bool);
 
 // Tiles keep 12 sums in registers (R rows x V vectors, R V <= 12): 1 x 12, 2 x 6, 3 x 4, 4 x 3,
 // then 6 x 2 from 5 rows on, so that enough independent chains hide the FMA latency however few
@@ -110,21 +128,22 @@ using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, i
 // strip's first column: there rows go in groups of 6, 3, 2 or 1 (strips_block), whose tiles cover
 // whole strips.
 constexpr int vectors_for(int rows) { return rows >= 5 ? 2 : 12 / rows; }
-template <int R, bool Strips, int... Vs>
-TileFn pick(int vectors, bool masked, std::integer_sequence<int, Vs...>) {
-  TileFn f = nullptr;
-  ((vectors == Vs + 1 ? (f = masked ? tile<R, Vs + 1, true, Strips> : tile<R, Vs + 1, false, Strips>, 0) : 0), ...);
+template <int R, bool Strips, class E, int... Vs>
+TileFn<E> pick(int vectors, bool masked, std::integer_sequence<int, Vs...>) {
+  TileFn<E> f = nullptr;
+  ((vectors == Vs + 1 ? (f = masked ? tile<R, Vs + 1, true, Strips, E> : tile<R, Vs + 1, false, Strips, E>, 0) : 0),
+   ...);
   return f;
 }
-template <bool Strips>
-TileFn tile_for(int rows, int vectors, bool masked) {
+template <bool Strips, class E = float>
+TileFn<E> tile_for(int rows, int vectors, bool masked) {
   switch (rows) {
-    case 1: return pick<1, Strips>(vectors, masked, std::make_integer_sequence<int, 12>());
-    case 2: return pick<2, Strips>(vectors, masked, std::make_integer_sequence<int, 6>());
-    case 3: return pick<3, Strips>(vectors, masked, std::make_integer_sequence<int, 4>());
-    case 4: return pick<4, Strips>(vectors, masked, std::make_integer_sequence<int, 3>());
-    case 5: return pick<5, Strips>(vectors, masked, std::make_integer_sequence<int, 2>());
-    default: return pick<6, Strips>(vectors, masked, std::make_integer_sequence<int, 2>());
+    case 1: return pick<1, Strips, E>(vectors, masked, std::make_integer_sequence<int, 12>());
+    case 2: return pick<2, Strips, E>(vectors, masked, std::make_integer_sequence<int, 6>());
+    case 3: return pick<3, Strips, E>(vectors, masked, std::make_integer_sequence<int, 4>());
+    case 4: return pick<4, Strips, E>(vectors, masked, std::make_integer_sequence<int, 3>());
+    case 5: return pick<5, Strips, E>(vectors, masked, std::make_integer_sequence<int, 2>());
+    default: return pick<6, Strips, E>(vectors, masked, std::make_integer_sequence<int, 2>());
   }
 }
 
@@ -135,14 +154,15 @@ TileFn tile_for(int rows, int vectors, bool masked) {
 // over every strip instead, its slice of A (6 x 256) staying in L1 while the strips come from L2:
 // the order for a panel made per call (gemm_panels), where A (a convolution's weights, up to 512 x
 // 256 per pass in ResNet-18) would otherwise stream from L3 once per strip.
-__attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int64_t lda, int64_t depth, const float* a,
-                                                      const float* bb, int64_t stride, float* c, int64_t n0, int64_t width,
-                                                      bool acc, bool rows_outer = false) {
+template <class E>
+__attribute__((target("avx2,fma,f16c"))) void strips_block(int64_t M, int64_t N, int64_t lda, int64_t depth,
+                                                           const float* a, const E* bb, int64_t stride, float* c,
+                                                           int64_t n0, int64_t width, bool acc, bool rows_outer = false) {
   // Rows [m0, m0 + rows) against columns [j, j + 8 * vectors_for) of the block, k in [k0, k0 + d).
   auto run = [&](int64_t m0, int rows, int64_t j, int64_t k0 = 0, int64_t d = -1) {
     const int64_t strip = std::min<int64_t>(8 * vectors_for(rows), width - j);
     const int vectors = int((strip + 7) / 8);
-    tile_for<true>(rows, vectors, strip % 8 != 0)(d < 0 ? depth : d, a + m0 * lda + k0, lda,
+    tile_for<true, E>(rows, vectors, strip % 8 != 0)(d < 0 ? depth : d, a + m0 * lda + k0, lda,
                                                   bb + j / kStrip * stride + k0 * kStrip, kStrip, stride,
                                                   c + m0 * N + n0 + j, N, lane_mask(int(strip - 8 * (vectors - 1))),
                                                   acc || k0 > 0);
@@ -180,18 +200,25 @@ __attribute__((target("avx2,fma"))) void strips_block(int64_t M, int64_t N, int6
 // many rows the block of B is first copied to a contiguous panel that every row tile then reads,
 // the A tile staying in L1 across the block's strips. With `packed` (pack_in_order_avx2's strips)
 // nothing is copied (strips_block).
-__attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a, const float* b,
-                                                      const float* packed, float* c, bool accumulate, int64_t n0,
-                                                      AlignedVector<float>& panel) {
+__attribute__((target("avx2,fma,f16c"))) void column_block(int64_t M, int64_t N, int64_t K, const float* a,
+                                                           const float* b, PackedStrips packed, float* c,
+                                                           bool accumulate, int64_t n0, AlignedVector<float>& panel) {
   const int64_t width = std::min(kBlockCols, N - n0);
-  const bool pack = !packed && M >= kPackFromRows;
+  const bool pack = !packed.data && M >= kPackFromRows;
   if (pack) panel.resize(size_t(kDepth * width));
   for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
     const int64_t depth = std::min(kDepth, K - k0);
     const bool acc = accumulate || k0 > 0;
-    if (packed) {
-      // row k0 of the block's first strip; kStrip * K floats from one strip to the next
-      strips_block(M, N, K, depth, a + k0, packed + n0 * K + k0 * kStrip, kStrip * K, c, n0, width, acc);
+    if (packed.data) {
+      // row k0 of the block's first strip; kStrip * K values from one strip to the next
+      auto strips = [&](const auto* p) {
+        strips_block(M, N, K, depth, a + k0, p + n0 * K + k0 * kStrip, kStrip * K, c, n0, width, acc);
+      };
+      switch (packed.type) {
+        case StripType::Float: strips(static_cast<const float*>(packed.data)); break;
+        case StripType::Float16: strips(static_cast<const float16*>(packed.data)); break;
+        case StripType::BFloat16: strips(static_cast<const bfloat16*>(packed.data)); break;
+      }
       continue;
     }
     const float* bb = b + k0 * N + n0;
@@ -219,7 +246,7 @@ __attribute__((target("avx2,fma"))) void column_block(int64_t M, int64_t N, int6
 // in 384-byte pieces a page apart. Each element is still one FMA chain over k in order.
 constexpr int64_t kRowBlockCols = 1024;
 template <int M>
-__attribute__((target("avx2,fma"))) void few_rows(int64_t N, int64_t K, const float* a, const float* b, float* c,
+__attribute__((target("avx2,fma,f16c"))) void few_rows(int64_t N, int64_t K, const float* a, const float* b, float* c,
                                                   bool accumulate, int64_t n0) {
   const int64_t width = std::min(kRowBlockCols, N - n0), full = width / 8 * 8;
   alignas(32) float sum[M][kRowBlockCols];
@@ -252,17 +279,37 @@ bool in_order_avx2_takes(int64_t M) {
   return in_order_avx2_suits() || (M <= kStripRowsOnAvx512 && active_isa() == Isa::Avx512);
 }
 
-AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
+PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
   // Strip t (columns 16 t .. 16 t + 15) is K rows of 16 from 16 t K on, so the 96-column block
   // from n0 starts at n0 K. Made on AVX-512 CPUs too, for their few-row products (below).
-  const bool strips_read = in_order_avx2_suits() || active_isa() == Isa::Avx512;
-  return strips_read ? pack_column_blocks(trans_b, K, N, b, kStrip) : AlignedVector<float>();
+  PackedWeight w;
+  if (!in_order_avx2_suits() && active_isa() != Isa::Avx512) return w;
+  w.type = exact_strip_type(b, K * N);
+  if (w.type == StripType::Float) w.wide = pack_column_blocks(trans_b, K, N, b, kStrip);
+  else w.narrow = pack_column_blocks(trans_b, K, N, b, kStrip, w.type);
+  return w;
+}
+
+// bfloat16 first (a test of the low bits), then a round trip through float16 with F16C, 8 at a time.
+__attribute__((target("avx2,fma,f16c"))) StripType exact_strip_type(const float* b, int64_t n) {
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(b);
+  if (std::all_of(bits, bits + n, [](uint32_t x) { return (x & 0xffffu) == 0; })) return StripType::BFloat16;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(b + i);
+    const __m256 back = _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(x), _mm256_castps_si256(back));
+    if (_mm256_movemask_epi8(same) != -1) return StripType::Float;
+  }
+  for (; i < n; ++i)
+    if (detail::float_bits(float(float16(b[i]))) != detail::float_bits(b[i])) return StripType::Float;
+  return StripType::Float16;
 }
 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
-                        const float* packed) {
+                        PackedStrips packed) {
   if (!in_order_avx2_takes(M)) return false;
-  if (M <= 2 && !packed) {
+  if (M <= 2 && !packed.data) {
     parallel_for((N + kRowBlockCols - 1) / kRowBlockCols, 1, [&](int64_t first, int64_t last) {
       for (int64_t block = first; block < last; ++block)
         (M == 1 ? few_rows<1> : few_rows<2>)(N, K, a, b, c, accumulate, block * kRowBlockCols);

@@ -9,6 +9,7 @@
 // On a CPU with AVX-512, OpenBLAS runs its AVX-512 kernels whatever it would pick itself
 // (avx512_blas_chosen): its AVX2 ones sum edge tiles in another order.
 #include "refeval/isa.h"
+#include "refeval/narrow_types.h"
 #include "linalg_common.h"
 
 #include <unistd.h>
@@ -113,7 +114,7 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
 // other path reads b.
 template <class T, class Gemm>
 void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc,
-               const T* packed = nullptr, const T* small_m_blocks = nullptr) {
+               PackedStrips packed = {}, const T* small_m_blocks = nullptr) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
   if (M == 0 || N == 0) return;
   if (K == 0) {
@@ -134,7 +135,7 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
         for (int64_t k = 0; k < K; ++k)
           for (int64_t m = 0; m < M; ++m) at[size_t(m * K + k)] = a[k * M + m];
       }
-      if (tb && !packed) {  // the panels hold B untransposed already
+      if (tb && !packed.data) {  // the panels hold B untransposed already
         bt.resize(size_t(K * N));
         for (int64_t n = 0; n < N; ++n)
           for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = b[n * K + k];
@@ -200,7 +201,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, co
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
   blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
-            b.packed().empty() ? nullptr : b.packed().data(), b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
+            b.packed().strips(), b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
 }
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K) {
   // Below kBlasWork blas_gemm takes Eigen, which a product this small suits better.
@@ -234,19 +235,37 @@ void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const Pan
   });
 }
 
-AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width) {
-  AlignedVector<float> blocks(size_t((N + width - 1) / width * width * K), 0.f);
+namespace {
+template <class E, class Convert>
+AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width, Convert convert) {
+  AlignedVector<E> blocks(size_t((N + width - 1) / width * width * K), E(0));
   for (int64_t n0 = 0; n0 < N; n0 += width) {
-    float* block = blocks.data() + n0 * K;
+    E* block = blocks.data() + n0 * K;
     const int64_t columns = std::min(width, N - n0);
     if (trans_b) {
       for (int64_t j = 0; j < columns; ++j)
-        for (int64_t k = 0; k < K; ++k) block[k * width + j] = b[(n0 + j) * K + k];
+        for (int64_t k = 0; k < K; ++k) block[k * width + j] = convert(b[(n0 + j) * K + k]);
     } else {
-      for (int64_t k = 0; k < K; ++k) std::copy_n(b + k * N + n0, columns, block + k * width);
+      for (int64_t k = 0; k < K; ++k) std::transform(b + k * N + n0, b + k * N + n0 + columns, block + k * width, convert);
     }
   }
   return blocks;
+}
+}  // namespace
+
+AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width) {
+  return column_blocks<float>(trans_b, K, N, b, width, [](float x) { return x; });
+}
+AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width,
+                                          StripType type) {
+  if (type == StripType::BFloat16)
+    return column_blocks<uint16_t>(trans_b, K, N, b, width, [](float x) { return bfloat16(x).bits; });
+  return column_blocks<uint16_t>(trans_b, K, N, b, width, [](float x) { return float16(x).bits; });
+}
+
+PackedStrips PackedWeight::strips() const {
+  if (!narrow.empty()) return {narrow.data(), type};
+  return {wide.empty() ? nullptr : wide.data(), StripType::Float};
 }
 
 std::atomic<uint64_t> g_packs{0};
@@ -260,7 +279,7 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
   g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);
 }
 ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(bytes(), std::memory_order_relaxed); }
-uint64_t ConstantRhs::bytes() const { return uint64_t(packed_.size() + small_m_blocks_.size()) * sizeof(float); }
+uint64_t ConstantRhs::bytes() const { return packed_.bytes() + uint64_t(small_m_blocks_.size()) * sizeof(float); }
 uint64_t constant_rhs_packs() { return g_packs.load(); }
 uint64_t packed_weight_bytes() { return g_packed_bytes.load(); }
 

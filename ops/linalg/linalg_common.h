@@ -23,6 +23,26 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c,
           bool accumulate);
 
+// B laid out in gemm_in_order_avx2's strips of 16 columns (K x 16 each, the last zero-padded: K *
+// N rounded up to 16 values), as float or, when every value of B is a float16 (bfloat16) exactly,
+// in that type: half the bytes for a few-row product to stream, widened as the tiles load them,
+// so the same floats and the same bits. A weight cast from float16 is the common case.
+enum class StripType : uint8_t { Float, Float16, BFloat16 };
+struct PackedStrips {
+  const void* data = nullptr;  // null: B is read where it lies
+  StripType type = StripType::Float;
+};
+struct PackedWeight {
+  AlignedVector<float> wide;      // StripType::Float
+  AlignedVector<uint16_t> narrow;  // the float16 or bfloat16 bits
+  StripType type = StripType::Float;
+  PackedStrips strips() const;
+  uint64_t bytes() const { return wide.size() * sizeof(float) + narrow.size() * sizeof(uint16_t); }
+};
+// The narrowest StripType holding every one of the n floats bit for bit (negative zeros and NaN
+// payloads included).
+StripType exact_strip_type(const float* b, int64_t n);
+
 // c (M x N) = a (M x K) b (K x N), or c += a b, on the small-M AVX-512 kernel
 // (gemm_small_m.cc); false, doing nothing, when the CPU or the shape does not suit it. With
 // `blocks` (pack_small_m's layout of b) it reads B there, each block of 48 columns one stream.
@@ -32,6 +52,9 @@ bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small
 // B (K x N, or stored N x K when trans_b) in blocks of `width` columns: columns w j .. w j + w - 1
 // as K rows of w floats (the last block zero-padded) from w j K on. The kernels' layouts:
 AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width);
+// The same layout in float16 or bfloat16 bits (`type` not Float; b's values must be exact in it).
+AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width,
+                                          StripType type);
 AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);  // gemm_small_m's (48)
 
 // The same contract on CPUs with AVX2 and FMA but without AVX-512, every element one in-order
@@ -39,7 +62,7 @@ AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const floa
 // position-invariant); false, doing nothing, on other CPUs.
 // With `packed` (pack_in_order_avx2's layout of this b) the kernel reads B there and copies nothing.
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
-                        const float* packed = nullptr);
+                        PackedStrips packed = {});
 bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU at every row count
 bool in_order_avx2_takes(int64_t M);  // whether it takes M rows here (AVX-512 CPUs give it few-row products)
 // The portable path's in-order product (gemm_in_order_portable.cc): the same chains, the same bits.
@@ -80,9 +103,9 @@ bool in_order_avx512_suits();  // whether gemm_panels_avx512 runs on this CPU
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K);
 void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);
 
-// B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips of 16 columns (K x 16
-// each, the last zero-padded: K * N rounded up to 16 floats); empty on CPUs the kernel does not run on.
-AlignedVector<float> pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
+// B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips (PackedStrips), in the
+// narrowest exact type; empty on CPUs the kernel does not run on.
+PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
 
 // A constant right operand (a weight), float K x N (stored N x K when trans_b), laid out once as
 // this CPU's kernels read it, so that a product no longer copies or transposes all of B on every
@@ -102,7 +125,7 @@ class ConstantRhs {
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
   const float* data() const { return b_.data<float>(); }
-  const AlignedVector<float>& packed() const { return packed_; }
+  const PackedWeight& packed() const { return packed_; }
   const AlignedVector<float>& small_m_blocks() const { return small_m_blocks_; }
   ~ConstantRhs();
 
@@ -111,7 +134,8 @@ class ConstantRhs {
   bool trans_b_;
   int64_t K_, N_;
   uint64_t bytes() const;  // of the copies made
-  AlignedVector<float> packed_, small_m_blocks_;  // on AVX-512 CPUs a transposed B gets both
+  PackedWeight packed_;
+  AlignedVector<float> small_m_blocks_;  // on AVX-512 CPUs a transposed B gets both
 };
 uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
 uint64_t packed_weight_bytes();  // the bytes of the ConstantRhs copies alive now (refeval/memory_stats.h)

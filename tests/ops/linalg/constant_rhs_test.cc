@@ -61,7 +61,7 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
             const std::vector<float> a = random_floats(size_t(M * K), 1), bv = random_floats(size_t(K * N), 2);
             const Tensor b = tensor<float>(trans_b ? Shape{N, K} : Shape{K, N}, bv);
             const ops::ConstantRhs rhs(b, trans_b);
-            REQUIRE(rhs.packed().size() == (ops::in_order_avx2_suits() || ops::in_order_avx512_suits() ? size_t(K * ((N + 15) / 16 * 16)) : 0));
+            REQUIRE(rhs.packed().bytes() == (ops::in_order_avx2_suits() || ops::in_order_avx512_suits() ? uint64_t(K * ((N + 15) / 16 * 16)) * 4 : 0));
             REQUIRE(rhs.small_m_blocks().size() == (trans_b && ops::in_order_avx512_suits() ? size_t(K * ((N + 47) / 48 * 48)) : 0));
             const std::vector<float> c0 = accumulate ? random_floats(size_t(M * N), 3) : std::vector<float>(size_t(M * N), 0.f);
             std::vector<float> plain = c0;
@@ -80,6 +80,49 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
             }
             set_thread_count(1);
           }
+  });
+}
+
+TEST_CASE("ConstantRhs: a weight of float16 (bfloat16) values is packed in that type and gives gemm()'s bits") {
+  testing::for_each_isa([&](Isa) {
+    const bool strips_read = ops::in_order_avx2_suits() || ops::in_order_avx512_suits();
+    // 517 x 301 and 97 x 771: partial vectors and blocks, several 256-deep passes; rows 1-8 and 13
+    // (every tile height and the 6-row groups before a leftover).
+    for (ops::StripType type : {ops::StripType::Float16, ops::StripType::BFloat16})
+      for (auto [N, K] : {std::pair<int64_t, int64_t>{517, 301}, {97, 771}})
+        for (bool trans_b : {false, true}) {
+          CAPTURE(int(type));
+          CAPTURE(N);
+          CAPTURE(K);
+          CAPTURE(trans_b);
+          // The values a float16 (bfloat16) weight widens to, with a negative zero and the type's
+          // extremes: float16's subnormals and largest finite, bfloat16's tiny and huge exponents.
+          std::vector<float> bv = random_floats(size_t(K * N), 40);
+          for (float& x : bv) x = type == ops::StripType::Float16 ? float(float16(x)) : float(bfloat16(x));
+          bv[0] = -0.f;
+          bv[1] = type == ops::StripType::Float16 ? 65504.f : float(bfloat16(1e38f));
+          bv[2] = type == ops::StripType::Float16 ? float(float16::from_bits(0x0001)) : float(bfloat16(1e-38f));
+          const ops::ConstantRhs rhs(tensor<float>(trans_b ? Shape{N, K} : Shape{K, N}, bv), trans_b);
+          CHECK(ops::exact_strip_type(bv.data(), int64_t(bv.size())) == type);
+          CHECK(rhs.packed().bytes() == (strips_read ? uint64_t(K * ((N + 15) / 16 * 16)) * 2 : 0));
+          for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 13}) {
+            CAPTURE(M);
+            const std::vector<float> a = random_floats(size_t(M * K), 41);
+            const std::vector<float> c0 = random_floats(size_t(M * N), 42);
+            std::vector<float> plain = c0, packed = c0;
+            ops::gemm(false, trans_b, M, N, K, a.data(), bv.data(), plain.data(), true);
+            ops::gemm(false, M, a.data(), rhs, packed.data(), true);
+            CHECK(same_bits(packed, plain));
+            if (ops::in_order_avx2_takes(M) && M * N * K >= (int64_t(1) << 18))  // (Eigen takes smaller ones)
+              CHECK(same_bits(packed, fma_chains(M, N, K, a, bv, trans_b, c0)));
+          }
+        }
+    // One value off the type's grid and the weight stays float.
+    std::vector<float> bv(64 * 48, 0.5f);
+    bv[100] = 0.1f;
+    CHECK(ops::exact_strip_type(bv.data(), int64_t(bv.size())) == ops::StripType::Float);
+    bv[100] = 0.5f + 1.f / 2048;  // a bfloat16 neither, but a float16
+    CHECK(ops::exact_strip_type(bv.data(), int64_t(bv.size())) == ops::StripType::Float16);
   });
 }
 
