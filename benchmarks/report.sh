@@ -5,8 +5,8 @@
 #   benchmarks/report.sh [BUILD_DIR]     (REPEAT, ROUNDS and each script's own variables pass
 #                                         through; each section states what it used)
 # Run it on a quiet machine: the file is only replaced when every benchmark succeeded. To add a
-# benchmark, add "title|script relative to benchmarks/" to the list; the script gets BUILD_DIR as
-# its argument and prints markdown on stdout.
+# benchmark, add "title|script relative to benchmarks/" to the list (VAR=value words before the
+# script set its variables); the script gets BUILD_DIR as its argument and prints markdown on stdout.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
@@ -15,6 +15,7 @@ out=$here/RESULTS.md
 
 benchmarks=(
   "Few-row float products (a decode step's weight streaming) against ONNX Runtime, one thread|gemv/sweep.sh"
+  "Float16 weights (a float16 weight cast to float before the product) against ONNX Runtime, one thread|KINDS=f16 SHAPES=4 SEED=2 gemv/sweep.sh"
   "Decode steps of held-out decoders against ONNX Runtime|llm/decode_heldout.sh"
   "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
   "The HTML viewer at LLM scale|show/scale.sh"
@@ -39,9 +40,12 @@ trap 'rm -f "$tmp"' EXIT
   echo "- refeval: $commit"
 } >"$tmp"
 for entry in "${benchmarks[@]}"; do
-  IFS='|' read -r title script <<<"$entry"
-  echo "report.sh: $script" >&2
-  { echo; echo "## $title"; echo; echo "\`benchmarks/$script\`"; echo; "$here/$script" "$build"; } >>"$tmp"
+  IFS='|' read -r title command <<<"$entry"
+  read -ra words <<<"$command"
+  settings=("${words[@]:0:${#words[@]}-1}") script=${words[-1]}
+  echo "report.sh: $command" >&2
+  { echo; echo "## $title"; echo; echo "\`${settings[*]}${settings:+ }benchmarks/$script\`"; echo
+    env "${settings[@]}" "$here/$script" "$build"; } >>"$tmp"
 done
 cp "$tmp" "$out"
 echo "report.sh: wrote $out" >&2
