@@ -4,11 +4,12 @@ float32 initializer, and its input X.npy, for benchmarks/gemv/sweep.sh. Kinds:
   matmul  MatMul(X, W), W stored (K, N) float32
   gemm    Gemm(X, W, transB=1), W stored (N, K) float32
   f16     MatMul(X, Cast(W16, to=float)), W16 stored (K, N) float16 (half the bytes on disk)
+  half    MatMul(X16, W16) in float16 (a float16 model's layer): X, W and Y float16
 --draw COUNT instead prints COUNT shapes "MxKxN", one a line, from a generator seeded by --seed: M in
 {1, 2, 4, 8}, K and N log-uniform in [256, 160000], every other shape's K and N odd and the rest
 multiples of 64, both scaled down together when the float32 weight would exceed --max-mb MiB.
 Needs Debian's python3-onnx and numpy.
-Usage: make_gemv.py OUT_DIR --M 1 --K 4096 --N 11008 [--kind matmul|gemm|f16] [--seed 0]
+Usage: make_gemv.py OUT_DIR --M 1 --K 4096 --N 11008 [--kind matmul|gemm|f16|half] [--seed 0]
        make_gemv.py --draw 12 [--seed 1] [--max-mb 1024]"""
 import argparse
 import math
@@ -23,7 +24,7 @@ p.add_argument("out", nargs="?")
 p.add_argument("--M", type=int, default=1)
 p.add_argument("--K", type=int, default=768)
 p.add_argument("--N", type=int, default=768)
-p.add_argument("--kind", choices=["matmul", "gemm", "f16"], default="matmul")
+p.add_argument("--kind", choices=["matmul", "gemm", "f16", "half"], default="matmul")
 p.add_argument("--seed", type=int, default=None, help="weights' seed (default 0) or --draw's (default 1)")
 p.add_argument("--draw", type=int, metavar="COUNT", help="print COUNT random shapes instead")
 p.add_argument("--max-mb", type=float, default=1024, help="--draw: largest float32 weight, MiB")
@@ -58,6 +59,10 @@ if a.kind == "f16":
     inits = [numpy_helper.from_array(w.astype(np.float16), "W16")]
     nodes = [helper.make_node("Cast", ["W16"], ["W"], to=TensorProto.FLOAT),
              helper.make_node("MatMul", ["X", "W"], ["Y"])]
+elif a.kind == "half":
+    inits = [numpy_helper.from_array(w.astype(np.float16), "W")]
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["Y"])]
+    x = x.astype(np.float16)
 elif a.kind == "gemm":
     inits = [numpy_helper.from_array(w, "W")]
     nodes = [helper.make_node("Gemm", ["X", "W"], ["Y"], transB=1)]
@@ -65,8 +70,9 @@ else:
     inits = [numpy_helper.from_array(w, "W")]
     nodes = [helper.make_node("MatMul", ["X", "W"], ["Y"])]
 del w
-graph = helper.make_graph(nodes, "gemv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [a.M, a.K])],
-                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [a.M, a.N])], inits)
+io = TensorProto.FLOAT16 if a.kind == "half" else TensorProto.FLOAT
+graph = helper.make_graph(nodes, "gemv", [helper.make_tensor_value_info("X", io, [a.M, a.K])],
+                          [helper.make_tensor_value_info("Y", io, [a.M, a.N])], inits)
 model = helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)])
 out = pathlib.Path(a.out)
 out.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,10 @@
 # Shapes MxKxN: the named ones below (FILTER, an extended regex, keeps those it matches; random
 # ones are not filtered), then SHAPES drawn by make_gemv.py --draw from SEED: M in {1, 2, 4, 8}, K
 # and N log-uniform in [256, 160000], every other one odd, the weight at most MAX_MB MiB. KINDS
-# (space-separated): matmul (MatMul, W (K, N)), gemm (Gemm transB=1, W (N, K)), f16 (a float16 W
-# widened by Cast before the MatMul; its weight bytes are the float16 ones). The models are kept
-# in REFEVAL_BENCH_DIR/gemv (about 6 GB for the default sweep). Needs Debian's python3-onnx and
+# (separated by spaces or commas): matmul (MatMul, W (K, N)), gemm (Gemm transB=1, W (N, K)), f16
+# (a float16 W widened by Cast before the MatMul), half (MatMul in float16: X, W and Y); the
+# weight bytes of f16 and half are the float16 ones. The models are kept in
+# REFEVAL_BENCH_DIR/gemv (about 6 GB for the default sweep). Needs Debian's python3-onnx and
 # numpy, a C compiler with OpenMP, and npm (onnxruntime-node into benchmarks/ort on first use).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +28,7 @@ work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}/gemv
 repeat=${REPEAT:-20}
 rounds=${ROUNDS:-3}
 threads=${THREADS:-1}
-read -ra kinds <<<"${KINDS:-matmul}"
+IFS=", " read -ra kinds <<<"${KINDS:-matmul}"
 mkdir -p "$work"
 ensure_ort
 
@@ -77,7 +78,7 @@ for entry in "${shapes[@]}"; do
     dir=$work/$kind-$shape
     [[ -f $dir/model.onnx ]] || /usr/bin/python3 "$here/gemv/make_gemv.py" "$dir" --M "$M" --K "$K" --N "$N" --kind "$kind"
     bytes=$((K * N * 4))
-    if [[ $kind == f16 ]]; then bytes=$((K * N * 2)); fi
+    if [[ $kind == f16 || $kind == half ]]; then bytes=$((K * N * 2)); fi
     ort=() ours=() ratio=()
     for ((r = 0; r < rounds; ++r)); do
       ort+=("$(cd "$here/ort" && ORT_LEVEL=disabled ORT_THREADS=$threads node bench_ort.js "$dir/model.onnx" "$repeat" "X=$dir/X.npy" | cut -d' ' -f1)")

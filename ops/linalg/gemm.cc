@@ -62,21 +62,29 @@ class Gemm : public OpRun {
       std::vector<C> prod(size_t(M * N));
       if constexpr (std::is_floating_point_v<C>) {
         std::vector<C> wa, wb;
-        const C *pa, *pb;
+        const C* pa = nullptr;
         if constexpr (is_narrow_float_v<T>) {
           wa.assign(size_t(a.size()), C{});
-          wb.assign(size_t(b.size()), C{});
           for (size_t i = 0; i < wa.size(); ++i) wa[i] = C(a.data<T>()[i]);
-          for (size_t i = 0; i < wb.size(); ++i) wb[i] = C(b.data<T>()[i]);
-          pa = wa.data(), pb = wb.data();
+          pa = wa.data();
         } else {
-          pa = a.data<T>(), pb = b.data<T>();
+          pa = a.data<T>();
         }
         bool done = false;
-        if constexpr (std::is_same_v<T, float>) {
+        if constexpr (std::is_same_v<C, float>) {  // float, float16 and bfloat16 weights
           if (auto packed = weight_.get(b, trans_b_)) gemm(trans_a_, M, pa, *packed, prod.data(), false), done = true;
         }
-        if (!done) gemm(trans_a_, trans_b_, M, N, K, pa, pb, prod.data(), false);
+        if (!done) {
+          const C* pb = nullptr;
+          if constexpr (is_narrow_float_v<T>) {
+            wb.assign(size_t(b.size()), C{});
+            for (size_t i = 0; i < wb.size(); ++i) wb[i] = C(b.data<T>()[i]);
+            pb = wb.data();
+          } else {
+            pb = b.data<T>();
+          }
+          gemm(trans_a_, trans_b_, M, N, K, pa, pb, prod.data(), false);
+        }
       } else {
         gemm_loop(trans_a_, trans_b_, M, N, K, a.data<T>(), b.data<T>(), prod.data(), false);
       }
@@ -102,7 +110,7 @@ class Gemm : public OpRun {
  private:
   float alpha_, beta_;
   bool trans_a_, trans_b_;
-  ConstantRhsCache weight_;  // a float initializer B, packed once
+  ConstantRhsCache weight_;  // a float, float16 or bfloat16 initializer B, packed once
 };
 
 }  // namespace

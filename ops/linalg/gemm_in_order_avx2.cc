@@ -290,6 +290,14 @@ PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float*
   return w;
 }
 
+PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const uint16_t* b, StripType type) {
+  PackedWeight w;
+  if (!in_order_avx2_suits() && active_isa() != Isa::Avx512) return w;
+  w.type = type;
+  w.narrow = pack_column_blocks(trans_b, K, N, b, kStrip);
+  return w;
+}
+
 // bfloat16 first (a test of the low bits), then a round trip through float16 with F16C, 8 at a time.
 __attribute__((target("avx2,fma,f16c"))) StripType exact_strip_type(const float* b, int64_t n) {
   const uint32_t* bits = reinterpret_cast<const uint32_t*>(b);

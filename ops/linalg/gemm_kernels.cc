@@ -200,6 +200,13 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, co
   blas_gemm(cblas_dgemm, ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
+  if (b.narrow()) {
+    if (active_isa() != Isa::Generic && M * b.N() * b.K() >= kBlasWork && in_order_avx2_takes(M))
+      return blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, static_cast<const float*>(nullptr), c, acc,
+                       b.packed().strips());
+    const std::vector<float> wide = b.widened();
+    return blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, wide.data(), c, acc);
+  }
   blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
             b.packed().strips(), b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
 }
@@ -236,8 +243,8 @@ void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const Pan
 }
 
 namespace {
-template <class E, class Convert>
-AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width, Convert convert) {
+template <class E, class S, class Convert>
+AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const S* b, int64_t width, Convert convert) {
   AlignedVector<E> blocks(size_t((N + width - 1) / width * width * K), E(0));
   for (int64_t n0 = 0; n0 < N; n0 += width) {
     E* block = blocks.data() + n0 * K;
@@ -262,6 +269,9 @@ AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, c
     return column_blocks<uint16_t>(trans_b, K, N, b, width, [](float x) { return bfloat16(x).bits; });
   return column_blocks<uint16_t>(trans_b, K, N, b, width, [](float x) { return float16(x).bits; });
 }
+AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const uint16_t* b, int64_t width) {
+  return column_blocks<uint16_t>(trans_b, K, N, b, width, [](uint16_t x) { return x; });
+}
 
 PackedStrips PackedWeight::strips() const {
   if (!narrow.empty()) return {narrow.data(), type};
@@ -273,13 +283,22 @@ std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against p
 
 ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
     : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
-      packed_(pack_in_order_avx2(trans_b, K_, N_, b.data<float>())) {
-  if (trans_b && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
+      packed_(b.dtype() == DType::Float ? pack_in_order_avx2(trans_b, K_, N_, b.data<float>())
+                                        : pack_in_order_avx2(trans_b, K_, N_, static_cast<const uint16_t*>(b.raw_data()),
+                                                             b.dtype() == DType::Float16 ? StripType::Float16
+                                                                                         : StripType::BFloat16)) {
+  if (!narrow() && trans_b && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
   g_packs.fetch_add(1, std::memory_order_relaxed);
   g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);
 }
 ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(bytes(), std::memory_order_relaxed); }
 uint64_t ConstantRhs::bytes() const { return packed_.bytes() + uint64_t(small_m_blocks_.size()) * sizeof(float); }
+std::vector<float> ConstantRhs::widened() const {
+  std::vector<float> w(size_t(b_.size()));
+  if (b_.dtype() == DType::Float16) std::transform(b_.data<float16>(), b_.data<float16>() + w.size(), w.begin(), [](float16 x) { return float(x); });
+  else std::transform(b_.data<bfloat16>(), b_.data<bfloat16>() + w.size(), w.begin(), [](bfloat16 x) { return float(x); });
+  return w;
+}
 uint64_t constant_rhs_packs() { return g_packs.load(); }
 uint64_t packed_weight_bytes() { return g_packed_bytes.load(); }
 
@@ -297,7 +316,7 @@ uint64_t packing_budget() {
 std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b) {
   // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
   const uint64_t copies = trans_b && in_order_avx512_suits() ? 2 : 1;  // strips, and the transposed B's blocks
-  if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.size()) * sizeof(float) > packing_budget())
+  if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.nbytes()) > packing_budget())
     return nullptr;
   return std::make_shared<const ConstantRhs>(b, trans_b);
 }
@@ -311,8 +330,8 @@ ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool tr
 }
 
 bool ConstantRhsCache::suits(const Tensor& b, bool trans_b) {
-  return b.dtype() == DType::Float && b.rank() == 2 && b.size() > 0 &&
-         (in_order_avx2_suits() || in_order_avx512_suits());
+  const bool type = b.dtype() == DType::Float || b.dtype() == DType::Float16 || b.dtype() == DType::BFloat16;
+  return type && b.rank() == 2 && b.size() > 0 && (in_order_avx2_suits() || in_order_avx512_suits());
 }
 
 std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {

@@ -52,9 +52,11 @@ bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small
 // B (K x N, or stored N x K when trans_b) in blocks of `width` columns: columns w j .. w j + w - 1
 // as K rows of w floats (the last block zero-padded) from w j K on. The kernels' layouts:
 AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width);
-// The same layout in float16 or bfloat16 bits (`type` not Float; b's values must be exact in it).
+// The same layout in float16 or bfloat16 bits (`type` not Float; b's values must be exact in it),
+// and of a float16 or bfloat16 B's bits as they are.
 AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width,
                                           StripType type);
+AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const uint16_t* b, int64_t width);
 AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);  // gemm_small_m's (48)
 
 // The same contract on CPUs with AVX2 and FMA but without AVX-512, every element one in-order
@@ -106,8 +108,10 @@ void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSou
 // B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips (PackedStrips), in the
 // narrowest exact type; empty on CPUs the kernel does not run on.
 PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
+PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const uint16_t* b, StripType type);
 
-// A constant right operand (a weight), float K x N (stored N x K when trans_b), laid out once as
+// A constant right operand (a weight), float, float16 or bfloat16, K x N (stored N x K when
+// trans_b), laid out once as
 // this CPU's kernels read it, so that a product no longer copies or transposes all of B on every
 // call: in the in-order AVX2 kernel's panels (packed(); made on AVX-512 CPUs too, which run few-row
 // products on that kernel); on AVX-512 CPUs, when trans_b, also in the AVX-512 small-M kernel's blocks (small_m_blocks(); a 1 x 1024 x 1000 classifier Gemm with transB took
@@ -124,7 +128,9 @@ class ConstantRhs {
   bool trans_b() const { return trans_b_; }
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
+  bool narrow() const { return b_.dtype() != DType::Float; }  // float16 or bfloat16: packed() only
   const float* data() const { return b_.data<float>(); }
+  std::vector<float> widened() const;  // a narrow B's values as floats
   const PackedWeight& packed() const { return packed_; }
   const AlignedVector<float>& small_m_blocks() const { return small_m_blocks_; }
   ~ConstantRhs();
@@ -139,7 +145,9 @@ class ConstantRhs {
 };
 uint64_t constant_rhs_packs();  // ConstantRhs objects made so far, so a test can tell no run packs
 uint64_t packed_weight_bytes();  // the bytes of the ConstantRhs copies alive now (refeval/memory_stats.h)
-// c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...).
+// c (M x N) = op(a) B (+ c when accumulate), as gemm(trans_a, b.trans_b(), M, b.N(), b.K(), ...)
+// with B's values as floats (a narrow B's strips where the in-order kernel takes the product, else
+// B widened for the call, as the uncached path does).
 void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* c, bool accumulate);
 
 // An operator's cache of the packed form of its B input, for nodes whose B is an initializer no
@@ -148,7 +156,8 @@ void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* 
 // Cast: packed when the first run gives it; 1 x 4096 x 11008 from a float16 weight took 18.6 ms
 // read where it lay, rows N apart, 7 ms packed); get() returns those panels while the node is
 // given that tensor (packing anew, once, if it is given another); null when B is not constant,
-// not a 2-D float, or the CPU's kernels read it as it is (then the op calls gemm() with B).
+// not a 2-D float, float16 or bfloat16, or the CPU's kernels read it as it is (then the op calls
+// gemm() with B).
 // The panels are a second copy of the weight: a float decoder's weights take twice the memory, up
 // to a process-wide budget (REFEVAL_PACK_BUDGET_MB, default a quarter of physical memory); past it
 // get() returns null and the weight is packed per call, as without the cache.

@@ -1,6 +1,7 @@
 // MatMul: numpy matmul (1-D promotion, batch broadcasting). float and double run on gemm()
-// (linalg_common.h) over the tensor data, a float 2-D initializer B through its packed form
-// (ConstantRhsCache); float16 and bfloat16 compute in float; integers use a plain loop.
+// (linalg_common.h) over the tensor data, a 2-D initializer B through its packed form
+// (ConstantRhsCache); float16 and bfloat16 compute in float (a constant B read from its float16
+// strips, not widened on every call); integers use a plain loop.
 #include "linalg_common.h"
 
 #include "refeval/registry.h"
@@ -46,7 +47,17 @@ class MatMul : public OpRun {
     Tensor y = Tensor::uninitialized(a.dtype(), s.out);  // every path below writes all of it (K = 0 writes zeros)
     if (a.size() > 0) {
       if (auto packed = weight_.get(b, false)) {  // a 2-D weight: every row of A in one product
-        gemm(false, a.size() / s.K, a.data<float>(), *packed, y.data<float>(), false);
+        const int64_t rows = a.size() / s.K;
+        if (a.dtype() == DType::Float) {
+          gemm(false, rows, a.data<float>(), *packed, y.data<float>(), false);
+          return {y};
+        }
+        visit<TypeList<float16, bfloat16>>(a.dtype(), [&]<class T>() {
+          const auto wa = widen<T>(a);
+          std::vector<float> wy(size_t(y.size()));
+          gemm(false, rows, wa.data(), *packed, wy.data(), false);
+          std::transform(wy.begin(), wy.end(), y.data<T>(), [](float v) { return T(v); });
+        });
         return {y};
       }
     }

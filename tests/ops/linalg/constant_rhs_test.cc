@@ -5,6 +5,7 @@
 // computed one element at a time) for every row count: the GEMV-like one and two rows, the tiles
 // below and above the 8 rows from which B used to be copied, odd K and N (partial vectors, the
 // last 96-column block, a second 256-deep pass), B transposed or not, accumulating or not.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -142,11 +143,11 @@ namespace {
 
 // One node with A fed and B an initializer (the cached path) or fed too (the uncached path).
 Values run_with_weight(const Node& n, const Tensor& a, const Tensor& b, bool b_initializer, int runs = 1) {
-  std::vector<ValueInfo> inputs{build::tensor_info_unknown_rank("a", DType::Float)};
+  std::vector<ValueInfo> inputs{build::tensor_info_unknown_rank("a", a.dtype())};
   std::vector<Initializer> inits;
   if (b_initializer) inits.push_back({"b", b});
-  else inputs.push_back(build::tensor_info_unknown_rank("b", DType::Float));
-  Graph g = build::graph("g", {n}, inputs, {build::tensor_info_unknown_rank("y", DType::Float)}, inits);
+  else inputs.push_back(build::tensor_info_unknown_rank("b", b.dtype()));
+  Graph g = build::graph("g", {n}, inputs, {build::tensor_info_unknown_rank("y", a.dtype())}, inits);
   auto ev = ReferenceEvaluator::from_graph(g, {{"", 21}});
   std::map<std::string, Value> feeds{{"a", a}};
   if (!b_initializer) feeds["b"] = b;
@@ -176,6 +177,40 @@ TEST_CASE("MatMul and Gemm with an initializer B: the same bits as with B fed, o
       const Tensor a2 = tensor<float>({M, K}, random_floats(size_t(M * K), 9));
       const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1)), attr("alpha", 0.5f)});
       CHECK(same_bits(run_with_weight(gemm, a2, bt, true, 3)[0], run_with_weight(gemm, a2, bt, false)[0]));
+    }
+  });
+}
+
+TEST_CASE("MatMul and Gemm in float16 and bfloat16 with an initializer B: packed once, the same bits as with B fed") {
+  // A float16 model's weights: read from their float16 strips instead of widened on every call.
+  testing::for_each_isa([&](Isa) {
+    const int64_t K = 301, N = 517;
+    auto narrow = [](DType type, Shape shape, unsigned seed) {
+      const std::vector<float> v = random_floats(size_t(shape[0] * shape[1] * (shape.size() > 2 ? shape[2] : 1)), seed);
+      if (type == DType::Float16) {
+        std::vector<float16> h(v.size());
+        std::transform(v.begin(), v.end(), h.begin(), [](float x) { return float16(x); });
+        return tensor<float16>(shape, h);
+      }
+      std::vector<bfloat16> h(v.size());
+      std::transform(v.begin(), v.end(), h.begin(), [](float x) { return bfloat16(x); });
+      return tensor<bfloat16>(shape, h);
+    };
+    for (DType type : {DType::Float16, DType::BFloat16}) {
+      CAPTURE(int(type));
+      const Tensor b = narrow(type, {K, N}, 50), bt = narrow(type, {N, K}, 51);
+      for (int64_t M : {1, 2, 4, 7, 33}) {
+        CAPTURE(M);
+        const Node matmul = node("MatMul", {"a", "b"}, {"y"});
+        const Tensor a3 = narrow(type, {1, M, K}, 52);
+        const uint64_t before = ops::constant_rhs_packs();
+        const Value cached = run_with_weight(matmul, a3, b, true, 3)[0];
+        CHECK(ops::constant_rhs_packs() == before + (ops::in_order_avx2_suits() || ops::in_order_avx512_suits() ? 1 : 0));
+        CHECK(same_bits(cached, run_with_weight(matmul, a3, b, false)[0]));
+        const Tensor a2 = narrow(type, {M, K}, 53);
+        const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1)), attr("alpha", 0.5f)});
+        CHECK(same_bits(run_with_weight(gemm, a2, bt, true, 3)[0], run_with_weight(gemm, a2, bt, false)[0]));
+      }
     }
   });
 }
