@@ -263,12 +263,6 @@ AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const S* b, i
 AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width) {
   return column_blocks<float>(trans_b, K, N, b, width, [](float x) { return x; });
 }
-AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width,
-                                          StripType type) {
-  if (type == StripType::BFloat16)
-    return column_blocks<uint16_t>(trans_b, K, N, b, width, [](float x) { return bfloat16(x).bits; });
-  return column_blocks<uint16_t>(trans_b, K, N, b, width, [](float x) { return float16(x).bits; });
-}
 AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const uint16_t* b, int64_t width) {
   return column_blocks<uint16_t>(trans_b, K, N, b, width, [](uint16_t x) { return x; });
 }
@@ -295,8 +289,9 @@ ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(bytes(), std::memory_orde
 uint64_t ConstantRhs::bytes() const { return packed_.bytes() + uint64_t(small_m_blocks_.size()) * sizeof(float); }
 std::vector<float> ConstantRhs::widened() const {
   std::vector<float> w(size_t(b_.size()));
-  if (b_.dtype() == DType::Float16) std::transform(b_.data<float16>(), b_.data<float16>() + w.size(), w.begin(), [](float16 x) { return float(x); });
-  else std::transform(b_.data<bfloat16>(), b_.data<bfloat16>() + w.size(), w.begin(), [](bfloat16 x) { return float(x); });
+  auto widen = [&]<class T>(const T* p) { std::transform(p, p + w.size(), w.begin(), [](T x) { return float(x); }); };
+  if (b_.dtype() == DType::Float16) widen(b_.data<float16>());
+  else widen(b_.data<bfloat16>());
   return w;
 }
 uint64_t constant_rhs_packs() { return g_packs.load(); }

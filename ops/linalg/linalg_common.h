@@ -40,8 +40,8 @@ struct PackedWeight {
   uint64_t bytes() const { return wide.size() * sizeof(float) + narrow.size() * sizeof(uint16_t); }
 };
 // The narrowest StripType holding every one of the n floats bit for bit (negative zeros and NaN
-// payloads included).
-StripType exact_strip_type(const float* b, int64_t n);
+// payloads included); with `bits`, a narrow type's bits of the n values are written there.
+StripType exact_strip_type(const float* b, int64_t n, std::vector<uint16_t>* bits = nullptr);
 
 // c (M x N) = a (M x K) b (K x N), or c += a b, on the small-M AVX-512 kernel
 // (gemm_small_m.cc); false, doing nothing, when the CPU or the shape does not suit it. With
@@ -52,10 +52,7 @@ bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small
 // B (K x N, or stored N x K when trans_b) in blocks of `width` columns: columns w j .. w j + w - 1
 // as K rows of w floats (the last block zero-padded) from w j K on. The kernels' layouts:
 AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width);
-// The same layout in float16 or bfloat16 bits (`type` not Float; b's values must be exact in it),
-// and of a float16 or bfloat16 B's bits as they are.
-AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width,
-                                          StripType type);
+// The same layout of a float16 or bfloat16 B's bits.
 AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const uint16_t* b, int64_t width);
 AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);  // gemm_small_m's (48)
 
