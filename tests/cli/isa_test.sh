@@ -32,6 +32,9 @@ for isa in "${runnable[@]}"; do
     bash -c "'$refeval' --isa $isa -q test '$data/optimize/hf_llama_opset17' --rtol 0 --atol 1e-4 >/dev/null"
   check "[$isa] int4 GenAI decoder (MatMulNBits): ONNX Runtime's outputs" \
     bash -c "'$refeval' --isa $isa -q test '$data/ort/decoders_genai' --rtol 1e-3 --atol 1e-4 >/dev/null"
+  check "[$isa] float16 and bfloat16 weights, float16 models: ONNX Runtime's outputs" \
+    bash -c "'$refeval' --isa $isa -q test '$data/ort/half_weights' --rtol 1e-5 --atol 1e-6 >/dev/null &&
+             '$refeval' --isa $isa -q test '$data/ort/half_models' --rtol 2e-3 --atol 5e-4 >/dev/null"
   check "[$isa] light model zoo (ResNet-50, SqueezeNet, ...): reference outputs" \
     bash -c "'$refeval' --isa $isa -q test '$shared/onnx-backend-tests/light' --expected-failures '$source_dir/tests/conformance/expected_failures.txt' >/dev/null"
   "$refeval" --isa "$isa" -q run "$data/optimize/hf_gpt2_opset17/model.onnx" --inputs "$data/optimize/hf_gpt2_opset17/test_data_set_2" \
