@@ -1,9 +1,10 @@
 // Gemm: Y = alpha * op(A) * op(B) + beta * C, with op = transpose when transA / transB is set and
 // C broadcast unidirectionally to (M, N) (optional from version 11). float and double run on
-// gemm() (a float initializer B through its packed form, ConstantRhsCache); float16 and
-// bfloat16 compute in float; integers use a wrapping loop.
+// gemm() (an initializer B through its packed form, ConstantRhsCache); float16 and bfloat16
+// compute in float (a constant B read from its packed float16 strips); integers use a wrapping loop.
 #include "linalg_common.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -61,30 +62,20 @@ class Gemm : public OpRun {
       using C = compute_t<T>;
       std::vector<C> prod(size_t(M * N));
       if constexpr (std::is_floating_point_v<C>) {
+        // A narrow operand's values widened into `copy`; a float or double one read in place.
+        auto values = [](const Tensor& t, std::vector<C>& copy) -> const C* {
+          if constexpr (!is_narrow_float_v<T>) return t.data<T>();
+          copy.resize(size_t(t.size()));
+          std::transform(t.data<T>(), t.data<T>() + t.size(), copy.begin(), [](T x) { return C(x); });
+          return copy.data();
+        };
         std::vector<C> wa, wb;
-        const C* pa = nullptr;
-        if constexpr (is_narrow_float_v<T>) {
-          wa.assign(size_t(a.size()), C{});
-          for (size_t i = 0; i < wa.size(); ++i) wa[i] = C(a.data<T>()[i]);
-          pa = wa.data();
-        } else {
-          pa = a.data<T>();
-        }
+        const C* pa = values(a, wa);
         bool done = false;
         if constexpr (std::is_same_v<C, float>) {  // float, float16 and bfloat16 weights
           if (auto packed = weight_.get(b, trans_b_)) gemm(trans_a_, M, pa, *packed, prod.data(), false), done = true;
         }
-        if (!done) {
-          const C* pb = nullptr;
-          if constexpr (is_narrow_float_v<T>) {
-            wb.assign(size_t(b.size()), C{});
-            for (size_t i = 0; i < wb.size(); ++i) wb[i] = C(b.data<T>()[i]);
-            pb = wb.data();
-          } else {
-            pb = b.data<T>();
-          }
-          gemm(trans_a_, trans_b_, M, N, K, pa, pb, prod.data(), false);
-        }
+        if (!done) gemm(trans_a_, trans_b_, M, N, K, pa, values(b, wb), prod.data(), false);
       } else {
         gemm_loop(trans_a_, trans_b_, M, N, K, a.data<T>(), b.data<T>(), prod.data(), false);
       }
