@@ -15,7 +15,7 @@ out=$here/RESULTS.md
 
 benchmarks=(
   "Few-row float products (a decode step's weight streaming) against ONNX Runtime, one thread|gemv/sweep.sh"
-  "Float16 weights against ONNX Runtime, one thread: cast to float before the product (f16), and a float16 model's MatMul (half)|KINDS=f16,half SHAPES=4 SEED=2 gemv/sweep.sh"
+  "Gemm with transB and float16 weights against ONNX Runtime, one thread: Gemm with W stored (N, K) (gemm), a float16 W cast to float before the MatMul (f16), a float16 model's MatMul (half)|KINDS=gemm,f16,half SHAPES=4 SEED=2 gemv/sweep.sh"
   "Decode steps of held-out decoders against ONNX Runtime|llm/decode_heldout.sh"
   "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
   "The HTML viewer at LLM scale|show/scale.sh"
