@@ -5,8 +5,9 @@
 # ORT (ort/bench_ort.js, graph optimizations disabled, T intra-op threads), alternated in ROUNDS
 # rounds: times are the medians over rounds of each round's median, the ratio the median of each
 # round's refeval / ORT. Each product's weight bandwidth (weight bytes / time) is set beside this
-# machine's read bandwidth, measured in the same run (gemv/read_bandwidth.c: a 1 GiB float32 array
-# summed on T threads, best of 3). Prints a Markdown table and a last line with the worst ratio and
+# machine's read bandwidth, measured in each of the product's rounds (gemv/read_bandwidth.c: a 1
+# GiB float32 array summed on T threads, best of 3; the row shows the median): on a shared machine
+# the bandwidth drifts by 20% within minutes, so one figure at the start would misjudge later rows. Prints a Markdown table and a last line with the worst ratio and
 # the worst bandwidth fraction among weights of 64 MiB or more (smaller ones sit partly in cache).
 #   benchmarks/gemv/sweep.sh [BUILD_DIR]     (REPEAT=20, ROUNDS=3, THREADS=1, SHAPES=12, SEED=1,
 #                                             MAX_MB=1024, FILTER=regex, KINDS="matmul",
@@ -55,7 +56,6 @@ while read -r s; do shapes+=("$s drawn"); done \
 
 bw_exe=$work/read_bandwidth
 [[ $bw_exe -nt $here/gemv/read_bandwidth.c ]] || cc -O3 -march=native -fopenmp "$here/gemv/read_bandwidth.c" -o "$bw_exe"
-bandwidth=$("$bw_exe" "$threads")
 
 refeval_ms() {  # refeval_ms DIR -> median ms of REPEAT runs
   local out t
@@ -65,11 +65,11 @@ refeval_ms() {  # refeval_ms DIR -> median ms of REPEAT runs
   echo "$t"
 }
 
-echo "Read bandwidth: $bandwidth GB/s (a 1 GiB float32 array summed on $threads thread(s), best of 3)." \
-  "refeval and ORT on $threads thread(s), medians of $repeat runs over $rounds alternated rounds."
+echo "refeval and ORT on $threads thread(s), medians of $repeat runs over $rounds alternated rounds; read bw: a 1 GiB" \
+  "float32 array summed on $threads thread(s), best of 3, in each round (the median of the rounds)."
 echo
-echo "| shape MxKxN | kind | from | weight MiB | refeval ms | ORT ms | refeval GB/s | of read bw | ORT GB/s | refeval/ORT |"
-echo "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"
+echo "| shape MxKxN | kind | from | weight MiB | refeval ms | ORT ms | read bw GB/s | refeval GB/s | of read bw | ORT GB/s | of read bw | refeval/ORT |"
+echo "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 summary=()
 for entry in "${shapes[@]}"; do
   read -r shape from <<<"$entry"
@@ -79,15 +79,17 @@ for entry in "${shapes[@]}"; do
     [[ -f $dir/model.onnx ]] || /usr/bin/python3 "$here/gemv/make_gemv.py" "$dir" --M "$M" --K "$K" --N "$N" --kind "$kind"
     bytes=$((K * N * 4))
     if [[ $kind == f16 || $kind == half ]]; then bytes=$((K * N * 2)); fi
-    ort=() ours=() ratio=()
+    ort=() ours=() ratio=() bws=()
     for ((r = 0; r < rounds; ++r)); do
+      bws+=("$("$bw_exe" "$threads")")
       ort+=("$(cd "$here/ort" && ORT_LEVEL=disabled ORT_THREADS=$threads node bench_ort.js "$dir/model.onnx" "$repeat" "X=$dir/X.npy" | cut -d' ' -f1)")
       ours+=("$(refeval_ms "$dir")")
       ratio+=("$(awk -v a="${ours[r]}" -v o="${ort[r]}" 'BEGIN { print a / o }')")
     done
     row=$(awk -v s="$shape" -v k="$kind" -v f="$from" -v b="$bytes" -v a="$(median "${ours[@]}")" -v o="$(median "${ort[@]}")" \
-              -v q="$(median "${ratio[@]}")" -v bw="$bandwidth" 'BEGIN {
-      printf "| %s | %s | %s | %.1f | %.3f | %.3f | %.1f | %.2f | %.1f | %.2f |", s, k, f, b / 2^20, a, o, b / a / 1e6, b / a / 1e6 / bw, b / o / 1e6, q }')
+              -v q="$(median "${ratio[@]}")" -v bw="$(median "${bws[@]}")" 'BEGIN {
+      printf "| %s | %s | %s | %.1f | %.3f | %.3f | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f |", s, k, f, b / 2^20, a, o, bw,
+        b / a / 1e6, b / a / 1e6 / bw, b / o / 1e6, b / o / 1e6 / bw, q }')
     echo "$row"
     if ((bytes >= 64 << 20)); then summary+=("$row"); fi
   done
@@ -95,10 +97,16 @@ done
 echo
 if ((${#summary[@]})); then
   printf "%s\n" "${summary[@]}" | awk -F' *\\| *' '
-    { name = $2 " " $3 }
-    NR == 1 || $11 > worst { worst = $11; wn = name }
-    NR == 1 || $9 < frac { frac = $9; fn = name }
-    END { printf "Weights of 64 MiB or more (%d): worst refeval/ORT %.2f (%s), worst fraction of read bandwidth %.2f (%s).\n", NR, worst, wn, frac, fn }'
+    { name = $2 " " $3; split($2, mkn, "x"); m = mkn[1] }
+    NR == 1 || $13 > worst { worst = $13; wn = name }
+    !(m in low) || $10 < low[m] { low[m] = $10; ln[m] = name }
+    END {
+      printf "Weights of 64 MiB or more (%d): worst refeval/ORT %.2f (%s); lowest fraction of read bandwidth by rows:", NR, worst, wn
+      sep = ""
+      for (r = 1; r <= 4096; ++r)
+        if (r in low) { printf "%s M = %d: %.2f (%s)", sep, r, low[r], ln[r]; sep = ";" }
+      print "."
+    }'
 else
   echo "No weight of 64 MiB or more in this sweep."
 fi
