@@ -210,6 +210,9 @@ TEST_CASE("MatMul and Gemm in float16 and bfloat16 with an initializer B: packed
         const Tensor a2 = narrow(type, {M, K}, 53);
         const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1)), attr("alpha", 0.5f)});
         CHECK(same_bits(run_with_weight(gemm, a2, bt, true, 3)[0], run_with_weight(gemm, a2, bt, false)[0]));
+        const Tensor at = narrow(type, {K, M}, 54);  // A stored transposed
+        const Node gemm_ta = node("Gemm", {"a", "b"}, {"y"}, {attr("transA", int64_t(1))});
+        CHECK(same_bits(run_with_weight(gemm_ta, at, b, true, 2)[0], run_with_weight(gemm_ta, at, b, false)[0]));
       }
     }
   });
