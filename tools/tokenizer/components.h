@@ -30,6 +30,16 @@ bool bool_field(const json& j, const char* key, const std::string& where, bool d
 int64_t int_field(const json& j, const char* key, const std::string& where, const std::optional<int64_t>& dflt = std::nullopt);
 // j[key], which must be an array (or an object when `object` is set).
 const json& container_field(const json& j, const char* key, const std::string& where, bool object = false);
+// A "Sequence" step's list j[key], each made by make(item, "WHERE.KEY[i]"); null steps are left out.
+template <class Step, class Make>
+std::vector<std::unique_ptr<Step>> sequence_steps(const json& j, const char* key, const std::string& where,
+                                                  const std::string& at, Make make) {
+  const json& list = container_field(j, key, at);
+  std::vector<std::unique_ptr<Step>> steps;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (auto step = make(list[i], where + "." + key + "[" + std::to_string(i) + "]")) steps.push_back(std::move(step));
+  return steps;
+}
 
 // A Replace/Split "pattern": {"String": "..."} (literal) or {"Regex": "..."} (Oniguruma).
 class Pattern {

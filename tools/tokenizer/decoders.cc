@@ -194,15 +194,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, where);
   const std::string at = fmt::format("{} ({})", where, type);
-  if (type == "Sequence") {
-    const json& list = container_field(j, "decoders", at);
-    std::vector<std::unique_ptr<Decoder>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      auto d = make_decoder(list[i], fmt::format("{}.decoders[{}]", where, i));
-      if (d) steps.push_back(std::move(d));
-    }
-    return std::make_unique<Sequence>(std::move(steps));
-  }
+  if (type == "Sequence") return std::make_unique<Sequence>(sequence_steps<Decoder>(j, "decoders", where, at, make_decoder));
   if (type == "ByteLevel") return std::make_unique<ByteLevel>();
   if (type == "ByteFallback") return std::make_unique<ByteFallback>();
   if (type == "Fuse") return std::make_unique<Fuse>();

@@ -147,15 +147,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, where);
   const std::string at = fmt::format("{} ({})", where, type);
-  if (type == "Sequence") {
-    const json& list = container_field(j, "normalizers", at);
-    std::vector<std::unique_ptr<Normalizer>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      auto n = make_normalizer(list[i], fmt::format("{}.normalizers[{}]", where, i));
-      if (n) steps.push_back(std::move(n));
-    }
-    return std::make_unique<Sequence>(std::move(steps));
-  }
+  if (type == "Sequence") return std::make_unique<Sequence>(sequence_steps<Normalizer>(j, "normalizers", where, at, make_normalizer));
   if (type == "NFC") return std::make_unique<UnicodeForm>(NormalForm::NFC);
   if (type == "NFD") return std::make_unique<UnicodeForm>(NormalForm::NFD);
   if (type == "NFKC") return std::make_unique<UnicodeForm>(NormalForm::NFKC);

@@ -86,15 +86,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j, const std::str
   if (type == "BertProcessing" || type == "RobertaProcessing")
     return std::make_unique<Around>(std::vector<int64_t>{token_pair_id(j, "cls", at)}, std::vector<int64_t>{token_pair_id(j, "sep", at)});
   if (type == "ByteLevel") return std::make_unique<Identity>();  // it trims offsets only, which refeval does not report
-  if (type == "Sequence") {
-    const json& list = container_field(j, "processors", at);
-    std::vector<std::unique_ptr<PostProcessor>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      auto p = make_post_processor(list[i], fmt::format("{}.processors[{}]", where, i));
-      if (p) steps.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(steps));
-  }
+  if (type == "Sequence") return std::make_unique<Sequence>(sequence_steps<PostProcessor>(j, "processors", where, at, make_post_processor));
   fail_at(where, fmt::format("post_processor type '{}' is not supported (supported: TemplateProcessing, BertProcessing, "
                              "RobertaProcessing, ByteLevel, Sequence)",
                              type));

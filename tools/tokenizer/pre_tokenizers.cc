@@ -126,15 +126,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, where);
   const std::string at = fmt::format("{} ({})", where, type);
-  if (type == "Sequence") {
-    const json& list = container_field(j, "pretokenizers", at);
-    std::vector<std::unique_ptr<PreTokenizer>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      auto p = make_pre_tokenizer(list[i], fmt::format("{}.pretokenizers[{}]", where, i));
-      if (p) steps.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(steps));
-  }
+  if (type == "Sequence") return std::make_unique<Sequence>(sequence_steps<PreTokenizer>(j, "pretokenizers", where, at, make_pre_tokenizer));
   if (type == "ByteLevel") return std::make_unique<ByteLevel>(bool_field(j, "add_prefix_space", at, true), bool_field(j, "use_regex", at, true));
   if (type == "Split")
     return std::make_unique<Split>(Pattern::from_json(container_field(j, "pattern", at, true), at), behavior_field(j, at, "Isolated"),
