@@ -201,7 +201,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, co
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
   if (b.narrow()) {
-    if (active_isa() != Isa::Generic && M * b.N() * b.K() >= kBlasWork && in_order_avx2_takes(M))
+    // blas_gemm's first branches: Eigen below kBlasWork, the portable path, then the in-order AVX2
+    // kernel wherever it takes M rows, which alone reads the packed strips instead of B.
+    const bool strips_read = M * b.N() * b.K() >= kBlasWork && active_isa() != Isa::Generic && in_order_avx2_takes(M);
+    if (strips_read)
       return blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, static_cast<const float*>(nullptr), c, acc,
                        b.packed().strips());
     const std::vector<float> wide = b.widened();
