@@ -16,12 +16,12 @@ oracle sees a near-tie (two largest values within 1e-4 in a row of a or b); the 
 names and "mode" equal; with --set-names (the --input-set folders, in order), worst_set names the
 folder of the lowest SNR (not checked where every set gives inf). Prints one line per figure; exits 1 if any is off."""
 import argparse
-import json
 import math
 import os
-import sys
 
 import numpy as np
+
+from oracle_checks import Checks, finish
 
 
 def figures(dir_a, dir_b):
@@ -60,12 +60,8 @@ def number(v):
 
 
 def check(oracle, got, set_names):
-    bad = []
-
-    def line(name, ok, text):
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {text}")
-        if not ok:
-            bad.append(name)
+    checks = Checks()
+    line = checks.line
 
     line("mode", got.get("mode") == "data", f"refeval {got.get('mode')}")
     line("sets", got.get("sets") == oracle["sets"], f"oracle {oracle['sets']}, refeval {got.get('sets')}")
@@ -81,14 +77,11 @@ def check(oracle, got, set_names):
         v, w = number(r.get("snr_db_min")), o["snr_db_min"]
         line(f"{n} snr_db_min", (v == w == math.inf) or abs(v - w) <= 0.01, f"oracle {w:.6g} dB, refeval {r.get('snr_db_min')}")
         v = number(r.get("top1_agreement"))
-        apart = round(abs(v - o["top1_agreement"]) * o["rows"]) if not math.isnan(v) else None
-        ok = apart == 0 or (apart == 1 and o["min_gap"] < 1e-4)
-        note = f" (one row apart: a near-tie, smallest top-2 gap {o['min_gap']:.3g})" if apart == 1 and ok else ""
-        line(f"{n} top1_agreement", ok, f"oracle {o['top1_agreement']:.9g} of {o['rows']} rows, refeval {r.get('top1_agreement')}{note}")
+        checks.top1(f"{n} top1_agreement", o["top1_agreement"], None if math.isnan(v) else v, o["rows"], o["min_gap"], "row")
         if set_names and o["snr_db_min"] != math.inf:
             want = set_names[o["worst_set"]]
             line(f"{n} worst_set", r.get("worst_set") == want, f"oracle {want}, refeval {r.get('worst_set')}")
-    return bad
+    return checks.bad
 
 
 def main():
@@ -100,16 +93,7 @@ def main():
     p.add_argument("--json")
     a = p.parse_args()
     oracle = figures(a.out_a, a.out_b)
-    print("oracle:", json.dumps(oracle))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(oracle, f, indent=1)
-    if a.refeval:
-        with open(a.refeval) as f:
-            bad = check(oracle, json.load(f), a.set_names)
-        if bad:
-            print("differs from the oracle:", ", ".join(bad))
-            sys.exit(1)
+    finish(oracle, a.json, a.refeval, lambda got: check(oracle, got, a.set_names))
 
 
 if __name__ == "__main__":

@@ -24,11 +24,11 @@ may flip its argmax; the note says so), top5_overlap within one member at one po
 (windows, context, tokens) and first_divergence equal. Prints one line per figure; exits 1 if any is
 off."""
 import argparse
-import json
 import math
-import sys
 
 import numpy as np
+
+from oracle_checks import Checks, finish
 
 
 def log_softmax(x):
@@ -71,12 +71,8 @@ def first_divergence(ids_a, ids_b):
 
 
 def check(oracle, kl, min_gap, got):
-    bad = []
-
-    def line(name, ok, text):
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {text}")
-        if not ok:
-            bad.append(name)
+    checks = Checks()
+    line = checks.line
 
     def rel(name, tol):
         o, r = oracle[name], got.get(name)
@@ -97,12 +93,8 @@ def check(oracle, kl, min_gap, got):
                                        and kl[flat] >= 0.999 * oracle["kl_max"])
     line("kl_max_at", ok, f"oracle {oracle['kl_max_at']}, refeval {at}")
     T = oracle["tokens"]
-    o, r = oracle["top1_agreement"], got.get("top1_agreement")
-    apart = round(abs(r - o) * T) if isinstance(r, (int, float)) else None
-    near_tie = min_gap < 1e-4
-    ok = apart == 0 or (apart == 1 and near_tie)
-    note = f" (one position apart: the oracle sees a near-tie, smallest top-2 gap {min_gap:.3g})" if apart == 1 and near_tie else ""
-    line("top1_agreement", ok, f"oracle {o:.9g} ({round(o * T)} of {T}), refeval {r}{note}")
+    r = got.get("top1_agreement")
+    checks.top1("top1_agreement", oracle["top1_agreement"], r if isinstance(r, (int, float)) else None, T, min_gap, "position")
     o, r = oracle["top5_overlap"], got.get("top5_overlap")
     line("top5_overlap", isinstance(r, (int, float)) and abs(r - o) <= 1 / (5 * T) + 1e-12, f"oracle {o:.9g}, refeval {r}")
     if "generate" in oracle:
@@ -110,7 +102,7 @@ def check(oracle, kl, min_gap, got):
         line("generate.steps", g.get("steps") == oracle["generate"]["steps"], f"oracle {oracle['generate']['steps']}, refeval {g.get('steps')}")
         line("generate.first_divergence", g.get("first_divergence") == oracle["generate"]["first_divergence"],
              f"oracle {oracle['generate']['first_divergence']}, refeval {g.get('first_divergence')}")
-    return bad
+    return checks.bad
 
 
 def main():
@@ -128,16 +120,7 @@ def main():
     if a.ids:
         ids_a, ids_b = np.load(a.ids[0]), np.load(a.ids[1])
         oracle["generate"] = {"steps": int(ids_a.shape[1]), "first_divergence": first_divergence(ids_a, ids_b)}
-    print("oracle:", json.dumps(oracle))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(oracle, f, indent=1)
-    if a.refeval:
-        with open(a.refeval) as f:
-            bad = check(oracle, kl, min_gap, json.load(f))
-        if bad:
-            print("differs from the oracle:", ", ".join(bad))
-            sys.exit(1)
+    finish(oracle, a.json, a.refeval, lambda got: check(oracle, kl, min_gap, got))
 
 
 if __name__ == "__main__":
