@@ -4,12 +4,12 @@
 // compute in float (a constant B read from its packed float16 strips); integers use a wrapping loop.
 #include "linalg_common.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "refeval/compute_vector.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -65,8 +65,7 @@ class Gemm : public OpRun {
         // A narrow operand's values widened into `copy`; a float or double one read in place.
         auto values = [](const Tensor& t, std::vector<C>& copy) -> const C* {
           if constexpr (!is_narrow_float_v<T>) return t.data<T>();
-          copy.resize(size_t(t.size()));
-          std::transform(t.data<T>(), t.data<T>() + t.size(), copy.begin(), [](T x) { return C(x); });
+          copy = to_compute<C>(t);
           return copy.data();
         };
         std::vector<C> wa, wb;

@@ -8,8 +8,8 @@
 //
 // On a CPU with AVX-512, OpenBLAS runs its AVX-512 kernels whatever it would pick itself
 // (avx512_blas_chosen): its AVX2 ones sum edge tiles in another order.
+#include "refeval/compute_vector.h"
 #include "refeval/isa.h"
-#include "refeval/narrow_types.h"
 #include "linalg_common.h"
 
 #include <unistd.h>
@@ -290,13 +290,7 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
 }
 ConstantRhs::~ConstantRhs() { g_packed_bytes.fetch_sub(bytes(), std::memory_order_relaxed); }
 uint64_t ConstantRhs::bytes() const { return packed_.bytes() + uint64_t(small_m_blocks_.size()) * sizeof(float); }
-std::vector<float> ConstantRhs::widened() const {
-  std::vector<float> w(size_t(b_.size()));
-  auto widen = [&]<class T>(const T* p) { std::transform(p, p + w.size(), w.begin(), [](T x) { return float(x); }); };
-  if (b_.dtype() == DType::Float16) widen(b_.data<float16>());
-  else widen(b_.data<bfloat16>());
-  return w;
-}
+std::vector<float> ConstantRhs::widened() const { return to_compute<float>(b_); }
 uint64_t constant_rhs_packs() { return g_packs.load(); }
 uint64_t packed_weight_bytes() { return g_packed_bytes.load(); }
 

@@ -4,19 +4,11 @@
 // strips, not widened on every call); integers use a plain loop.
 #include "linalg_common.h"
 
+#include "refeval/compute_vector.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
 namespace {
-
-// The storage type's values, widened to float for narrow floats (a copy only in that case).
-template <class T>
-std::vector<compute_t<T>> widen(const Tensor& t) {
-  std::vector<compute_t<T>> v(size_t(t.size()));
-  const T* p = t.data<T>();
-  for (size_t i = 0; i < v.size(); ++i) v[i] = compute_t<T>(p[i]);
-  return v;
-}
 
 template <class C>
 void batched(const MatMulShape& s, const C* a, const C* b, C* c) {
@@ -50,24 +42,19 @@ class MatMul : public OpRun {
         const int64_t rows = a.size() / s.K;
         if (a.dtype() == DType::Float) {
           gemm(false, rows, a.data<float>(), *packed, y.data<float>(), false);
-          return {y};
-        }
-        visit<TypeList<float16, bfloat16>>(a.dtype(), [&]<class T>() {
-          const auto wa = widen<T>(a);
+        } else {  // float16 or bfloat16: A widened, Y rounded once
           std::vector<float> wy(size_t(y.size()));
-          gemm(false, rows, wa.data(), *packed, wy.data(), false);
-          std::transform(wy.begin(), wy.end(), y.data<T>(), [](float v) { return T(v); });
-        });
+          gemm(false, rows, to_compute<float>(a).data(), *packed, wy.data(), false);
+          write_compute(y, wy);
+        }
         return {y};
       }
     }
     visit<Types>(a.dtype(), [&]<class T>() {
       if constexpr (is_narrow_float_v<T>) {
-        const auto wa = widen<T>(a), wb = widen<T>(b);
         std::vector<float> wy(size_t(y.size()));
-        batched<float>(s, wa.data(), wb.data(), wy.data());
-        T* py = y.data<T>();
-        for (size_t i = 0; i < wy.size(); ++i) py[i] = T(wy[i]);
+        batched<float>(s, to_compute<float>(a).data(), to_compute<float>(b).data(), wy.data());
+        write_compute(y, wy);
       } else {
         batched<T>(s, a.data<T>(), b.data<T>(), y.data<T>());
       }
