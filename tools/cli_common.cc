@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 #include <regex>
+#include <set>
 
 #include <unistd.h>
 
@@ -155,6 +156,39 @@ Tensor filled(DType dtype, const Shape& shape, const std::string& text, const st
   return t;
 }
 
+// What a decoder's or encoder's position and mask inputs mean (docs/cli/README.md, "Generated
+// inputs"): random ids there index past the end of a rotary table sliced to the sequence length, or
+// hide every key. A generated integer or bool input named as a mask (`attention_mask`,
+// `encoder_attention_mask`) is all ones; one named `position_ids` or `cache_position` counts the
+// positions of the new tokens after the past, the past being the mask's length minus the
+// sequence's (0 without a mask).
+void give_roles(const Graph& g, const std::set<std::string>& generated, std::map<std::string, Value>& feeds) {
+  auto is_mask = [](const std::string& n) { return n.find("attention_mask") != std::string::npos; };
+  auto is_position = [](const std::string& n) { return n.find("position_ids") != std::string::npos || n == "cache_position"; };
+  auto generated_integers = [&](const ValueInfo* vi) {
+    if (!generated.count(vi->name) || !feeds.at(vi->name).is_tensor()) return false;
+    const DType t = feeds.at(vi->name).tensor().dtype();
+    return t == DType::Bool || is_integer_dtype(t);
+  };
+  int64_t mask_length = -1;
+  for (const ValueInfo* vi : g.feed_inputs()) {
+    if (!is_mask(vi->name) || !generated_integers(vi)) continue;
+    const Tensor& t = feeds.at(vi->name).tensor();
+    if (vi->name == "attention_mask" && t.rank() >= 1) mask_length = t.shape().back();
+    feeds[vi->name] = Value(filled(t.dtype(), t.shape(), "1", vi->name));
+  }
+  for (const ValueInfo* vi : g.feed_inputs()) {
+    if (!is_position(vi->name) || !generated_integers(vi)) continue;
+    Tensor t = feeds.at(vi->name).tensor();
+    if (t.dtype() == DType::Bool || t.rank() == 0 || t.shape().back() == 0) continue;
+    const int64_t length = t.shape().back(), past = mask_length > length ? mask_length - length : 0;
+    visit<Ints>(t.dtype(), [&]<class T>() {
+      for (int64_t i = 0; i < t.size(); ++i) t.data<T>()[i] = T(past + i % length);
+    });
+    feeds[vi->name] = Value(std::move(t));
+  }
+}
+
 }  // namespace
 
 Model open_model(const std::string& path) {
@@ -204,8 +238,10 @@ std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const Inpu
     fills[name] = value;
   }
   std::mt19937_64 rng(opt.seed);
+  std::set<std::string> generated;
   for (const ValueInfo* vi : g.feed_inputs()) {
     if (feeds.count(vi->name)) continue;
+    if (!fills.count(vi->name)) generated.insert(vi->name);
     const Shape shape = concrete_shape(vi->name, vi->type, dims);
     if (vi->type.dtype == DType::Undefined) fail_input(fmt::format("input '{}' has no element type; give it with --input", vi->name));
     auto f = fills.find(vi->name);
@@ -217,6 +253,7 @@ std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const Inpu
       const ValueInfo* vi = g.find_input(name);
       feeds[name] = filled(vi->type.dtype, concrete_shape(name, vi->type, dims), value, name);
     }
+  give_roles(g, generated, feeds);
   return feeds;
 }
 

@@ -21,11 +21,12 @@ std::string megabytes(uint64_t bytes) { return fmt::format("{:.1f} MB", double(b
 class OptimizeVerb : public Verb {
  public:
   void setup(CLI::App* sub) override {
-    sub->add_option("model", in_, "the .onnx model")->required();
-    sub->add_option("-o,--output", out_, "OUT.onnx: the optimized model")->required();
+    // Required unless --list-passes, which needs neither (checked in execute()).
+    sub->add_option("model", in_, "the .onnx model");
+    sub->add_option("-o,--output", out_, "OUT.onnx: the optimized model");
     sub->add_option("--level", level_, "basic, extended or all (default all)");
     sub->add_option("--model-type", model_type_,
-                    "bert, vit, clip, t5, bart, whisper, gpt2 or llama: checked against what the graph shows (a warning when it does not fit); "
+                    "bert, vit, clip, t5, bart, whisper, gpt2, llama, phi or gpt_neox: checked against what the graph shows (a warning when it does not fit); "
                     "no fusion depends on it");
     sub->add_option("--target", target_, "ort (com.microsoft fused operators, default) or onnx (standard operators of opset 23)");
     sub->add_option("--only", only_, "PASS,...: run only these passes (and dead-code removal)");
@@ -34,6 +35,7 @@ class OptimizeVerb : public Verb {
     sub->add_flag("--verify", verify_, "check the output against the input with the evaluator (exit 3 if not equivalent)");
     sub->add_flag("--verify-each", verify_each_, "check after every pass that changed the model; name the first that broke it");
     sub->add_flag("--list-passes", list_, "print the pass names and exit");
+    sub->add_option("--shuffle-passes", shuffle_seed_, "SEED: run each level's passes in an order drawn from SEED (the result must not change)");
     sub->add_flag("--explain", explain_, "per pass, the candidates found and fused, and why each other candidate was not fused");
     // Looser than check-fusion's atol (1e-7): a 12-layer float model's outputs near zero differ by
     // ~1e-6 between float decompositions and fused kernels that compute in double.
@@ -48,6 +50,8 @@ class OptimizeVerb : public Verb {
       for (const std::string& p : pass_names()) fmt::print("{}\n", p);
       return kOk;
     }
+    if (in_.empty()) fail_usage("model is required");
+    if (out_.empty()) fail_usage("--output is required");
     const Model original = open_model(in_);
     OptimizeOptions options;
     options.level = parse_level(level_);
@@ -55,6 +59,7 @@ class OptimizeVerb : public Verb {
     for (const std::string& p : split_list(only_)) options.only.insert(p);
     for (const std::string& p : split_list(disable_)) options.disable.insert(p);
     if (opset_) options.opset = opset_;
+    if (shuffle_seed_) options.shuffle_seed = *shuffle_seed_;
     options.explain = explain_;
     options.target = target_;
     check_.repeat = 1;
@@ -120,6 +125,7 @@ class OptimizeVerb : public Verb {
  private:
   std::string in_, out_, level_ = "all", model_type_, only_, disable_, target_ = "ort";
   int64_t opset_ = 0;
+  std::optional<uint64_t> shuffle_seed_;
   bool verify_ = false, verify_each_ = false, list_ = false, explain_ = false;
   fusion::CheckOptions check_;
   InputOptions inputs_;

@@ -74,6 +74,12 @@ while read -r folder family type layers opset; do
         check "$tag: at most $((layers * 7 + 12)) nodes ($(nodes_after "$dir.log"))" test "$(nodes_after "$dir.log")" -le $((layers * 7 + 12)) ;;
       roberta)  # positions from the padding mask's cumsum stay outside the fused embedding
         check "$tag: one EmbedLayerNormalization" test "$(count "$dir.log" EmbedLayerNormalization)" -eq 1 ;;
+      albert)  # one layer's weights for every layer: what the fusions make from them is made once too
+        check "$tag: one EmbedLayerNormalization" test "$(count "$dir.log" EmbedLayerNormalization)" -eq 1
+        read -r before after < <(grep -oE 'initializers: [0-9]+ \([0-9.]+ MB\) -> [0-9]+ \([0-9.]+ MB\)' "$dir.log" | grep -oE '[0-9.]+ MB' | tr -d ' MB' | tr '\n' ' ')
+        check "$tag: shared weights stay shared ($before MB -> $after MB)" awk "BEGIN { exit !($after <= $before) }"
+        packed=$("$refeval" show "$dir/model.onnx" --format text | grep -oE 'Attention[^(]*\("[^"]*", "[^"]*"' | awk -F'"' '{print $4}' | sort -u | wc -l)
+        check "$tag: one packed q/k/v weight for the $layers layers ($packed)" test "$packed" -eq 1 ;;
       distilbert)
         check "$tag: one EmbedLayerNormalization" test "$(count "$dir.log" EmbedLayerNormalization)" -eq 1
         check "$tag: at most $((layers * 7 + 11)) nodes ($(nodes_after "$dir.log"))" test "$(nodes_after "$dir.log")" -le $((layers * 7 + 11)) ;;

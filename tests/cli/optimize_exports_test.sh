@@ -80,12 +80,19 @@ while read -r folder family past opset; do
         [[ $target == ort ]] || continue
         check "$folder: detected as $family" grep -q "model type $family (detected: " "$work/out"
         check "$folder: no Softmax left" test "$(count Softmax)" -eq 0
-        check "$folder: attention fused in both layers" test "$(sum Attention MultiHeadAttention)" -eq 2
-        if [[ $family == gpt2 ]]; then
-          check "$folder: 5 LayerNorm-family nodes" test "$(sum LayerNormalization SkipLayerNormalization)" -eq 5
-          check "$folder: no Tanh left" test "$(count Tanh)" -eq 0
-        else
-          check "$folder: 5 RMSNorm-family nodes" test "$(sum SimplifiedLayerNormalization SkipSimplifiedLayerNormalization)" -eq 5
+        case $family in
+          bart) check "$folder: self- and cross-attention fused in both layers (cross K/V given as past)" test "$(count MultiHeadAttention)" -eq 4
+            check "$folder: 7 LayerNorm-family nodes" test "$(sum EmbedLayerNormalization SkipLayerNormalization LayerNormalization)" -eq 7 ;;
+          *) check "$folder: attention fused in both layers" test "$(sum Attention MultiHeadAttention)" -eq 2 ;;
+        esac
+        case $family in
+          gpt2) check "$folder: 5 LayerNorm-family nodes" test "$(sum LayerNormalization SkipLayerNormalization)" -eq 5
+            check "$folder: no Tanh left" test "$(count Tanh)" -eq 0 ;;
+          llama) check "$folder: 5 RMSNorm-family nodes" test "$(sum SimplifiedLayerNormalization SkipSimplifiedLayerNormalization)" -eq 5 ;;
+          phi) check "$folder: one norm a layer and the final one (3 LayerNorm-family nodes)" test "$(sum LayerNormalization SkipLayerNormalization)" -eq 3 ;;
+          gpt_neox) check "$folder: two norms a layer and the final one (5 LayerNorm-family nodes)" test "$(sum LayerNormalization SkipLayerNormalization)" -eq 5 ;;
+        esac
+        if [[ $family != gpt2 && $family != bart ]]; then
           check "$folder: rotary fused for q and k in both layers" test "$(count RotaryEmbedding)" -eq 4
           check "$folder: no Neg left" test "$(count Neg)" -eq 0
         fi ;;

@@ -1,5 +1,6 @@
 #include "model_type.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -108,6 +109,16 @@ bool triangular(const GraphIndex& g, const std::string& v) {
   return false;
 }
 
+// The states an attention's projections read (a norm's output) also read by another product: one
+// norm feeding attention and MLP side by side (Phi's and GPT-J's parallel block).
+bool norm_feeds_mlp_too(const GraphIndex& g, const std::string& x, const std::set<std::string>& attention_inputs) {
+  for (int c : g.consumers(x)) {
+    const Node& n = g.graph().nodes[size_t(c)];
+    if (n.op_type == "MatMul" && !n.inputs.empty() && n.inputs[0] == x && !attention_inputs.count(n.outputs[0])) return true;
+  }
+  return false;
+}
+
 std::string layers(int n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s"); }
 
 }  // namespace
@@ -115,12 +126,14 @@ std::string layers(int n) { return fmt::format("{} layer{}", n, n == 1 ? "" : "s
 const std::vector<std::pair<std::string, std::string>>& model_types() {
   static const std::vector<std::pair<std::string, std::string>> types = {
       {"bert", "encoder"}, {"vit", "vision"},    {"clip", "vision"}, {"t5", "encoder-decoder"},
-      {"bart", "encoder-decoder"}, {"whisper", "encoder-decoder"}, {"gpt2", "decoder"}, {"llama", "decoder"}};
+      {"bart", "encoder-decoder"}, {"whisper", "encoder-decoder"}, {"gpt2", "decoder"}, {"llama", "decoder"},
+      {"phi", "decoder"},  {"gpt_neox", "decoder"}};
   return types;
 }
 
 ModelKind detect_model_kind(const GraphIndex& g) {
   int self = 0, cross = 0, causal = 0, computed = 0, read = 0, softmaxes = 0, cached = 0, rotary = 0, grouped = 0, triangle = 0;
+  int parallel = 0;  // layers whose attention input also feeds another product (one norm, attention and MLP side by side)
   std::set<std::string> padding;
   for (int i = 0; i < int(g.graph().nodes.size()); ++i) {
     const Node& n = g.graph().nodes[size_t(i)];
@@ -137,10 +150,23 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     cached += !is_cross && !f->k.past.empty();
     rotary += !is_cross && (f->q.rotary_node || f->k.rotary_node);
     grouped += !is_cross && !f->k.repeated.empty();
-    const std::string& computed_mask = !f->mask.bias.empty() ? f->mask.bias : f->mask.where_cond;
-    triangle += !is_cross && !f->mask.causal && !computed_mask.empty() && triangular(g, computed_mask);
+    std::vector<std::string> computed_masks = f->mask.more_biases;
+    computed_masks.push_back(!f->mask.bias.empty() ? f->mask.bias : f->mask.where_cond);
+    triangle += !is_cross && !f->mask.causal &&
+                std::any_of(computed_masks.begin(), computed_masks.end(), [&](const std::string& m) { return !m.empty() && triangular(g, m); });
     computed += !is_cross && !f->mask.causal && (!f->mask.bias.empty() || !f->mask.where_cond.empty());
     if (!f->mask.padding_input.empty()) padding.insert(f->mask.padding_input);
+    if (!is_cross) {
+      std::set<std::string> projections;  // what the q, k and v projections compute
+      for (const std::string* x : {&f->q.heads.x, &f->k.heads.x, &f->v.heads.x})
+        for (std::string v = *x; const Node* p = producer_node(g, v);) {
+          projections.insert(v);
+          if (p->op_type == "MatMul" || p->inputs.empty()) break;
+          v = p->op_type == "Add" && p->inputs.size() == 2 && g.constant(p->inputs[0]) ? p->inputs[1] : p->inputs[0];
+          if (projections.size() > 16) break;
+        }
+      parallel += norm_feeds_mlp_too(g, projected_from(g, f->q.heads.x), projections);
+    }
   }
   // Fused already (an ORT-optimized model): the operators say it.
   int fused_attention = 0, unidirectional = 0;
@@ -169,14 +195,19 @@ ModelKind detect_model_kind(const GraphIndex& g) {
                            computed ? " (its mask a run-time value)" : "", rms ? ", norms without the mean" : "", mask_note);
   } else if (causal > 0 || cached > 0 || rotary > 0 || grouped > 0 || triangle > 0 || (read == 0 && unidirectional > 0)) {
     k.family = "decoder";
-    k.type = rms || rotary ? "llama" : "gpt2";
+    // Rotary positions with LayerNorms (the mean subtracted) are Phi's (one norm feeding attention
+    // and MLP side by side) or GPT-NeoX's, not Llama's; CLIP's text tower is a causal encoder
+    // with QuickGelu.
+    k.type = rms ? "llama" : rotary ? (parallel ? "phi" : "gpt_neox") : has_quick_gelu(g) ? "clip" : "gpt2";
     std::vector<std::string> traits;
     if (cached) traits.push_back("a KV cache");
     if (rotary) traits.push_back("rotary positions");
     if (grouped) traits.push_back("grouped-query heads");
     if (triangle) traits.push_back("a mask computed from a triangle");
-    k.reason = fmt::format("{}self-attention in {}{}{}{}", causal ? "causal " : "decoder ", layers(std::max({causal, cached, rotary, triangle, unidirectional})),
-                           traits.empty() ? "" : fmt::format(" with {}", fmt::join(traits, ", ")), rms ? ", norms without the mean" : "", mask_note);
+    if (parallel) traits.push_back("attention and MLP side by side from one norm");
+    k.reason = fmt::format("{}self-attention in {}{}{}{}{}", causal ? "causal " : "decoder ", layers(std::max({causal, cached, rotary, triangle, unidirectional})),
+                           traits.empty() ? "" : fmt::format(" with {}", fmt::join(traits, ", ")), rms ? ", norms without the mean" : "",
+                           k.type == "clip" ? ", QuickGelu (x * sigmoid(1.702 x))" : "", mask_note);
   } else if (read > 0 || fused_attention > 0) {
     k.family = "encoder";
     k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bert";

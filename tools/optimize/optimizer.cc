@@ -1,6 +1,7 @@
 #include "optimizer.h"
 
 #include <chrono>
+#include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -20,27 +21,50 @@ constexpr int kBasicRounds = 4;
 std::vector<Pass> basic_passes() {
   return {identity_elimination_pass(), dropout_elimination_pass(), noop_elimination_pass(), transpose_chain_pass(),
           identity_elimination_pass(), shape_folding_pass(),       constant_folding_pass(), cse_pass(),
-          conv_bn_pass(),              matmul_add_gemm_pass(),      dead_code_pass()};
+          conv_bn_pass(),              matmul_add_gemm_pass(),      constant_sharing_pass(),     dead_code_pass()};
 }
 
-// ORT's transformer optimizer order (llm-decoders.md §3.2): HF Conv1D back to MatMul + Add,
-// normalisations, GELUs and SiLU, reshapes, skip normalisations, rotary, attention, then the bias
-// fusions; fused MatMul last. One order serves every model type: a pass whose pattern is absent
-// finds no candidate, so a type never switches off a fusion the graph allows (ORT's optimizer
-// runs per-type fusion lists; a wrong --model-type there silently fuses less).
-std::vector<Pass> extended_passes(const std::string& target) {
-  std::vector<Pass> passes = {gemm_reshape_pass(),           layer_norm_pass(),   simplified_layer_norm_pass(), gelu_pass(),
-                              fast_gelu_pass(),              quick_gelu_pass(),   reshape_fusion_pass(),        skip_layer_norm_pass(),
-                              skip_simplified_layer_norm_pass(), rotary_embedding_pass(), attention_pass()};
+// Canonical forms first, as MLIR canonicalizes before it matches: rewrites that put a
+// computation into the form every fusion reads (HF's Conv1D Gemm between Reshapes back to MatMul +
+// Add, GPT-NeoX's head-interleaved q/k/v as three projections, run-time Reshape targets as
+// constants) and fuse nothing themselves. They run before the fusions in every order.
+std::vector<Pass> canonical_passes() { return {gemm_reshape_pass(), interleaved_qkv_pass(), reshape_fusion_pass()}; }
+
+// ORT's transformer optimizer order (llm-decoders.md §3.2): normalisations, GELUs and SiLU, skip
+// normalisations, rotary, attention, then the bias fusions; fused MatMul last. One order serves
+// every model type: a pass whose pattern is absent finds no candidate, so a type never switches
+// off a fusion the graph allows (ORT's optimizer runs per-type fusion lists; a wrong --model-type
+// there silently fuses less). The list runs in rounds until nothing changes, so a fusion that
+// needs another's result (BiasGelu a Gelu) is found whatever the order.
+std::vector<Pass> fusion_passes(const std::string& target) {
+  std::vector<Pass> passes = {layer_norm_pass(),       simplified_layer_norm_pass(), gelu_pass(),       fast_gelu_pass(),
+                              quick_gelu_pass(),       skip_layer_norm_pass(),       skip_simplified_layer_norm_pass(),
+                              rotary_embedding_pass(), attention_pass(),             transpose_sandwich_pass()};
   // EmbedLayerNormalization has no standard form: the lookups and the LayerNormalization stay.
   if (target != "onnx") passes.push_back(embed_layer_norm_pass());
   passes.push_back(bias_gelu_pass());
   passes.push_back(bias_skip_layer_norm_pass());
   // FusedMatMul has no standard form better than the Transpose + MatMul it replaced.
   if (target != "onnx") passes.push_back(fused_matmul_pass());
+  passes.push_back(constant_sharing_pass());
+  return passes;
+}
+
+// After the fusions, once: the rewrite into standard operators, and dead code.
+std::vector<Pass> finishing_passes(const std::string& target) {
+  std::vector<Pass> passes;
   if (target == "onnx") passes.push_back(to_standard_ops_pass());
   passes.push_back(dead_code_pass());
   return passes;
+}
+
+constexpr int kExtendedRounds = 4;
+
+// `passes` in a seeded random order (the pass-order test: the order must not decide what fuses).
+void shuffle(std::vector<Pass>& passes, std::optional<uint64_t> seed) {
+  if (!seed) return;
+  std::mt19937_64 rng(*seed);
+  for (size_t i = passes.size(); i > 1; --i) std::swap(passes[i - 1], passes[size_t(rng() % i)]);
 }
 
 bool enabled(const Pass& p, const OptimizeOptions& o) {
@@ -76,7 +100,7 @@ Inference merged(Inference fresh, const Inference& earlier) {
 
 std::vector<std::string> pass_names() {
   std::vector<std::string> names;
-  for (const auto& list : {basic_passes(), extended_passes("ort"), extended_passes("onnx")})
+  for (const auto& list : {basic_passes(), canonical_passes(), fusion_passes("ort"), fusion_passes("onnx"), finishing_passes("onnx")})
     for (const Pass& p : list)
       if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
   return names;
@@ -142,10 +166,12 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     }
     return true;
   };
+  std::vector<Pass> basic = basic_passes();
+  shuffle(basic, options.shuffle_seed);
   for (int round = 0; round < kBasicRounds; ++round) {
     inference = infer(model);
     const size_t passes_before = result.passes.size();
-    for (const Pass& p : basic_passes())
+    for (const Pass& p : basic)
       if (!run(p)) return result.model = std::move(model), result;
     bool changed = false;
     for (size_t i = passes_before; i < result.passes.size(); ++i) changed = changed || result.passes[i].count > 0;
@@ -160,15 +186,48 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
   };
   if (options.level < Level::Extended) detect();
   if (options.level >= Level::Extended) {
-    for (const Pass& p : extended_passes(options.target)) {
-      if (p.name == "attention") detect();
-      const size_t before = result.passes.size();
-      if (!run(p)) return result.model = std::move(model), result;
-      // A fusion keeps the names and types of the values it does not remove, but the values it
-      // adds (a MatMul's product) are unknown until inferred again; what ONNX cannot type anew
-      // (after com.microsoft operators) keeps its earlier type.
-      if (result.passes.size() > before && result.passes.back().count > 0) inference = merged(infer(model, &inference), inference);
+    std::vector<Pass> fusions = canonical_passes(), rest = fusion_passes(options.target);
+    shuffle(fusions, options.shuffle_seed);
+    shuffle(rest, options.shuffle_seed);
+    fusions.insert(fusions.end(), rest.begin(), rest.end());
+    bool detected = false;
+    // A pass's own refusals stand as the last round that ran it saw them; its counts add up.
+    Explain later;
+    for (int round = 0; round < kExtendedRounds; ++round) {
+      if (round > 0 && ctx.explain) later = Explain{}, ctx.explain = &later;
+      bool changed = false;
+      for (const Pass& p : fusions) {
+        if (p.name == "attention" && !detected) detect(), detected = true;
+        const size_t before = result.passes.size();
+        if (!run(p)) return result.model = std::move(model), result;
+        // A fusion keeps the names and types of the values it does not remove, but the values
+        // it adds (a MatMul's product) are unknown until inferred again; what ONNX cannot type
+        // anew (after com.microsoft operators) keeps its earlier type.
+        if (result.passes.size() > before && result.passes.back().count > 0) {
+          changed = true;
+          inference = merged(infer(model, &inference), inference);
+        }
+      }
+      if (round > 0 && options.explain) {
+        for (const Explain::PassCount& c : later.counts) {
+          auto it = std::find_if(result.explain.counts.begin(), result.explain.counts.end(), [&](const auto& e) { return e.pass == c.pass; });
+          if (it == result.explain.counts.end()) result.explain.counts.push_back(c);
+          else it->fused += c.fused;
+        }
+        std::set<std::string> passes_run;
+        for (const Explain::PassCount& c : later.counts) passes_run.insert(c.pass);
+        std::erase_if(result.explain.not_fused, [&](const std::string& line) {
+          for (const std::string& p : passes_run)
+            if (line.rfind("not fused: " + p + " at '", 0) == 0) return true;
+          return false;
+        });
+        result.explain.not_fused.insert(result.explain.not_fused.end(), later.not_fused.begin(), later.not_fused.end());
+        ctx.explain = &result.explain;
+      }
+      if (!changed) break;
     }
+    for (const Pass& p : finishing_passes(options.target))
+      if (!run(p)) return result.model = std::move(model), result;
   }
   if (options.opset && options.target == "onnx") convert_opset(model, registry, *options.opset);
   else if (options.opset) set_opset(model, registry, *options.opset);

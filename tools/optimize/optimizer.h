@@ -22,6 +22,10 @@ struct OptimizeOptions {
   bool explain = false;           // collect OptimizeResult::explain
   std::set<std::string> only, disable;
   std::optional<int64_t> opset;   // the output's ai.onnx opset
+  // Runs each stage's passes (basic; canonical forms; fusions) in an order drawn from this seed
+  // (--shuffle-passes): the passes run in rounds until nothing changes, so the order within a
+  // stage must not decide what fuses.
+  std::optional<uint64_t> shuffle_seed;
   // Called after each pass that changed the model with the model before and after it; false
   // stops the optimizer there (--verify-each).
   std::function<bool(const Model& before, const Model& after, const std::string& pass)> check_each;

@@ -38,6 +38,7 @@ Pass transpose_chain_pass();       // Transpose of Transpose composed; Unsqueeze
 Pass constant_folding_pass();
 Pass shape_folding_pass();
 Pass cse_pass();
+Pass constant_sharing_pass();
 Pass dead_code_pass();
 Pass conv_bn_pass();
 Pass matmul_add_gemm_pass();
@@ -49,6 +50,8 @@ Pass quick_gelu_pass();  // SiLU x * Sigmoid(x) (and x * Sigmoid(alpha x)) -> co
 Pass reshape_fusion_pass();
 Pass skip_layer_norm_pass();
 Pass skip_simplified_layer_norm_pass();  // Add + SimplifiedLayerNormalization (the Llama residual)
+// A projection viewed as (B, S, N, 3h) and sliced into q, k, v per head (GPT-NeoX) -> three projections.
+Pass interleaved_qkv_pass();
 Pass rotary_embedding_pass();  // rotate-half RoPE -> com.microsoft RotaryEmbedding
 Pass attention_pass();
 // Word + position (+ token type) embeddings and their LayerNormalization -> com.microsoft
@@ -57,6 +60,8 @@ Pass embed_layer_norm_pass();
 Pass bias_gelu_pass();
 Pass bias_skip_layer_norm_pass();
 Pass fused_matmul_pass();
+// Transpose(x, p) -> MatMul(., W) [+ b] -> Transpose(., p^-1) with p keeping the last axis: MatMul(x, W) [+ b].
+Pass transpose_sandwich_pass();
 Pass gemm_reshape_pass();         // Reshape -> Gemm -> Reshape (Hugging Face's Conv1D) back to MatMul + Add
 // --target onnx (passes/standard_ops.cc): com.microsoft fused operators rewritten into ai.onnx
 // operators, then the model raised to opset 23 (opset_convert.h). A node that does not map is a

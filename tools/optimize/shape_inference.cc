@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -93,9 +94,10 @@ bool infer_in_child(const std::string& model_bytes, std::string& inferred, std::
   return true;
 }
 
-}  // namespace
-
-Inference infer(const Model& model, const Inference* earlier) {
+// One run of ONNX's inference and the symbolic propagation. A node with no schema leaves the
+// light model; its outputs enter as inputs typed as `earlier` knew them (or as their first
+// input's element type, rank unknown).
+Inference infer_once(const Model& model, const Inference* earlier, std::set<std::string>& schemaless_outputs) {
   Model light = model;
   light.functions.clear();
   std::vector<Initializer> kept;
@@ -119,6 +121,11 @@ Inference infer(const Model& model, const Inference* earlier) {
   for (const Initializer& i : light.graph.initializers) known[i.name] = i.value.dtype();
   if (earlier)
     for (const auto& [name, type] : earlier->types) known.emplace(name, type.dtype);
+  auto shaped_before = [&](const std::string& name) -> const ValueType* {
+    if (!earlier) return nullptr;
+    auto it = earlier->types.find(name);
+    return it != earlier->types.end() && it->second.kind == ValueType::Kind::Tensor && it->second.has_shape ? &it->second : nullptr;
+  };
   std::vector<Node> nodes;
   for (Node& n : light.graph.nodes) {
     const std::string domain = n.domain == "ai.onnx" ? "" : n.domain;
@@ -132,9 +139,11 @@ Inference infer(const Model& model, const Inference* earlier) {
       if (auto it = known.find(n.inputs[0]); it != known.end() && it->second != DType::Undefined) dtype = it->second;
     for (const std::string& out : n.outputs) {
       if (out.empty()) continue;
+      schemaless_outputs.insert(out);
       auto it = known.find(out);
       const DType t = it != known.end() && it->second != DType::Undefined ? it->second : dtype;
-      light.graph.inputs.push_back({out, ValueType::tensor_of_unknown_rank(t)});
+      const ValueType* before = shaped_before(out);
+      light.graph.inputs.push_back({out, before && before->dtype == t ? *before : ValueType::tensor_of_unknown_rank(t)});
       known[out] = t;
     }
   }
@@ -166,6 +175,40 @@ Inference infer(const Model& model, const Inference* earlier) {
   }
   for (const auto& [name, shape] : shape_data) out.shape_data[name] = dims_of(shape);
   refine_symbolic_shapes(model, out);
+  return out;
+}
+
+// The schema-less outputs whose shape `inference` knows and `fed` did not.
+size_t newly_shaped(const std::set<std::string>& outputs, const Inference& inference, const Inference* fed) {
+  size_t n = 0;
+  for (const std::string& name : outputs) {
+    auto now = inference.types.find(name);
+    if (now == inference.types.end() || !now->second.has_shape) continue;
+    auto then = fed ? fed->types.find(name) : decltype(now){};
+    if (!fed || then == fed->types.end() || !then->second.has_shape) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+// A com.microsoft node (a Gelu fused before a Conv) would hide the shapes of everything after it
+// from ONNX's inference, and with them every later fusion's candidates there. The symbolic
+// propagation gives its outputs shapes from the operator's meaning; ONNX's inference then runs
+// again with those outputs typed, until no schema-less output gains a shape (a chain of fused
+// nodes gains one link a round).
+Inference infer(const Model& model, const Inference* earlier) {
+  constexpr int kMaxRounds = 8;
+  std::set<std::string> schemaless;
+  Inference out = infer_once(model, earlier, schemaless);
+  Inference fed;
+  for (int round = 1; round < kMaxRounds && newly_shaped(schemaless, out, round == 1 ? earlier : &fed) > 0; ++round) {
+    Inference known = out;
+    for (const auto& [name, type] : (round == 1 && earlier ? earlier->types : fed.types)) known.types.emplace(name, type);
+    fed = std::move(known);
+    schemaless.clear();
+    out = infer_once(model, &fed, schemaless);
+  }
   return out;
 }
 

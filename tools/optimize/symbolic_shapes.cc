@@ -207,6 +207,20 @@ class Propagation {
     return nullptr;
   }
 
+  // A constant's integers, or a value computed from shapes whose every element is known (torch
+  // writes a Slice's axes and steps so when they come from a size() call).
+  std::optional<std::vector<int64_t>> known_ints(const std::string& v) {
+    if (auto c = index_.ints(v)) return c;
+    const Shape_* d = data(v);
+    if (!d) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const Elem& e : *d) {
+      if (!e || !e->fixed()) return std::nullopt;
+      out.push_back(*e->fixed());
+    }
+    return out;
+  }
+
   std::optional<int64_t> const_int(const std::string& v) {
     const Shape_* d = data(v);
     if (!d || d->size() != 1 || !(*d)[0]) return std::nullopt;
@@ -259,6 +273,63 @@ class Propagation {
     return p;
   }
 
+  // The first output of the attention operators the optimizer writes, which ONNX 1.12 has no
+  // schema for: (batch, query length, heads x value head size), or the query's 4-D layout for
+  // ONNX's Attention with 4-D inputs. Presents and the other outputs stay unknown.
+  void attention_output(const Node& n) {
+    const std::string& op = n.op_type;
+    auto in = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty() ? dims(n.inputs[i]) : nullptr; };
+    auto set0 = [&](Shape_ s) {
+      if (!n.outputs.empty() && !n.outputs[0].empty()) dims_[n.outputs[0]] = std::move(s), same_type(n, 0, 0);
+    };
+    const Shape_* q = in(0);
+    if (op == "EmbedLayerNormalization") {
+      const Shape_ *ids = in(0), *gamma = in(5);
+      if (ids && gamma && ids->size() == 2 && gamma->size() == 1) {
+        dims_[n.outputs[0]] = {(*ids)[0], (*ids)[1], (*gamma)[0]};
+        if (const Shape_* beta = in(6); beta) same_type(n, 0, 6);
+      }
+      return;
+    }
+    if (!q) return;
+    if (op == "Attention" && n.domain == "com.microsoft") {
+      const Shape_* w = in(1);
+      const std::vector<int64_t> sizes = ints_attr(n, "qkv_hidden_sizes");
+      if (q->size() != 3) return;
+      if (sizes.size() == 3) return set0({(*q)[0], (*q)[1], Poly::constant(sizes[2])});
+      if (w && w->size() == 2 && (*w)[1] && (*w)[1]->fixed() && *(*w)[1]->fixed() % 3 == 0)
+        return set0({(*q)[0], (*q)[1], Poly::constant(*(*w)[1]->fixed() / 3)});
+      return;
+    }
+    if (op == "MultiHeadAttention") {
+      const Shape_* v = in(2);
+      const int64_t heads = int_attr(n, "num_heads", 0);
+      if (q->size() == 3 && v && v->size() == 3) return set0({(*q)[0], (*q)[1], (*v)[2]});
+      if (q->size() == 3 && v && v->size() == 4 && (*v)[3]) return set0({(*q)[0], (*q)[1], *(*v)[3] * Poly::constant(heads)});
+      if (q->size() == 3 && !v && (*q)[2]) {  // packed q/k/v in the query's hidden axis: a third of it
+        if (auto third = (*q)[2]->divided_by(Poly::constant(3))) return set0({(*q)[0], (*q)[1], *third});
+      }
+      if (q->size() == 5 && (*q)[2] && (*q)[4]) return set0({(*q)[0], (*q)[1], *(*q)[2] * *(*q)[4]});
+      return;
+    }
+    if (op == "GroupQueryAttention") {
+      const int64_t heads = int_attr(n, "num_heads", 0), kv_heads = int_attr(n, "kv_num_heads", 0);
+      if (q->size() != 3 || !(*q)[2] || heads <= 0) return;
+      if (in(1)) return set0({(*q)[0], (*q)[1], *(*q)[2]});
+      if (auto head = (*q)[2]->divided_by(Poly::constant(heads + 2 * kv_heads)))
+        return set0({(*q)[0], (*q)[1], *head * Poly::constant(heads)});
+      return;
+    }
+    if (op == "Attention") {  // ONNX's (opset 23)
+      const Shape_* v = in(2);
+      if (!v) return;
+      if (q->size() == 4 && v->size() == 4) return set0({(*q)[0], (*q)[1], (*q)[2], (*v)[3]});
+      const int64_t q_heads = int_attr(n, "q_num_heads", 0), kv_heads = int_attr(n, "kv_num_heads", 0);
+      if (q->size() == 3 && v->size() == 3 && (*v)[2] && kv_heads > 0)
+        if (auto head = (*v)[2]->divided_by(Poly::constant(kv_heads))) return set0({(*q)[0], (*q)[1], *head * Poly::constant(q_heads)});
+    }
+  }
+
   void node(const Node& n) {
     const std::string& op = n.op_type;
     auto in = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty() ? dims(n.inputs[i]) : nullptr; };
@@ -269,13 +340,14 @@ class Propagation {
     static const std::set<std::string> ms_same = {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "FastGelu",
                                                   "Gelu", "BiasGelu", "QuickGelu", "RotaryEmbedding", "SimplifiedLayerNormalization"};
     if (n.domain == "com.microsoft" || (n.domain.empty() && op == "SimplifiedLayerNormalization")) {
-      if (!ms_same.count(op)) return;
+      if (!ms_same.count(op)) return attention_output(n);
       if (const Shape_* s = in(0)) set(0, *s), same_type(n, 0, 0);
       if ((op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization") && n.outputs.size() > 3)
         if (const Shape_* s = in(0)) set(3, *s), same_type(n, 3, 0);
       return;
     }
     if (!n.domain.empty() && n.domain != "ai.onnx") return;
+    if (op == "Attention") return attention_output(n);
     // Too few inputs: the model fails to plan anyway; nothing to say about its shapes.
     static const std::map<std::string, size_t> arity = {{"Reshape", 2}, {"Expand", 2}, {"Range", 3}, {"Gather", 2}, {"MatMul", 2},
                                                         {"Gemm", 2},    {"Where", 3},  {"Slice", 3}, {"ConstantOfShape", 1}};
@@ -284,7 +356,8 @@ class Propagation {
     static const std::set<std::string> same = {"Cast", "Softmax", "LogSoftmax", "Neg", "Sqrt", "Reciprocal", "Tanh", "Erf", "Sigmoid",
                                                "Relu", "Not", "Exp", "Log", "Abs", "Identity", "Dropout", "LayerNormalization",
                                                "Gelu", "IsNaN", "Sin", "Cos", "CastLike", "Trilu", "Clip", "Floor", "Ceil",
-                                               "RMSNormalization", "HardSigmoid", "Softplus", "Elu", "LeakyRelu"};
+                                               "RMSNormalization", "HardSigmoid", "Softplus", "Elu", "LeakyRelu",
+                                               "ScatterND", "ScatterElements"};
     static const std::set<std::string> elementwise = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater",
                                                       "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod"};
     if (same.count(op)) {
@@ -471,14 +544,14 @@ class Propagation {
     if (!s || !starts || !ends || starts->size() != ends->size()) return;
     std::vector<int64_t> ax;
     if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
-      const auto a = index_.ints(n.inputs[3]);
+      const auto a = known_ints(n.inputs[3]);
       if (!a) return;
       ax = *a;
     } else {
       for (size_t i = 0; i < starts->size(); ++i) ax.push_back(int64_t(i));
     }
     if (n.inputs.size() > 4 && !n.inputs[4].empty()) {
-      const auto steps = index_.ints(n.inputs[4]);
+      const auto steps = known_ints(n.inputs[4]);
       if (!steps || std::any_of(steps->begin(), steps->end(), [](int64_t v) { return v != 1; })) return;
     }
     if (ax.size() != starts->size()) return;

@@ -1,8 +1,9 @@
 """Encoder, vision and encoder-decoder models written the ways real code writes them, for
 torch.onnx.export (see make_encoder_exports.py); the decoder-only forms are in exporters.py.
 
-Each model computes an architecture (BERT, DistilBERT, ViT, CLIP's vision tower, T5's encoder, a
-BART decoder, torch's own nn.TransformerEncoder) the way one real code base writes it, so that its
+Each model computes an architecture (BERT, DistilBERT, ALBERT, ViT, CLIP's vision and text towers,
+Whisper's audio encoder, T5's encoder, a BART decoder, torch's own nn.TransformerEncoder) the way one
+real code base writes it, so that its
 ONNX export has that code base's graph form: the optimizer's encoder fusions (attention with a
 padding mask, LayerNorm, GELU, SkipLayerNorm, ...) must hold on all of them. Weights are random and
 seeded (no downloads; transformers is not imported, its eager code is re-written here). The trap
@@ -10,15 +11,17 @@ models resemble an attention but compute something else (softmax over the querie
 boosts padding, scores that are not q k^T): they must stay unfused and equivalent.
 
 Every model has class attributes describing its interface, used by make_encoder_exports.py:
-  family         bert, distilbert, vit, t5, bart or trap
-  expected_type  the model type a user would pass to ORT's optimizer: bert, vit, clip, t5 or bart
+  family         bert, roberta, distilbert, albert, encoder, vit, clip, whisper, t5, bart or trap
+  expected_type  the model type a user would pass to ORT's optimizer: bert, vit, clip, whisper, t5
+                 or bart
   inputs         graph input names, in forward()'s order; the name says what is fed:
                    input_ids (B, S) int64, attention_mask (B, S) int64 0/1 (1 = real token),
                    token_type_ids (B, S) int64, key_padding_mask (B, S) bool (True = padding),
                    pixel_values (B, 3, 32, 32) float, encoder_hidden_states (B, T, D) float,
-                   encoder_attention_mask (B, T) int64 0/1
+                   encoder_attention_mask (B, T) int64 0/1, input_features (B, mels, 2 S) float
   outputs        graph output names, in the order forward() returns them
   pad_id         the token id written at padded positions (RoBERTa's padding_idx is 1)
+  eos_id         (CLIP text) the token id closing every row's real tokens, pooled by argmax
 forward(*inputs) returns a tuple of the outputs.
 """
 import dataclasses
@@ -47,6 +50,8 @@ class Config:
     image: int = 32  # vision models: image side, patch side, classes
     patch: int = 8
     classes: int = 10
+    mels: int = 16  # Whisper: mel bins of input_features (max_pos is max_source_positions)
+    embed: int = 16  # ALBERT: embedding_size, projected to d
 
     @property
     def hd(self):
@@ -71,6 +76,7 @@ class Encoder(nn.Module):
     inputs = ("input_ids", "attention_mask")
     outputs = ("last_hidden_state",)
     pad_id = 0
+    eos_id = None
 
 
 def init_weights(model):
@@ -589,10 +595,14 @@ class CLIPVisionEmbeddings(nn.Module):
 
 class CLIPAttention(nn.Module):
     """HF CLIPAttention: q_proj(x) * scale, heads as contiguous (B, N, S, h) viewed to 3-D
-    (B * N, S, h), bmm, softmax, bmm, back to (B, S, D)."""
+    (B * N, S, h), bmm, softmax, bmm, back to (B, S, D). The text tower passes two 4-D additive
+    masks (B, 1, S, S): HF adds the causal one first, then the padding one, each through a view of
+    the scores to (B, N, S, S) and back; nested_masks adds them in the other order inside one view,
+    `(w + attention_mask) + causal_attention_mask`. The vision tower passes none."""
 
-    def __init__(self, c):
+    def __init__(self, c, nested_masks=False):
         super().__init__()
+        self.nested_masks = nested_masks
         self.embed_dim, self.num_heads, self.head_dim = c.d, c.heads, c.hd
         self.scale = self.head_dim ** -0.5
         self.k_proj = nn.Linear(c.d, c.d)
@@ -603,7 +613,7 @@ class CLIPAttention(nn.Module):
     def _shape(self, tensor, seq_len, bsz):
         return tensor.view(bsz, seq_len, self.num_heads, self.head_dim).transpose(1, 2).contiguous()
 
-    def forward(self, hidden_states):
+    def forward(self, hidden_states, attention_mask=None, causal_attention_mask=None):
         bsz, tgt_len, embed_dim = hidden_states.size()
         query_states = self.q_proj(hidden_states) * self.scale
         key_states = self._shape(self.k_proj(hidden_states), -1, bsz)
@@ -612,7 +622,20 @@ class CLIPAttention(nn.Module):
         query_states = self._shape(query_states, tgt_len, bsz).view(*proj_shape)
         key_states = key_states.view(*proj_shape)
         value_states = value_states.view(*proj_shape)
+        src_len = key_states.size(1)
         attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+        if self.nested_masks and attention_mask is not None and causal_attention_mask is not None:
+            attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len)
+            attn_weights = (attn_weights + attention_mask) + causal_attention_mask
+            attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
+        else:
+            # apply the causal_attention_mask first
+            if causal_attention_mask is not None:
+                attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + causal_attention_mask
+                attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
+            if attention_mask is not None:
+                attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + attention_mask
+                attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
         attn_weights = nn.functional.softmax(attn_weights, dim=-1)
         attn_output = torch.bmm(attn_weights, value_states)
         attn_output = attn_output.view(bsz, self.num_heads, tgt_len, self.head_dim)
@@ -622,17 +645,17 @@ class CLIPAttention(nn.Module):
 
 
 class CLIPEncoderLayer(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, nested_masks=False):
         super().__init__()
-        self.self_attn = CLIPAttention(c)
+        self.self_attn = CLIPAttention(c, nested_masks)
         self.layer_norm1 = nn.LayerNorm(c.d, eps=c.eps)
         self.fc1 = nn.Linear(c.d, c.inter)
         self.fc2 = nn.Linear(c.inter, c.d)
         self.layer_norm2 = nn.LayerNorm(c.d, eps=c.eps)
 
-    def forward(self, hidden_states):
+    def forward(self, hidden_states, attention_mask=None, causal_attention_mask=None):
         residual = hidden_states
-        hidden_states = self.self_attn(self.layer_norm1(hidden_states))
+        hidden_states = self.self_attn(self.layer_norm1(hidden_states), attention_mask, causal_attention_mask)
         hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.fc2(quick_gelu(self.fc1(self.layer_norm2(hidden_states))))
@@ -661,6 +684,90 @@ class CLIPVision(Encoder):
         last_hidden_state = hidden_states
         pooled_output = self.post_layernorm(last_hidden_state[:, 0, :])
         return last_hidden_state, pooled_output
+
+
+# ---------------------------------------------------------------------------------------------
+# CLIP's text tower (transformers modeling_clip.py CLIPTextTransformer)
+
+
+def create_4d_causal_attention_mask(input_shape, dtype):
+    """transformers 4.36 _create_4d_causal_attention_mask (AttentionMaskConverter.to_causal_4d,
+    _make_causal_mask) with no past: (B, 1, S, S), finfo.min above the diagonal, 0 elsewhere."""
+    bsz, tgt_len = input_shape
+    mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
+    mask_cond = torch.arange(mask.size(-1))
+    mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+    mask = mask.to(dtype)
+    return mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len)
+
+
+def build_causal_attention_mask(bsz, seq_len, dtype):
+    """transformers < 4.30 CLIPTextTransformer._build_causal_attention_mask: an empty (B, S, S)
+    filled with finfo.min, triu_(1), unsqueeze(1)."""
+    mask = torch.empty(bsz, seq_len, seq_len, dtype=dtype)
+    mask.fill_(torch.tensor(torch.finfo(dtype).min))
+    mask.triu_(1)  # zero out the lower diagonal
+    mask = mask.unsqueeze(1)  # expand mask
+    return mask
+
+
+class CLIPTextEmbeddings(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.token_embedding = nn.Embedding(c.vocab, c.d)
+        self.position_embedding = nn.Embedding(c.max_pos, c.d)
+        self.register_buffer("position_ids", torch.arange(c.max_pos).expand((1, -1)), persistent=False)
+
+    def forward(self, input_ids):
+        seq_length = input_ids.shape[-1]
+        position_ids = self.position_ids[:, :seq_length]
+        inputs_embeds = self.token_embedding(input_ids)
+        position_embeddings = self.position_embedding(position_ids)
+        return inputs_embeds + position_embeddings
+
+
+class CLIPText(Encoder):
+    """transformers CLIPTextTransformer (CLIPTextModel): token + position embeddings (no norm),
+    a causal mask and the expanded padding mask, both (B, 1, S, S) additive finfo.min, given to
+    every layer and added to the scores one after the other; pre-LN CLIPEncoderLayers (QuickGELU);
+    final_layer_norm; pooler_output = the hidden state at each row's EOS, the largest token id
+    (`input_ids.to(int).argmax(-1)`, eos_token_id 2's legacy path); layer_norm_eps 1e-5.
+    nested_masks: the transformers < 4.30 mask builders (_build_causal_attention_mask,
+    _expand_mask) and the masks added padding first in one view (see CLIPAttention)."""
+    family = "clip"
+    expected_type = "clip"
+    outputs = ("last_hidden_state", "pooler_output")
+    def __init__(self, c, nested_masks=False):
+        super().__init__()
+        self.nested_masks = nested_masks
+        self.eos_id = c.vocab - 1  # the last id (CLIP's <|endoftext|> 49407): each row's largest id
+        self.embeddings = CLIPTextEmbeddings(c)
+        self.layers = nn.ModuleList(CLIPEncoderLayer(c, nested_masks) for _ in range(c.layers))  # CLIPEncoder
+        self.final_layer_norm = nn.LayerNorm(c.d, eps=c.eps)
+
+    def forward(self, input_ids, attention_mask):
+        input_shape = input_ids.size()
+        input_ids = input_ids.view(-1, input_shape[-1])
+        hidden_states = self.embeddings(input_ids)
+        if self.nested_masks:
+            bsz, seq_len = input_shape
+            causal_attention_mask = build_causal_attention_mask(bsz, seq_len, hidden_states.dtype)
+            attention_mask = prepare_4d_attention_mask(attention_mask, hidden_states.dtype, None)  # _expand_mask
+        else:
+            causal_attention_mask = create_4d_causal_attention_mask(input_shape, hidden_states.dtype)
+            attention_mask = prepare_4d_attention_mask(attention_mask, hidden_states.dtype, None)
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, attention_mask, causal_attention_mask)
+        last_hidden_state = self.final_layer_norm(hidden_states)
+        pooled_output = last_hidden_state[
+            torch.arange(last_hidden_state.shape[0], device=last_hidden_state.device),
+            input_ids.to(dtype=torch.int, device=last_hidden_state.device).argmax(dim=-1),
+        ]
+        return last_hidden_state, pooled_output
+
+
+def clip_text_nested_masks(c):
+    return CLIPText(c, nested_masks=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -789,8 +896,10 @@ class T5Encoder(Encoder):
 
 
 def prepare_4d_attention_mask(mask, dtype, tgt_len):
-    """transformers 4.36 _prepare_4d_attention_mask (AttentionMaskConverter._expand_mask)."""
+    """transformers 4.36 _prepare_4d_attention_mask (AttentionMaskConverter._expand_mask; before
+    4.30 each model's _expand_mask, the same code); tgt_len None: the mask's own length."""
     bsz, src_len = mask.size()
+    tgt_len = tgt_len if tgt_len is not None else src_len
     expanded_mask = mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
     inverted_mask = 1.0 - expanded_mask
     return inverted_mask.masked_fill(inverted_mask.to(torch.bool), torch.finfo(dtype).min)
@@ -898,6 +1007,209 @@ class BartDecoder(Encoder):
 
 
 # ---------------------------------------------------------------------------------------------
+# Whisper's audio encoder (transformers modeling_whisper.py WhisperEncoder)
+
+
+def sinusoids(length, channels, max_timescale=10000):
+    """transformers modeling_whisper.py (and openai/whisper): sin | cos position table."""
+    log_timescale_increment = math.log(max_timescale) / (channels // 2 - 1)
+    inv_timescales = torch.exp(-log_timescale_increment * torch.arange(channels // 2))
+    scaled_time = torch.arange(length).view(-1, 1) * inv_timescales.view(1, -1)
+    return torch.cat([scaled_time.sin(), scaled_time.cos()], dim=1)
+
+
+class WhisperAttention(BartAttention):
+    """WhisperAttention is BartAttention's code ("Copied from ... BartAttention") with a k_proj
+    without bias: q_proj(x) * head_dim^-0.5, 3-D (B * N, S, h) heads, bmm, softmax, bmm."""
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.k_proj = nn.Linear(c.d, c.d, bias=False)
+
+
+class WhisperEncoderLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self_attn = WhisperAttention(c)
+        self.self_attn_layer_norm = nn.LayerNorm(c.d, eps=c.eps)
+        self.fc1 = nn.Linear(c.d, c.inter)
+        self.fc2 = nn.Linear(c.inter, c.d)
+        self.final_layer_norm = nn.LayerNorm(c.d, eps=c.eps)
+
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.self_attn_layer_norm(hidden_states)
+        hidden_states = self.self_attn(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = F.gelu(self.fc1(hidden_states))  # activation_function "gelu": erf
+        hidden_states = self.fc2(hidden_states)
+        return residual + hidden_states
+
+
+class WhisperEncoder(Encoder):
+    """WhisperEncoder: conv1 (k 3, pad 1) -> GELU -> conv2 (k 3, stride 2, pad 1) -> GELU ->
+    permute(0, 2, 1), + embed_positions (an nn.Embedding holding sinusoids, not trained), pre-LN
+    layers without a mask, final layer_norm (nn.LayerNorm's default eps 1e-5). HF adds the whole
+    table (its inputs are always 3000 frames, 1500 positions); here it is sliced to the S positions
+    so that the frame count stays dynamic (T frames -> T / 2 positions, T even)."""
+    family = "whisper"
+    expected_type = "whisper"
+    inputs = ("input_features",)
+
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv1d(c.mels, c.d, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv1d(c.d, c.d, kernel_size=3, stride=2, padding=1)
+        self.embed_positions = nn.Embedding(c.max_pos, c.d)  # max_source_positions
+        self.embed_positions.requires_grad_(False)
+        self.layers = nn.ModuleList(WhisperEncoderLayer(c) for _ in range(c.layers))
+        self.layer_norm = nn.LayerNorm(c.d)
+
+    def fixed_weights(self):
+        """After the random init: WhisperPreTrainedModel._init_weights copies sinusoids into the
+        position table."""
+        with torch.no_grad():
+            self.embed_positions.weight.copy_(sinusoids(*self.embed_positions.weight.shape))
+
+    def forward(self, input_features):
+        inputs_embeds = nn.functional.gelu(self.conv1(input_features))
+        inputs_embeds = nn.functional.gelu(self.conv2(inputs_embeds))
+        inputs_embeds = inputs_embeds.permute(0, 2, 1)
+        embed_pos = self.embed_positions.weight[: inputs_embeds.shape[1]]
+        hidden_states = inputs_embeds + embed_pos
+        for layer in self.layers:
+            hidden_states = layer(hidden_states)
+        return (self.layer_norm(hidden_states),)
+
+
+# ---------------------------------------------------------------------------------------------
+# ALBERT (transformers modeling_albert.py): one layer's weights shared by every layer
+
+
+class AlbertEmbeddings(nn.Module):
+    """BertEmbeddings at embedding_size: word + token type, += positions, LayerNorm."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c.vocab, c.embed, padding_idx=0)
+        self.position_embeddings = nn.Embedding(c.max_pos, c.embed)
+        self.token_type_embeddings = nn.Embedding(2, c.embed)
+        self.LayerNorm = nn.LayerNorm(c.embed, eps=c.eps)
+        self.register_buffer("position_ids", torch.arange(c.max_pos).expand((1, -1)), persistent=False)
+
+    def forward(self, input_ids, token_type_ids, past_key_values_length=0):
+        seq_length = input_ids.size()[1]
+        position_ids = self.position_ids[:, past_key_values_length: seq_length + past_key_values_length]
+        inputs_embeds = self.word_embeddings(input_ids)
+        token_type_embeddings = self.token_type_embeddings(token_type_ids)
+        embeddings = inputs_embeds + token_type_embeddings
+        position_embeddings = self.position_embeddings(position_ids)
+        embeddings += position_embeddings
+        return self.LayerNorm(embeddings)
+
+
+class AlbertAttention(nn.Module):
+    """BERT's self-attention and self-output in one module; the context merged by
+    `transpose(2, 1).flatten(2)`."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.num_attention_heads = c.heads
+        self.attention_head_size = c.hd
+        self.all_head_size = c.heads * c.hd
+        self.query = nn.Linear(c.d, self.all_head_size)
+        self.key = nn.Linear(c.d, self.all_head_size)
+        self.value = nn.Linear(c.d, self.all_head_size)
+        self.dense = nn.Linear(c.d, c.d)
+        self.LayerNorm = nn.LayerNorm(c.d, eps=c.eps)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        x = x.view(new_x_shape)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, attention_mask):
+        mixed_query_layer = self.query(hidden_states)
+        mixed_key_layer = self.key(hidden_states)
+        mixed_value_layer = self.value(hidden_states)
+        query_layer = self.transpose_for_scores(mixed_query_layer)
+        key_layer = self.transpose_for_scores(mixed_key_layer)
+        value_layer = self.transpose_for_scores(mixed_value_layer)
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+        attention_scores = attention_scores + attention_mask
+        attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+        context_layer = torch.matmul(attention_probs, value_layer)
+        context_layer = context_layer.transpose(2, 1).flatten(2)
+        projected_context_layer = self.dense(context_layer)
+        return self.LayerNorm(hidden_states + projected_context_layer)
+
+
+class AlbertLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.full_layer_layer_norm = nn.LayerNorm(c.d, eps=c.eps)
+        self.attention = AlbertAttention(c)
+        self.ffn = nn.Linear(c.d, c.inter)
+        self.ffn_output = nn.Linear(c.inter, c.d)
+
+    def ff_chunk(self, attention_output):  # apply_chunking_to_forward with chunk size 0: one call
+        ffn_output = self.ffn(attention_output)
+        ffn_output = gelu_tanh(ffn_output)  # hidden_act "gelu_new"
+        return self.ffn_output(ffn_output)
+
+    def forward(self, hidden_states, attention_mask):
+        attention_output = self.attention(hidden_states, attention_mask)
+        ffn_output = self.ff_chunk(attention_output)
+        return self.full_layer_layer_norm(ffn_output + attention_output)
+
+
+class AlbertLayerGroup(nn.Module):
+    def __init__(self, c, inner_group_num=1):
+        super().__init__()
+        self.albert_layers = nn.ModuleList(AlbertLayer(c) for _ in range(inner_group_num))
+
+    def forward(self, hidden_states, attention_mask):
+        for albert_layer in self.albert_layers:
+            hidden_states = albert_layer(hidden_states, attention_mask)
+        return hidden_states
+
+
+class AlbertLike(Encoder):
+    """AlbertModel: embeddings of size c.embed, embedding_hidden_mapping_in (Linear embed -> d),
+    num_hidden_groups 1: the same AlbertLayerGroup (one AlbertLayer) called c.layers times, so the
+    export has one set of layer initializers read by every layer; post-LN; gelu_new; the extended
+    mask `(1.0 - mask.unsqueeze(1).unsqueeze(2).to(float)) * finfo.min`; pooler tanh(Linear(h[:, 0]))."""
+    family = "albert"
+    inputs = ("input_ids", "attention_mask", "token_type_ids")
+    outputs = ("last_hidden_state", "pooler_output")
+
+    def __init__(self, c, num_hidden_groups=1):
+        super().__init__()
+        self.num_hidden_layers, self.num_hidden_groups = c.layers, num_hidden_groups
+        self.embeddings = AlbertEmbeddings(c)
+        self.embedding_hidden_mapping_in = nn.Linear(c.embed, c.d)  # AlbertTransformer
+        self.albert_layer_groups = nn.ModuleList(AlbertLayerGroup(c) for _ in range(num_hidden_groups))
+        self.pooler = nn.Linear(c.d, c.d)
+        self.pooler_activation = nn.Tanh()
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        extended_attention_mask = attention_mask.unsqueeze(1).unsqueeze(2)
+        extended_attention_mask = extended_attention_mask.to(dtype=torch.float32)  # fp16 compatibility
+        extended_attention_mask = (1.0 - extended_attention_mask) * torch.finfo(torch.float32).min
+        embedding_output = self.embeddings(input_ids, token_type_ids)
+        hidden_states = self.embedding_hidden_mapping_in(embedding_output)
+        for i in range(self.num_hidden_layers):
+            group_idx = int(i / (self.num_hidden_layers / self.num_hidden_groups))
+            hidden_states = self.albert_layer_groups[group_idx](hidden_states, extended_attention_mask)
+        sequence_output = hidden_states
+        pooled_output = self.pooler_activation(self.pooler(sequence_output[:, 0]))
+        return sequence_output, pooled_output
+
+
+# ---------------------------------------------------------------------------------------------
 # name -> (constructor, Config, opsets exported)
 
 MODELS = {
@@ -912,6 +1224,10 @@ MODELS = {
     "clip_vision": (CLIPVision, cfg(2, 1e-5), (17,)),
     "t5_encoder": (T5Encoder, cfg(3, 1e-6), (17,)),
     "bart_decoder": (BartDecoder, cfg(2, 1e-5), (17,)),
+    "clip_text": (CLIPText, Config(vocab=128, layers=2, eps=1e-5), (17,)),
+    "clip_text_nested_masks": (clip_text_nested_masks, Config(vocab=128, layers=2, eps=1e-5), (17,)),
+    "whisper_encoder": (WhisperEncoder, Config(max_pos=32, layers=2, eps=1e-5), (17,)),
+    "albert_like": (AlbertLike, cfg(3), (17,)),
     "trap_softmax_query_axis": (trap_softmax_query_axis, TINY, (17,)),
     "trap_mask_adds_positive": (trap_mask_adds_positive, TINY, (17,)),
     "trap_scores_not_product": (trap_scores_not_product, TINY, (17,)),
@@ -941,4 +1257,7 @@ def build(name, size="small"):
     torch.manual_seed(sum(map(ord, name)))
     model = make(c).eval()
     model.cfg = c
-    return init_weights(model)
+    init_weights(model)
+    if hasattr(model, "fixed_weights"):  # tables the real model does not draw at random
+        model.fixed_weights()
+    return model

@@ -1,16 +1,18 @@
 """Decoder models written the ways real code writes them, for torch.onnx.export (see make_exports.py).
 
-Each model computes the same architecture (GPT-2 or Llama) the way one real code base writes it, so
-that its ONNX export has that code base's graph form: the optimizer's fusions must hold on all of
-them. Weights are random and seeded (no downloads). The trap models resemble a fusion but compute
-something else (epsilon outside the square root, a wrong GELU coefficient, ...): they must stay
-unfused and equivalent.
+Each model computes an architecture (GPT-2, Llama and its relatives Mistral, Phi-2, GPT-NeoX and
+Gemma, a BART decoder with past) the way one real code base writes it, so that its ONNX export has
+that code base's graph form: the optimizer's fusions must hold on all of them. Weights are random
+and seeded (no downloads). The trap models resemble a fusion but compute something else (epsilon
+outside the square root, a wrong GELU coefficient, ...): they must stay unfused and equivalent.
 
 Every model has class attributes describing its interface, used by make_exports.py:
-  family            "gpt2" or "llama"
+  family            "gpt2", "llama", "phi", "gpt_neox", "gemma" or "bart"
   past              None, "separate" (past_key_values.{i}.key/value (B, N, P, h) inputs and
-                    present.{i}.key/value outputs, as Optimum writes them) or "stacked" (past_{i}
-                    (2, B, N, P, h) and present_{i}, as ORT's gpt2_helper writes them)
+                    present.{i}.key/value outputs, as Optimum writes them), "stacked" (past_{i}
+                    (2, B, N, P, h) and present_{i}, as ORT's gpt2_helper writes them) or
+                    "seq2seq" (the BART decoder with past: past_key_values.{i}.decoder.key/value and
+                    past_key_values.{i}.encoder.key/value in, present.{i}.decoder.key/value out)
   mask              None or the dtype of the attention_mask input (B, P + S)
   position_ids      whether position_ids (B, S) is an input
 forward(*inputs) takes the inputs in the order of input_names() and returns (logits, presents...).
@@ -39,6 +41,8 @@ class Config:
     kv_heads: int = 2  # Llama family only
     inter: int = 128  # Llama family only (GPT-2's MLP is 4 d)
     eps: float = 1e-5
+    rotary: float = 1.0  # the rotated fraction of a head (Phi-2's partial_rotary_factor, GPT-NeoX's rotary_pct)
+    window: int = 0  # Mistral's sliding_window
 
     @property
     def hd(self):
@@ -59,7 +63,7 @@ class Decoder(nn.Module):
     position_ids = False
 
     def kv_heads(self):
-        return self.cfg.kv_heads if self.family == "llama" else self.cfg.heads
+        return self.cfg.kv_heads if self.family in ("llama", "gemma") else self.cfg.heads
 
     def input_names(self):
         names = ["input_ids"]
@@ -537,8 +541,10 @@ def apply_rotary_pos_emb_436(q, k, cos, sin, position_ids, unsqueeze_dim=1):
     return q_embed, k_embed
 
 
-def prepare_4d_causal_attention_mask(attention_mask, input_shape, dtype, past_key_values_length):
-    """transformers 4.36 AttentionMaskConverter.to_4d (_make_causal_mask + _expand_mask)."""
+def prepare_4d_causal_attention_mask(attention_mask, input_shape, dtype, past_key_values_length, sliding_window=None):
+    """transformers 4.36 AttentionMaskConverter.to_4d (_make_causal_mask + _expand_mask).
+    sliding_window (Mistral): keys more than sliding_window - 1 positions behind the query are
+    hidden too."""
     bsz, tgt_len = input_shape
     mask = torch.full((tgt_len, tgt_len), torch.finfo(dtype).min)
     mask_cond = torch.arange(mask.size(-1))
@@ -548,6 +554,12 @@ def prepare_4d_causal_attention_mask(attention_mask, input_shape, dtype, past_ke
     # it also holds for a zero-length past at run time.
     if past_key_values_length > 0:
         mask = torch.cat([torch.zeros(tgt_len, past_key_values_length, dtype=dtype), mask], dim=-1)
+    if sliding_window is not None:
+        # 4.36 writes dtype=torch.int; Optimum's export patches it to int64 because ONNX Runtime's
+        # Trilu has no int32 kernel (onnxruntime issue 16189): the form an Optimum export has.
+        diagonal = past_key_values_length - sliding_window + 1
+        context_mask = 1 - torch.triu(torch.ones_like(mask, dtype=torch.int64), diagonal=diagonal)
+        mask.masked_fill_(context_mask.bool(), torch.finfo(dtype).min)
     causal_4d_mask = mask[None, None, :, :].expand(bsz, 1, tgt_len, tgt_len + past_key_values_length)
     src_len = attention_mask.size(1)
     expanded_mask = attention_mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
@@ -902,6 +914,587 @@ class Phi3Like(LlamaBase):
 
 
 # ---------------------------------------------------------------------------------------------
+# Mistral as transformers 4.36 writes it: Llama 4.36's code (cos/sin caches gathered by
+# position_ids, RMSNorm with rsqrt, repeat_kv, SiLU MLP) with the sliding-window causal mask.
+
+
+class MistralSliding(HFLlama):
+    """MistralForCausalLM 4.36, eager attention, sliding_window = cfg.window."""
+
+    def forward(self, *args):
+        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        batch_size, seq_length = input_ids.shape[:2]
+        past_key_values_length = past_key_values[0][0].shape[2]
+        inputs_embeds = self.embed_tokens(input_ids)
+        attention_mask = prepare_4d_causal_attention_mask(attention_mask, (batch_size, seq_length), inputs_embeds.dtype,
+                                                          past_key_values_length, sliding_window=self.cfg.window)
+        hidden_states = inputs_embeds
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, attention_mask, position_ids, past)
+            presents.append(present)
+        hidden_states = self.norm(hidden_states)
+        logits = self.lm_head(hidden_states).float()
+        return (logits, *self.pack_presents(presents))
+
+
+# ---------------------------------------------------------------------------------------------
+# Phi-2 (transformers 4.37 modeling_phi.py): one LayerNorm feeding attention and MLP in parallel,
+# q/k/v with bias, partial rotary on the first rotary_dim features of each head, dense out-proj
+# with bias, fc1 -> gelu_new -> fc2, final_layernorm, lm_head with bias.
+
+
+class PhiRotaryEmbedding(LlamaRotaryEmbedding):
+    """Llama 4.36's rotary over int(partial_rotary_factor * head_dim) features."""
+
+    def __init__(self, dim, max_position_embeddings, base=10000.0):
+        super().__init__(dim, max_position_embeddings, base)
+        self.dim = dim
+
+
+class PhiAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.hidden_size, self.num_heads, self.head_dim = cfg.d, cfg.heads, cfg.hd
+        self.num_key_value_heads = cfg.heads
+        self.num_key_value_groups = 1
+        self.q_proj = nn.Linear(cfg.d, cfg.heads * cfg.hd, bias=True)
+        self.k_proj = nn.Linear(cfg.d, cfg.heads * cfg.hd, bias=True)
+        self.v_proj = nn.Linear(cfg.d, cfg.heads * cfg.hd, bias=True)
+        self.dense = nn.Linear(cfg.heads * cfg.hd, cfg.d, bias=True)
+        self.rotary_emb = PhiRotaryEmbedding(int(cfg.rotary * cfg.hd), cfg.ctx)
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        kv_seq_len = key_states.shape[-2] + past_key_value[0].shape[-2]
+        cos, sin = self.rotary_emb(value_states, seq_len=kv_seq_len)
+        # Partial rotary embedding
+        query_rot, query_pass = query_states[..., : self.rotary_emb.dim], query_states[..., self.rotary_emb.dim:]
+        key_rot, key_pass = key_states[..., : self.rotary_emb.dim], key_states[..., self.rotary_emb.dim:]
+        query_rot, key_rot = apply_rotary_pos_emb_436(query_rot, key_rot, cos, sin, position_ids)
+        query_states = torch.cat((query_rot, query_pass), dim=-1)
+        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        key_states = torch.cat([past_key_value[0], key_states], dim=2)  # DynamicCache.update
+        value_states = torch.cat([past_key_value[1], value_states], dim=2)
+        present = (key_states, value_states)
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        # Queries and keys upcast to fp32 is required by Phi-2 to avoid overflow
+        attn_weights = torch.matmul(query_states.to(torch.float32),
+                                    key_states.to(torch.float32).transpose(2, 3)) / math.sqrt(self.head_dim)
+        attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(value_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.reshape(bsz, q_len, self.hidden_size)
+        return self.dense(attn_output), present
+
+
+class PhiMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.d, cfg.inter)
+        self.fc2 = nn.Linear(cfg.inter, cfg.d)
+
+    def forward(self, hidden_states):
+        return self.fc2(new_gelu(self.fc1(hidden_states)))  # ACT2FN["gelu_new"]
+
+
+class PhiDecoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = PhiAttention(cfg)
+        self.mlp = PhiMLP(cfg)
+        self.input_layernorm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        attn_outputs, present = self.self_attn(hidden_states, attention_mask, position_ids, past_key_value)
+        feed_forward_hidden_states = self.mlp(hidden_states)
+        hidden_states = attn_outputs + feed_forward_hidden_states + residual
+        return hidden_states, present
+
+
+class Phi2Like(LlamaBase):
+    """PhiForCausalLM 4.37 (Phi-2: no qk_layernorm, as many KV heads as heads), eager attention,
+    partial_rotary_factor cfg.rotary (0.5 for Phi-2)."""
+    family = "phi"
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.d)
+        self.layers = nn.ModuleList(PhiDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.final_layernorm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=True)
+
+    def forward(self, *args):
+        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        batch_size, seq_length = input_ids.shape[:2]
+        past_key_values_length = past_key_values[0][0].shape[2]
+        inputs_embeds = self.embed_tokens(input_ids)
+        attention_mask = prepare_4d_causal_attention_mask(attention_mask, (batch_size, seq_length), inputs_embeds.dtype,
+                                                          past_key_values_length)
+        hidden_states = inputs_embeds
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, attention_mask, position_ids, past)
+            presents.append(present)
+        hidden_states = self.final_layernorm(hidden_states)
+        logits = self.lm_head(hidden_states).float()
+        return (logits, *self.pack_presents(presents))
+
+
+# ---------------------------------------------------------------------------------------------
+# GPT-NeoX / Pythia (transformers 4.36 modeling_gpt_neox.py): fused query_key_value viewed as
+# (B, S, N, 3 h) and sliced per head, rotary on the first rotary_pct of each head, baddbmm scores
+# scaled by alpha, the causal buffer `bias` with torch.where, the (1 - mask) * min padding mask,
+# parallel residual x + attn(ln1(x)) + mlp(ln2(x)), erf GELU, untied embed_out.
+
+
+class GPTNeoXAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.num_attention_heads = cfg.heads
+        self.hidden_size = cfg.d
+        self.head_size = cfg.d // cfg.heads
+        self.rotary_ndims = int(self.head_size * cfg.rotary)
+        self.register_buffer("bias", torch.tril(torch.ones((cfg.ctx, cfg.ctx), dtype=torch.bool))
+                             .view(1, 1, cfg.ctx, cfg.ctx), persistent=False)
+        self.rotary_emb = LlamaRotaryEmbedding(self.rotary_ndims, cfg.ctx)  # GPTNeoXRotaryEmbedding 4.36
+        self.norm_factor = self.head_size ** -0.5
+        self.query_key_value = nn.Linear(cfg.d, 3 * cfg.d)
+        self.dense = nn.Linear(cfg.d, cfg.d)
+
+    def forward(self, hidden_states, attention_mask, position_ids, layer_past):
+        qkv = self.query_key_value(hidden_states)
+        # [batch, seq_len, (num_heads * 3 * head_size)] --> [batch, seq_len, num_heads, 3 * head_size]
+        new_qkv_shape = qkv.size()[:-1] + (self.num_attention_heads, 3 * self.head_size)
+        qkv = qkv.view(*new_qkv_shape)
+        query = qkv[..., : self.head_size].permute(0, 2, 1, 3)
+        key = qkv[..., self.head_size: 2 * self.head_size].permute(0, 2, 1, 3)
+        value = qkv[..., 2 * self.head_size:].permute(0, 2, 1, 3)
+        query_rot = query[..., : self.rotary_ndims]
+        query_pass = query[..., self.rotary_ndims:]
+        key_rot = key[..., : self.rotary_ndims]
+        key_pass = key[..., self.rotary_ndims:]
+        seq_len = key.shape[-2]
+        seq_len += layer_past[0].shape[-2]
+        cos, sin = self.rotary_emb(value, seq_len=seq_len)
+        query, key = apply_rotary_pos_emb_436(query_rot, key_rot, cos, sin, position_ids)
+        query = torch.cat((query, query_pass), dim=-1)
+        key = torch.cat((key, key_pass), dim=-1)
+        past_key = layer_past[0]
+        past_value = layer_past[1]
+        key = torch.cat((past_key, key), dim=-2)
+        value = torch.cat((past_value, value), dim=-2)
+        present = (key, value)
+        attn_output = self._attn(query, key, value, attention_mask)
+        attn_output = self._merge_heads(attn_output, self.num_attention_heads, self.head_size)
+        return self.dense(attn_output), present
+
+    @classmethod
+    def _merge_heads(cls, tensor, num_attention_heads, attn_head_size):
+        tensor = tensor.permute(0, 2, 1, 3).contiguous()
+        return tensor.view(tensor.size(0), tensor.size(1), num_attention_heads * attn_head_size)
+
+    def _attn(self, query, key, value, attention_mask):
+        batch_size, num_attention_heads, query_length, attn_head_size = query.size()
+        key_length = key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        query = query.view(batch_size * num_attention_heads, query_length, attn_head_size)
+        key = key.view(batch_size * num_attention_heads, key_length, attn_head_size)
+        attn_scores = torch.zeros(batch_size * num_attention_heads, query_length, key_length, dtype=query.dtype)
+        attn_scores = torch.baddbmm(attn_scores, query, key.transpose(1, 2), beta=1.0, alpha=self.norm_factor)
+        attn_scores = attn_scores.view(batch_size, num_attention_heads, query_length, key_length)
+        mask_value = torch.finfo(attn_scores.dtype).min
+        mask_value = torch.tensor(mask_value, dtype=attn_scores.dtype).to(attn_scores.device)
+        attn_scores = torch.where(causal_mask, attn_scores, mask_value)
+        attn_scores = attn_scores + attention_mask
+        attn_weights = nn.functional.softmax(attn_scores, dim=-1)
+        attn_weights = attn_weights.to(value.dtype)
+        return torch.matmul(attn_weights, value)
+
+
+class GPTNeoXMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(cfg.d, cfg.inter)
+        self.dense_4h_to_h = nn.Linear(cfg.inter, cfg.d)
+
+    def forward(self, hidden_states):
+        return self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(hidden_states)))  # ACT2FN["gelu"]
+
+
+class GPTNeoXLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.input_layernorm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.post_attention_layernorm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.attention = GPTNeoXAttention(cfg)
+        self.mlp = GPTNeoXMLP(cfg)
+
+    def forward(self, hidden_states, attention_mask, position_ids, layer_past):
+        attn_output, present = self.attention(self.input_layernorm(hidden_states), attention_mask, position_ids,
+                                              layer_past)
+        # use_parallel_residual: x = x + attn(ln1(x)) + mlp(ln2(x))
+        mlp_output = self.mlp(self.post_attention_layernorm(hidden_states))
+        hidden_states = mlp_output + attn_output + hidden_states
+        return hidden_states, present
+
+
+class GPTNeoXLike(LlamaBase):
+    """GPTNeoXForCausalLM 4.36 (Pythia: parallel residual, rotary_pct 0.25), eager attention."""
+    family = "gpt_neox"
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_in = nn.Embedding(cfg.vocab, cfg.d)
+        self.layers = nn.ModuleList(GPTNeoXLayer(cfg) for _ in range(cfg.layers))
+        self.final_layer_norm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.embed_out = nn.Linear(cfg.d, cfg.vocab, bias=False)
+
+    def forward(self, *args):
+        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        batch_size, seq_length = input_ids.size()
+        attention_mask = attention_mask.view(batch_size, -1)
+        attention_mask = attention_mask[:, None, None, :]
+        attention_mask = attention_mask.to(dtype=torch.float32)  # fp16 compatibility
+        attention_mask = (1.0 - attention_mask) * torch.finfo(torch.float32).min
+        inputs_embeds = self.embed_in(input_ids)
+        hidden_states = inputs_embeds
+        presents = []
+        for layer, layer_past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, attention_mask, position_ids, layer_past)
+            presents.append(present)
+        hidden_states = self.final_layer_norm(hidden_states)
+        return (self.embed_out(hidden_states), *self.pack_presents(presents))
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemma (transformers 4.40 modeling_gemma.py): RMSNorm in float scaled by (1 + weight), embeddings
+# times a `normalizer` tensor sqrt(hidden), rotary computed per layer from position_ids, GQA, the
+# causal mask of _update_causal_mask with its in-place padding update, GeGLU with the tanh GELU
+# (hidden_activation gelu_pytorch_tanh), lm_head tied to the embeddings.
+
+
+class GemmaRMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        # Llama does x.to(float16) * w whilst Gemma is (x * w).to(float16)
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+class GemmaAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.hidden_size, self.num_heads, self.head_dim = cfg.d, cfg.heads, cfg.hd
+        self.num_key_value_heads = cfg.kv_heads
+        self.num_key_value_groups = cfg.heads // cfg.kv_heads
+        self.q_proj = nn.Linear(cfg.d, cfg.heads * cfg.hd, bias=False)
+        self.k_proj = nn.Linear(cfg.d, cfg.kv_heads * cfg.hd, bias=False)
+        self.v_proj = nn.Linear(cfg.d, cfg.kv_heads * cfg.hd, bias=False)
+        self.o_proj = nn.Linear(cfg.heads * cfg.hd, cfg.d, bias=False)
+        self.rotary_emb = NewRotaryEmbedding(cfg.hd)  # GemmaRotaryEmbedding: inv_freq @ position_ids
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(hidden_states)
+        value_states = self.v_proj(hidden_states)
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, q_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rotary_emb(value_states, position_ids)
+        query_states, key_states = apply_rotary_pos_emb_new(query_states, key_states, cos, sin)
+        key_states = torch.cat([past_key_value[0], key_states], dim=-2)
+        value_states = torch.cat([past_key_value[1], value_states], dim=-2)
+        present = (key_states, value_states)
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]  # no matter the length, we just slice it
+        attn_weights = attn_weights + causal_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.view(bsz, q_len, -1)
+        return self.o_proj(attn_output), present
+
+
+class GemmaMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.d, cfg.inter, bias=False)
+        self.up_proj = nn.Linear(cfg.d, cfg.inter, bias=False)
+        self.down_proj = nn.Linear(cfg.inter, cfg.d, bias=False)
+
+    def forward(self, x):
+        # PytorchGELUTanh
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+
+class GemmaDecoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = GemmaAttention(cfg)
+        self.mlp = GemmaMLP(cfg)
+        self.input_layernorm = GemmaRMSNorm(cfg.d, eps=cfg.eps)
+        self.post_attention_layernorm = GemmaRMSNorm(cfg.d, eps=cfg.eps)
+
+    def forward(self, hidden_states, attention_mask, position_ids, past_key_value):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states, present = self.self_attn(hidden_states, attention_mask, position_ids, past_key_value)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        return residual + hidden_states, present
+
+
+class GemmaLike(LlamaBase):
+    """GemmaForCausalLM 4.40, eager attention, a dynamic cache (the mask covers P + S keys)."""
+    family = "gemma"
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.d)
+        self.layers = nn.ModuleList(GemmaDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.norm = GemmaRMSNorm(cfg.d, eps=cfg.eps)
+        self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=False)
+        self.lm_head.weight = self.embed_tokens.weight  # tie_word_embeddings
+
+    def _update_causal_mask(self, attention_mask, input_tensor, cache_position):
+        dtype = input_tensor.dtype
+        min_dtype = torch.finfo(dtype).min
+        sequence_length = input_tensor.shape[1]
+        target_length = attention_mask.shape[-1]  # dynamic cache
+        causal_mask = torch.full((sequence_length, target_length), fill_value=min_dtype, dtype=dtype)
+        if sequence_length != 1:  # traced at 5 tokens: the triu is recorded (and exact at 1 token)
+            causal_mask = torch.triu(causal_mask, diagonal=1)
+        causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
+        causal_mask = causal_mask[None, None, :, :].expand(input_tensor.shape[0], 1, -1, -1)
+        causal_mask = causal_mask.clone()  # copy to contiguous memory for in-place edit
+        mask_length = attention_mask.shape[-1]
+        padding_mask = causal_mask[..., :mask_length].eq(0.0) * attention_mask[:, None, None, :].eq(0.0)
+        causal_mask[..., :mask_length] = causal_mask[..., :mask_length].masked_fill(padding_mask, min_dtype)
+        return causal_mask
+
+    def forward(self, *args):
+        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        inputs_embeds = self.embed_tokens(input_ids)
+        past_seen_tokens = past_key_values[0][0].shape[2]
+        cache_position = torch.arange(past_seen_tokens, past_seen_tokens + inputs_embeds.shape[1])
+        causal_mask = self._update_causal_mask(attention_mask, inputs_embeds, cache_position)
+        hidden_states = inputs_embeds
+        # normalized
+        normalizer = torch.tensor(self.cfg.d ** 0.5, dtype=hidden_states.dtype)
+        hidden_states = hidden_states * normalizer
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, causal_mask, position_ids, past)
+            presents.append(present)
+        hidden_states = self.norm(hidden_states)
+        logits = self.lm_head(hidden_states)
+        logits = logits.float()
+        return (logits, *self.pack_presents(presents))
+
+
+# ---------------------------------------------------------------------------------------------
+# A BART decoder with past as Optimum splits it (decoder_with_past_model.onnx, transformers 4.36
+# modeling_bart.py): the self-attention's keys and values concatenated to the decoder past, the
+# cross-attention's read from the encoder past as they are (not recomputed, so the encoder states
+# are no input), no decoder attention_mask (the causal mask of to_causal_4d), the encoder padding
+# mask of _prepare_4d_attention_mask, post-LN layers, lm_head tied to the embeddings plus
+# final_logits_bias. Only the decoder presents are outputs.
+
+
+def prepare_4d_attention_mask(mask, dtype, tgt_len):
+    """transformers 4.36 _prepare_4d_attention_mask (AttentionMaskConverter._expand_mask)."""
+    bsz, src_len = mask.size()
+    expanded_mask = mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(dtype)
+    inverted_mask = 1.0 - expanded_mask
+    return inverted_mask.masked_fill(inverted_mask.to(torch.bool), torch.finfo(dtype).min)
+
+
+def to_causal_4d(batch_size, query_length, key_value_length, dtype):
+    """AttentionMaskConverter(is_causal=True).to_causal_4d (4.36): None for one query in eager
+    torch; traced at 5 tokens, so the export always computes the (all-zero at one query) mask."""
+    past_key_values_length = key_value_length - query_length
+    mask = torch.full((query_length, query_length), torch.finfo(dtype).min)
+    mask_cond = torch.arange(mask.size(-1))
+    mask.masked_fill_(mask_cond < (mask_cond + 1).view(mask.size(-1), 1), 0)
+    mask = mask.to(dtype)
+    if past_key_values_length > 0:
+        mask = torch.cat([torch.zeros(query_length, past_key_values_length, dtype=dtype), mask], dim=-1)
+    return mask[None, None, :, :].expand(batch_size, 1, query_length, query_length + past_key_values_length)
+
+
+class BartLearnedPositionalEmbedding(nn.Embedding):
+    def __init__(self, num_embeddings, embedding_dim):
+        self.offset = 2
+        super().__init__(num_embeddings + self.offset, embedding_dim)
+
+    def forward(self, input_ids, past_key_values_length=0):
+        bsz, seq_len = input_ids.shape[:2]
+        positions = torch.arange(past_key_values_length, past_key_values_length + seq_len, dtype=torch.long,
+                                 device=self.weight.device).expand(bsz, -1)
+        return super().forward(positions + self.offset)
+
+
+class BartPastAttention(nn.Module):
+    """BartAttention (is_decoder) on the with-past path."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed_dim, self.num_heads, self.head_dim = cfg.d, cfg.heads, cfg.hd
+        self.scaling = self.head_dim ** -0.5
+        self.k_proj = nn.Linear(cfg.d, cfg.d)
+        self.v_proj = nn.Linear(cfg.d, cfg.d)
+        self.q_proj = nn.Linear(cfg.d, cfg.d)
+        self.out_proj = nn.Linear(cfg.d, cfg.d)
+
+    def _shape(self, tensor, seq_len, bsz):
+        return tensor.view(bsz, seq_len, self.num_heads, self.head_dim).transpose(1, 2).contiguous()
+
+    def forward(self, hidden_states, past_key_value, attention_mask, is_cross_attention):
+        bsz, tgt_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states) * self.scaling
+        if is_cross_attention:
+            # reuse k, v, cross_attentions (past_key_value[0].shape[2] == key_value_states.shape[1])
+            key_states = past_key_value[0]
+            value_states = past_key_value[1]
+        else:
+            # reuse k, v, self_attention
+            key_states = self._shape(self.k_proj(hidden_states), -1, bsz)
+            value_states = self._shape(self.v_proj(hidden_states), -1, bsz)
+            key_states = torch.cat([past_key_value[0], key_states], dim=2)
+            value_states = torch.cat([past_key_value[1], value_states], dim=2)
+        present = (key_states, value_states)
+        proj_shape = (bsz * self.num_heads, -1, self.head_dim)
+        query_states = self._shape(query_states, tgt_len, bsz).view(*proj_shape)
+        key_states = key_states.reshape(*proj_shape)
+        value_states = value_states.reshape(*proj_shape)
+        src_len = key_states.size(1)
+        attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+        attn_weights = attn_weights.view(bsz, self.num_heads, tgt_len, src_len) + attention_mask
+        attn_weights = attn_weights.view(bsz * self.num_heads, tgt_len, src_len)
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_output = torch.bmm(attn_weights, value_states)
+        attn_output = attn_output.view(bsz, self.num_heads, tgt_len, self.head_dim)
+        attn_output = attn_output.transpose(1, 2)
+        attn_output = attn_output.reshape(bsz, tgt_len, self.embed_dim)
+        return self.out_proj(attn_output), present
+
+    def project(self, key_value_states):
+        """The cross-attention keys and values the decoder without past returns as
+        present.{i}.encoder.key/value (the with-past decoder reads them back as past)."""
+        bsz = key_value_states.shape[0]
+        return self._shape(self.k_proj(key_value_states), -1, bsz), self._shape(self.v_proj(key_value_states), -1, bsz)
+
+
+class BartPastDecoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = BartPastAttention(cfg)
+        self.self_attn_layer_norm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.encoder_attn = BartPastAttention(cfg)
+        self.encoder_attn_layer_norm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.fc1 = nn.Linear(cfg.d, cfg.inter)
+        self.fc2 = nn.Linear(cfg.inter, cfg.d)
+        self.final_layer_norm = nn.LayerNorm(cfg.d, eps=cfg.eps)
+
+    def forward(self, hidden_states, attention_mask, encoder_attention_mask, past_key_value):
+        residual = hidden_states
+        self_attn_past_key_value = past_key_value[:2]
+        hidden_states, present_key_value = self.self_attn(hidden_states, self_attn_past_key_value, attention_mask,
+                                                          False)
+        hidden_states = self.self_attn_layer_norm(residual + hidden_states)
+        residual = hidden_states
+        cross_attn_past_key_value = past_key_value[-2:]
+        hidden_states, _ = self.encoder_attn(hidden_states, cross_attn_past_key_value, encoder_attention_mask, True)
+        hidden_states = self.encoder_attn_layer_norm(residual + hidden_states)
+        residual = hidden_states
+        hidden_states = self.fc2(F.gelu(self.fc1(hidden_states)))  # activation_function "gelu"
+        return self.final_layer_norm(residual + hidden_states), present_key_value
+
+
+class BartDecoderPast(Decoder):
+    """BartForConditionalGeneration's decoder + lm_head, with past (Optimum's with-past split).
+    Inputs input_ids (B, S), encoder_attention_mask (B, T), per layer
+    past_key_values.{i}.decoder.key/value (B, N, P, h) and past_key_values.{i}.encoder.key/value
+    (B, N, T, h); outputs logits and present.{i}.decoder.key/value (B, N, P + S, h)."""
+    family = "bart"
+    past = "seq2seq"
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_scale = 1.0  # scale_embedding False (bart-base)
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.d, padding_idx=1)
+        self.embed_positions = BartLearnedPositionalEmbedding(cfg.ctx, cfg.d)
+        self.layers = nn.ModuleList(BartPastDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.layernorm_embedding = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=False)
+        self.lm_head.weight = self.embed_tokens.weight
+        self.register_buffer("final_logits_bias", torch.zeros((1, cfg.vocab)))
+
+    def input_names(self):
+        return ["input_ids", "encoder_attention_mask"] + self.past_names()
+
+    def past_names(self):
+        return [f"past_key_values.{i}.{part}.{kv}" for i in range(self.cfg.layers) for part in ("decoder", "encoder")
+                for kv in ("key", "value")]
+
+    def output_names(self):
+        return ["logits"] + [f"present.{i}.decoder.{kv}" for i in range(self.cfg.layers) for kv in ("key", "value")]
+
+    def encoder_past(self, encoder_hidden_states):
+        """[(key, value)] per layer: what the decoder without past returns for the encoder."""
+        return [layer.encoder_attn.project(encoder_hidden_states) for layer in self.layers]
+
+    def forward(self, input_ids, encoder_attention_mask, *past):
+        past_key_values = [past[4 * i: 4 * i + 4] for i in range(self.cfg.layers)]
+        input_shape = input_ids.size()
+        input_ids = input_ids.view(-1, input_shape[-1])
+        past_key_values_length = past_key_values[0][0].shape[2]
+        inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale
+        attention_mask = to_causal_4d(input_shape[0], input_shape[-1], input_shape[-1] + past_key_values_length,
+                                      inputs_embeds.dtype)
+        encoder_attention_mask = prepare_4d_attention_mask(encoder_attention_mask, inputs_embeds.dtype,
+                                                           tgt_len=input_shape[-1])
+        positions = self.embed_positions(input_ids, past_key_values_length)
+        hidden_states = inputs_embeds + positions
+        hidden_states = self.layernorm_embedding(hidden_states)
+        presents = []
+        for layer, past_key_value in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, attention_mask, encoder_attention_mask, past_key_value)
+            presents.append(present)
+        lm_logits = self.lm_head(hidden_states)
+        lm_logits = lm_logits + self.final_logits_bias
+        return (lm_logits, *[t for kv in presents for t in kv])
+
+
+# ---------------------------------------------------------------------------------------------
 # name -> (constructor taking a Config, opsets exported, opsets committed at the small size)
 # The small exports are ~0.6 MB each: the repo keeps the opset-14 export of hf_gpt2 only (the
 # held-out form of issue 25); --all-opsets writes the others. torch 1.13 exports hf_llama at
@@ -925,6 +1518,30 @@ MODELS = {
     "trap_gelu_coef_near": (trap_gelu_coef_near, (17,), (17,)),
     "trap_mask_shifted": (trap_mask_shifted, (17,), (17,)),
     "trap_rms_eps_outside": (trap_rms_eps_outside, (17,), (17,)),
+    "bart_decoder_past": (BartDecoderPast, (17,), (17,)),
+    "phi2_like": (Phi2Like, (17,), (17,)),
+    "phi2_full_rotary": (Phi2Like, (17,), (17,)),
+    "gpt_neox_like": (GPTNeoXLike, (17,), (17,)),
+    "gemma_like": (GemmaLike, (17,), (17,)),
+    "mistral_sliding": (MistralSliding, (17,), (17,)),
+}
+
+# The Configs of the later forms, (small, full): hidden 64, 4 heads of 16, 2 layers, vocab 256 as the
+# others; the full sizes are Pythia-160m's, bart-base's decoder, a Phi-2 / Gemma / Mistral at GPT-2
+# small's width. Mistral's window stays 4 at both sizes so that the 7-token data sets cross it.
+CONFIGS = {
+    "bart_decoder_past": (dataclasses.replace(SMALL, ctx=64, inter=64),
+                          Config(vocab=50265, ctx=1024, d=768, heads=12, layers=6, inter=3072)),
+    "phi2_like": (dataclasses.replace(SMALL, ctx=64, inter=64, rotary=0.5),
+                  Config(vocab=51200, ctx=2048, d=768, heads=12, layers=12, inter=3072, rotary=0.5)),
+    "phi2_full_rotary": (dataclasses.replace(SMALL, ctx=64, inter=64, rotary=1.0),
+                         Config(vocab=51200, ctx=2048, d=768, heads=12, layers=12, inter=3072, rotary=1.0)),
+    "gpt_neox_like": (dataclasses.replace(SMALL, ctx=64, inter=64, rotary=0.25),
+                      Config(vocab=50304, ctx=2048, d=768, heads=12, layers=12, inter=3072, rotary=0.25)),
+    "gemma_like": (dataclasses.replace(SMALL, ctx=64, inter=64, kv_heads=1, eps=1e-6),
+                   Config(vocab=32000, ctx=2048, d=768, heads=12, kv_heads=1, layers=12, inter=3072, eps=1e-6)),
+    "mistral_sliding": (dataclasses.replace(SMALL, ctx=64, inter=64, window=4),
+                        dataclasses.replace(FULL_LLAMA, window=4)),
 }
 
 
@@ -933,10 +1550,16 @@ def build(name, size):
     make = MODELS[name][0]
     if name.startswith("trap_"):
         cfg = TINY
+    elif name in CONFIGS:
+        cfg = CONFIGS[name][0 if size == "small" else 1]
     elif size == "small":
         cfg = SMALL
     else:
         cfg = FULL_LLAMA if name in ("hf_llama", "mistral_like", "phi3_like") else FULL_GPT2
     torch.manual_seed(sum(map(ord, name)))
-    model = make(cfg).eval()
-    return init_weights(model, cfg.d)
+    model = init_weights(make(cfg).eval(), cfg.d)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, GemmaRMSNorm):  # it scales by 1 + weight: the weight near 0
+                m.weight.sub_(1.0)
+    return model

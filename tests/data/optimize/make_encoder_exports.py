@@ -19,11 +19,16 @@ Data sets (k), text models (7 tokens; the decoder's encoder length is 6):
   2  batch 2, row 1 left-padded by 2 (positions as each model computes them); the decoder's
      encoder_attention_mask: row 1's first position padded
   key_padding_mask (nn.TransformerEncoder) is the negation of attention_mask.
+  CLIP text (a model with eos_id): real ids from [3, eos_id), eos_id at each row's last real
+  position (the pooled one).
 Vision models: 0 one image, 1 three images (normal pixels).
-The export is traced at batch 2, 5 tokens (an encoder length of 6) with batch, sequence and
-encoder_sequence dynamic, so that no dim is specialised to 1. Every model is exported and its
-outputs computed with autograd enabled (parameters requiring grad): that keeps torch's
-nn.TransformerEncoderLayer and nn.MultiheadAttention on their composite path (see README.md).
+Audio (input_features, Whisper): normal features, 0 batch 1 and 1 batch 2 of 14 frames (7
+positions), 2 batch 2 of 20 frames (10 positions).
+The export is traced at batch 2, 5 tokens (an encoder length of 6; Whisper: 10 frames) with batch,
+sequence, encoder_sequence and frames dynamic, so that no dim is specialised to 1. Every model is
+exported and its outputs computed with autograd enabled (parameters requiring grad): that keeps
+torch's nn.TransformerEncoderLayer and nn.MultiheadAttention on their composite path (see
+README.md).
 """
 import argparse
 import pathlib
@@ -48,7 +53,11 @@ def text_feeds(model, g, mask, encoder_mask=None):
     [3, vocab) so that none is a pad id."""
     c = model.cfg
     b, s = mask.shape
-    ids = torch.randint(3, c.vocab, (b, s), generator=g).masked_fill(mask == 0, model.pad_id)
+    high = c.vocab if model.eos_id is None else model.eos_id
+    ids = torch.randint(3, high, (b, s), generator=g).masked_fill(mask == 0, model.pad_id)
+    if model.eos_id is not None:  # each row's real tokens end with EOS (CLIP pools there)
+        last = s - 1 - mask.flip(1).argmax(1)
+        ids[torch.arange(b), last] = model.eos_id
     feeds = []
     for name in model.inputs:
         if name == "input_ids":
@@ -74,6 +83,9 @@ def data_sets(model):
     if model.inputs == ("pixel_values",):
         c = model.cfg
         feeds = [[torch.randn(b, 3, c.image, c.image, generator=g)] for b in (1, 3)]
+    elif model.inputs == ("input_features",):
+        c = model.cfg
+        feeds = [[torch.randn(b, c.mels, frames, generator=g)] for b, frames in ((1, 14), (2, 14), (2, 20))]
     else:
         ones = torch.ones(1, TOKENS, dtype=torch.int64)
         right = torch.tensor([[1] * TOKENS, [1] * (TOKENS - 2) + [0] * 2])
@@ -94,6 +106,8 @@ def dynamic_axes(model):
     for name in model.inputs:
         if name == "pixel_values":
             axes[name] = {0: "batch"}
+        elif name == "input_features":
+            axes[name] = {0: "batch", 2: "frames"}
         elif name.startswith("encoder_"):
             axes[name] = {0: "batch", 1: "encoder_sequence"}
         else:
@@ -109,6 +123,8 @@ def export(model, path, opset):
     g = torch.Generator().manual_seed(99)
     if model.inputs == ("pixel_values",):
         args = (torch.randn(2, 3, model.cfg.image, model.cfg.image, generator=g),)
+    elif model.inputs == ("input_features",):
+        args = (torch.randn(2, model.cfg.mels, 10, generator=g),)
     else:
         mask = torch.ones(2, 5, dtype=torch.int64)
         args = tuple(text_feeds(model, g, mask, torch.ones(2, ENCODER_TOKENS, dtype=torch.int64)))

@@ -13,6 +13,12 @@ Data sets (k):
   3  a decode step after set 2 (batch 2)
   4  (models with position_ids) batch 2, row 1 left-padded, row 0 unpadded
   5  a decode step after set 4
+The BART decoder with past (encoder-decoder, Optimum's decoder_with_past split) has its own sets:
+  0  batch 1, one token after a decoder past of 3, encoder length 6, no encoder padding
+  1  batch 2, one token after a past of 3, row 1's encoder input right-padded by 2
+  2  batch 2, three tokens after a past of 3 (the causal block matters), the same padding
+  the decoder past is the presents of the prefix run through the same model with an empty past,
+  the encoder past each layer's cross-attention k_proj / v_proj of normal encoder states.
 The batch, sequence and past dims are dynamic; the export is traced at batch 2, 5 tokens and a
 past of 3, so that no dim is specialised to 0 or 1.
 """
@@ -63,8 +69,38 @@ def feeds_for(model, ids, mask, past):
     return out
 
 
+def seq2seq_data_sets(model):
+    """[(inputs, outputs)] of the encoder-decoder sets in the module docstring."""
+    g = torch.Generator().manual_seed(1234)
+    c = model.cfg
+    sets = []
+
+    def step(encoder_mask, prefix_len, new_len):
+        b, t = encoder_mask.shape
+        encoder_states = torch.randn(b, t, c.d, generator=g)
+        prefix = torch.randint(0, c.vocab, (b, prefix_len), generator=g)
+        ids = torch.randint(0, c.vocab, (b, new_len), generator=g)
+        with torch.no_grad():
+            cross = model.encoder_past(encoder_states)
+            empty = torch.zeros(b, c.heads, 0, c.hd)
+            outputs = model(prefix, encoder_mask, *[x for k, v in cross for x in (empty, empty, k, v)])
+            decoder = outputs[1:]
+            inputs = [ids, encoder_mask] + [x for i, (k, v) in enumerate(cross)
+                                            for x in (decoder[2 * i], decoder[2 * i + 1], k, v)]
+            outputs = model(*inputs)
+        sets.append((inputs, list(outputs)))
+
+    padded = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
+    step(torch.ones(1, 6, dtype=torch.int64), 3, 1)
+    step(padded, 3, 1)
+    step(padded, 3, 3)
+    return sets
+
+
 def data_sets(model, vocab):
     """[(inputs, outputs)] for the sets in the module docstring, outputs computed by torch."""
+    if model.past == "seq2seq":
+        return seq2seq_data_sets(model)
     g = torch.Generator().manual_seed(1234)
     sets = []
 
@@ -98,6 +134,13 @@ def data_sets(model, vocab):
 
 def dynamic_axes(model):
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
+    if model.past == "seq2seq":
+        axes["encoder_attention_mask"] = {0: "batch", 1: "encoder_sequence"}
+        for name in model.past_names():
+            axes[name] = {0: "batch", 2: "past_sequence" if ".decoder." in name else "encoder_sequence"}
+        for name in model.output_names()[1:]:
+            axes[name] = {0: "batch", 2: "total_sequence"}
+        return axes
     total = "total_sequence" if model.past is not None else "sequence"
     if model.mask is not None:
         axes["attention_mask"] = {0: "batch", 1: total}
@@ -119,9 +162,14 @@ def export(model, path, opset, fixed_inputs=None):
                           output_names=model.output_names())
         return
     ids = torch.randint(0, model.cfg.vocab, (2, 5))
-    mask = torch.ones(2, 8 if model.past is not None else 5, dtype=torch.int64)
-    past = [torch.randn(past_shape(model, 2, 3)) for _ in model.past_names()] or None
-    args = tuple(feeds_for(model, ids, mask, past))
+    if model.past == "seq2seq":  # encoder length 6, a decoder past of 3
+        c = model.cfg
+        past = [torch.randn(2, c.heads, 3 if ".decoder." in n else 6, c.hd) for n in model.past_names()]
+        args = tuple([ids, torch.ones(2, 6, dtype=torch.int64)] + past)
+    else:
+        mask = torch.ones(2, 8 if model.past is not None else 5, dtype=torch.int64)
+        past = [torch.randn(past_shape(model, 2, 3)) for _ in model.past_names()] or None
+        args = tuple(feeds_for(model, ids, mask, past))
     torch.onnx.export(model, args, str(path), opset_version=opset, input_names=model.input_names(),
                       output_names=model.output_names(), dynamic_axes=dynamic_axes(model))
 

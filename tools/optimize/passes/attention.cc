@@ -201,6 +201,41 @@ Pass attention_pass() {
               const std::string bias = add("Where", {keep, f.mask.padding_value, hidden}, "bias");
               return shared_bias[key] = bias;
             };
+            // The sum of additive mask terms as one (B|1, N|1, S|1, T) bias, shared by the layers
+            // that add the same terms; false when a term's shape is unknown.
+            std::map<std::string, std::pair<std::string, bool>> shared_sums;  // terms -> (sum, one row)
+            auto summed_bias = [&](const std::vector<std::string>& terms, Mask& mask) {
+              const std::string key = fmt::format("{}", fmt::join(terms, "|"));
+              if (auto it = shared_sums.find(key); it != shared_sums.end()) {
+                mask.bias = it->second.first, mask.bias_one_row = it->second.second;
+                return true;
+              }
+              size_t rank = 0;
+              bool one_row = true;
+              for (const std::string& t : terms) {
+                const std::vector<Dim>* d = index.dims(t);
+                if (!d) return false;
+                rank = std::max(rank, d->size());
+                one_row = one_row && d->size() == 4 && (*d)[2].fixed() && (*d)[2].value == 1;
+              }
+              const std::string base = names.node("/AttentionMaskSum");
+              std::string sum = terms[0];
+              for (size_t i = 1; i < terms.size(); ++i) {
+                const std::string next = names.value(base + "/sum");
+                shared_nodes.push_back(make_node("Add", "", {sum, terms[i]}, {next}, {}, names.node(base + "/Add")));
+                sum = next;
+              }
+              if (rank < 4) {
+                const std::vector<int64_t> ax = rank == 3 ? std::vector<int64_t>{1} : std::vector<int64_t>{0, 1};
+                const std::string axes = names.value(base + "/axes"), b4 = names.value(base + "/bias_4d");
+                new_inits.push_back({axes, Tensor::from_vector<int64_t>({int64_t(ax.size())}, ax)});
+                shared_nodes.push_back(make_node("Unsqueeze", "", {sum, axes}, {b4}, {}, names.node(base + "/Unsqueeze")));
+                sum = b4;
+              }
+              shared_sums[key] = {sum, one_row};
+              mask.bias = sum, mask.bias_one_row = one_row;
+              return true;
+            };
             for (int si = 0; si < int(g.nodes.size()); ++si) {
               const Node& sm = g.nodes[size_t(si)];
               if (sm.op_type != "Softmax" || !sm.domain.empty()) continue;
@@ -237,9 +272,21 @@ Pass attention_pass() {
               // Not with ORT's stacked past: its Attention refuses past together with attention_bias
               // ("Attention cannot have both past and attention_bias"), so there the padding rows
               // keep the fused operator's reading of the masks.
-              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.where_cond.empty() &&
-                  f->k.stacked_past.empty()) {
+              if (f->mask.causal && !f->mask.padding_input.empty() && f->mask.bias.empty() && f->mask.more_biases.empty() &&
+                  f->mask.where_cond.empty() && f->k.stacked_past.empty()) {
                 if (auto bias = shared_causal_padding_bias(*f)) f->mask.bias = *bias, f->mask.causal = false, f->mask.padding_input.clear();
+              }
+              // Several additive terms (CLIP's causal then padding mask, in either order or
+              // nesting): one bias, their sum, innermost first as the graph adds them, built once
+              // for the layers that add the same terms. The padding value is then one of them.
+              std::vector<std::string> terms(f->mask.more_biases.rbegin(), f->mask.more_biases.rend());
+              if (!terms.empty()) {
+                if (!f->mask.bias.empty()) terms.push_back(f->mask.bias);
+                if (!f->mask.padding_value.empty()) terms.push_back(f->mask.padding_value), f->mask.padding_input.clear();
+                if (!summed_bias(terms, f->mask)) {
+                  refuse(sm, fmt::format("the shapes of the added masks ({}) are not all known", fmt::join(terms, ", ")));
+                  continue;
+                }
               }
               std::vector<Attribute> attrs = {build::attr("num_heads", N)};
               if (f->mask.causal) attrs.push_back(build::attr("unidirectional", int64_t(1)));
@@ -291,7 +338,7 @@ Pass attention_pass() {
                 nodes.push_back(make_node("Where", "", {f->mask.where_cond, f->mask.where_keeps ? zero : fill, f->mask.where_keeps ? fill : zero},
                                           {bias}, {}, names.node(scope + "/MaskBias")));
                 f->mask.bias = to_4d(bias, index.dims(f->mask.where_cond)->size());
-              } else if (!f->mask.bias.empty() && index.dims(f->mask.bias)) {
+              } else if (!f->mask.bias.empty() && terms.empty() && index.dims(f->mask.bias)) {
                 f->mask.bias = to_4d(f->mask.bias, index.dims(f->mask.bias)->size());
               }
               const Node& merge = g.nodes[size_t(f->output)];

@@ -59,6 +59,7 @@ class Reader : public AttentionReader {
   // (S, B, N*h) -> Reshape (S, B*N, h) -> Transpose 1 0 2 (K maybe straight to 1 2 0).
   std::optional<Heads> heads(const std::string& v, bool k_transposed, std::string& why) {
     const Node* t = producer(v, "Transpose");
+    if (!t && !k_transposed && given_heads(v)) return given_heads(v);
     if (!t) return why = fmt::format("'{}' is not the Transpose of a head split", v), std::nullopt;
     if (perm_is(*t, {1, 0, 2}) || perm_is(*t, {1, 2, 0})) return seq_first_heads(*t, k_transposed, why);
     const bool plain = perm_is(*t, {0, 2, 1, 3}), kt = perm_is(*t, {0, 2, 3, 1});
@@ -91,6 +92,17 @@ class Reader : public AttentionReader {
     if (!keeps(0) || !keeps(1)) return why = fmt::format("the head split '{}' changes the batch or sequence dims", r->name), std::nullopt;
     use(t), use(r);
     return Heads{r->inputs[0], *N, *h, k_transposed};
+  }
+
+  // A 4-D graph input (B, N, T, h) with N and h known: keys or values already in heads.
+  std::optional<Heads> given_heads(const std::string& v) const {
+    const std::vector<Dim>* d = g_.dims(v);
+    bool input = false;
+    for (const ValueInfo* in : g_.graph().feed_inputs()) input = input || in->name == v;
+    if (!input || !d || d->size() != 4 || !(*d)[1].fixed() || !(*d)[3].fixed() || (*d)[1].value <= 0 || (*d)[3].value <= 0) return std::nullopt;
+    Heads h{v, (*d)[1].value, (*d)[3].value};
+    h.given = true;
+    return h;
   }
 
   // A positive scalar Mul or Div read once: its node (its factor is scale_factor()), else null.
@@ -449,7 +461,13 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   Dim S = (*sd)[sd->size() - 2], T = (*sd)[sd->size() - 1];
   if (const std::vector<Dim>* pd = product_dims(g, sm.inputs[0], 8); pd && pd->size() >= 3) S = (*pd)[pd->size() - 2], T = (*pd)[pd->size() - 1];
   const Inference* inf = g.inference();
-  auto show = [](const Dim& d) { return d.fixed() ? std::to_string(d.value) : d.param; };
+  auto show = [](const Dim& d) { return d.fixed() ? std::to_string(d.value) : d.param.empty() ? std::string("?") : d.param; };
+  auto shape_text = [&](const std::vector<Dim>* d) {
+    if (!d) return std::string("shape unknown");
+    std::vector<std::string> parts;
+    for (const Dim& x : *d) parts.push_back(show(x));
+    return fmt::format("shape ({})", fmt::join(parts, ", "));
+  };
   // A 3-D <-> 4-D view between (B*N, S, x) and (B, N, S, x): N, or 0 when `n` is not one.
   auto heads_view = [&](const Node& n) -> int64_t {
     const std::vector<Dim>* in = g.dims(n.inputs[0]);
@@ -518,6 +536,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   // Scores: peel masks, scales and 3-D <-> 4-D views down to MatMul(q, kT).
   std::string cur = sm.inputs[0];
   const Node* qk = nullptr;
+  bool k_plain = false;  // the product takes K, not K^T (FusedMatMul with transB)
   int rank = f.scores_rank;  // of `cur`
   for (int steps = 0; steps < 10 && !qk; ++steps) {
     const int p = g.producer(cur);
@@ -528,14 +547,23 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     for (int c : g.consumers(cur)) readers += g.graph().nodes[size_t(c)].op_type != "Shape";
     if (g.is_graph_output(cur) || readers != 1) return why = fmt::format("the scores '{}' are read elsewhere", cur), std::nullopt;
     if (n.inputs.size() < (n.op_type == "Where" ? 3u : 2u)) return why = fmt::format("'{}' has too few inputs", n.name), std::nullopt;
-    if (n.op_type == "MatMul") {
+    if (n.op_type == "MatMul" && n.domain.empty()) {
       qk = &n;
+    } else if (n.op_type == "FusedMatMul" && n.domain == "com.microsoft" && int_attr(n, "transA", 0) == 0 && int_attr(n, "transB", 0) == 1 &&
+               int_attr(n, "transBatchA", 0) == 0 && int_attr(n, "transBatchB", 0) == 0 && float_attr(n, "alpha", 1.0f) > 0) {
+      // Q K^T as the fused-matmul pass writes it (the order of the passes must not matter): K
+      // itself, the scale in alpha.
+      qk = &n;
+      k_plain = true;
+      f.scale *= float_attr(n, "alpha", 1.0f);
     } else if ((n.op_type == "Div" || n.op_type == "Mul") && g.scalar(n.inputs[1])) {
       const double c = *g.scalar(n.inputs[1]);
       if (!(c > 0)) return why = fmt::format("the scale '{}' is not positive", n.name), std::nullopt;
       f.scale *= n.op_type == "Div" ? 1 / c : c;
       cur = n.inputs[0];
-    } else if (n.op_type == "Reshape" && f.scores_rank == 3) {
+    } else if (n.op_type == "Reshape" && (f.scores_rank == 3 || rank == 4)) {
+      // (B*N, S, T) <-> (B, N, S, T) views of the scores (GPT-NeoX's baddbmm on 3-D heads, viewed
+      // as 4-D for the mask and Softmax).
       if (!views_heads(heads_view(n))) return why = fmt::format("'{}' reshapes the scores other than (B*N, S, T) <-> (B, N, S, T)", n.name), std::nullopt;
       rank = int(g.dims(n.inputs[0])->size());
       cur = n.inputs[0];
@@ -593,8 +621,12 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       if (side < 0) return why = fmt::format("neither operand of '{}' is the scores", n.name), std::nullopt;
       const std::string& m = n.inputs[size_t(1 - side)];
       const std::optional<PaddingRead>& pad = pads[1 - side];
-      if (!f.mask.padding_input.empty() || !f.mask.bias.empty()) return why = fmt::format("'{}' adds a second mask", n.name), std::nullopt;
-      if (pad && pad->rank == size_t(rank) && (rank == 4 || pad->merged_heads > 0)) {
+      // A term after the first additive one is summed with it into one bias (exact but for the
+      // order of the float additions): a key padding value among several is such a term too.
+      const bool another = !f.mask.padding_value.empty() || !f.mask.bias.empty();
+      if (another && !f.mask.padding_input.empty() && f.mask.padding_value.empty())
+        return why = fmt::format("'{}' adds a mask to scores a Where already masks with key padding", n.name), std::nullopt;
+      if (pad && pad->rank == size_t(rank) && (rank == 4 || pad->merged_heads > 0) && !another) {
         if (!hides_by_adding(*pad))
           return why = fmt::format("the padding mask of '{}' adds {:g} and {:g}, not 0 and a hiding value (<= {:g})", n.name, pad->if_one,
                                    pad->if_zero, kMaskFloor), std::nullopt;
@@ -609,11 +641,20 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
         const bool one_row = md && md->size() == 4 && (*md)[2].fixed() && (*md)[2].value == 1 && !(S.fixed() && S.value == 1);
         if (rank != 4 || !md || md->size() < 2 || md->size() > 4 || !(dims_equal((*md)[md->size() - 2], S, inf) || one_row) ||
             !dims_equal((*md)[md->size() - 1], T, inf))
-          return why = fmt::format("the added '{}' is neither a padding mask nor a bias of shape (S, T), (1|B, S, T), (B|1, N|1, S, T) or (B|1, N|1, 1, T)", m), std::nullopt;
-        f.mask.bias_one_row = one_row;
+          return why = fmt::format("the added '{}' ({}) is neither a padding mask nor a bias of shape (S, T), (1|B, S, T), (B|1, N|1, S, T) or "
+                                   "(B|1, N|1, 1, T) with S = {}, T = {}", m, shape_text(md), show(S), show(T)), std::nullopt;
         if (md->size() == 4 && !(*md)[1].fixed()) return why = fmt::format("the bias '{}' has an unknown head axis", m), std::nullopt;
-        if (md->size() == 4) f.mask.bias_heads = (*md)[1].value;
-        f.mask.bias = m;
+        if (md->size() == 4) f.mask.bias_heads = std::max(f.mask.bias_heads, (*md)[1].value);
+        if (pad && !hides_by_adding(*pad))
+          return why = fmt::format("the padding mask of '{}' adds {:g} and {:g}, not 0 and a hiding value (<= {:g})", n.name, pad->if_one,
+                                   pad->if_zero, kMaskFloor), std::nullopt;
+        if (!another) {
+          f.mask.bias_one_row = one_row;
+          f.mask.bias = m;
+        } else {
+          f.mask.bias_one_row = f.mask.bias_one_row && one_row;  // the sum has a row per query unless every term has one row
+          f.mask.more_biases.push_back(m);
+        }
       }
       cur = n.inputs[size_t(side)];
     } else {
@@ -641,7 +682,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   auto q = r.source(qv, false, why);
   if (!q) return std::nullopt;
   const std::set<int> before_kv = r.used;
-  auto k = r.source(kv, true, why);
+  auto k = r.source(kv, !k_plain, why);
   if (!k) return std::nullopt;
   r.may_scale = false;
   auto v = r.source(pv->inputs[1], false, why);
@@ -654,6 +695,9 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   if (k->repeated.empty() != v->repeated.empty() || k->past.empty() != v->past.empty()) return why = "K and V differ in past or repeats", std::nullopt;
   if (k->repeated.empty() && (k->heads.N != q->heads.N || v->heads.N != q->heads.N)) return why = "K or V has other heads than Q", std::nullopt;
   if (v->rotary_node) return why = "V is rotated", std::nullopt;
+  if (q->heads.given) return why = fmt::format("the queries '{}' are a graph input, not a head split", q->heads.x), std::nullopt;
+  if (k->heads.given != v->heads.given || (k->heads.given && (!k->past.empty() || !k->repeated.empty() || k->rotary_node)))
+    return why = "K and V are not both given in heads (B, N, T, h) with no past, repeat or rotation", std::nullopt;
   // A scale on the 3-D projection before the head split (BART's and CLIP's q_proj(x) * scaling).
   for (Source* src : {&*q, &*k}) {
     const int p = g.producer(src->heads.x);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../pass.h"
 
@@ -16,6 +17,8 @@ struct Heads {
   int64_t N = 0, h = 0;
   bool transposed_k = false;  // heads reached through perm 0 2 3 1 (K already transposed)
   bool seq_first = false;     // x is (S, B, N*h), split by torch's nn.MultiheadAttention into (B*N, S, h)
+  bool given = false;         // x is already (B, N, T, h): a graph input (a decoder's cross-attention
+                              // keys and values computed once and fed back as past, as Optimum splits it)
 };
 
 struct Source {   // where Q, K or V of the attention comes from
@@ -34,7 +37,11 @@ struct Mask {
   std::string padding_input;     // a 2-D (B, T) graph input: key padding
   bool padding_keeps_nonzero = true;  // its nonzero elements keep a key (else they hide it: torch's key_padding_mask)
   std::string bias;              // an additive (S, T), (B|1, S, T) or (B|1, N|1, S, T) value
-  int64_t bias_heads = 1;        // its head axis (4-D)
+  // Further additive terms after the first (CLIP adds its causal and its padding mask one after
+  // the other), each of those shapes or a key padding value, nearest the scores first; the
+  // attention pass sums them with `bias` and any padding value into one attention_bias.
+  std::vector<std::string> more_biases;
+  int64_t bias_heads = 1;        // its head axis (4-D), the largest over every term
   bool bias_one_row = false;     // (.., 1, T): one row for every query, which the operators want expanded
   double filler = 0;             // the value masked scores get (the most negative seen)
   std::string causal_buffer;     // the lower-triangular constant the causal condition slices

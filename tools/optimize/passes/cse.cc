@@ -1,8 +1,11 @@
 // Common subexpressions (ORT's CommonSubexpressionElimination): a node with the same operator,
 // attributes and inputs as an earlier one is dropped and its readers read the earlier outputs.
 // Nodes with bodies and operators that are not deterministic are never merged.
+#include <string_view>
+
 #include <fmt/format.h>
 
+#include "../graph_edit.h"
 #include "../pass.h"
 
 namespace refeval::optimize {
@@ -69,6 +72,40 @@ Pass cse_pass() {
               drop[i] = true;
             }
             return drop_nodes(g, drop, renames);
+          }};
+}
+
+// Equal constants (ORT's ConstantSharing): initializers of the same type, shape and bytes are one,
+// so a weight several layers share (ALBERT), and what passes make from it per layer (a packed
+// q/k/v weight, a transposed weight, rotary tables), is stored once. An initializer that is also a
+// graph input (it may be overridden) or a graph output keeps its own name.
+Pass constant_sharing_pass() {
+  return {"constant-sharing", "Shared equal initializer", Level::Basic, [](Model& m, PassContext&) {
+            Graph& g = m.graph;
+            std::set<std::string> fixed;
+            for (const ValueInfo& v : g.inputs) fixed.insert(v.name);
+            for (const ValueInfo& v : g.outputs) fixed.insert(v.name);
+            std::multimap<size_t, size_t> by_hash;  // hash of the bytes -> index of the first with them
+            std::vector<std::pair<std::string, std::string>> renames;
+            for (size_t i = 0; i < g.initializers.size(); ++i) {
+              const Tensor& t = g.initializers[i].value;
+              if (t.dtype() == DType::String || fixed.count(g.initializers[i].name)) continue;
+              const std::string_view bytes(static_cast<const char*>(t.raw_data()), t.nbytes());
+              const size_t h = std::hash<std::string_view>{}(bytes) ^ std::hash<std::string>{}(fmt::format("{}:{}", int(t.dtype()), fmt::join(t.shape(), "x")));
+              bool merged = false;
+              for (auto [it, end] = by_hash.equal_range(h); it != end && !merged; ++it) {
+                const Tensor& u = g.initializers[it->second].value;
+                if (u.dtype() != t.dtype() || u.shape() != t.shape() ||
+                    std::string_view(static_cast<const char*>(u.raw_data()), u.nbytes()) != bytes)
+                  continue;
+                renames.emplace_back(g.initializers[i].name, g.initializers[it->second].name);
+                merged = true;
+              }
+              if (!merged) by_hash.emplace(h, i);
+            }
+            for (const auto& [from, to] : renames) rename_uses(g, from, to);
+            if (!renames.empty()) remove_dead(g);
+            return int(renames.size());
           }};
 }
 

@@ -1,7 +1,8 @@
-// Basic removals (ORT's EliminateIdentity, EliminateDropout, CastElimination, ExpandElimination
-// and friends): a node that passes its input through unchanged is dropped and its readers read
+// Basic removals (ORT's EliminateIdentity, EliminateDropout, CastElimination, ExpandElimination,
+// a Concat with empty parts, a Slice of everything, and friends): a node that passes its input through unchanged is dropped and its readers read
 // the input. A node whose output is a graph output stays (the output keeps its name).
 #include <map>
+#include <set>
 #include <numeric>
 
 #include "../pass.h"
@@ -20,18 +21,37 @@ bool bypass(Graph& g, const GraphIndex& index, size_t i, const std::string& inpu
   return true;
 }
 
+// A no-op writing a graph output (Phi's `present.0.key`, a Cast to float of a float Concat):
+// its input, a value only it reads, takes the output's name, so what computes it is seen whole.
+// The node producing the input is renamed in place; returns whether node i was taken out so.
+bool hand_over_output(Graph& g, const GraphIndex& index, size_t i, const std::string& input, std::vector<bool>& drop) {
+  const Node& n = g.nodes[i];
+  const int p = index.producer(input);
+  if (n.outputs.size() != 1 || !index.is_graph_output(n.outputs[0]) || p < 0 || drop[size_t(p)] || index.is_graph_output(input) ||
+      index.consumers(input).size() != 1)
+    return false;
+  for (std::string& out : g.nodes[size_t(p)].outputs)
+    if (out == input) out = n.outputs[0];
+  drop[i] = true;
+  return true;
+}
+
 int bypass_all(Model& m, const Inference* inference, const std::function<std::string(const Node&, const GraphIndex&)>& passes_through) {
   Graph& g = m.graph;
   const GraphIndex index(g, inference);
   std::vector<bool> drop(g.nodes.size(), false);
   std::vector<std::pair<std::string, std::string>> renames;
   std::map<std::string, std::string> alias;  // a dropped output -> the value its readers read now
+  std::set<std::string> handed;               // inputs renamed to a graph output
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::string input = passes_through(g.nodes[i], index);
     if (auto it = alias.find(input); it != alias.end()) input = it->second;  // chains, in graph order
-    if (!input.empty() && bypass(g, index, i, input, drop)) {
+    if (input.empty()) continue;
+    if (bypass(g, index, i, input, drop)) {
       renames.emplace_back(g.nodes[i].outputs[0], input);
       alias[g.nodes[i].outputs[0]] = input;
+    } else if (input == passes_through(g.nodes[i], index) && !handed.count(input) && hand_over_output(g, index, i, input, drop)) {
+      handed.insert(input);
     }
   }
   return drop_nodes(g, drop, renames);
@@ -98,6 +118,23 @@ Pass noop_elimination_pass() {
                 const auto* out = g.dims(n.outputs[0]);
                 return in && out && same_shape(*in, *out) ? x : "";
               }
+              // x + zeros, zeros a ConstantOfShape of 0 no larger than x (GPT-NeoX's baddbmm of a
+              // zeros tensor with beta 1).
+              if ((n.op_type == "Add" || n.op_type == "Sub") && n.inputs.size() == 2) {
+                for (int side = 1; side >= (n.op_type == "Add" ? 0 : 1); --side) {
+                  const int p = g.producer(n.inputs[size_t(side)]);
+                  if (p < 0 || g.graph().nodes[size_t(p)].op_type != "ConstantOfShape") continue;
+                  const Node& c = g.graph().nodes[size_t(p)];
+                  const Attribute* value = c.find_attribute("value");
+                  if (value && (value->t.size() != 1 || to_doubles(value->t)[0] != 0.0)) continue;
+                  const std::string& other = n.inputs[size_t(1 - side)];
+                  const auto* in = g.dims(other);
+                  const auto* out = g.dims(n.outputs[0]);
+                  const ValueType* ti = g.type(other);
+                  const ValueType* to = g.type(n.outputs[0]);
+                  if (in && out && same_shape(*in, *out) && ti && to && ti->dtype == to->dtype) return other;
+                }
+              }
               // x * 1, x / 1, x + 0, x - 0 (torch writes `1.0 / t` as Reciprocal then Mul by 1.0):
               // the constant must not broadcast x to a larger shape.
               if ((n.op_type == "Mul" || n.op_type == "Div" || n.op_type == "Add" || n.op_type == "Sub") && n.inputs.size() == 2) {
@@ -118,6 +155,28 @@ Pass noop_elimination_pass() {
                   if (keeps_shape) return other;
                 }
                 return "";
+              }
+              // A Concat of one value and empty ones (Phi's `cat((rotated, q[..., rot:]))` with
+              // every dim rotated) is that value: the others have size 0 on the axis.
+              if (n.op_type == "Concat" && n.inputs.size() >= 2) {
+                std::string kept;
+                for (const std::string& in : n.inputs) {
+                  const auto* d = in.empty() ? nullptr : g.dims(in);
+                  if (!d || d->empty()) return "";
+                  const int64_t rank = int64_t(d->size()), a = int_attr(n, "axis", 0);
+                  const Dim& along = (*d)[size_t(a < 0 ? a + rank : a)];
+                  if (along.fixed() && along.value == 0) continue;
+                  if (!kept.empty()) return "";
+                  kept = in;
+                }
+                return kept;
+              }
+              // A Slice with unit steps that keeps the shape (q[..., :rot] with rot the whole axis).
+              if (n.op_type == "Slice" && n.inputs.size() >= 3) {
+                if (n.inputs.size() > 4 && !n.inputs[4].empty() && !all_equal(g, n.inputs[4], 1.0)) return "";
+                const auto* in = g.dims(x);
+                const auto* out = g.dims(n.outputs[0]);
+                return in && out && same_shape(*in, *out) ? x : "";
               }
               if (n.op_type == "Transpose") {
                 const std::vector<int64_t> perm = ints_attr(n, "perm");

@@ -50,9 +50,15 @@ Pass gemm_reshape_pass() {
               const auto out = g.shape_values(m.value("out_shape"));
               if (!out || out->size() != x->size() || !out->back().fixed() || out->back().value != N)
                 return ctx.refuse("the second Reshape does not restore the input's leading dims");
-              for (size_t i = 0; i + 1 < x->size(); ++i)
+              // Each leading dim the input's (the same size or symbol, or 0: copied); one -1 among
+              // them is then the input's too, every other dim and N being equal.
+              const auto out_ints = g.ints(m.value("out_shape"));
+              int inferred = 0;
+              for (size_t i = 0; i + 1 < x->size(); ++i) {
+                if (out_ints && (*out_ints)[i] == -1 && ++inferred == 1) continue;
                 if (!same_dim((*out)[i], (*x)[i]) && !((*out)[i].fixed() && (*out)[i].value == 0))
                   return ctx.refuse(fmt::format("the second Reshape's dim {} is not the input's", i));
+              }
               Replacement rep;
               std::string weight = m.value("w");
               if (trans_b) {

@@ -1,0 +1,107 @@
+// A packed projection whose heads interleave q, k and v (GPT-NeoX's query_key_value: the
+// (B, S, 3D) product viewed as (B, S, N, 3h), then q = [..., :h], k = [..., h:2h], v = [..., 2h:])
+// is three projections: each slice of the view becomes x W_j (+ b_j) viewed as (B, S, N, h), with
+// W_j the columns n*3h + j*h + c of W. The heads are then split as every other export splits them,
+// and the attention pass packs them again in its own order. Checked: a constant 2-D W (and 1-D
+// bias) of 3D columns, a view keeping B and S with N*3h = 3D, a slice of the last axis with unit
+// step covering one of the three parts of h.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "../pass.h"
+#include "../symbolic_shapes.h"
+#include "refeval/compute_vector.h"
+
+namespace refeval::optimize {
+
+Pass interleaved_qkv_pass() {
+  return {"interleaved-qkv", "Split head-interleaved QKV", Level::Extended, [](Model& m, PassContext& ctx) {
+            Graph& g = m.graph;
+            const GraphIndex index(g, ctx.inference);
+            NameGen names(g);
+            std::vector<Node> added_nodes;
+            std::map<size_t, std::vector<Node>> before;  // node index -> nodes to insert before it
+            std::vector<Initializer> added;
+            std::vector<bool> drop(g.nodes.size(), false);
+            int split = 0;
+            for (size_t i = 0; i < g.nodes.size(); ++i) {
+              const Node& sl = g.nodes[i];
+              if (sl.op_type != "Slice" || !sl.domain.empty() || sl.inputs.size() < 4) continue;
+              const int rp = index.producer(sl.inputs[0]);
+              if (rp < 0 || g.nodes[size_t(rp)].op_type != "Reshape") continue;
+              const Node& view = g.nodes[size_t(rp)];
+              const std::vector<Dim>* vd = index.dims(view.outputs[0]);
+              const std::vector<Dim>* pd = index.dims(view.inputs[0]);
+              if (!vd || !pd || vd->size() != 4 || pd->size() != 3 || !(*vd)[2].fixed() || !(*vd)[3].fixed() || !(*pd)[2].fixed()) continue;
+              const int64_t N = (*vd)[2].value, h3 = (*vd)[3].value, D3 = (*pd)[2].value;
+              if (h3 % 3 != 0 || N * h3 != D3 || !dims_equal((*vd)[0], (*pd)[0], index.inference()) || !dims_equal((*vd)[1], (*pd)[1], index.inference()))
+                continue;
+              const int64_t h = h3 / 3;
+              const auto starts = index.ints(sl.inputs[1]), ends = index.ints(sl.inputs[2]), axes = index.ints(sl.inputs[3]);
+              if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || ((*axes)[0] != 3 && (*axes)[0] != -1))
+                continue;
+              if (sl.inputs.size() > 4 && !sl.inputs[4].empty() && index.ints(sl.inputs[4]) != std::vector<int64_t>{1}) continue;
+              const int64_t j = (*starts)[0] / h, end = std::min((*ends)[0], h3);
+              if ((*starts)[0] % h != 0 || j < 0 || j > 2 || end != (j + 1) * h) continue;
+              // The projection: x W (+ b), constants.
+              std::string product = view.inputs[0], bias;
+              int pp = index.producer(product);
+              if (pp >= 0 && g.nodes[size_t(pp)].op_type == "Add" && g.nodes[size_t(pp)].inputs.size() == 2) {
+                const Node& add = g.nodes[size_t(pp)];
+                const int side = index.constant(add.inputs[1]) ? 1 : index.constant(add.inputs[0]) ? 0 : -1;
+                if (side < 0) continue;
+                bias = add.inputs[size_t(side)], product = add.inputs[size_t(1 - side)];
+                pp = index.producer(product);
+              }
+              if (pp < 0 || g.nodes[size_t(pp)].op_type != "MatMul" || !g.nodes[size_t(pp)].domain.empty()) continue;
+              const Node& mm = g.nodes[size_t(pp)];
+              const Tensor* w = index.constant(mm.inputs[1]);
+              const Tensor* b = bias.empty() ? nullptr : index.constant(bias);
+              if (!w || w->rank() != 2 || w->dim(1) != D3 || (b && (b->rank() != 1 || b->dim(0) != D3)) || !is_float_dtype(w->dtype())) continue;
+              // The columns of part j, head by head.
+              const int64_t rows = w->dim(0), D = N * h;
+              const std::vector<double> wv = to_doubles(*w);
+              std::vector<double> wj(size_t(rows * D)), bj;
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t n = 0; n < N; ++n)
+                  for (int64_t c = 0; c < h; ++c) wj[size_t(r * D + n * h + c)] = wv[size_t(r * D3 + n * h3 + j * h + c)];
+              if (b) {
+                const std::vector<double> bv = to_doubles(*b);
+                for (int64_t n = 0; n < N; ++n)
+                  for (int64_t c = 0; c < h; ++c) bj.push_back(bv[size_t(n * h3 + j * h + c)]);
+              }
+              const char* part = j == 0 ? "query" : j == 1 ? "key" : "value";
+              const std::string base = sl.name.empty() ? sl.outputs[0] : sl.name;
+              const std::string wn = names.value(mm.inputs[1] + "_" + part), shape = names.value(base + "/heads_shape");
+              added.push_back({wn, from_doubles(w->dtype(), {rows, D}, wj)});
+              added.push_back({shape, Tensor::from_vector<int64_t>({4}, {0, 0, N, h})});
+              std::vector<Node> nodes;
+              std::string y = names.value(mm.outputs[0] + "_" + part);
+              nodes.push_back(make_node("MatMul", "", {mm.inputs[0], wn}, {y}, {}, names.node(base + "/MatMul")));
+              if (b) {
+                const std::string bn = names.value(bias + "_" + part), yb = names.value(y + "_bias");
+                added.push_back({bn, from_doubles(b->dtype(), {D}, bj)});
+                nodes.push_back(make_node("Add", "", {y, bn}, {yb}, {}, names.node(base + "/Add")));
+                y = yb;
+              }
+              nodes.push_back(make_node("Reshape", "", {y, shape}, sl.outputs, {}, names.node(base + "/Heads")));
+              before[i] = std::move(nodes);
+              drop[i] = true;
+              ++split;
+            }
+            if (!split) return 0;
+            std::vector<Node> out;
+            for (size_t i = 0; i < g.nodes.size(); ++i) {
+              if (auto it = before.find(i); it != before.end())
+                for (Node& n : it->second) out.push_back(std::move(n));
+              if (!drop[i]) out.push_back(std::move(g.nodes[i]));
+            }
+            g.nodes = std::move(out);
+            for (Initializer& init : added) g.initializers.push_back(std::move(init));
+            remove_dead(g);
+            return split;
+          }};
+}
+
+}  // namespace refeval::optimize
