@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "generate/generator.h"
+#include "generate/seq2seq.h"
 #include "profile/profile_file.h"
 #include "profile/profiled_model.h"
 #include "refeval/dump.h"
@@ -51,9 +52,17 @@ class GenerateVerb : public Verb {
                   "(`refeval report --by memory`)");
     sub->add_option("--dump-step", dump_step_, "K: with --dump, dump every value of step K (0 = prefill)");
     sub->add_option("--dump", dump_dir_, "DIR: the dump folder of --dump-step (refeval compare reads it)");
+    sub->add_option("--encoder", encoder_, "ENCODER.onnx: MODEL is an encoder-decoder's decoder (Optimum's split): the encoder runs once");
+    sub->add_option("--decoder-with-past", decoder_with_past_, "DECODER.onnx: with --encoder, the decoder with past for the steps after the first");
+    sub->add_option("--decoder-start", decoder_start_, "ID: with --encoder, the decoder's first input id (default 0)");
+    sub->add_option("--features", features_, "FILE.npy: with --encoder, an audio encoder's input_features (batch, mels, frames)");
   }
 
   int execute(const GlobalOptions& g) override {
+    if (!encoder_.empty()) return seq2seq(g);
+    for (const auto& [given, name] : {std::pair{!decoder_with_past_.empty(), "--decoder-with-past"}, {decoder_start_.has_value(), "--decoder-start"},
+                                      {!features_.empty(), "--features"}})
+      if (given) fail_usage(fmt::format("{} needs --encoder ENCODER.onnx", name));
     if (dump_step_ && dump_dir_.empty()) fail_usage("--dump-step needs --dump DIR");
     if (prompt_text_opt_->count() && tokenizer_.empty()) fail_usage("--prompt-text needs --tokenizer TOKENIZER.json");
     std::optional<tokenizer::Tokenizer> tok;
@@ -118,6 +127,35 @@ class GenerateVerb : public Verb {
   }
 
  private:
+  // An encoder-decoder (tools/generate/seq2seq.h): the encoder once, then the decoder per step.
+  int seq2seq(const GlobalOptions& g) {
+    if (!profile_.empty() || dump_step_ || memory_ || max_length_ || !tokenizer_.empty())
+      fail_usage("--encoder: --profile, --memory, --dump-step, --max-length and --tokenizer are for decoder-only models");
+    ReferenceEvaluator encoder(open_model(encoder_), {&registry(g)});
+    ReferenceEvaluator decoder(open_model(model_), {&registry(g)});
+    std::optional<ReferenceEvaluator> with_past;
+    if (!decoder_with_past_.empty()) with_past.emplace(open_model(decoder_with_past_), EvaluatorOptions{&registry(g)});
+    Seq2SeqModels models{encoder, decoder, with_past ? &*with_past : nullptr};
+    spdlog::info("{}", describe(models));
+    Seq2SeqOptions opt;
+    if (!features_.empty()) opt.features = read_npy(features_);
+    else if (!prompt_.empty()) opt.prompt = parse_prompt(prompt_);
+    else if (!prompt_file_.empty()) opt.prompt = read_npy(prompt_file_);
+    else fail_usage("--encoder: give the encoder's input: --prompt \"1 2 3\", --prompt-file ids.npy or --features features.npy");
+    if (opt.prompt.defined() && opt.prompt.dtype() != DType::Int64 && opt.prompt.dtype() != DType::Int32)
+      fail_usage(fmt::format("--prompt-file {}: token ids must be int64 or int32, got {}", prompt_file_, dtype_short_name(opt.prompt.dtype())));
+    if (opt.prompt.defined() && opt.prompt.rank() == 1) opt.prompt = opt.prompt.reshaped({1, opt.prompt.dim(0)});
+    if (!prompt_mask_.empty()) opt.prompt_mask = read_npy(prompt_mask_);
+    opt.start_token = decoder_start_.value_or(0);
+    opt.new_tokens = new_tokens_, opt.eos = eos_;
+    const GenerateResult r = run_seq2seq(models, opt);
+    for (size_t b = 0; b < r.tokens.size(); ++b) fmt::print("row {}: {}\n", b, fmt::join(r.tokens[b], " "));
+    fmt::print("{}", r.summary());
+    if (!json_.empty()) write_output(json_, r.to_json().dump(2) + "\n", "generate JSON");
+    std::fflush(stdout);
+    return kOk;
+  }
+
   Tensor encode_prompt(const tokenizer::Tokenizer& tok) const {
     const std::vector<int64_t> ids = tok.encode(prompt_text_);
     if (ids.empty()) fail_usage(fmt::format("--prompt-text '{}' encodes to no token", prompt_text_));
@@ -152,6 +190,8 @@ class GenerateVerb : public Verb {
   }
 
   std::string model_, prompt_, prompt_file_, prompt_mask_, json_, profile_, dump_dir_, prompt_text_, tokenizer_;
+  std::string encoder_, decoder_with_past_, features_;
+  std::optional<int64_t> decoder_start_;
   CLI::Option* prompt_text_opt_ = nullptr;
   int64_t prompt_len_ = 0, batch_ = 1, vocab_ = 0;
   uint64_t seed_ = 0;

@@ -82,6 +82,7 @@ class OptimizeVerb : public Verb {
       totals[p.counter] += p.count;
     }
     if (!result.type_warning.empty()) spdlog::warn("{}", result.type_warning);
+    for (const std::string& note : result.notes) spdlog::warn("{}", note);
     const std::string type = model_type_.empty() ? (result.model_type.empty() ? "" : ", model type " + result.model_type + " (detected: " + result.kind.reason + ")")
                                                  : ", model type " + model_type_;
     fmt::print("optimize: {} -> {} (level {}{}{})\n", in_, out_, level_, type, target_ == "onnx" ? ", standard operators" : "");

@@ -195,15 +195,17 @@ class TestVerb : public Verb {
     sub->add_option("--verbose,-v", verbose_, "print the trace of each failing test at this level");
     sub->add_option("--rtol", rtol_, "relative tolerance (default 1e-3)");
     sub->add_option("--atol", atol_, "absolute tolerance (default 1e-7)");
+    sub->add_option("--row-rtol", row_rtol_, "R: also allow R times the largest magnitude of the expected output's row (its last axis; default 0)");
   }
 
   int execute(const GlobalOptions& g) override {
     std::vector<TestCase> tests;
     for (const auto& p : paths_) collect(p, tests);
-    if (rtol_ || atol_)
+    if (rtol_ || atol_ || row_rtol_)
       for (auto& t : tests) {
         if (rtol_) t.tol.rtol = *rtol_;
         if (atol_) t.tol.atol = *atol_;
+        if (row_rtol_) t.tol.row_rtol = *row_rtol_;
       }
     std::regex filter;
     try { filter = std::regex(filter_.empty() ? ".*" : filter_); }
@@ -262,7 +264,7 @@ class TestVerb : public Verb {
   std::string filter_, xfail_file_, json_file_;
   bool list_ = false;
   int verbose_ = 0;
-  std::optional<double> rtol_, atol_;
+  std::optional<double> rtol_, atol_, row_rtol_;
 };
 
 }  // namespace

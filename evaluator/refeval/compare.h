@@ -1,5 +1,6 @@
 // Comparing values the way the ONNX backend test runner does (CLI.md, Comparison): floating
-// types within |a - e| <= atol + rtol * |e| with NaN equal to NaN and infinities matching;
+// types within |a - e| <= atol + rtol * |e| (+ row_rtol * max |e| over e's last axis) with NaN
+// equal to NaN and infinities matching;
 // integers, bools and strings exactly; element type and shape must match exactly.
 #pragma once
 
@@ -12,6 +13,10 @@ namespace refeval {
 struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-7;
+  // Relative to the largest magnitude of the expected row (the last axis): a float sum over a
+  // row's products, taken in another order, rounds by ulps of the terms' scale, which the row's
+  // largest output bounds; an element near 0 in that row is held to that scale, not its own.
+  double row_rtol = 0;
 };
 
 struct Comparison {

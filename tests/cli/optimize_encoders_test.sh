@@ -97,9 +97,10 @@ while read -r folder family type layers opset; do
   if [[ $ort == 1 ]]; then
     # ORT's Attention-23 answers a query whose every key is hidden (a left-padded decoder row's
     # first positions, pads themselves) otherwise than torch's uniform softmax: those rows are
-    # left out for the decoder; every other row, and every row of the com.microsoft form, counts.
+    # left out for the decoder and CLIP's causal text tower; every other row, and every row of the
+    # com.microsoft form, counts.
     skip=()
-    [[ $family == bart ]] && skip=(--skip-hidden-queries attention_mask)
+    [[ $family == bart || $family == clip ]] && skip=(--skip-hidden-queries attention_mask)
     check "$folder [onnx]: ONNX Runtime gives torch's outputs within 1e-4" \
       bash -c "NODE_PATH='$ort_modules' node '$data/check_ort.js' --atol 1e-4 ${skip[*]} '$dir' >'$dir.ort' 2>&1"
   fi

@@ -13,9 +13,7 @@
 #include "refeval/error.h"
 
 namespace refeval::generate {
-namespace {
 
-// An (B, n) or (n,) integer tensor of the type the model declares for `name` (int64 or int32).
 Tensor ids_tensor(const ReferenceEvaluator& ev, const std::string& name, Shape shape, const std::vector<int64_t>& v) {
   const ValueType* t = ev.declared_type(name);
   if (t && t->dtype == DType::Int32) {
@@ -25,7 +23,6 @@ Tensor ids_tensor(const ReferenceEvaluator& ev, const std::string& name, Shape s
   return Tensor::from_vector<int64_t>(std::move(shape), v);
 }
 
-// Token ids or a mask, int64 or int32, as int64.
 std::vector<int64_t> ints_of(const Tensor& t, const char* what) {
   if (t.dtype() == DType::Int64) return t.to_vector<int64_t>();
   if (t.dtype() == DType::Int32) {
@@ -34,6 +31,8 @@ std::vector<int64_t> ints_of(const Tensor& t, const char* what) {
   }
   fail_usage(fmt::format("the {} must be int64 or int32, got {}", what, dtype_short_name(t.dtype())));
 }
+
+namespace {
 
 int64_t value_bytes(const Value& v) { return v.is_tensor() ? int64_t(v.tensor().nbytes()) : 0; }
 

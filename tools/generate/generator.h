@@ -72,6 +72,11 @@ class Generator {
 // last dimension of `logits`): its ids would reach past the embedding table.
 void check_tokenizer_vocab(int64_t tokenizer_vocab, int64_t model_vocab, const std::string& logits);
 
+// An (B, n) or (n,) integer tensor of the type the model declares for `name` (int64 or int32).
+Tensor ids_tensor(const ReferenceEvaluator& ev, const std::string& name, Shape shape, const std::vector<int64_t>& v);
+// Token ids or a mask, int64 or int32, as int64.
+std::vector<int64_t> ints_of(const Tensor& t, const char* what);
+
 // Token ids from "1 2 3" (one row) or "1 2 3; 4 5 6" (rows of equal length), as int64 (B, L).
 Tensor parse_prompt(const std::string& text);
 // Random ids in [0, vocab) from a seeded std::mt19937_64 (x % vocab), as int64 (B, L).

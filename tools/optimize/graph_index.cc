@@ -55,12 +55,16 @@ const Tensor* GraphIndex::constant(const std::string& value) const {
   return it == constants_.end() ? nullptr : it->second;
 }
 
+std::optional<double> scalar_of(const Tensor& t) {
+  if (t.size() != 1) return std::nullopt;
+  using Scalars = Concat<Floats, TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t, int64_t, uint32_t, uint64_t>>;
+  if (!Scalars::contains(t.dtype())) return std::nullopt;
+  return visit<Scalars>(t.dtype(), [&]<class T>() { return double(compute_t<T>(t.data<T>()[0])); });
+}
+
 std::optional<double> GraphIndex::scalar(const std::string& value) const {
   const Tensor* t = constant(value);
-  if (!t || t->size() != 1) return std::nullopt;
-  using Scalars = Concat<Floats, TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t, int64_t, uint32_t, uint64_t>>;
-  if (!Scalars::contains(t->dtype())) return std::nullopt;
-  return visit<Scalars>(t->dtype(), [&]<class T>() { return double(compute_t<T>(t->data<T>()[0])); });
+  return t ? scalar_of(*t) : std::nullopt;
 }
 
 std::optional<std::vector<int64_t>> GraphIndex::ints(const std::string& value) const {

@@ -64,6 +64,9 @@ class GraphIndex {
   mutable std::map<std::string, ValueType> constant_types_;
 };
 
+// A one-element floating or integer tensor's value as a double (a ConstantOfShape's `value`); nullopt otherwise.
+std::optional<double> scalar_of(const Tensor& t);
+
 // Two dims known equal: the same fixed size, or the same symbol.
 bool same_dim(const Dim& a, const Dim& b);
 bool same_shape(const std::vector<Dim>& a, const std::vector<Dim>& b);

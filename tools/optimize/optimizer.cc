@@ -26,9 +26,9 @@ std::vector<Pass> basic_passes() {
 
 // Canonical forms first, as MLIR canonicalizes before it matches: rewrites that put a
 // computation into the form every fusion reads (HF's Conv1D Gemm between Reshapes back to MatMul +
-// Add, GPT-NeoX's head-interleaved q/k/v as three projections, run-time Reshape targets as
+// Add, GPT-NeoX's head-interleaved and timm's unbound q/k/v as parts, run-time Reshape targets as
 // constants) and fuse nothing themselves. They run before the fusions in every order.
-std::vector<Pass> canonical_passes() { return {gemm_reshape_pass(), interleaved_qkv_pass(), reshape_fusion_pass()}; }
+std::vector<Pass> canonical_passes() { return {gemm_reshape_pass(), split_qkv_pass(), reshape_fusion_pass()}; }
 
 // ORT's transformer optimizer order (llm-decoders.md §3.2): normalisations, GELUs and SiLU, skip
 // normalisations, rotary, attention, then the bias fusions; fused MatMul last. One order serves
@@ -96,6 +96,33 @@ Inference merged(Inference fresh, const Inference& earlier) {
   return fresh;
 }
 
+// The com.microsoft domain imported once a pass has written one of its operators, so every model
+// between passes (--verify-each) and the result load anywhere.
+void import_microsoft(Model& m) {
+  for (const Node& n : m.graph.nodes)
+    if (n.domain == "com.microsoft" && !m.opsets.count("com.microsoft")) {
+      m.opsets["com.microsoft"] = 1;
+      return;
+    }
+}
+
+// The fusion passes that write a com.microsoft operator (for --target onnx's fallback).
+std::vector<std::string> passes_writing(const std::string& op_type) {
+  static const std::map<std::string, std::vector<std::string>> writers = {
+      {"Attention", {"attention"}},
+      {"MultiHeadAttention", {"attention"}},
+      {"RotaryEmbedding", {"rotary-embedding"}},
+      {"SkipLayerNormalization", {"skip-layer-norm", "bias-skip-layer-norm"}},
+      {"SkipSimplifiedLayerNormalization", {"skip-simplified-layer-norm"}},
+      {"SimplifiedLayerNormalization", {"simplified-layer-norm"}},
+      {"Gelu", {"gelu"}},
+      {"FastGelu", {"fast-gelu"}},
+      {"BiasGelu", {"bias-gelu"}},
+      {"QuickGelu", {"quick-gelu"}}};
+  auto it = writers.find(op_type);
+  return it == writers.end() ? std::vector<std::string>{} : it->second;
+}
+
 }  // namespace
 
 std::vector<std::string> pass_names() {
@@ -132,6 +159,37 @@ uint64_t weight_bytes(const Graph& g) {
 }
 
 OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOptions& options) {
+  // --target onnx writes standard operators only: a fused node with no standard form here makes
+  // the optimizer run again without the fusion that wrote it, saying why. A com.microsoft node the
+  // input already had cannot be left out: that is the usage error it always was.
+  if (options.target == "onnx" && options.level >= Level::Extended) {
+    std::set<std::string> given;
+    for (const Node& n : model.graph.nodes)
+      if (n.domain == "com.microsoft" || (n.domain.empty() && n.op_type == "SimplifiedLayerNormalization")) given.insert(n.op_type);
+    OptimizeOptions narrowed = options;
+    std::vector<std::string> notes;
+    for (int attempt = 0;; ++attempt) {
+      OptimizeResult r = optimize_once(model, registry, narrowed);
+      if (r.unconverted.empty() || !r.broken_by.empty()) {
+        r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+        return r;
+      }
+      bool narrower = false;
+      for (const auto& [op, why] : r.unconverted) {
+        if (given.count(op)) fail_usage(fmt::format("--target onnx: {} has no standard form here", why));
+        for (const std::string& pass : passes_writing(op))
+          if (narrowed.disable.insert(pass).second) {
+            narrower = true;
+            notes.push_back(fmt::format("--target onnx: '{}' left out, since {} has no standard form here", pass, why));
+          }
+      }
+      if (!narrower || attempt > 8) fail_usage(fmt::format("--target onnx: {} has no standard form here", r.unconverted.front().second));
+    }
+  }
+  return optimize_once(std::move(model), registry, options);
+}
+
+OptimizeResult optimize_once(Model model, const Registry& registry, const OptimizeOptions& options) {
   if (!options.model_type.empty()) {
     std::vector<std::string> known;
     for (const auto& [type, family] : model_types()) known.push_back(type);
@@ -160,6 +218,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     result.passes.push_back({pass.name, pass.counter, count, ms, model.graph.nodes.size()});
     spdlog::debug("pass {}: {} ({:.1f} ms), {} nodes", pass.name, count, ms, model.graph.nodes.size());
+    if (count > 0) import_microsoft(model);
     if (count > 0 && options.check_each && !options.check_each(before, model, pass.name)) {
       result.broken_by = pass.name;
       return false;
@@ -229,6 +288,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     for (const Pass& p : finishing_passes(options.target))
       if (!run(p)) return result.model = std::move(model), result;
   }
+  result.unconverted = ctx.unconverted;
   if (options.opset && options.target == "onnx") convert_opset(model, registry, *options.opset);
   else if (options.opset) set_opset(model, registry, *options.opset);
   result.model_type = options.model_type.empty() ? result.kind.type : options.model_type;
@@ -240,9 +300,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
     const size_t at = line.find(" at '"), end = line.find("': ", at == std::string::npos ? 0 : at);
     return at != std::string::npos && end != std::string::npos && !names.count(line.substr(at + 5, end - at - 5));
   });
-  bool microsoft = false;
-  for (const Node& n : model.graph.nodes) microsoft = microsoft || n.domain == "com.microsoft";
-  if (microsoft && !model.opsets.count("com.microsoft")) model.opsets["com.microsoft"] = 1;
+  import_microsoft(model);
   result.model = std::move(model);
   return result;
 }

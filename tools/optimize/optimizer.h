@@ -46,6 +46,9 @@ struct OptimizeResult {
   ModelKind kind;                 // what the graph shows, with the reason
   std::string type_warning;       // a given type that does not fit the graph, said why
   Explain explain;                // with OptimizeOptions::explain
+  // --target onnx: fusions left out because a node they wrote has no standard form, each said why.
+  std::vector<std::string> notes;
+  std::vector<std::pair<std::string, std::string>> unconverted;  // what the standard-ops pass refused
 };
 
 // Names of every pass, in their default order, for --only / --disable and `--list-passes`.
@@ -55,6 +58,8 @@ Level parse_level(const std::string& s);
 void check_pass_names(const std::set<std::string>& names);
 
 OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOptions& options);
+// One run of the passes, with no --target onnx fallback (optimize() calls it).
+OptimizeResult optimize_once(Model model, const Registry& registry, const OptimizeOptions& options);
 
 // Operator counts ("Attention" -> 12), by op type, for the statistics.
 std::map<std::string, int> op_counts(const Graph& g);

@@ -19,6 +19,9 @@ struct PassContext {
   const Registry& registry;
   const Inference* inference = nullptr;  // types of the values at the start of the level
   Explain* explain = nullptr;            // --explain: passes say what they left and why
+  // --target onnx: each com.microsoft node the standard-ops pass could not rewrite, as
+  // (op type, "node 'n': why"); the optimizer then leaves that fusion out (optimizer.cc).
+  std::vector<std::pair<std::string, std::string>> unconverted = {};
 };
 
 struct Pass {
@@ -50,8 +53,8 @@ Pass quick_gelu_pass();  // SiLU x * Sigmoid(x) (and x * Sigmoid(alpha x)) -> co
 Pass reshape_fusion_pass();
 Pass skip_layer_norm_pass();
 Pass skip_simplified_layer_norm_pass();  // Add + SimplifiedLayerNormalization (the Llama residual)
-// A projection viewed as (B, S, N, 3h) and sliced into q, k, v per head (GPT-NeoX) -> three projections.
-Pass interleaved_qkv_pass();
+// Packed q/k/v in layouts that hide the heads (GPT-NeoX interleaved per head; timm unbind) -> parts the attention pass reads.
+Pass split_qkv_pass();
 Pass rotary_embedding_pass();  // rotate-half RoPE -> com.microsoft RotaryEmbedding
 Pass attention_pass();
 // Word + position (+ token type) embeddings and their LayerNormalization -> com.microsoft

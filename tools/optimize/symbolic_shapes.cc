@@ -541,14 +541,27 @@ class Propagation {
     const Shape_* s = dims(n.inputs[0]);
     const Shape_* starts = n.inputs.size() > 1 ? data(n.inputs[1]) : nullptr;
     const Shape_* ends = n.inputs.size() > 2 ? data(n.inputs[2]) : nullptr;
-    if (!s || !starts || !ends || starts->size() != ends->size()) return;
+    if (!s) return;
     std::vector<int64_t> ax;
     if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
       const auto a = known_ints(n.inputs[3]);
       if (!a) return;
       ax = *a;
-    } else {
+    } else if (starts) {
       for (size_t i = 0; i < starts->size(); ++i) ax.push_back(int64_t(i));
+    } else {
+      return;
+    }
+    if (!starts || !ends || starts->size() != ends->size()) {
+      // Bounds computed at run time (`[:, -s:]`): the rank and the axes not sliced are known.
+      Shape_ out = *s;
+      for (int64_t a : ax) {
+        const int64_t k = axis_of(a, s->size());
+        if (k < 0 || k >= int64_t(s->size())) return;
+        out[size_t(k)] = std::nullopt;
+      }
+      dims_[n.outputs[0]] = out;
+      return;
     }
     if (n.inputs.size() > 4 && !n.inputs[4].empty()) {
       const auto steps = known_ints(n.inputs[4]);

@@ -21,6 +21,8 @@ Every model has class attributes describing its interface, used by make_encoder_
                    encoder_attention_mask (B, T) int64 0/1, input_features (B, mels, 2 S) float
   outputs        graph output names, in the order forward() returns them
   pad_id         the token id written at padded positions (RoBERTa's padding_idx is 1)
+  pads           (text models) how many positions row 1 of data sets 1 and 2 pads (2; 3 for
+                 bert_masked_fill)
   eos_id         (CLIP text) the token id closing every row's real tokens, pooled by argmax
 forward(*inputs) returns a tuple of the outputs.
 """
@@ -76,6 +78,7 @@ class Encoder(nn.Module):
     inputs = ("input_ids", "attention_mask")
     outputs = ("last_hidden_state",)
     pad_id = 0
+    pads = 2
     eos_id = None
 
 
@@ -197,9 +200,9 @@ class BertSelfOutput(nn.Module):  # also BertOutput: dense, LayerNorm(hidden + i
 
 
 class BertAttention(nn.Module):
-    def __init__(self, c, trap=None):
+    def __init__(self, c, trap=None, self_attention=BertSelfAttention):
         super().__init__()
-        self.self = BertSelfAttention(c, trap)
+        self.self = self_attention(c, trap)
         self.output = BertSelfOutput(c, c.d)
 
     def forward(self, hidden_states, attention_mask):
@@ -216,9 +219,9 @@ class BertIntermediate(nn.Module):
 
 
 class BertLayer(nn.Module):
-    def __init__(self, c, trap=None):
+    def __init__(self, c, trap=None, self_attention=BertSelfAttention):
         super().__init__()
-        self.attention = BertAttention(c, trap)
+        self.attention = BertAttention(c, trap, self_attention)
         self.intermediate = BertIntermediate(c)
         self.output = BertSelfOutput(c, c.inter)  # BertOutput
 
@@ -276,6 +279,46 @@ class HFBertNoTypes(HFBert):
         batch, seq = input_ids.size()
         token_type_ids = self.token_type_ids[:, :seq].expand(batch, seq)
         return super().forward(input_ids, attention_mask, token_type_ids)
+
+
+class MaskedFillSelfAttention(BertSelfAttention):
+    """BertSelfAttention as BERT ports that hand every layer the (B, S) 0/1 mask write it: q
+    scaled by 1/sqrt(h) before the product, and the 4-D scores masked in place by
+    `masked_fill(mask[:, None, None, :] == 0, -10000.0)` (no Reshape or Expand of the mask to the
+    scores' shape, unlike DistilBERT)."""
+
+    def forward(self, hidden_states, attention_mask):
+        query_layer = self.transpose_for_scores(self.query(hidden_states))
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+        query_layer = query_layer * (1.0 / math.sqrt(self.attention_head_size))
+        scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+        scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, -10000.0)
+        probs = nn.functional.softmax(scores, dim=-1)
+        context_layer = torch.matmul(probs, value_layer).permute(0, 2, 1, 3).contiguous()
+        return context_layer.view(context_layer.size()[:-2] + (self.all_head_size,))
+
+
+class BertMaskedFill(Encoder):
+    """A BERT-style encoder called without token_type_ids (BertEmbeddings reading buffered zeros,
+    as HFBertNoTypes), post-LN BertLayers whose attention is MaskedFillSelfAttention given the
+    (B, S) attention_mask itself, no pooler. Row 1 of data sets 1 and 2 pads 3 positions."""
+    family = "encoder"
+    pads = 3
+
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = BertEmbeddings(c)
+        self.layer = nn.ModuleList(BertLayer(c, self_attention=MaskedFillSelfAttention) for _ in range(c.layers))
+        self.register_buffer("token_type_ids", torch.zeros((1, c.max_pos), dtype=torch.long), persistent=False)
+
+    def forward(self, input_ids, attention_mask):
+        batch, seq = input_ids.size()
+        token_type_ids = self.token_type_ids[:, :seq].expand(batch, seq)
+        hidden_states = self.embeddings(input_ids, token_type_ids)
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, attention_mask)
+        return (hidden_states,)
 
 
 def trap_softmax_query_axis(c):
@@ -1217,6 +1260,7 @@ MODELS = {
     "hf_bert_no_types": (HFBertNoTypes, cfg(2), (17,)),
     "roberta_like": (RobertaLike, cfg(2, 1e-5), (17,)),
     "distilbert_like": (DistilBert, cfg(3), (14,)),
+    "bert_masked_fill": (BertMaskedFill, Config(vocab=128, max_pos=16, inter=16, layers=2), (17,)),
     "torch_encoder": (TorchEncoder, cfg(2, 1e-5), (17,)),
     "torch_encoder_seqfirst": (torch_encoder_seqfirst, cfg(2, 1e-5), (14,)),
     "torchvision_vit": (TorchvisionViT, cfg(4, 1e-6), (17,)),

@@ -18,6 +18,7 @@ Data sets (k), text models (7 tokens; the decoder's encoder length is 6):
      the decoder's encoder_attention_mask: row 1's last position padded
   2  batch 2, row 1 left-padded by 2 (positions as each model computes them); the decoder's
      encoder_attention_mask: row 1's first position padded
+  (a model's `pads` attribute sets the 2: bert_masked_fill pads 3)
   key_padding_mask (nn.TransformerEncoder) is the negation of attention_mask.
   CLIP text (a model with eos_id): real ids from [3, eos_id), eos_id at each row's last real
   position (the pooled one).
@@ -88,8 +89,9 @@ def data_sets(model):
         feeds = [[torch.randn(b, c.mels, frames, generator=g)] for b, frames in ((1, 14), (2, 14), (2, 20))]
     else:
         ones = torch.ones(1, TOKENS, dtype=torch.int64)
-        right = torch.tensor([[1] * TOKENS, [1] * (TOKENS - 2) + [0] * 2])
-        left = torch.tensor([[1] * TOKENS, [0] * 2 + [1] * (TOKENS - 2)])
+        pads = model.pads
+        right = torch.tensor([[1] * TOKENS, [1] * (TOKENS - pads) + [0] * pads])
+        left = torch.tensor([[1] * TOKENS, [0] * pads + [1] * (TOKENS - pads)])
         enc = [torch.ones(1, ENCODER_TOKENS, dtype=torch.int64),
                torch.tensor([[1] * ENCODER_TOKENS, [1] * (ENCODER_TOKENS - 1) + [0]]),
                torch.tensor([[1] * ENCODER_TOKENS, [0] + [1] * (ENCODER_TOKENS - 1)])]

@@ -343,8 +343,7 @@ std::optional<double> fill_value(const GraphIndex& g, const std::string& v) {
   if (p < 0 || g.graph().nodes[size_t(p)].op_type != "ConstantOfShape") return std::nullopt;
   const Attribute* a = g.graph().nodes[size_t(p)].find_attribute("value");
   if (!a) return 0.0;
-  if (a->t.size() != 1) return std::nullopt;
-  return to_doubles(a->t)[0];
+  return scalar_of(a->t);
 }
 
 std::optional<PaddingRead> read_padding(const GraphIndex& g, const std::string& v) {
@@ -577,7 +576,11 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       std::string buffer;
       bool sliced = false;
       const std::optional<PaddingRead> pad = read_padding(g, n.inputs[0]);
-      if (!f.mask.causal && rank == 4 && is_causal_keep(g, n.inputs[0], S, T, flip, mask_nodes, buffer, sliced) && !flip) {
+      // The causal reading flips its own copy of the polarity as it peels Not and Equal(., 0): a
+      // condition it does not prove causal (masked_fill(mask == 0, ..) of a padding mask) must
+      // reach the padding reading with the Where's own polarity.
+      bool causal_flip = flip;
+      if (!f.mask.causal && rank == 4 && is_causal_keep(g, n.inputs[0], S, T, causal_flip, mask_nodes, buffer, sliced) && !causal_flip) {
         f.mask.causal = true, f.mask.filler = std::min(f.mask.filler, filler);
         f.mask.causal_buffer = buffer, f.mask.causal_buffer_sliced = sliced;
         f.mask.causal_cond = n.inputs[0], f.mask.causal_keeps = !a.has_value(), f.mask.causal_filler = filler;

@@ -126,7 +126,7 @@ Pass noop_elimination_pass() {
                   if (p < 0 || g.graph().nodes[size_t(p)].op_type != "ConstantOfShape") continue;
                   const Node& c = g.graph().nodes[size_t(p)];
                   const Attribute* value = c.find_attribute("value");
-                  if (value && (value->t.size() != 1 || to_doubles(value->t)[0] != 0.0)) continue;
+                  if (value && scalar_of(value->t) != 0.0) continue;
                   const std::string& other = n.inputs[size_t(1 - side)];
                   const auto* in = g.dims(other);
                   const auto* out = g.dims(n.outputs[0]);

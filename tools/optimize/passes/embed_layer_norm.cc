@@ -115,7 +115,7 @@ bool all_zeros(const GraphIndex& g, std::string indices) {
     const Node& n = g.graph().nodes[size_t(p)];
     if (n.op_type == "ConstantOfShape") {
       const Attribute* a = n.find_attribute("value");
-      return !a || (a->t.size() == 1 && to_doubles(a->t)[0] == 0);
+      return !a || scalar_of(a->t) == 0.0;
     }
     if (n.inputs.empty() || !(n.op_type == "Cast" || n.op_type == "Expand" || n.op_type == "Unsqueeze" || n.op_type == "Slice" || n.op_type == "Reshape"))
       return false;

@@ -155,6 +155,14 @@ Pass simplified_layer_norm_pass() {
               const GraphIndex& g = ctx.index;
               std::optional<float> eps;
               if (std::string problem = common_problem(m, g, {"ms"}, eps); !problem.empty()) return ctx.refuse(problem);
+              // x - mean(x) over the same axis: this is the variance of a LayerNorm, which the
+              // layer-norm pass fuses whole (whichever of the two runs first).
+              if (const int p = g.producer(m.value("x")); p >= 0 && g.graph().nodes[size_t(p)].op_type == "Sub") {
+                const Node& sub = g.graph().nodes[size_t(p)];
+                const int q = sub.inputs.size() == 2 ? g.producer(sub.inputs[1]) : -1;
+                if (q >= 0 && g.graph().nodes[size_t(q)].op_type == "ReduceMean" && g.graph().nodes[size_t(q)].inputs[0] == sub.inputs[0])
+                  return ctx.refuse(fmt::format("'{}' subtracts the mean first: a LayerNorm, for the layer-norm pass", sub.name));
+              }
               return Replacement{{make_node("SimplifiedLayerNormalization", "", {m.value("x"), m.value("gamma")}, {root_output(m, g)},
                                             {build::attr("axis", int64_t(-1)), build::attr("epsilon", *eps)},
                                             ctx.fused_name(m, "SimplifiedLayerNormalization"))},

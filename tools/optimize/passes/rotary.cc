@@ -418,6 +418,18 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
       break;
     }
   }
+  // Cos and Sin act element by element: Cos(Unsqueeze(e)) is Unsqueeze(Cos(e)) (GPT-NeoX's
+  // `cat((freqs, freqs))[:, None].cos()`).
+  std::string trig_argument;
+  if (n && !unsqueezed && (n->op_type == "Cos" || n->op_type == "Sin")) {
+    if (const Node* u = producer(g, n->inputs[0]); u && u->op_type == "Unsqueeze") {
+      if (const auto axes = unsqueeze_axes(*u, g); axes && axes->size() == 1) {
+        t.axis = (*axes)[0] < 0 ? (*axes)[0] + 4 : (*axes)[0];
+        unsqueezed = true;
+        trig_argument = u->inputs[0];
+      }
+    }
+  }
   if (!unsqueezed || (t.axis != 1 && t.axis != 2)) {
     why = fmt::format("the {} operand '{}' is not Unsqueeze(c, 1) or Unsqueeze(c, 2) of a (B, S, h) value", what, v);
     return std::nullopt;
@@ -438,7 +450,7 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
   }
   t.computed = true;
   t.function = n->op_type;
-  t.freqs = n->inputs[0];
+  t.freqs = trig_argument.empty() ? n->inputs[0] : trig_argument;
   const Node* cat = producer(g, t.freqs);
   const bool twice = cat && cat->op_type == "Concat" && cat->inputs.size() == 2 && cat->inputs[0] == cat->inputs[1];
   const int64_t cat_axis = twice ? int_attr(*cat, "axis", 0) : 0;

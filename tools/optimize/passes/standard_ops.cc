@@ -409,8 +409,8 @@ int to_standard_ops(Model& m, PassContext& ctx) {
     try {
       rewrite(e);
     } catch (const Refusal& r) {
-      if (!ctx.explain) fail_usage(fmt::format("--target onnx: {} has no standard form here: {}", n.describe(), r.why));
-      ctx.explain->add(kPass, n.name, r.why);
+      if (ctx.explain) ctx.explain->add(kPass, n.name, r.why);
+      ctx.unconverted.emplace_back(n.op_type, fmt::format("{}: {}", n.describe(), r.why));
       nodes.push_back(n);
       continue;
     }

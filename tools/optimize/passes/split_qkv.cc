@@ -1,22 +1,78 @@
-// A packed projection whose heads interleave q, k and v (GPT-NeoX's query_key_value: the
-// (B, S, 3D) product viewed as (B, S, N, 3h), then q = [..., :h], k = [..., h:2h], v = [..., 2h:])
-// is three projections: each slice of the view becomes x W_j (+ b_j) viewed as (B, S, N, h), with
-// W_j the columns n*3h + j*h + c of W. The heads are then split as every other export splits them,
-// and the attention pass packs them again in its own order. Checked: a constant 2-D W (and 1-D
-// bias) of 3D columns, a view keeping B and S with N*3h = 3D, a slice of the last axis with unit
-// step covering one of the three parts of h.
+// Packed q/k/v projections in the layouts that hide their heads from the attention pass, rewritten
+// as separate parts every fusion reads:
+//
+// - Heads interleaving q, k and v (GPT-NeoX's query_key_value: the (B, S, 3D) product viewed as
+//   (B, S, N, 3h), then q = [..., :h], k = [..., h:2h], v = [..., 2h:]): each slice of the view
+//   becomes x W_j (+ b_j) viewed as (B, S, N, h), W_j the columns n*3h + j*h + c of W. Checked: a
+//   constant 2-D W (and 1-D bias) of 3D columns, a view keeping B and S with N*3h = 3D, a slice of
+//   the last axis with unit step covering one of the three parts of h.
+// - timm's `qkv(x).reshape(B, S, 3, N, h).permute(2, 0, 3, 1, 4)` then `unbind(0)` (Split on axis
+//   0 and Squeeze, or Gather of 0, 1, 2): part j is the j-th third of the product's last axis,
+//   viewed as (B, S, N, h) and transposed 0 2 1 3, the form the attention pass reads as a packed
+//   projection (three Slices). Checked: the view keeps B and S and splits 3D into (3, N, h).
 #include <map>
 
 #include <fmt/format.h>
 
 #include "../pass.h"
 #include "../symbolic_shapes.h"
+#include "refeval/builder.h"
 #include "refeval/compute_vector.h"
 
 namespace refeval::optimize {
 
-Pass interleaved_qkv_pass() {
-  return {"interleaved-qkv", "Split head-interleaved QKV", Level::Extended, [](Model& m, PassContext& ctx) {
+namespace {
+
+// Part j of timm's unbound q/k/v: Squeeze(Split(T, axis 0)[j], 0) or Gather(T, j, axis 0), with T
+// = Transpose(Reshape(P, (B, S, 3, N, h)), 2 0 3 1 4). On a match: P, N, h, j and the nodes read.
+struct UnboundPart {
+  std::string packed;
+  int64_t N = 0, h = 0, j = -1;
+};
+
+std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
+  std::string t;
+  int64_t j = -1;
+  if (n.op_type == "Gather" && n.inputs.size() == 2 && int_attr(n, "axis", 0) == 0) {
+    const Tensor* idx = g.constant(n.inputs[1]);
+    if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1])) return std::nullopt;
+    t = n.inputs[0], j = int64_t(*g.scalar(n.inputs[1]));
+  } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
+    std::vector<int64_t> axes = ints_attr(n, "axes");
+    if (n.inputs.size() > 1) axes = g.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+    const int sp = g.producer(n.inputs[0]);
+    if (axes != std::vector<int64_t>{0} || sp < 0) return std::nullopt;
+    const Node& split = g.graph().nodes[size_t(sp)];
+    if (split.op_type != "Split" || split.outputs.size() != 3 || int_attr(split, "axis", 0) != 0) return std::nullopt;
+    for (int64_t k = 0; k < 3; ++k)
+      if (split.outputs[size_t(k)] == n.inputs[0]) j = k;
+    const std::vector<Dim>* pd = g.dims(n.inputs[0]);
+    if (!pd || pd->empty() || !(*pd)[0].fixed() || (*pd)[0].value != 1) return std::nullopt;
+    t = split.inputs[0];
+  } else {
+    return std::nullopt;
+  }
+  if (j < 0 || j > 2) return std::nullopt;
+  const int tp = g.producer(t);
+  if (tp < 0 || g.graph().nodes[size_t(tp)].op_type != "Transpose" || ints_attr(g.graph().nodes[size_t(tp)], "perm") != std::vector<int64_t>{2, 0, 3, 1, 4})
+    return std::nullopt;
+  const Node& tr = g.graph().nodes[size_t(tp)];
+  const int rp = g.producer(tr.inputs[0]);
+  if (rp < 0 || g.graph().nodes[size_t(rp)].op_type != "Reshape") return std::nullopt;
+  const Node& view = g.graph().nodes[size_t(rp)];
+  const std::vector<Dim>* vd = g.dims(view.outputs[0]);
+  const std::vector<Dim>* pd = g.dims(view.inputs[0]);
+  if (!vd || !pd || vd->size() != 5 || pd->size() != 3 || !(*vd)[2].fixed() || (*vd)[2].value != 3 || !(*vd)[3].fixed() || !(*vd)[4].fixed() ||
+      !(*pd)[2].fixed() || 3 * (*vd)[3].value * (*vd)[4].value != (*pd)[2].value || !dims_equal((*vd)[0], (*pd)[0], g.inference()) ||
+      !dims_equal((*vd)[1], (*pd)[1], g.inference()))
+    return std::nullopt;
+  return UnboundPart{view.inputs[0], (*vd)[3].value, (*vd)[4].value, j};
+}
+
+}  // namespace
+
+Pass split_qkv_pass() {
+  return {"split-qkv", "Split packed QKV", Level::Extended, [](Model& m, PassContext& ctx) {
             Graph& g = m.graph;
             const GraphIndex index(g, ctx.inference);
             NameGen names(g);
@@ -26,6 +82,27 @@ Pass interleaved_qkv_pass() {
             std::vector<bool> drop(g.nodes.size(), false);
             int split = 0;
             for (size_t i = 0; i < g.nodes.size(); ++i) {
+              if (const auto part = g.nodes[i].domain.empty() ? unbound_part(index, g.nodes[i]) : std::nullopt) {
+                const Node& n = g.nodes[i];
+                const int64_t D = part->N * part->h;
+                const std::string base = n.name.empty() ? n.outputs[0] : n.name;
+                auto ints = [&](const std::string& what, std::vector<int64_t> v) {
+                  const std::string name = names.value(base + "/" + what);
+                  added.push_back({name, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)});
+                  return name;
+                };
+                const std::string third = names.value(base + "/third"), heads = names.value(base + "/heads");
+                std::vector<Node> nodes;
+                nodes.push_back(make_node("Slice", "", {part->packed, ints("start", {part->j * D}), ints("end", {(part->j + 1) * D}), ints("axis", {-1})},
+                                          {third}, {}, names.node(base + "/Slice")));
+                nodes.push_back(make_node("Reshape", "", {third, ints("heads_shape", {0, 0, part->N, part->h})}, {heads}, {}, names.node(base + "/Heads")));
+                nodes.push_back(make_node("Transpose", "", {heads}, n.outputs, {build::attr("perm", std::vector<int64_t>{0, 2, 1, 3})},
+                                          names.node(base + "/Transpose")));
+                before[i] = std::move(nodes);
+                drop[i] = true;
+                ++split;
+                continue;
+              }
               const Node& sl = g.nodes[i];
               if (sl.op_type != "Slice" || !sl.domain.empty() || sl.inputs.size() < 4) continue;
               const int rp = index.producer(sl.inputs[0]);
