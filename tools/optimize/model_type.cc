@@ -134,6 +134,7 @@ const std::vector<std::pair<std::string, std::string>>& model_types() {
 ModelKind detect_model_kind(const GraphIndex& g) {
   int self = 0, cross = 0, causal = 0, computed = 0, read = 0, softmaxes = 0, cached = 0, rotary = 0, grouped = 0, triangle = 0;
   int parallel = 0;  // layers whose attention input also feeds another product (one norm, attention and MLP side by side)
+  int unbiased_keys = 0;  // attentions whose q projection has a bias and k's none (Whisper's k_proj)
   std::set<std::string> padding;
   for (int i = 0; i < int(g.graph().nodes.size()); ++i) {
     const Node& n = g.graph().nodes[size_t(i)];
@@ -156,6 +157,8 @@ ModelKind detect_model_kind(const GraphIndex& g) {
                 std::any_of(computed_masks.begin(), computed_masks.end(), [&](const std::string& m) { return !m.empty() && triangular(g, m); });
     computed += !is_cross && !f->mask.causal && (!f->mask.bias.empty() || !f->mask.where_cond.empty());
     if (!f->mask.padding_input.empty()) padding.insert(f->mask.padding_input);
+    auto op_of = [&](const std::string& v) { const Node* p = producer_node(g, v); return p ? p->op_type : std::string(); };
+    unbiased_keys += !f->k.heads.given && op_of(f->q.heads.x) == "Add" && op_of(f->k.heads.x) == "MatMul";
     if (!is_cross) {
       std::set<std::string> projections;  // what the q, k and v projections compute
       for (const std::string* x : {&f->q.heads.x, &f->k.heads.x, &f->v.heads.x})
@@ -189,10 +192,12 @@ ModelKind detect_model_kind(const GraphIndex& g) {
                            k.type == "clip" ? ", QuickGelu (x * sigmoid(1.702 x))" : "");
   } else if (cross > 0) {
     k.family = "encoder-decoder";
-    k.type = !audio.empty() ? "whisper" : rms ? "t5" : "bart";
+    // A Whisper decoder alone shows no audio Conv; its k projections have no bias (its q and v do).
+    k.type = !audio.empty() || unbiased_keys > 0 ? "whisper" : rms ? "t5" : "bart";
     const std::string self_kind = causal ? "causal " : computed ? "" : "bidirectional ";
-    k.reason = fmt::format("cross-attention over other states in {}, {}self-attention in {}{}{}{}", layers(cross), self_kind, layers(self),
-                           computed ? " (its mask a run-time value)" : "", rms ? ", norms without the mean" : "", mask_note);
+    k.reason = fmt::format("cross-attention over other states in {}, {}self-attention in {}{}{}{}{}", layers(cross), self_kind, layers(self),
+                           computed ? " (its mask a run-time value)" : "", rms ? ", norms without the mean" : "",
+                           audio.empty() && unbiased_keys ? ", key projections without bias (Whisper's)" : "", mask_note);
   } else if (causal > 0 || cached > 0 || rotary > 0 || grouped > 0 || triangle > 0 || (read == 0 && unidirectional > 0)) {
     k.family = "decoder";
     // Rotary positions with LayerNorms (the mean subtracted) are Phi's (one norm feeding attention
@@ -225,8 +230,8 @@ std::string type_mismatch(const std::string& given, const ModelKind& found) {
   std::string family;
   for (const auto& [type, fam] : model_types())
     if (type == given) family = fam;
-  // T5 and Whisper name both halves of an encoder-decoder: their encoders alone fit.
-  const bool fits = family == found.family || (family == "encoder-decoder" && found.family == "encoder" && (given == "t5" || given == "whisper")) ||
+  // An encoder-decoder's type names both halves: its encoder alone fits (BART's reads as BERT's).
+  const bool fits = family == found.family || (family == "encoder-decoder" && found.family == "encoder") ||
                     (given == "bert" && found.type == "t5") || (given == "vit" && found.type == "clip") || (given == "clip" && found.type == "vit");
   if (fits) return "";
   return fmt::format("--model-type {}, but the graph shows {} ({}: {}); every fusion the graph allows is applied", given, found.type, found.family,

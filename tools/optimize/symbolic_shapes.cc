@@ -24,6 +24,10 @@ class Poly {
     p.terms_[{s}] = 1;
     return p;
   }
+  // Every coefficient negative: below zero whatever the (positive) sizes (`-seq` of `x[:, -s:]`).
+  bool negative() const {
+    return !terms_.empty() && std::all_of(terms_.begin(), terms_.end(), [](const auto& t) { return t.second < 0; });
+  }
   std::optional<int64_t> fixed() const {
     if (terms_.empty()) return 0;
     if (terms_.size() == 1 && terms_.begin()->first.empty()) return terms_.begin()->second;
@@ -362,6 +366,7 @@ class Propagation {
                                                       "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Mod"};
     if (same.count(op)) {
       if (const Shape_* s = in(0)) set(0, *s);
+      if (op == "Neg") elementwise_data(n);
       if (op != "Cast" && op != "Not" && op != "IsNaN") same_type(n, 0, 0);
     } else if (elementwise.count(op)) {
       std::vector<const Shape_*> shapes;
@@ -423,6 +428,14 @@ class Propagation {
 
   void elementwise_data(const Node& n) {
     const std::string& op = n.op_type;
+    if (op == "Neg" && n.inputs.size() == 1) {
+      if (const Shape_* a = data(n.inputs[0])) {
+        Shape_ out;
+        for (const Elem& x : *a) out.push_back(x ? std::optional<Poly>(*x * Poly::constant(-1)) : std::nullopt);
+        data_[n.outputs[0]] = out;
+      }
+      return;
+    }
     if ((op != "Add" && op != "Sub" && op != "Mul" && op != "Div") || n.inputs.size() != 2) return;
     const Shape_ *a = data(n.inputs[0]), *b = data(n.inputs[1]);
     if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
@@ -534,6 +547,7 @@ class Propagation {
       if (*f < 0) return dim ? std::optional<Poly>(*dim + *b) : std::nullopt;
       if (dim && dim->fixed()) return Poly::constant(std::min(*f, *dim->fixed()));
     }
+    if (b->negative()) return dim ? std::optional<Poly>(*dim + *b) : std::nullopt;
     return b;
   }
 

@@ -37,13 +37,19 @@ const {readNpy} = require('../../../benchmarks/ort/npy');
     }
     const hidden = (await encoder.run(encFeeds)).last_hidden_state;
     const B = hidden.dims[0];
-    const maskFeed = decoder.inputNames.includes('encoder_attention_mask') ? {encoder_attention_mask: encFeeds.attention_mask} : {};
+    const maskFeed = decoder.inputNames.includes('encoder_attention_mask')
+      ? {encoder_attention_mask: encFeeds.attention_mask} : {};
     const ids = Array.from({length: B}, () => []);
     const logitsRead = [];
     let out = await decoder.run({input_ids: new ort.Tensor('int64', new BigInt64Array(B).fill(start), [B, 1]),
                                  encoder_hidden_states: hidden, ...maskFeed});
     const past = {};
-    for (const n of decoder.outputNames.filter(n => n.startsWith('present.'))) past[n.replace('present.', 'past_key_values.')] = out[n];
+    const keep = (session, out) => {  // present.* -> past_key_values.*
+      for (const n of session.outputNames.filter(n => n.startsWith('present.'))) {
+        past[n.replace('present.', 'past_key_values.')] = out[n];
+      }
+    };
+    keep(decoder, out);
     for (let step = 0; step < newTokens; ++step) {
       const logits = out.logits, [, S, V] = logits.dims;
       const next = new BigInt64Array(B);
@@ -57,7 +63,7 @@ const {readNpy} = require('../../../benchmarks/ort/npy');
       }
       if (step === newTokens - 1) break;
       out = await decoderPast.run({input_ids: new ort.Tensor('int64', next, [B, 1]), ...maskFeed, ...past});
-      for (const n of decoderPast.outputNames.filter(n => n.startsWith('present.'))) past[n.replace('present.', 'past_key_values.')] = out[n];
+      keep(decoderPast, out);
     }
     result[name] = {ids, logits: logitsRead};
   }

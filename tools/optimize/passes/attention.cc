@@ -116,6 +116,24 @@ void keep_what_new_nodes_read(const GraphIndex& g, const std::vector<Node>& node
   }
 }
 
+// The (B, N, T, h) heads of the 3-D value `x` (Transpose 0 2 1 3 of its Reshape into heads) when
+// the graph outputs them (a present of a decoder's first step); empty otherwise.
+std::string heads_output(const GraphIndex& g, const std::string& x) {
+  for (int r : g.consumers(x)) {
+    const Node& view = g.graph().nodes[size_t(r)];
+    if (view.op_type != "Reshape" || view.inputs.size() != 2) continue;
+    const std::vector<Dim>* d = g.dims(view.outputs[0]);
+    const auto target = g.shape_values(view.inputs[1]);
+    if (!(d && d->size() == 4) && !(target && target->size() == 4)) continue;
+    for (int t : g.consumers(view.outputs[0])) {
+      const Node& tr = g.graph().nodes[size_t(t)];
+      if (tr.op_type == "Transpose" && ints_attr(tr, "perm") == std::vector<int64_t>{0, 2, 1, 3} && g.is_graph_output(tr.outputs[0]))
+        return tr.outputs[0];
+    }
+  }
+  return "";
+}
+
 // True when every output of the nodes in `used`, but the `kept` values, is read only inside.
 std::string escaping(const GraphIndex& g, const std::set<int>& used, const std::set<std::string>& kept) {
   for (int i : used)
@@ -358,7 +376,14 @@ Pass attention_pass() {
               const std::optional<Packed> packed = packed_qkv(index, *f);
               const std::optional<SeparateQKV> separate = packed ? std::nullopt : separate_qkv(index, *f);
               const std::optional<StackedPresent> present = stacked_present(index, *f);
-              const bool self_only = f->k.past.empty() && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node;
+              // A first step with no past that outputs its keys and values in heads (an
+              // encoder-decoder's decoder_model: present.N.decoder/encoder.*): MultiHeadAttention
+              // writes them as its presents.
+              std::string present_k, present_v;
+              if (f->k.past.empty() && f->k.repeated.empty() && !f->k.rotary_node && !f->k.heads.given && !f->v.heads.given)
+                present_k = heads_output(index, f->k.heads.x), present_v = heads_output(index, f->v.heads.x);
+              const bool presents = !present_k.empty() && !present_v.empty();
+              const bool self_only = f->k.past.empty() && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node && !presents;
               if (packed && self_only) {
                 used.insert(packed->nodes.begin(), packed->nodes.end());
                 nodes.push_back(make_node("Attention", "com.microsoft", {batch_first(packed->x), packed->w, packed->b, mask_index, "", f->mask.bias}, {y},
@@ -394,7 +419,7 @@ Pass attention_pass() {
               } else {
                 // MultiHeadAttention on 3-D Q (rotated here in its 3-D form), K and V.
                 auto three_d = [&](const Source& s, int64_t heads) -> std::string {
-                  if (!s.rotary_node) return batch_first(s.heads.x);
+                  if (!s.rotary_node) return s.heads.given ? s.heads.x : batch_first(s.heads.x);
                   Node rot = *s.rotary_node;
                   rot.inputs[0] = s.heads.x;
                   rot.outputs = {names.value(s.rotary_node->outputs[0] + "_3d")};
@@ -413,7 +438,7 @@ Pass attention_pass() {
                   inputs[1] = f->k.repeated, inputs[2] = f->v.repeated;
                   for (int i : f->kv_nodes) used.erase(i);
                 } else {
-                  inputs[1] = three_d(f->k, f->k.heads.N), inputs[2] = batch_first(f->v.heads.x);
+                  inputs[1] = three_d(f->k, f->k.heads.N), inputs[2] = f->v.heads.given ? f->v.heads.x : batch_first(f->v.heads.x);
                   if (!f->k.past.empty()) {
                     if (!graph_input(index, f->k.past) || !graph_input(index, f->v.past)) {
                       refuse(sm, "the past keys and values are not graph inputs (ORT's stacked past is not supported here)");
@@ -421,6 +446,12 @@ Pass attention_pass() {
                     }
                     inputs[6] = f->k.past, inputs[7] = f->v.past;
                     outputs = {y, f->k.present, f->v.present};
+                  } else if (presents) {
+                    outputs = {y, present_k, present_v};
+                    for (const std::string& present : {present_k, present_v}) {
+                      kept.insert(present);
+                      used.insert(index.producer(present));
+                    }
                   }
                 }
                 nodes.push_back(make_node("MultiHeadAttention", "com.microsoft", inputs, outputs, attrs, scope));

@@ -718,7 +718,9 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     r.use(&n);
   }
   const int64_t N = q->heads.N;
-  if (q->heads.seq_first != k->heads.seq_first || q->heads.seq_first != v->heads.seq_first)
+  // Keys and values given in heads (B, N, T, h) are batch-first whatever the query's layout.
+  auto other_layout = [&](const Source& s) { return !s.heads.given && s.heads.seq_first != q->heads.seq_first; };
+  if (other_layout(*k) || other_layout(*v))
     return why = "Q, K and V are not all split the same way (batch-first and sequence-first)", std::nullopt;
   if ((f.view_heads && f.view_heads != N) || (r.viewed_heads && r.viewed_heads != N))
     return why = fmt::format("the scores or heads are viewed with {} heads, the projections split {}", std::max(f.view_heads, r.viewed_heads), N), std::nullopt;

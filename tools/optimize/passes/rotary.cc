@@ -85,19 +85,6 @@ struct Trig {
   double scale = 1;       // constant factors on the way
 };
 
-// True when `v` is a graph input, possibly through shape-only operators and Casts.
-bool from_graph_input(const GraphIndex& g, std::string v) {
-  for (const Node* n = producer(g, v); n; n = producer(g, v)) {
-    static const std::set<std::string> kThrough = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Identity", "Flatten"};
-    if (!kThrough.count(n->op_type) || !n->domain.empty()) return false;
-    v = n->inputs[0];
-  }
-  if (g.constant(v)) return false;
-  for (const ValueInfo& in : g.graph().inputs)
-    if (in.name == v) return true;
-  return false;
-}
-
 // The (.., max_pos, h) constant, all leading dims 1, a Gather's data comes from through Slices of
 // the rows from 0, Squeezes of the leading dims and Casts, arriving 2-D; empty with `why` otherwise.
 std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
@@ -594,9 +581,8 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
   if (c->axis != s->axis) return ctx.refuse("cos and sin are unsqueezed at different axes");
   if (c->computed != s->computed || (c->computed && c->freqs != s->freqs))
     return ctx.refuse("cos and sin are not computed from the same frequencies");
-  // Positions: int64 (B, S) with x's batch and sequence, from a graph input.
-  if (!from_graph_input(g, c->positions))
-    return ctx.refuse(fmt::format("the position ids '{}' are not computed from a graph input", c->positions));
+  // Positions: int64 (B, S) with x's batch and sequence, given (position_ids) or computed in the
+  // graph (`cumsum(mask) - 1`, sliced to the new tokens).
   const std::vector<Dim>* p = g.dims(c->positions);
   const ValueType* pt = g.type(c->positions);
   const bool bnsh = c->axis == 1;

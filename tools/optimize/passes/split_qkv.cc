@@ -103,9 +103,10 @@ Pass split_qkv_pass() {
                 ++split;
                 continue;
               }
+              // The parts of the (B, S, N, 3h) view a Slice or a Split takes: (j, output) pairs.
               const Node& sl = g.nodes[i];
-              if (sl.op_type != "Slice" || !sl.domain.empty() || sl.inputs.size() < 4) continue;
-              const int rp = index.producer(sl.inputs[0]);
+              std::vector<std::pair<int64_t, std::string>> parts;
+              const int rp = sl.domain.empty() && !sl.inputs.empty() ? index.producer(sl.inputs[0]) : -1;
               if (rp < 0 || g.nodes[size_t(rp)].op_type != "Reshape") continue;
               const Node& view = g.nodes[size_t(rp)];
               const std::vector<Dim>* vd = index.dims(view.outputs[0]);
@@ -115,12 +116,23 @@ Pass split_qkv_pass() {
               if (h3 % 3 != 0 || N * h3 != D3 || !dims_equal((*vd)[0], (*pd)[0], index.inference()) || !dims_equal((*vd)[1], (*pd)[1], index.inference()))
                 continue;
               const int64_t h = h3 / 3;
-              const auto starts = index.ints(sl.inputs[1]), ends = index.ints(sl.inputs[2]), axes = index.ints(sl.inputs[3]);
-              if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || ((*axes)[0] != 3 && (*axes)[0] != -1))
+              if (sl.op_type == "Slice" && sl.inputs.size() >= 4) {
+                const auto starts = index.ints(sl.inputs[1]), ends = index.ints(sl.inputs[2]), axes = index.ints(sl.inputs[3]);
+                if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || ((*axes)[0] != 3 && (*axes)[0] != -1))
+                  continue;
+                if (sl.inputs.size() > 4 && !sl.inputs[4].empty() && index.ints(sl.inputs[4]) != std::vector<int64_t>{1}) continue;
+                const int64_t j = (*starts)[0] / h, end = std::min((*ends)[0], h3);
+                if ((*starts)[0] % h != 0 || j < 0 || j > 2 || end != (j + 1) * h) continue;
+                parts.emplace_back(j, sl.outputs[0]);
+              } else if (sl.op_type == "Split" && sl.outputs.size() == 3 && (int_attr(sl, "axis", 0) == 3 || int_attr(sl, "axis", 0) == -1)) {
+                // split(h, dim=-1): three parts of h each, given as sizes or num_outputs.
+                std::vector<int64_t> sizes = ints_attr(sl, "split");
+                if (sl.inputs.size() > 1 && !sl.inputs[1].empty()) sizes = index.ints(sl.inputs[1]).value_or(std::vector<int64_t>{});
+                if (!sizes.empty() && sizes != std::vector<int64_t>{h, h, h}) continue;
+                for (int64_t j = 0; j < 3; ++j) parts.emplace_back(j, sl.outputs[size_t(j)]);
+              } else {
                 continue;
-              if (sl.inputs.size() > 4 && !sl.inputs[4].empty() && index.ints(sl.inputs[4]) != std::vector<int64_t>{1}) continue;
-              const int64_t j = (*starts)[0] / h, end = std::min((*ends)[0], h3);
-              if ((*starts)[0] % h != 0 || j < 0 || j > 2 || end != (j + 1) * h) continue;
+              }
               // The projection: x W (+ b), constants.
               std::string product = view.inputs[0], bias;
               int pp = index.producer(product);
@@ -136,33 +148,35 @@ Pass split_qkv_pass() {
               const Tensor* w = index.constant(mm.inputs[1]);
               const Tensor* b = bias.empty() ? nullptr : index.constant(bias);
               if (!w || w->rank() != 2 || w->dim(1) != D3 || (b && (b->rank() != 1 || b->dim(0) != D3)) || !is_float_dtype(w->dtype())) continue;
-              // The columns of part j, head by head.
               const int64_t rows = w->dim(0), D = N * h;
               const std::vector<double> wv = to_doubles(*w);
-              std::vector<double> wj(size_t(rows * D)), bj;
-              for (int64_t r = 0; r < rows; ++r)
-                for (int64_t n = 0; n < N; ++n)
-                  for (int64_t c = 0; c < h; ++c) wj[size_t(r * D + n * h + c)] = wv[size_t(r * D3 + n * h3 + j * h + c)];
-              if (b) {
-                const std::vector<double> bv = to_doubles(*b);
-                for (int64_t n = 0; n < N; ++n)
-                  for (int64_t c = 0; c < h; ++c) bj.push_back(bv[size_t(n * h3 + j * h + c)]);
-              }
-              const char* part = j == 0 ? "query" : j == 1 ? "key" : "value";
+              const std::vector<double> bv = b ? to_doubles(*b) : std::vector<double>{};
               const std::string base = sl.name.empty() ? sl.outputs[0] : sl.name;
-              const std::string wn = names.value(mm.inputs[1] + "_" + part), shape = names.value(base + "/heads_shape");
-              added.push_back({wn, from_doubles(w->dtype(), {rows, D}, wj)});
+              const std::string shape = names.value(base + "/heads_shape");
               added.push_back({shape, Tensor::from_vector<int64_t>({4}, {0, 0, N, h})});
               std::vector<Node> nodes;
-              std::string y = names.value(mm.outputs[0] + "_" + part);
-              nodes.push_back(make_node("MatMul", "", {mm.inputs[0], wn}, {y}, {}, names.node(base + "/MatMul")));
-              if (b) {
-                const std::string bn = names.value(bias + "_" + part), yb = names.value(y + "_bias");
-                added.push_back({bn, from_doubles(b->dtype(), {D}, bj)});
-                nodes.push_back(make_node("Add", "", {y, bn}, {yb}, {}, names.node(base + "/Add")));
-                y = yb;
+              for (const auto& [j, output] : parts) {
+                if (output.empty()) continue;
+                // The columns of part j, head by head.
+                std::vector<double> wj(size_t(rows * D)), bj;
+                for (int64_t r = 0; r < rows; ++r)
+                  for (int64_t n = 0; n < N; ++n)
+                    for (int64_t c = 0; c < h; ++c) wj[size_t(r * D + n * h + c)] = wv[size_t(r * D3 + n * h3 + j * h + c)];
+                for (int64_t n = 0; b && n < N; ++n)
+                  for (int64_t c = 0; c < h; ++c) bj.push_back(bv[size_t(n * h3 + j * h + c)]);
+                const char* part = j == 0 ? "query" : j == 1 ? "key" : "value";
+                const std::string wn = names.value(mm.inputs[1] + "_" + part);
+                added.push_back({wn, from_doubles(w->dtype(), {rows, D}, wj)});
+                std::string y = names.value(mm.outputs[0] + "_" + part);
+                nodes.push_back(make_node("MatMul", "", {mm.inputs[0], wn}, {y}, {}, names.node(base + "/MatMul")));
+                if (b) {
+                  const std::string bn = names.value(bias + "_" + part), yb = names.value(y + "_bias");
+                  added.push_back({bn, from_doubles(b->dtype(), {D}, bj)});
+                  nodes.push_back(make_node("Add", "", {y, bn}, {yb}, {}, names.node(base + "/Add")));
+                  y = yb;
+                }
+                nodes.push_back(make_node("Reshape", "", {y, shape}, {output}, {}, names.node(base + "/Heads")));
               }
-              nodes.push_back(make_node("Reshape", "", {y, shape}, sl.outputs, {}, names.node(base + "/Heads")));
               before[i] = std::move(nodes);
               drop[i] = true;
               ++split;
