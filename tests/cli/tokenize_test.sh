@@ -7,7 +7,7 @@
 #   Hugging Face's tokenizers.js (oracle.js), --decode of them equals its decoded text, and for
 #   GPT-2 the original text byte for byte. A BERT variant takes the other normalizers and
 #   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). Needs node
-#   and tests/data/tokenizers/node_modules (`npm install` there, as .ci/run does); without them
+#   and tests/data/tokenizers/node_modules (`npm install` there, as scripts/install-deps.sh does); without them
 #   this part is skipped with a note.
 # - By expected values: single_word (tokenizers.js ignores it), the Metaspace decoder, the Split
 #   behaviors tokenizers.js lacks, Metaspace's split, Punctuation, Digits, WordLevel.
@@ -123,7 +123,7 @@ expect 2 "" "^refeval: error: --prompt-text needs --tokenizer TOKENIZER.json" --
 
 # --- the oracle
 if ! command -v node >/dev/null || [[ ! -d $data/node_modules/@huggingface/tokenizers ]]; then
-  echo "note: the tokenizers.js oracle part is skipped: no node or no $data/node_modules (npm install there, as .ci/run does)"
+  echo "note: the tokenizers.js oracle part is skipped: no node or no $data/node_modules (npm install there, as scripts/install-deps.sh does)"
   finish
   exit
 fi
