@@ -253,7 +253,7 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
     // A pass's own refusals stand as the last round that ran it saw them; its counts add up.
     Explain later;
     for (int round = 0; round < kExtendedRounds; ++round) {
-      if (round > 0 && ctx.explain) later = Explain{}, ctx.explain = &later;
+      if (round > 0 && ctx.explain) later = Explain{}, later.made = result.explain.made, ctx.explain = &later;
       bool changed = false;
       for (const Pass& p : fusions) {
         if (p.name == "attention" && !detected) detect(), detected = true;
@@ -281,6 +281,7 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
           return false;
         });
         result.explain.not_fused.insert(result.explain.not_fused.end(), later.not_fused.begin(), later.not_fused.end());
+        result.explain.made = later.made;
         ctx.explain = &result.explain;
       }
       if (!changed) break;

@@ -1,5 +1,8 @@
 #include "rewrite.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <set>
 
@@ -56,6 +59,14 @@ void record_provenance(Model& model, const std::vector<Provenance>& fusions) {
 
 void Explain::add(const std::string& pass, const std::string& node, const std::string& why) {
   not_fused.push_back(fmt::format("not fused: {} at '{}': {}", pass, node, why));
+  // REFEVAL_EXPLAIN_LOG: every reason given anywhere (CLI runs, unit tests) appended to one file,
+  // for tests/tools/optimize/refusals.py, which checks each refusal in the code has a test.
+  static const char* log = std::getenv("REFEVAL_EXPLAIN_LOG");
+  if (log && *log)
+    if (std::FILE* f = std::fopen(log, "a")) {
+      std::fprintf(f, "%s\n", why.c_str());
+      std::fclose(f);
+    }
 }
 
 void Explain::count(const std::string& pass, int candidates, int fused) {
@@ -87,7 +98,8 @@ class Reasons {
     int candidates = fused;
     for (int i = 0; i < int(g.nodes.size()); ++i) {
       const Node& n = g.nodes[size_t(i)];
-      if (claimed[size_t(i)] || !anchor_types.count(n.op_type)) continue;
+      // What this pass made in an earlier round is its result, not a candidate.
+      if (claimed[size_t(i)] || !anchor_types.count(n.op_type) || (explain.made.count(pass) && explain.made.at(pass).count(n.name))) continue;
       ++candidates;
       auto it = by_anchor_.find(i);
       explain.add(pass, n.name.empty() ? n.outputs.at(0) : n.name,
@@ -151,7 +163,10 @@ int apply(const Rewrite& r, Model& model, const Inference* inference, Explain* e
   std::vector<Provenance> provenance;
   for (const auto& [root, rep] : replacements) {
     Provenance p{replaced.at(root), {}};
-    for (const Node& n : rep.nodes) p.created.push_back(n.name);
+    for (const Node& n : rep.nodes) {
+      p.created.push_back(n.name);
+      if (explain) explain->made[pass].insert(n.name);
+    }
     provenance.push_back(std::move(p));
   }
   record_provenance(model, provenance);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +47,7 @@ struct Explain {
   };
   std::vector<PassCount> counts;
   std::vector<std::string> not_fused;  // "not fused: <pass> at '<node>': <why>"
+  std::map<std::string, std::set<std::string>> made;  // per pass, the nodes it wrote (not candidates in a later round)
   void add(const std::string& pass, const std::string& node, const std::string& why);
   void count(const std::string& pass, int candidates, int fused);
 };

@@ -344,6 +344,11 @@ class Propagation {
     static const std::set<std::string> ms_same = {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "FastGelu",
                                                   "Gelu", "BiasGelu", "QuickGelu", "RotaryEmbedding", "SimplifiedLayerNormalization"};
     if (n.domain == "com.microsoft" || (n.domain.empty() && op == "SimplifiedLayerNormalization")) {
+      if (op == "FusedMatMul" && n.inputs.size() >= 2) {
+        matmul(n);
+        same_type(n, 0, 0);
+        return;
+      }
       if (!ms_same.count(op)) return attention_output(n);
       if (const Shape_* s = in(0)) set(0, *s), same_type(n, 0, 0);
       if ((op == "SkipLayerNormalization" || op == "SkipSimplifiedLayerNormalization") && n.outputs.size() > 3)
@@ -499,10 +504,16 @@ class Propagation {
     data_[n.outputs[0]] = out;
   }
 
+  // MatMul, and com.microsoft FusedMatMul (transA / transB swap an operand's last two axes).
   void matmul(const Node& n) {
     const Shape_ *a = dims(n.inputs[0]), *b = dims(n.inputs[1]);
     if (!a || !b || a->empty() || b->empty()) return;
     Shape_ x = *a, y = *b;
+    if (n.op_type == "FusedMatMul") {
+      if (int_attr(n, "transBatchA", 0) || int_attr(n, "transBatchB", 0)) return;
+      if (int_attr(n, "transA", 0) && x.size() >= 2) std::swap(x[x.size() - 1], x[x.size() - 2]);
+      if (int_attr(n, "transB", 0) && y.size() >= 2) std::swap(y[y.size() - 1], y[y.size() - 2]);
+    }
     const bool va = x.size() == 1, vb = y.size() == 1;
     if (va) x.insert(x.begin(), Poly::constant(1));
     if (vb) y.push_back(Poly::constant(1));

@@ -48,7 +48,7 @@ struct Form {
   bool no_neg = false;         // Concat(x2, x1)
   bool neg_first_half = false; // Concat(-x1, x2)
   bool uneven_table = false;   // the cos table's halves differ
-  bool range_positions = false;// positions from Range, not a graph input
+  bool range_positions = false;// positions from Range, computed in the graph
   bool shifted_positions = false;  // f = (float(p) + 1) * inv_freq
   bool partial_swapped = false;    // Concat(q[..., r:], rotated): not the partial rotation
   int64_t rot() const { return partial ? kPartial : H; }
@@ -415,8 +415,16 @@ TEST_CASE("rotary fusion: look-alikes and refused sources stay unfused, with the
   check_refused({.split = true, .no_neg = true}, "the halves are swapped without a Neg");
   check_refused({.neg_first_half = true}, "the Concat reads -x[0:4] and x[4:8]; rotate_half is Concat(-x[4:8], x[0:4])");
   check_refused({.uneven_table = true}, "the cos table 'cos_cached' has different halves (row 3, column 3): not cat(freqs, freqs)");
-  check_refused({.range_positions = true}, "the position ids 'range_pos' are not computed from a graph input");
-  check_refused({.computed = true, .range_positions = true}, "the position ids 'range_pos' are not computed from a graph input");
+}
+
+TEST_CASE("rotary fusion: positions computed in the graph (arange of the sequence, broadcast) fuse as given ones do") {
+  for (const Form& f : {Form{.range_positions = true}, Form{.computed = true, .range_positions = true}}) {
+    const Model m = RopeBuilder(f).build();
+    const Model out = rotary(m);
+    CHECK(count_ops(out, "RotaryEmbedding") == 2);
+    CHECK(only_node(out, "RotaryEmbedding").inputs[1] == "range_pos");
+    check_equivalent(m, out);
+  }
 }
 
 TEST_CASE("rotary fusion: an intermediate read elsewhere keeps that one unfused; cos and sin swapped still fuse (any tables)") {
