@@ -99,4 +99,10 @@ while read -r folder family past opset; do
     esac
   done
 done <"$data/forms.txt"
+
+# The command line as documented: --list-passes alone; --verify on generated inputs of a decoder
+# whose rotary table is sliced to the sequence (Phi-2): position ids count from the past, masks are
+# ones, so nothing indexes past the table.
+expect 0 "^attention$" "" -- optimize --list-passes
+expect 0 "^verify: equivalent" "" -- optimize "$data/phi2_like_opset17/model.onnx" -o "$work/phi_verify.onnx" --verify --dim batch=2 --dim sequence=5
 finish
