@@ -74,6 +74,12 @@ while read -r folder family past opset; do
         check "$folder: the Tanh stays" test "$(count Tanh)" -eq 1 ;;
       trap_mask_shifted*) check "$folder: the non-causal mask named" grep -q "not fused: attention at .*not causal" "$work/out"
         check "$folder: its Softmax stays" test "$(count Softmax)" -eq 1 ;;
+      trap_rotary_tail*) check "$folder: the rotated tail fused on its own (2 RotaryEmbedding), its Slices and Concat kept" test "$(count RotaryEmbedding)" -eq 2 -a "$(count Concat)" -ge 2
+        check "$folder: the attention over the joined halves stays, named" grep -q "not fused: attention at .*concatenates .* on the last axis" "$work/out"
+        check "$folder: its Softmax stays" test "$(count Softmax)" -eq 1 ;;
+      trap_cross_kv_bsnh*) check "$folder: keys and values given as (B, T, N, h) are not read as heads (B, N, T, h)" \
+          grep -q "not fused: attention at '/layers.0/encoder_attn/Softmax': .* does not transpose a Reshape into heads" "$work/out"
+        check "$folder: the cross-attention's Softmax stays, the self-attention fused" test "$(count Softmax)" -eq 1 -a "$(sum Attention MultiHeadAttention)" -eq 1 ;;
       trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out"
         check "$folder: the first RMSNorm's statistics stay (a ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 1 -a "$(count Sqrt)" -eq 1 ;;
       *)

@@ -12,7 +12,8 @@ Every model has class attributes describing its interface, used by make_exports.
                     present.{i}.key/value outputs, as Optimum writes them), "stacked" (past_{i}
                     (2, B, N, P, h) and present_{i}, as ORT's gpt2_helper writes them) or
                     "seq2seq" (the BART decoder with past: past_key_values.{i}.decoder.key/value and
-                    past_key_values.{i}.encoder.key/value in, present.{i}.decoder.key/value out)
+                    past_key_values.{i}.encoder.key/value in, present.{i}.decoder.key/value out;
+                    the encoder ones (B, T, N, h) instead of (B, N, T, h) where cross_bsnh is set)
   mask              None or the dtype of the attention_mask input (B, P + S)
   position_ids      whether position_ids (B, S) is an input
 forward(*inputs) takes the inputs in the order of input_names() and returns (logits, presents...).
@@ -953,8 +954,9 @@ class PhiRotaryEmbedding(LlamaRotaryEmbedding):
 
 
 class PhiAttention(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, rotary_tail=False):
         super().__init__()
+        self.rotary_tail = rotary_tail  # the trap: rotate the last rotary_dim features, pass the first
         self.hidden_size, self.num_heads, self.head_dim = cfg.d, cfg.heads, cfg.hd
         self.num_key_value_heads = cfg.heads
         self.num_key_value_groups = 1
@@ -975,11 +977,19 @@ class PhiAttention(nn.Module):
         kv_seq_len = key_states.shape[-2] + past_key_value[0].shape[-2]
         cos, sin = self.rotary_emb(value_states, seq_len=kv_seq_len)
         # Partial rotary embedding
-        query_rot, query_pass = query_states[..., : self.rotary_emb.dim], query_states[..., self.rotary_emb.dim:]
-        key_rot, key_pass = key_states[..., : self.rotary_emb.dim], key_states[..., self.rotary_emb.dim:]
-        query_rot, key_rot = apply_rotary_pos_emb_436(query_rot, key_rot, cos, sin, position_ids)
-        query_states = torch.cat((query_rot, query_pass), dim=-1)
-        key_states = torch.cat((key_rot, key_pass), dim=-1)
+        if self.rotary_tail:  # the trap: the LAST rotary_dim features rotated, the first passed
+            split = self.head_dim - self.rotary_emb.dim
+            query_pass, query_rot = query_states[..., :split], query_states[..., split:]
+            key_pass, key_rot = key_states[..., :split], key_states[..., split:]
+            query_rot, key_rot = apply_rotary_pos_emb_436(query_rot, key_rot, cos, sin, position_ids)
+            query_states = torch.cat((query_pass, query_rot), dim=-1)
+            key_states = torch.cat((key_pass, key_rot), dim=-1)
+        else:
+            query_rot, query_pass = query_states[..., : self.rotary_emb.dim], query_states[..., self.rotary_emb.dim:]
+            key_rot, key_pass = key_states[..., : self.rotary_emb.dim], key_states[..., self.rotary_emb.dim:]
+            query_rot, key_rot = apply_rotary_pos_emb_436(query_rot, key_rot, cos, sin, position_ids)
+            query_states = torch.cat((query_rot, query_pass), dim=-1)
+            key_states = torch.cat((key_rot, key_pass), dim=-1)
         key_states = torch.cat([past_key_value[0], key_states], dim=2)  # DynamicCache.update
         value_states = torch.cat([past_key_value[1], value_states], dim=2)
         present = (key_states, value_states)
@@ -1007,9 +1017,9 @@ class PhiMLP(nn.Module):
 
 
 class PhiDecoderLayer(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, rotary_tail=False):
         super().__init__()
-        self.self_attn = PhiAttention(cfg)
+        self.self_attn = PhiAttention(cfg, rotary_tail)
         self.mlp = PhiMLP(cfg)
         self.input_layernorm = nn.LayerNorm(cfg.d, eps=cfg.eps)
 
@@ -1027,11 +1037,11 @@ class Phi2Like(LlamaBase):
     partial_rotary_factor cfg.rotary (0.5 for Phi-2)."""
     family = "phi"
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, rotary_tail=False):
         super().__init__()
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.d)
-        self.layers = nn.ModuleList(PhiDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(PhiDecoderLayer(cfg, rotary_tail) for _ in range(cfg.layers))
         self.final_layernorm = nn.LayerNorm(cfg.d, eps=cfg.eps)
         self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=True)
 
@@ -1050,6 +1060,13 @@ class Phi2Like(LlamaBase):
         hidden_states = self.final_layernorm(hidden_states)
         logits = self.lm_head(hidden_states).float()
         return (logits, *self.pack_presents(presents))
+
+
+def trap_rotary_tail(cfg):
+    """Phi-2 (partial_rotary_factor 0.5) with the rotary on the LAST rotary_dim features of each
+    head and the first ones passed through, `cat((x_pass, x_rot_embedded))`: ONNX Runtime's
+    RotaryEmbedding (rotary_embedding_dim) rotates the leading features, so it is no fusion."""
+    return Phi2Like(dataclasses.replace(cfg, rotary=0.5), rotary_tail=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1364,10 +1381,11 @@ class BartLearnedPositionalEmbedding(nn.Embedding):
 class BartPastAttention(nn.Module):
     """BartAttention (is_decoder) on the with-past path."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, cross_bsnh=False):
         super().__init__()
         self.embed_dim, self.num_heads, self.head_dim = cfg.d, cfg.heads, cfg.hd
         self.scaling = self.head_dim ** -0.5
+        self.cross_bsnh = cross_bsnh  # the trap: the encoder past (B, T, N, h), transposed here
         self.k_proj = nn.Linear(cfg.d, cfg.d)
         self.v_proj = nn.Linear(cfg.d, cfg.d)
         self.q_proj = nn.Linear(cfg.d, cfg.d)
@@ -1383,6 +1401,9 @@ class BartPastAttention(nn.Module):
             # reuse k, v, cross_attentions (past_key_value[0].shape[2] == key_value_states.shape[1])
             key_states = past_key_value[0]
             value_states = past_key_value[1]
+            if self.cross_bsnh:  # (B, T, N, h) -> (B, N, T, h)
+                key_states = key_states.transpose(1, 2)
+                value_states = value_states.transpose(1, 2)
         else:
             # reuse k, v, self_attention
             key_states = self._shape(self.k_proj(hidden_states), -1, bsz)
@@ -1409,15 +1430,18 @@ class BartPastAttention(nn.Module):
         """The cross-attention keys and values the decoder without past returns as
         present.{i}.encoder.key/value (the with-past decoder reads them back as past)."""
         bsz = key_value_states.shape[0]
-        return self._shape(self.k_proj(key_value_states), -1, bsz), self._shape(self.v_proj(key_value_states), -1, bsz)
+        key, value = self._shape(self.k_proj(key_value_states), -1, bsz), self._shape(self.v_proj(key_value_states), -1, bsz)
+        if self.cross_bsnh:  # fed back in (B, T, N, h)
+            return key.transpose(1, 2).contiguous(), value.transpose(1, 2).contiguous()
+        return key, value
 
 
 class BartPastDecoderLayer(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, cross_bsnh=False):
         super().__init__()
         self.self_attn = BartPastAttention(cfg)
         self.self_attn_layer_norm = nn.LayerNorm(cfg.d, eps=cfg.eps)
-        self.encoder_attn = BartPastAttention(cfg)
+        self.encoder_attn = BartPastAttention(cfg, cross_bsnh)
         self.encoder_attn_layer_norm = nn.LayerNorm(cfg.d, eps=cfg.eps)
         self.fc1 = nn.Linear(cfg.d, cfg.inter)
         self.fc2 = nn.Linear(cfg.inter, cfg.d)
@@ -1442,17 +1466,19 @@ class BartDecoderPast(Decoder):
     """BartForConditionalGeneration's decoder + lm_head, with past (Optimum's with-past split).
     Inputs input_ids (B, S), encoder_attention_mask (B, T), per layer
     past_key_values.{i}.decoder.key/value (B, N, P, h) and past_key_values.{i}.encoder.key/value
-    (B, N, T, h); outputs logits and present.{i}.decoder.key/value (B, N, P + S, h)."""
+    (B, N, T, h); outputs logits and present.{i}.decoder.key/value (B, N, P + S, h).
+    cross_bsnh (the trap): the encoder key/value inputs are (B, T, N, h), transposed (1, 2) inside."""
     family = "bart"
     past = "seq2seq"
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, cross_bsnh=False):
         super().__init__()
         self.cfg = cfg
+        self.cross_bsnh = cross_bsnh
         self.embed_scale = 1.0  # scale_embedding False (bart-base)
         self.embed_tokens = nn.Embedding(cfg.vocab, cfg.d, padding_idx=1)
         self.embed_positions = BartLearnedPositionalEmbedding(cfg.ctx, cfg.d)
-        self.layers = nn.ModuleList(BartPastDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.layers = nn.ModuleList(BartPastDecoderLayer(cfg, cross_bsnh) for _ in range(cfg.layers))
         self.layernorm_embedding = nn.LayerNorm(cfg.d, eps=cfg.eps)
         self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=False)
         self.lm_head.weight = self.embed_tokens.weight
@@ -1494,6 +1520,12 @@ class BartDecoderPast(Decoder):
         return (lm_logits, *[t for kv in presents for t in kv])
 
 
+def trap_cross_kv_bsnh(cfg):
+    """The BART decoder with past whose encoder keys/values come in (B, T, N, h) and are
+    transposed (1, 2) before the cross-attention reads them."""
+    return BartDecoderPast(cfg, cross_bsnh=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # name -> (constructor taking a Config, opsets exported, opsets committed at the small size)
 # The small exports are ~0.6 MB each: the repo keeps the opset-14 export of hf_gpt2 only (the
@@ -1524,6 +1556,8 @@ MODELS = {
     "gpt_neox_like": (GPTNeoXLike, (17,), (17,)),
     "gemma_like": (GemmaLike, (17,), (17,)),
     "mistral_sliding": (MistralSliding, (17,), (17,)),
+    "trap_rotary_tail": (trap_rotary_tail, (17,), (17,)),
+    "trap_cross_kv_bsnh": (trap_cross_kv_bsnh, (17,), (17,)),
 }
 
 # The Configs of the later forms, (small, full): hidden 64, 4 heads of 16, 2 layers, vocab 256 as the

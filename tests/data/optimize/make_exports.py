@@ -18,7 +18,8 @@ The BART decoder with past (encoder-decoder, Optimum's decoder_with_past split) 
   1  batch 2, one token after a past of 3, row 1's encoder input right-padded by 2
   2  batch 2, three tokens after a past of 3 (the causal block matters), the same padding
   the decoder past is the presents of the prefix run through the same model with an empty past,
-  the encoder past each layer's cross-attention k_proj / v_proj of normal encoder states.
+  the encoder past each layer's cross-attention k_proj / v_proj of normal encoder states ((B, T, N, h)
+  for the trap_cross_kv_bsnh model, whose encoder past is in that layout).
 The batch, sequence and past dims are dynamic; the export is traced at batch 2, 5 tokens and a
 past of 3, so that no dim is specialised to 0 or 1.
 """
@@ -136,8 +137,10 @@ def dynamic_axes(model):
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
     if model.past == "seq2seq":
         axes["encoder_attention_mask"] = {0: "batch", 1: "encoder_sequence"}
+        encoder_axis = 1 if getattr(model, "cross_bsnh", False) else 2  # (B, T, N, h) or (B, N, T, h)
         for name in model.past_names():
-            axes[name] = {0: "batch", 2: "past_sequence" if ".decoder." in name else "encoder_sequence"}
+            axes[name] = {0: "batch", 2: "past_sequence"} if ".decoder." in name else \
+                {0: "batch", encoder_axis: "encoder_sequence"}
         for name in model.output_names()[1:]:
             axes[name] = {0: "batch", 2: "total_sequence"}
         return axes
@@ -164,7 +167,9 @@ def export(model, path, opset, fixed_inputs=None):
     ids = torch.randint(0, model.cfg.vocab, (2, 5))
     if model.past == "seq2seq":  # encoder length 6, a decoder past of 3
         c = model.cfg
-        past = [torch.randn(2, c.heads, 3 if ".decoder." in n else 6, c.hd) for n in model.past_names()]
+        past = [torch.randn(2, c.heads, 3, c.hd) if ".decoder." in n else
+                torch.randn(2, 6, c.heads, c.hd) if getattr(model, "cross_bsnh", False) else
+                torch.randn(2, c.heads, 6, c.hd) for n in model.past_names()]
         args = tuple([ids, torch.ones(2, 6, dtype=torch.int64)] + past)
     else:
         mask = torch.ones(2, 8 if model.past is not None else 5, dtype=torch.int64)

@@ -62,6 +62,7 @@ class Reader : public AttentionReader {
     if (!t && !k_transposed && given_heads(v)) return given_heads(v);
     if (!t) return why = fmt::format("'{}' is not the Transpose of a head split", v), std::nullopt;
     if (perm_is(*t, {1, 0, 2}) || perm_is(*t, {1, 2, 0})) return seq_first_heads(*t, k_transposed, why);
+    if (perm_is(*t, {1, 2, 0, 3}) && !k_transposed) return seq_first_4d_heads(*t, why);
     const bool plain = perm_is(*t, {0, 2, 1, 3}), kt = perm_is(*t, {0, 2, 3, 1});
     if (!(plain && !k_transposed) && !(kt && k_transposed)) return why = fmt::format("'{}' has perm {} for a head split", t->name, fmt::join(ints_attr(*t, "perm"), " ")), std::nullopt;
     std::string split = t->inputs.empty() ? "" : t->inputs[0];
@@ -141,6 +142,23 @@ class Reader : public AttentionReader {
     return hd;
   }
 
+  // (S, B, N*h) -> Reshape (S, B, N, h) -> Transpose 1 2 0 3: 4-D heads (B, N, S, h) of a
+  // sequence-first value (fairseq's `view(T, B, H, h).permute(1, 2, 0, 3)`).
+  std::optional<Heads> seq_first_4d_heads(const Node& t, std::string& why) {
+    const Node* r = t.inputs.empty() ? nullptr : producer(t.inputs[0], "Reshape");
+    if (!r || r->inputs.size() != 2) return why = fmt::format("'{}' does not transpose a Reshape into heads", t.name), std::nullopt;
+    const std::vector<Dim>* x = g_.dims(r->inputs[0]);
+    const std::vector<Dim>* rd = g_.dims(r->outputs[0]);
+    if (!x || x->size() != 3 || !rd || rd->size() != 4 || !(*x)[2].fixed() || !(*rd)[2].fixed() || !(*rd)[3].fixed() ||
+        (*rd)[2].value * (*rd)[3].value != (*x)[2].value || !dims_equal((*rd)[0], (*x)[0], g_.inference()) ||
+        !dims_equal((*rd)[1], (*x)[1], g_.inference()))
+      return why = fmt::format("the head split '{}' is not (S, B, N, h) of an (S, B, N*h) input", r->name), std::nullopt;
+    use(&t), use(r);
+    Heads hd{r->inputs[0], (*rd)[2].value, (*rd)[3].value};
+    hd.seq_first = true;
+    return hd;
+  }
+
   // A 3-D (B*N, S, h) view of 4-D heads (B, N, S, h): the 4-D value, or `v` when it is not one.
   std::string four_d(const std::string& v) {
     const Node* r = producer(v, "Reshape");
@@ -206,6 +224,9 @@ class Reader : public AttentionReader {
       }
       if (const Node* c = producer(cur, "Concat"); c && c->inputs.size() == 2 && !c->outputs.empty()) {
         const int64_t axis = int_attr(*c, "axis", 0);
+        if (axis == -1 || axis == 3)
+          return why = fmt::format("'{}' concatenates '{}' and '{}' on the last axis (parts of the heads joined back), not a past on the sequence",
+                                   c->name, c->inputs[0], c->inputs[1]), std::nullopt;
         if (axis != 2 && axis != -2) return why = fmt::format("'{}' concatenates the past on axis {}, not the sequence", c->name, axis), std::nullopt;
         s.concat = c, s.present = c->outputs[0];
         s.past = c->inputs[0];
@@ -614,14 +635,16 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       int side = -1;
       for (int s2 = 0; s2 < 2 && side < 0; ++s2) {
         const int q = g.producer(n.inputs[size_t(s2)]);
-        if (q >= 0 && std::set<std::string>{"MatMul", "Div", "Mul", "Where", "Add", "Reshape"}.count(g.graph().nodes[size_t(q)].op_type) &&
+        if (q >= 0 && std::set<std::string>{"MatMul", "FusedMatMul", "Div", "Mul", "Where", "Add", "Reshape"}.count(g.graph().nodes[size_t(q)].op_type) &&
             !pads[s2]) {
           const std::vector<Dim>* other = g.dims(n.inputs[size_t(1 - s2)]);
           const std::vector<Dim>* mine = g.dims(n.inputs[size_t(s2)]);
           if (mine && int(mine->size()) == rank && (!other || int(other->size()) <= rank)) side = s2;
         }
       }
-      if (side < 0) return why = fmt::format("neither operand of '{}' is the scores", n.name), std::nullopt;
+      if (side < 0)
+        return why = fmt::format("neither operand of '{}' is the scores ({}-D; operands {} and {})", n.name, rank, shape_text(g.dims(n.inputs[0])),
+                                 shape_text(g.dims(n.inputs[1]))), std::nullopt;
       const std::string& m = n.inputs[size_t(1 - side)];
       const std::optional<PaddingRead>& pad = pads[1 - side];
       // A term after the first additive one is summed with it into one bias (exact but for the
@@ -642,8 +665,11 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
         const std::vector<Dim>* md = g.dims(m);
         // (B|1, N|1, 1, T): a float mask given as a graph input, one row for every query.
         const bool one_row = md && md->size() == 4 && (*md)[2].fixed() && (*md)[2].value == 1 && !(S.fixed() && S.value == 1);
-        if (rank != 4 || !md || md->size() < 2 || md->size() > 4 || !(dims_equal((*md)[md->size() - 2], S, inf) || one_row) ||
-            !dims_equal((*md)[md->size() - 1], T, inf))
+        // On (B*N, S, T) scores only a bias the same for every batch row and head, (S, T) or
+        // (1, S, T), keeps its meaning in the fused operator's (B, N, S, T) (fairseq's future mask).
+        const bool shared_by_rows = md && (md->size() == 2 || (md->size() == 3 && (*md)[0].fixed() && (*md)[0].value == 1));
+        if ((rank != 4 && !(rank == 3 && shared_by_rows)) || !md || md->size() < 2 || md->size() > 4 ||
+            !(dims_equal((*md)[md->size() - 2], S, inf) || one_row) || !dims_equal((*md)[md->size() - 1], T, inf))
           return why = fmt::format("the added '{}' ({}) is neither a padding mask nor a bias of shape (S, T), (1|B, S, T), (B|1, N|1, S, T) or "
                                    "(B|1, N|1, 1, T) with S = {}, T = {}", m, shape_text(md), show(S), show(T)), std::nullopt;
         if (md->size() == 4 && !(*md)[1].fixed()) return why = fmt::format("the bias '{}' has an unknown head axis", m), std::nullopt;
