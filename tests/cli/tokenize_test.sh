@@ -91,6 +91,18 @@ printf 'a\xffb' >"$work/bad_utf8.txt"
 expect 2 "" "^refeval: error: the text is not valid UTF-8 \(byte 1 of 3\)" -- tokenize "$t" --file "$work/bad_utf8.txt"
 expect 2 "" "^refeval: error: give the input: --text TEXT or --file FILE" -- tokenize "$t"
 expect 2 "" "^refeval: error: .*nope.json: cannot open the tokenizer file" -- tokenize "$work/nope.json" --text hi
+# Sequences nested 10,000 deep (a crash before): refused at 64 levels, one line naming the file.
+for step in normalizer:normalizers pre_tokenizer:pretokenizers decoder:decoders post_processor:processors; do
+  /usr/bin/python3 - "$t" "${step%%:*}" "${step##*:}" "$work/deep.json" <<'PY'
+import json, sys
+source, field, key, out = sys.argv[1:5]
+t = json.load(open(source))
+t[field] = "DEEP"
+text = json.dumps(t).replace('"DEEP"', ('{"type": "Sequence", "%s": [' % key) * 10000 + ']}' * 10000)
+open(out, "w").write(text)
+PY
+  expect 2 "" "^refeval: error: .*deep.json: ${step%%:*}(\.${step##*:}\[0\]){64}: Sequence steps nested more than 64 deep$" -- tokenize "$work/deep.json" --text hi
+done
 
 # --- generate --tokenizer on a decoder with a vocabulary of 96 (declared), and the same model with
 # the vocabulary left symbolic (known once the prefill's logits are there)

@@ -30,10 +30,21 @@ bool bool_field(const json& j, const char* key, const std::string& where, bool d
 int64_t int_field(const json& j, const char* key, const std::string& where, const std::optional<int64_t>& dflt = std::nullopt);
 // j[key], which must be an array (or an object when `object` is set).
 const json& container_field(const json& j, const char* key, const std::string& where, bool object = false);
+// Sequences nested deeper than this are refused, as Hugging Face's tokenizers refuse them
+// ("recursion limit exceeded", serde_json's 128 levels of JSON): each level is a C++ call and a
+// longer path in the messages, so a file nested 10,000 deep would exhaust the stack.
+inline constexpr int kMaxSequenceDepth = 64;
+
 // A "Sequence" step's list j[key], each made by make(item, "WHERE.KEY[i]"); null steps are left out.
 template <class Step, class Make>
 std::vector<std::unique_ptr<Step>> sequence_steps(const json& j, const char* key, const std::string& where,
                                                   const std::string& at, Make make) {
+  thread_local int depth = 0;
+  if (depth >= kMaxSequenceDepth) fail_at(where, "Sequence steps nested more than " + std::to_string(kMaxSequenceDepth) + " deep");
+  struct Level {
+    Level() { ++depth; }
+    ~Level() { --depth; }
+  } level;
   const json& list = container_field(j, key, at);
   std::vector<std::unique_ptr<Step>> steps;
   for (size_t i = 0; i < list.size(); ++i)
