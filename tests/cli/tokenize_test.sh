@@ -91,6 +91,15 @@ printf 'a\xffb' >"$work/bad_utf8.txt"
 expect 2 "" "^refeval: error: the text is not valid UTF-8 \(byte 1 of 3\)" -- tokenize "$t" --file "$work/bad_utf8.txt"
 expect 2 "" "^refeval: error: give the input: --text TEXT or --file FILE" -- tokenize "$t"
 expect 2 "" "^refeval: error: .*nope.json: cannot open the tokenizer file" -- tokenize "$work/nope.json" --text hi
+# A pattern that backtracks catastrophically on this text: PCRE2 gives up, and the error names the file.
+/usr/bin/python3 - "$t" "$work/catastrophic.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "(.*a){20}$"}, "behavior": "Isolated", "invert": False}
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect 2 "" "^refeval: error: .*catastrophic.json: regular expression '\(\.\*a\)\{20\}[$]': match limit exceeded$" -- \
+  tokenize "$work/catastrophic.json" --text "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"
 # Sequences nested 10,000 deep (a crash before): refused at 64 levels, one line naming the file.
 for step in normalizer:normalizers pre_tokenizer:pretokenizers decoder:decoders post_processor:processors; do
   /usr/bin/python3 - "$t" "${step%%:*}" "${step##*:}" "$work/deep.json" <<'PY'

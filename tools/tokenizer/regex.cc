@@ -89,7 +89,7 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const
       pcre2_match_data_free(md);
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw std::runtime_error(fmt::format("regular expression '{}': {}", translated_, reinterpret_cast<const char*>(message)));
+      throw RegexMatchError(fmt::format("regular expression '{}': {}", translated_, reinterpret_cast<const char*>(message)));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     const size_t b = ov[0], e = ov[1];

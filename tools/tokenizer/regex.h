@@ -7,12 +7,18 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace refeval::tokenizer {
+
+// A match PCRE2 gave up on (its backtracking or depth limit: a catastrophic pattern on this text).
+struct RegexMatchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Regex {
  public:
@@ -22,7 +28,7 @@ class Regex {
   const std::string& pcre2_pattern() const { return translated_; }
   // Non-overlapping matches, left to right, as byte offsets [start, end). An empty match right
   // where the previous match ended is skipped (Oniguruma's and Rust's find_iter). `s` must be
-  // valid UTF-8.
+  // valid UTF-8. Throws RegexMatchError when PCRE2 gives up.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view s) const;
 
  private:

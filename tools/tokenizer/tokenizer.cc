@@ -57,6 +57,14 @@ Tokenizer Tokenizer::from_json(const json& j, const std::string& name) {
 std::vector<int64_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
     fail_input(fmt::format("the text is not valid UTF-8 (byte {} of {})", bad, text.size()));
+  try {
+    return encode_valid(text, add_special_tokens);
+  } catch (const RegexMatchError& e) {  // a pattern of the file, not the text, is at fault: name the file
+    fail_input(fmt::format("{}: {}", name_, e.what()));
+  }
+}
+
+std::vector<int64_t> Tokenizer::encode_valid(std::string_view text, bool add_special_tokens) const {
   std::vector<Piece> pieces{{std::string(text), -1, true}};
   added_.split(pieces, false);
   for (Piece& p : pieces)

@@ -41,7 +41,8 @@ class Tokenizer {
   static Tokenizer load(const std::string& path);
   static Tokenizer from_json(const json& j, const std::string& name);
 
-  // `text` must be valid UTF-8 (ErrorKind::Input otherwise).
+  // `text` must be valid UTF-8 (ErrorKind::Input otherwise); a regular expression of the file that
+  // gives up on it (catastrophic backtracking) is ErrorKind::Input naming the file.
   std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const;
   // ErrorKind::Input naming an id that is neither in the vocabulary nor an added token.
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
@@ -50,6 +51,7 @@ class Tokenizer {
   const std::string& name() const { return name_; }
 
  private:
+  std::vector<int64_t> encode_valid(std::string_view text, bool add_special_tokens) const;
   std::string name_;
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
