@@ -32,6 +32,25 @@ std::vector<int64_t> ints_of(const Tensor& t, const char* what) {
   fail_usage(fmt::format("the {} must be int64 or int32, got {}", what, dtype_short_name(t.dtype())));
 }
 
+int64_t greedy_token(const double* row, int64_t vocab, const std::optional<int64_t>& eos, std::vector<bool>::reference finished) {
+  int64_t best = int64_t(std::max_element(row, row + vocab) - row);
+  if (finished) best = *eos;
+  if (eos && best == *eos) finished = true;
+  return best;
+}
+
+int64_t initializer_bytes(const ReferenceEvaluator& ev) {
+  int64_t bytes = 0;
+  for (const Initializer& init : ev.model().graph.initializers) bytes += int64_t(init.value.nbytes());
+  return bytes;
+}
+
+int64_t process_peak_rss_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return int64_t(usage.ru_maxrss) * 1024;
+}
+
 namespace {
 
 int64_t value_bytes(const Value& v) { return v.is_tensor() ? int64_t(v.tensor().nbytes()) : 0; }
@@ -98,7 +117,7 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
   GenerateResult r;
   r.batch = B, r.prompt_length = L;
   r.tokens.assign(size_t(B), {});
-  for (const Initializer& init : ev_.model().graph.initializers) r.weight_bytes += int64_t(init.value.nbytes());
+  r.weight_bytes = initializer_bytes(ev_);
   std::vector<bool> finished(size_t(B), false);
   std::vector<int64_t> step_ids = prompt_ids;
   int64_t T = L, past = 0;
@@ -152,10 +171,7 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
     step_ids.assign(size_t(B), 0);
     for (int64_t b = 0; b < B; ++b) {
       const int64_t pos = logits.rank() == 3 ? (step == 0 ? std::min(last_valid[size_t(b)], rows - 1) : rows - 1) : 0;
-      const double* row = lv.data() + (b * rows + pos) * V;
-      int64_t best = int64_t(std::max_element(row, row + V) - row);  // the first of equal maxima
-      if (finished[size_t(b)]) best = *opt.eos;
-      if (opt.eos && best == *opt.eos) finished[size_t(b)] = true;
+      const int64_t best = greedy_token(lv.data() + (b * rows + pos) * V, V, opt.eos, finished[size_t(b)]);
       r.tokens[size_t(b)].push_back(best);
       step_ids[size_t(b)] = best;
     }
@@ -172,9 +188,7 @@ GenerateResult Generator::run(const GenerateOptions& opt, const StepHooks& hooks
     mask = std::move(grown);
     past = T, T += 1;
   }
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  r.peak_rss_bytes = int64_t(usage.ru_maxrss) * 1024;
+  r.peak_rss_bytes = process_peak_rss_bytes();
   return r;
 }
 

@@ -76,6 +76,13 @@ void check_tokenizer_vocab(int64_t tokenizer_vocab, int64_t model_vocab, const s
 Tensor ids_tensor(const ReferenceEvaluator& ev, const std::string& name, Shape shape, const std::vector<int64_t>& v);
 // Token ids or a mask, int64 or int32, as int64.
 std::vector<int64_t> ints_of(const Tensor& t, const char* what);
+// Greedy decoding of one row's logits: the first of equal maxima (torch's argmax), or `eos` again
+// for a row already finished; a row that produces `eos` is finished from then on.
+int64_t greedy_token(const double* row, int64_t vocab, const std::optional<int64_t>& eos, std::vector<bool>::reference finished);
+// The bytes of a model's initializers.
+int64_t initializer_bytes(const ReferenceEvaluator& ev);
+// The process's peak resident memory so far, in bytes.
+int64_t process_peak_rss_bytes();
 
 // Token ids from "1 2 3" (one row) or "1 2 3; 4 5 6" (rows of equal length), as int64 (B, L).
 Tensor parse_prompt(const std::string& text);

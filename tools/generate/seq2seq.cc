@@ -1,7 +1,5 @@
 #include "seq2seq.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -31,12 +29,6 @@ void require(const ReferenceEvaluator& ev, const std::string& input, const char*
     fail_usage(fmt::format("the {} has no input '{}' (Optimum's names: encoder input_ids/attention_mask or input_features; decoder "
                            "input_ids, encoder_hidden_states, encoder_attention_mask; decoder with past past_key_values.N.*)",
                            role, input));
-}
-
-int64_t weight_bytes(const ReferenceEvaluator& ev) {
-  int64_t bytes = 0;
-  for (const Initializer& init : ev.model().graph.initializers) bytes += int64_t(init.value.nbytes());
-  return bytes;
 }
 
 }  // namespace
@@ -78,7 +70,7 @@ GenerateResult run_seq2seq(Seq2SeqModels m, const Seq2SeqOptions& opt, const Ste
   GenerateResult r;
   r.batch = B, r.prompt_length = L;
   r.tokens.assign(size_t(B), {});
-  r.weight_bytes = weight_bytes(m.encoder) + weight_bytes(m.decoder) + (m.decoder_with_past ? weight_bytes(*m.decoder_with_past) : 0);
+  r.weight_bytes = initializer_bytes(m.encoder) + initializer_bytes(m.decoder) + (m.decoder_with_past ? initializer_bytes(*m.decoder_with_past) : 0);
   const auto start = std::chrono::steady_clock::now();
   Value hidden = m.encoder.run({hidden_name}, enc_feeds).at(0);
 
@@ -139,10 +131,7 @@ GenerateResult run_seq2seq(Seq2SeqModels m, const Seq2SeqOptions& opt, const Ste
     const std::vector<double> lv = to_doubles(logits);
     std::vector<int64_t> grown(size_t(B * (T + 1)));
     for (int64_t b = 0; b < B; ++b) {
-      const double* row = lv.data() + (b * rows + rows - 1) * V;
-      int64_t best = int64_t(std::max_element(row, row + V) - row);  // the first of equal maxima, as torch's argmax
-      if (finished[size_t(b)]) best = *opt.eos;
-      if (opt.eos && best == *opt.eos) finished[size_t(b)] = true;
+      const int64_t best = greedy_token(lv.data() + (b * rows + rows - 1) * V, V, opt.eos, finished[size_t(b)]);
       r.tokens[size_t(b)].push_back(best);
       std::copy_n(history.begin() + b * T, T, grown.begin() + b * (T + 1));
       grown[size_t(b * (T + 1) + T)] = best;
@@ -152,9 +141,7 @@ GenerateResult run_seq2seq(Seq2SeqModels m, const Seq2SeqOptions& opt, const Ste
     r.kv_cache_bytes.push_back(kv_bytes);
     if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; })) break;
   }
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  r.peak_rss_bytes = int64_t(usage.ru_maxrss) * 1024;
+  r.peak_rss_bytes = process_peak_rss_bytes();
   return r;
 }
 

@@ -106,6 +106,25 @@ void import_microsoft(Model& m) {
     }
 }
 
+// A later round's --explain into the first's: the fused counts add up, and each pass's refusals
+// are the ones the last round that ran it gave (what it fused meanwhile is no longer refused).
+void merge_later_round(Explain& into, const Explain& later) {
+  std::set<std::string> passes_run;
+  for (const Explain::PassCount& c : later.counts) {
+    passes_run.insert(c.pass);
+    auto it = std::find_if(into.counts.begin(), into.counts.end(), [&](const auto& e) { return e.pass == c.pass; });
+    if (it == into.counts.end()) into.counts.push_back(c);
+    else it->fused += c.fused;
+  }
+  std::erase_if(into.not_fused, [&](const std::string& line) {
+    for (const std::string& p : passes_run)
+      if (line.rfind("not fused: " + p + " at '", 0) == 0) return true;
+    return false;
+  });
+  into.not_fused.insert(into.not_fused.end(), later.not_fused.begin(), later.not_fused.end());
+  into.made = later.made;
+}
+
 // The fusion passes that write a com.microsoft operator (for --target onnx's fallback).
 std::vector<std::string> passes_writing(const std::string& op_type) {
   static const std::map<std::string, std::vector<std::string>> writers = {
@@ -268,20 +287,7 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
         }
       }
       if (round > 0 && options.explain) {
-        for (const Explain::PassCount& c : later.counts) {
-          auto it = std::find_if(result.explain.counts.begin(), result.explain.counts.end(), [&](const auto& e) { return e.pass == c.pass; });
-          if (it == result.explain.counts.end()) result.explain.counts.push_back(c);
-          else it->fused += c.fused;
-        }
-        std::set<std::string> passes_run;
-        for (const Explain::PassCount& c : later.counts) passes_run.insert(c.pass);
-        std::erase_if(result.explain.not_fused, [&](const std::string& line) {
-          for (const std::string& p : passes_run)
-            if (line.rfind("not fused: " + p + " at '", 0) == 0) return true;
-          return false;
-        });
-        result.explain.not_fused.insert(result.explain.not_fused.end(), later.not_fused.begin(), later.not_fused.end());
-        result.explain.made = later.made;
+        merge_later_round(result.explain, later);
         ctx.explain = &result.explain;
       }
       if (!changed) break;
