@@ -86,17 +86,20 @@ def nesting(events):
 
 
 def zero_length_inside_a_sibling(run):
-    """Main-graph events of 0 us below another main-graph event starting in the same microsecond."""
+    """Main-graph events of 0 us drawn below another main-graph event (or a body node of it) that
+    starts in the same microsecond: the viewer puts a 0 us event inside the deepest event open at its
+    start, whichever ran first within that microsecond."""
     out = []
-    def walk(node):
+    def main_graph_node(e):
+        return e.get("cat") == "Node" and "depth" not in e.get("args", {})
+    def walk(node, caller):
         for c in node["children"]:
-            e, parent = c["event"], node["event"]
-            if "depth" not in e.get("args", {}) and parent.get("cat") == "Node" and "depth" not in parent.get("args", {}) \
-                    and e["dur"] == 0 and e["ts"] == parent["ts"]:
+            e = c["event"]
+            if main_graph_node(e) and caller is not None and e["dur"] == 0 and e["ts"] == caller["ts"]:
                 out.append(e)
-            walk(c)
+            walk(c, e if main_graph_node(e) else caller)
     for c in run["children"]:
-        walk(c)
+        walk(c, c["event"] if main_graph_node(c["event"]) else None)
     return out
 
 
