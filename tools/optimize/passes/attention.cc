@@ -436,6 +436,15 @@ Pass attention_pass() {
                   // computes them (past Concats read as presents, rotation, repeats) stays, and
                   // what only fed the product goes with dead-code removal.
                   inputs[1] = f->k.repeated, inputs[2] = f->v.repeated;
+                  if (f->k.repeated_bsnh) {  // (B, T, N, h) as MultiHeadAttention's 3-D (B, T, N*h)
+                    const std::string flat = names.value(scope + "/kv_flat_shape");
+                    new_inits.push_back({flat, Tensor::from_vector<int64_t>({3}, {0, 0, N * f->q.heads.h})});
+                    for (int i : {1, 2}) {
+                      const std::string v = names.value(inputs[size_t(i)] + "_3d");
+                      nodes.push_back(make_node("Reshape", "", {inputs[size_t(i)], flat}, {v}, {}, names.node(scope + (i == 1 ? "/KeysFlat" : "/ValuesFlat"))));
+                      inputs[size_t(i)] = v;
+                    }
+                  }
                   for (int i : f->kv_nodes) used.erase(i);
                 } else {
                   inputs[1] = three_d(f->k, f->k.heads.N), inputs[2] = f->v.heads.given ? f->v.heads.x : batch_first(f->v.heads.x);

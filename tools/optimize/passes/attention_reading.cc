@@ -210,9 +210,25 @@ class Reader : public AttentionReader {
       if (t && !t->inputs.empty() && (perm_is(*t, {0, 1, 3, 2}) || perm_is(*t, {0, 2, 1}))) use(t), cur = t->inputs[0], k_transposed = false;
     }
     cur = four_d(cur);
+    // Meta's llama repeats keys and values in (B, T, Hkv, h), between transposes of the cache:
+    // Transpose(Reshape(Expand(Unsqueeze(Transpose(kv, 0 2 1 3), 3)), (B, T, N, h)), 0 2 1 3)
+    // (0 2 3 1 for K^T).
+    if (const Node* t = producer(cur, "Transpose"); t && !t->inputs.empty() && perm_is(*t, k_transposed ? std::vector<int64_t>{0, 2, 3, 1}
+                                                                                                        : std::vector<int64_t>{0, 2, 1, 3})) {
+      const Node* r = producer(t->inputs[0], "Reshape");
+      const Node* e = r && !r->inputs.empty() ? producer(r->inputs[0], "Expand") : nullptr;
+      const Node* u = e && !e->inputs.empty() ? producer(e->inputs[0], "Unsqueeze") : nullptr;
+      const auto axes = u ? (u->inputs.size() > 1 ? g_.ints(u->inputs[1]) : std::optional(ints_attr(*u, "axes"))) : std::nullopt;
+      const Node* back = u && axes && (*axes == std::vector<int64_t>{3} || *axes == std::vector<int64_t>{-2}) ? producer(u->inputs[0], "Transpose") : nullptr;
+      if (back && !back->inputs.empty() && perm_is(*back, {0, 2, 1, 3})) {
+        s.repeated = r->outputs[0], s.repeated_bsnh = true;
+        use(t), use(r), use(e), use(u), use(back);
+        cur = back->inputs[0], k_transposed = false;
+      }
+    }
     if (!k_transposed) {
       // Repeated keys and values (grouped-query): Reshape(Expand(Unsqueeze(kv, 2), ...), (B, N, T, h)).
-      if (const Node* r = producer(cur, "Reshape")) {
+      if (const Node* r = s.repeated.empty() ? producer(cur, "Reshape") : nullptr) {
         const Node* e = r->inputs.empty() ? nullptr : producer(r->inputs[0], "Expand");
         const Node* u = e && !e->inputs.empty() ? producer(e->inputs[0], "Unsqueeze") : nullptr;
         if (u && u->inputs.empty()) u = nullptr;
@@ -721,8 +737,16 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     if (!before_kv.count(i)) f.kv_nodes.insert(i);
   if (!q->past.empty() || !q->repeated.empty()) return why = "Q has a past or repeats", std::nullopt;
   if (k->heads.h != q->heads.h) return why = "Q and K have different head sizes", std::nullopt;
-  if (k->repeated.empty() != v->repeated.empty() || k->past.empty() != v->past.empty()) return why = "K and V differ in past or repeats", std::nullopt;
+  if (k->repeated.empty() != v->repeated.empty() || k->repeated_bsnh != v->repeated_bsnh || k->past.empty() != v->past.empty())
+    return why = "K and V differ in past or repeats", std::nullopt;
   if (k->repeated.empty() && (k->heads.N != q->heads.N || v->heads.N != q->heads.N)) return why = "K or V has other heads than Q", std::nullopt;
+  for (const Source* s : {&*k, &*v}) {  // repeated: the value fed to attention has Q's heads
+    const std::vector<Dim>* d = s->repeated.empty() ? nullptr : g.dims(s->repeated);
+    const size_t heads_axis = s->repeated_bsnh ? 2 : 1;
+    if (!s->repeated.empty() && (!d || d->size() != 4 || !(*d)[heads_axis].fixed() || (*d)[heads_axis].value != q->heads.N ||
+                                 !(*d)[3].fixed() || (*d)[3].value != q->heads.h))
+      return why = fmt::format("the repeated keys or values '{}' do not have Q's {} heads of {}", s->repeated, q->heads.N, q->heads.h), std::nullopt;
+  }
   if (v->rotary_node) return why = "V is rotated", std::nullopt;
   if (q->heads.given) return why = fmt::format("the queries '{}' are a graph input, not a head split", q->heads.x), std::nullopt;
   if (k->heads.given != v->heads.given || (k->heads.given && (!k->past.empty() || !k->repeated.empty() || k->rotary_node)))

@@ -30,6 +30,7 @@ struct Source {   // where Q, K or V of the attention comes from
   std::string stacked_past;       // ORT's (2, B, N, P, h) past, and which half (0 = K, 1 = V)
   int64_t stacked_index = -1;
   std::string repeated;           // grouped-query: the repeated (B, N, T, h) value fed to attention
+  bool repeated_bsnh = false;     // ... repeated as (B, T, N, h) instead (Meta's llama repeat_kv)
 };
 
 struct Mask {
