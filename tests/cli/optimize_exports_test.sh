@@ -29,6 +29,9 @@ sum() { local s=0; for op in "$@"; do s=$((s + $(count "$op"))); done; echo $s; 
 # left-padded row's first queries, where every key is hidden, the export's softmax is uniform over
 # its padded keys and the operator answers otherwise. Those positions are padding (their logits
 # are never read): sets 4 and 5 (left padding) are compared on the positions the mask keeps there.
+# MixFormer's padding bias of float's lowest, then masked_fill(causal, lowest), leaves a hidden
+# row's scores all equal to lowest in float (uniform over every key); MultiHeadAttention's sum in
+# double keeps the scores apart there: its sets 4 and 5 too are compared on the kept positions.
 # The other forms get an exact bias (attention.cc) and are compared on every position.
 # The same optimized model runs in ONNX Runtime (a runtime refeval did not write) against torch at
 # 1e-4 on every data set, left-padded rows' pad positions left out (where every key is hidden,
@@ -42,7 +45,7 @@ optimized() {
     check "$1 [$2]: ONNX Runtime gives torch's outputs within 1e-4 (pad rows left out)" \
       bash -c "NODE_PATH='$ort_modules' node '$data/check_ort.js' --atol 1e-4 --skip-hidden-queries attention_mask '$dir' >'$dir.ort' 2>&1"
   fi
-  if [[ $1 == ort_gpt2_past* ]]; then
+  if [[ $1 == ort_gpt2_past* || $1 == mixformer_phi* ]]; then
     # Its left-padded sets compared on the positions the mask keeps (compare_kept.py).
     for k in 4 5; do
       "$refeval" -q run "$dir/model.onnx" --inputs "$dir/test_data_set_$k" --save-outputs "$dir.out$k" -v 0
@@ -63,6 +66,11 @@ while read -r folder family past opset; do
       # Standard operators only: the model imports no com.microsoft domain.
       check "$folder [onnx]: standard operators only" bash -c "'$refeval' show '$work/$folder-onnx/model.onnx' --format text | head -4 | grep -q 'opset_import: \[\"\" : 2[3-9]\]'"
     fi
+    if [[ $folder == meta_llama* ]]; then
+      # Meta's model.py rotates neighbour pairs (x[2i], x[2i + 1]): RotaryEmbedding with interleaved = 1.
+      check "$folder [$target]: the rotary fused with interleaved = 1 for q and k in both layers" \
+        test "$("$refeval" show "$work/$folder-$target/model.onnx" --format text | grep -c 'RotaryEmbedding <interleaved = 1,')" -eq 4
+    fi
     case $folder in
       trap_ln_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: layer-norm at .*epsilon is added outside the square root" "$work/out"
         check "$folder: ln_1's statistics stay (2 ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 2 -a "$(count Sqrt)" -eq 1 ;;
@@ -77,11 +85,25 @@ while read -r folder family past opset; do
       trap_rotary_tail*) check "$folder: the rotated tail fused on its own (2 RotaryEmbedding), its Slices and Concat kept" test "$(count RotaryEmbedding)" -eq 2 -a "$(count Concat)" -ge 2
         check "$folder: the attention over the joined halves stays, named" grep -q "not fused: attention at .*concatenates .* on the last axis" "$work/out"
         check "$folder: its Softmax stays" test "$(count Softmax)" -eq 1 ;;
+      trap_rotary_pairs_swapped*) check "$folder: the pairs read in the other order named" \
+          grep -q "not fused: rotary-embedding at .*: the rotation by the negative angle" "$work/out"
+        check "$folder: no RotaryEmbedding (q and k stay rotated by Mul, Sub, Add)" test "$(count RotaryEmbedding)" -eq 0 ;;
       trap_cross_kv_bsnh*) check "$folder: keys and values given as (B, T, N, h) are not read as heads (B, N, T, h)" \
           grep -q "not fused: attention at '/layers.0/encoder_attn/Softmax': .* does not transpose a Reshape into heads" "$work/out"
         check "$folder: the cross-attention's Softmax stays, the self-attention fused" test "$(count Softmax)" -eq 1 -a "$(sum Attention MultiHeadAttention)" -eq 1 ;;
       trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out"
         check "$folder: the first RMSNorm's statistics stay (a ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 1 -a "$(count Sqrt)" -eq 1 ;;
+      mixformer_phi*)
+        # MixFormer's Phi-2 (both targets): the partial rotary on BSNH halves with half-width
+        # tables fuses (rotary_embedding_dim 8 of 16), both attention einsums become MatMuls, and
+        # the attention over them fuses in both layers.
+        check "$folder [$target]: the rotary fused for q and k in both layers, rotary_embedding_dim 8" \
+          test "$("$refeval" show "$work/$folder-$target/model.onnx" --format text | grep -c 'RotaryEmbedding <interleaved = 0, rotary_embedding_dim = 8,')" -eq 4
+        check "$folder [$target]: no Neg, Einsum or Softmax left" test "$(sum Neg Einsum Softmax)" -eq 0
+        check "$folder [$target]: attention fused in both layers" test "$(sum Attention MultiHeadAttention)" -eq 2
+        check "$folder [$target]: one norm a layer and the final one (3 LayerNorm-family nodes)" \
+          test "$(sum LayerNormalization SkipLayerNormalization)" -eq 3
+        [[ $target == ort ]] && check "$folder: detected as phi" grep -q "model type phi (detected: " "$work/out" ;;
       *)
         [[ $target == ort ]] || continue
         check "$folder: detected as $family" grep -q "model type $family (detected: " "$work/out"

@@ -19,11 +19,12 @@ const Node* producer_node(const GraphIndex& g, const std::string& v) {
 // The token states an attention's projection reads: the x of x W (+ b), through a packed
 // projection's Split or Slice; `v` itself when it is not a projection.
 std::string projected_from(const GraphIndex& g, std::string v) {
-  for (int steps = 0; steps < 4; ++steps) {
+  for (int steps = 0; steps < 8; ++steps) {
     const Node* n = producer_node(g, v);
     if (!n || n->inputs.empty()) return v;
     if (n->op_type == "MatMul") return n->inputs[0];
-    if (n->op_type == "Split" || n->op_type == "Slice") v = n->inputs[0];
+    // parts, views and rotations of heads in (B, S, N, h) (flattened around RotaryEmbedding)
+    if (n->op_type == "Split" || n->op_type == "Slice" || n->op_type == "Reshape" || n->op_type == "RotaryEmbedding") v = n->inputs[0];
     else if (n->op_type == "Add" && n->inputs.size() == 2) v = g.constant(n->inputs[0]) ? n->inputs[1] : n->inputs[0];
     else if (n->op_type == "Transpose") v = n->inputs[0];
     else if ((n->op_type == "Mul" || n->op_type == "Div") && n->inputs.size() == 2 && (g.scalar(n->inputs[0]) || g.scalar(n->inputs[1])))
@@ -149,7 +150,8 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     causal += f->mask.causal;
     // What only decoders' self-attention has, where the causal mask is a computed bias.
     cached += !is_cross && !f->k.past.empty();
-    rotary += !is_cross && (f->q.rotary_node || f->k.rotary_node);
+    auto op_of = [&](const std::string& v) { const Node* p = producer_node(g, v); return p ? p->op_type : std::string(); };
+    rotary += !is_cross && (f->q.rotary_node || f->k.rotary_node || op_of(f->q.heads.x) == "RotaryEmbedding");
     grouped += !is_cross && !f->k.repeated.empty();
     std::vector<std::string> computed_masks = f->mask.more_biases;
     computed_masks.push_back(!f->mask.bias.empty() ? f->mask.bias : f->mask.where_cond);
@@ -157,7 +159,6 @@ ModelKind detect_model_kind(const GraphIndex& g) {
                 std::any_of(computed_masks.begin(), computed_masks.end(), [&](const std::string& m) { return !m.empty() && triangular(g, m); });
     computed += !is_cross && !f->mask.causal && (!f->mask.bias.empty() || !f->mask.where_cond.empty());
     if (!f->mask.padding_input.empty()) padding.insert(f->mask.padding_input);
-    auto op_of = [&](const std::string& v) { const Node* p = producer_node(g, v); return p ? p->op_type : std::string(); };
     unbiased_keys += !f->k.heads.given && op_of(f->q.heads.x) == "Add" && op_of(f->k.heads.x) == "MatMul";
     if (!is_cross) {
       std::set<std::string> projections;  // what the q, k and v projections compute

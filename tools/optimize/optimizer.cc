@@ -28,7 +28,7 @@ std::vector<Pass> basic_passes() {
 // computation into the form every fusion reads (HF's Conv1D Gemm between Reshapes back to MatMul +
 // Add, GPT-NeoX's head-interleaved and timm's unbound q/k/v as parts, run-time Reshape targets as
 // constants) and fuse nothing themselves. They run before the fusions in every order.
-std::vector<Pass> canonical_passes() { return {gemm_reshape_pass(), split_qkv_pass(), reshape_fusion_pass()}; }
+std::vector<Pass> canonical_passes() { return {einsum_matmul_pass(), gemm_reshape_pass(), split_qkv_pass(), reshape_fusion_pass()}; }
 
 // ORT's transformer optimizer order (llm-decoders.md §3.2): normalisations, GELUs and SiLU, skip
 // normalisations, rotary, attention, then the bias fusions; fused MatMul last. One order serves
@@ -275,7 +275,9 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
       if (round > 0 && ctx.explain) later = Explain{}, later.made = result.explain.made, ctx.explain = &later;
       bool changed = false;
       for (const Pass& p : fusions) {
-        if (p.name == "attention" && !detected) detect(), detected = true;
+        // again in a later round while nothing was read (attention that fuses only once a
+        // canonical form or a rotary fusion of the first round has run)
+        if (p.name == "attention" && (!detected || result.kind.type.empty())) detect(), detected = true;
         const size_t before = result.passes.size();
         if (!run(p)) return result.model = std::move(model), result;
         // A fusion keeps the names and types of the values it does not remove, but the values

@@ -1527,6 +1527,266 @@ def trap_cross_kv_bsnh(cfg):
 
 
 # ---------------------------------------------------------------------------------------------
+# Meta's llama model.py (Llama 2 / 3 reference code), with the rotary written in real arithmetic
+# instead of complex numbers: RMSNorm on x.float() with rsqrt, q/k/v as (B, S, N, h) (BSNH), the
+# INTERLEAVED rotary (each neighbour pair (x[2i], x[2i + 1]) rotated) on BSNH with cos/sin
+# (B, S, 1, h/2) computed from position_ids, the cache (B, Nkv, T, h) concatenated after the
+# transposed keys, Meta's repeat_kv in the BSNH layout, an additive causal mask of -inf plus a
+# finfo.min key-padding term, softmax in float, SwiGLU w2(silu(w1(x)) * w3(x)), untied `output`.
+
+
+def apply_rotary_interleaved(x, cos, sin, swap_pairs=False):
+    """apply_rotary_emb for one tensor: view_as_complex(x.float().reshape(..., -1, 2)) * freqs_cis,
+    view_as_real, flatten(3), written with the real and imaginary parts. swap_pairs is the trap:
+    the pairs read as (x[2i + 1], x[2i]), a rotation by the negative angle with swapped outputs."""
+    xr = x.float().reshape(*x.shape[:-1], -1, 2)
+    x0, x1 = (xr[..., 1], xr[..., 0]) if swap_pairs else (xr[..., 0], xr[..., 1])
+    out = torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(3)
+    return out.type_as(x)
+
+
+def meta_repeat_kv(x, n_rep):
+    """model.py's repeat_kv: x (B, S, Nkv, h) -> (B, S, Nkv * n_rep, h)."""
+    bs, slen, n_kv_heads, head_dim = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, :, None, :].expand(bs, slen, n_kv_heads, n_rep, head_dim).reshape(bs, slen, n_kv_heads * n_rep,
+                                                                                    head_dim)
+
+
+class MetaRMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        return self._norm(x.float()).type_as(x) * self.weight
+
+
+class MetaAttention(nn.Module):
+    def __init__(self, cfg, swap_pairs):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.heads, cfg.kv_heads, cfg.hd
+        self.n_rep = cfg.heads // cfg.kv_heads
+        self.swap_pairs = swap_pairs
+        self.wq = nn.Linear(cfg.d, cfg.heads * cfg.hd, bias=False)
+        self.wk = nn.Linear(cfg.d, cfg.kv_heads * cfg.hd, bias=False)
+        self.wv = nn.Linear(cfg.d, cfg.kv_heads * cfg.hd, bias=False)
+        self.wo = nn.Linear(cfg.heads * cfg.hd, cfg.d, bias=False)
+
+    def forward(self, x, cos, sin, mask, past):
+        bsz, seqlen, _ = x.shape
+        xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
+        xq = xq.view(bsz, seqlen, self.n_heads, self.head_dim)
+        xk = xk.view(bsz, seqlen, self.n_kv_heads, self.head_dim)
+        xv = xv.view(bsz, seqlen, self.n_kv_heads, self.head_dim)
+        xq = apply_rotary_interleaved(xq, cos, sin, self.swap_pairs)
+        xk = apply_rotary_interleaved(xk, cos, sin, self.swap_pairs)
+        # the cache (B, Nkv, T, h) as Optimum's names expect it, in place of model.py's cache_k
+        keys = torch.cat([past[0], xk.transpose(1, 2)], dim=2)
+        values = torch.cat([past[1], xv.transpose(1, 2)], dim=2)
+        present = (keys, values)
+        keys = meta_repeat_kv(keys.transpose(1, 2), self.n_rep)  # (B, T, N, h)
+        values = meta_repeat_kv(values.transpose(1, 2), self.n_rep)
+        xq = xq.transpose(1, 2)  # (B, N, S, h)
+        keys = keys.transpose(1, 2)
+        values = values.transpose(1, 2)
+        scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
+        scores = scores + mask  # (B, 1, S, T)
+        scores = F.softmax(scores.float(), dim=-1).type_as(xq)
+        output = torch.matmul(scores, values)
+        output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+        return self.wo(output), present
+
+
+class MetaFeedForward(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.w1 = nn.Linear(cfg.d, cfg.inter, bias=False)
+        self.w2 = nn.Linear(cfg.inter, cfg.d, bias=False)
+        self.w3 = nn.Linear(cfg.d, cfg.inter, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class MetaTransformerBlock(nn.Module):
+    def __init__(self, cfg, swap_pairs):
+        super().__init__()
+        self.attention = MetaAttention(cfg, swap_pairs)
+        self.feed_forward = MetaFeedForward(cfg)
+        self.attention_norm = MetaRMSNorm(cfg.d, cfg.eps)
+        self.ffn_norm = MetaRMSNorm(cfg.d, cfg.eps)
+
+    def forward(self, x, cos, sin, mask, past):
+        a, present = self.attention(self.attention_norm(x), cos, sin, mask, past)
+        h = x + a
+        return h + self.feed_forward(self.ffn_norm(h)), present
+
+
+class MetaLlama(LlamaBase):
+    """model.py's Transformer with Optimum's interface: position_ids in place of start_pos (the
+    angles `pos[:, :, None] * freqs`, their cos and sin unsqueezed to (B, S, 1, h/2) in place of
+    freqs_cis), the causal mask of model.py (triu of -inf, zero columns for the past by torch.cat;
+    its `if seqlen > 1` dropped: at one query it is zero) plus `(1 - attention_mask) * finfo.min`."""
+
+    def __init__(self, cfg, swap_pairs=False):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_embeddings = nn.Embedding(cfg.vocab, cfg.d)
+        self.layers = nn.ModuleList(MetaTransformerBlock(cfg, swap_pairs) for _ in range(cfg.layers))
+        self.norm = MetaRMSNorm(cfg.d, cfg.eps)
+        self.output = nn.Linear(cfg.d, cfg.vocab, bias=False)
+        dim, theta = cfg.hd, 10000.0
+        self.register_buffer("freqs", 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim)),
+                             persistent=False)
+
+    def forward(self, *args):
+        tokens, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        _bsz, seqlen = tokens.shape
+        start_pos = past_key_values[0][0].shape[2]
+        h = self.tok_embeddings(tokens)
+        angles = position_ids.float()[:, :, None] * self.freqs  # (B, S, h/2)
+        cos = torch.cos(angles)[:, :, None, :]  # (B, S, 1, h/2)
+        sin = torch.sin(angles)[:, :, None, :]
+        mask = torch.full((seqlen, seqlen), float("-inf"))
+        mask = torch.triu(mask, diagonal=1)
+        mask = torch.cat([torch.zeros((seqlen, start_pos)), mask], dim=1).type_as(h)
+        mask = mask + (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            h, present = layer(h, cos, sin, mask, past)
+            presents.append(present)
+        h = self.norm(h)
+        output = self.output(h).float()
+        return (output, *self.pack_presents(presents))
+
+
+def trap_rotary_pairs_swapped(cfg):
+    """meta_llama with the rotary reading each pair as (x[2i + 1], x[2i]): x0 * cos - x1 * sin,
+    x0 * sin + x1 * cos of the swapped pair is the rotation by the negative angle with the two
+    outputs swapped, not what RotaryEmbedding (interleaved) computes."""
+    return MetaLlama(cfg, swap_pairs=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Microsoft's original MixFormer code for Phi-2 (modeling_mixformer_sequential.py / modeling_phi.py
+# before transformers 4.37, not PhiForCausalLM): a fused Wqkv viewed (B, S, 3, N, h) and indexed on
+# the 3 axis (q, k, v in BSNH), the partial rotary on BSNH written on the two halves of the rotated
+# features with half-width cos/sin tables (max_pos, rd/2) gathered by position_ids, the cache
+# (B, N, T, h) concatenated after the transposed keys, scores and context with torch.einsum, the
+# causal mask built from the sequence lengths (not the scores' shape) with masked_fill, a finfo.min
+# key-padding term, one LayerNorm per block feeding attention and MLP in parallel, fc1 -> NewGELU ->
+# fc2, a final LayerNorm and a Linear head with bias.
+
+
+class MixFormerRotary(nn.Module):
+    """RotaryEmbedding of MixFormer: cos/sin cached over max_position as (max_pos, rd/2) buffers,
+    applied to the first rd features of each head as `cat([x1 c - x2 s, x1 s + x2 c])` on the halves
+    of x[..., :rd] (not interleaved), x[..., rd:] passed."""
+
+    def __init__(self, rd, max_pos, base=10000.0):
+        super().__init__()
+        self.rd = rd
+        inv_freq = 1.0 / (base ** (torch.arange(0, rd, 2, dtype=torch.float32) / rd))
+        freqs = torch.outer(torch.arange(max_pos, dtype=torch.float32), inv_freq)  # (max_pos, rd/2)
+        self.register_buffer("cos_cached", torch.cos(freqs), persistent=False)
+        self.register_buffer("sin_cached", torch.sin(freqs), persistent=False)
+
+    def forward(self, x, pos):  # x (B, S, N, h), pos (B, S)
+        rd = self.rd
+        x_rot, x_pass = x[..., :rd], x[..., rd:]
+        x1, x2 = x_rot.chunk(2, dim=-1)
+        c = self.cos_cached[pos].unsqueeze(2)  # (B, S, 1, rd/2)
+        s = self.sin_cached[pos].unsqueeze(2)
+        x_rot = torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1)
+        return torch.cat([x_rot, x_pass], dim=-1)
+
+
+class MixFormerMHA(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.n_heads, self.head_dim = cfg.heads, cfg.hd
+        self.softmax_scale = 1.0 / math.sqrt(cfg.hd)
+        self.Wqkv = nn.Linear(cfg.d, 3 * cfg.d)
+        self.out_proj = nn.Linear(cfg.d, cfg.d)
+        self.rotary_emb = MixFormerRotary(int(cfg.rotary * cfg.hd), cfg.ctx)
+
+    def forward(self, x, attention_mask, position_ids, past, past_len, tq):
+        b, s, _ = x.shape
+        qkv = self.Wqkv(x).view(b, s, 3, self.n_heads, self.head_dim)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, S, N, h)
+        q = self.rotary_emb(q, position_ids)
+        k = self.rotary_emb(k, position_ids)
+        k_all = torch.cat([past[0], k.transpose(1, 2)], dim=2)  # (B, N, T, h)
+        v_all = torch.cat([past[1], v.transpose(1, 2)], dim=2)
+        present = (k_all, v_all)
+        scores = torch.einsum("bthd,bhsd->bhts", q, k_all * self.softmax_scale)
+        scores = scores + (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        tk = past_len + tq
+        causal = torch.arange(tk)[None, :] > torch.arange(tq)[:, None] + (tk - tq)
+        scores = scores.masked_fill(causal, torch.finfo(scores.dtype).min)
+        attn = torch.softmax(scores, dim=-1)
+        out = torch.einsum("bhts,bhsd->bthd", attn, v_all)
+        return self.out_proj(out.reshape(b, s, -1)), present
+
+
+class MixFormerMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.d, cfg.inter)
+        self.fc2 = nn.Linear(cfg.inter, cfg.d)
+
+    def forward(self, x):
+        return self.fc2(new_gelu(self.fc1(x)))  # NewGELUActivation
+
+
+class MixFormerBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.mixer = MixFormerMHA(cfg)
+        self.mlp = MixFormerMLP(cfg)
+
+    def forward(self, h, attention_mask, position_ids, past, past_len, tq):
+        x = self.ln(h)
+        a, present = self.mixer(x, attention_mask, position_ids, past, past_len, tq)
+        return a + self.mlp(x) + h, present
+
+
+class MixFormerPhi(LlamaBase):
+    """MixFormerSequentialForCausalLM (Phi-2 as Microsoft first released it) with Optimum's
+    interface: position_ids gather the rotary tables, past_key_values.{i}.key/value (B, N, P, h) in
+    place of its InferenceParams kv_cache, the causal mask from tq = input_ids.shape[1] and
+    tk = past_len + tq passed to every layer."""
+    family = "phi"
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab, cfg.d)
+        self.h = nn.ModuleList(MixFormerBlock(cfg) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(cfg.d, eps=cfg.eps)
+        self.linear = nn.Linear(cfg.d, cfg.vocab)
+
+    def forward(self, *args):
+        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        tq = input_ids.shape[1]
+        past_len = past_key_values[0][0].shape[2]
+        h = self.wte(input_ids)
+        presents = []
+        for block, past in zip(self.h, past_key_values):
+            h, present = block(h, attention_mask, position_ids, past, past_len, tq)
+            presents.append(present)
+        logits = self.linear(self.ln_f(h)).float()
+        return (logits, *self.pack_presents(presents))
+
+
+# ---------------------------------------------------------------------------------------------
 # name -> (constructor taking a Config, opsets exported, opsets committed at the small size)
 # The small exports are ~0.6 MB each: the repo keeps the opset-14 export of hf_gpt2 only (the
 # held-out form of issue 25); --all-opsets writes the others. torch 1.13 exports hf_llama at
@@ -1558,6 +1818,9 @@ MODELS = {
     "mistral_sliding": (MistralSliding, (17,), (17,)),
     "trap_rotary_tail": (trap_rotary_tail, (17,), (17,)),
     "trap_cross_kv_bsnh": (trap_cross_kv_bsnh, (17,), (17,)),
+    "meta_llama": (MetaLlama, (17,), (17,)),
+    "trap_rotary_pairs_swapped": (trap_rotary_pairs_swapped, (17,), (17,)),
+    "mixformer_phi": (MixFormerPhi, (17,), (17,)),
 }
 
 # The Configs of the later forms, (small, full): hidden 64, 4 heads of 16, 2 layers, vocab 256 as the
@@ -1576,6 +1839,12 @@ CONFIGS = {
                    Config(vocab=32000, ctx=2048, d=768, heads=12, kv_heads=1, layers=12, inter=3072, eps=1e-6)),
     "mistral_sliding": (dataclasses.replace(SMALL, ctx=64, inter=64, window=4),
                         dataclasses.replace(FULL_LLAMA, window=4)),
+    # 6 query heads of 16 over 2 KV heads (hidden 96), vocab 128 with the untied `output`: ~0.45 MB
+    "meta_llama": (dataclasses.replace(SMALL, vocab=128, ctx=64, d=96, heads=6, kv_heads=2, inter=64),
+                   FULL_LLAMA),
+    # 4 heads of 16 (hidden 64), rotary_dim 8 of 16, intermediate 128, vocab 128: ~0.5 MB
+    "mixformer_phi": (dataclasses.replace(SMALL, vocab=128, ctx=64, inter=128, rotary=0.5),
+                      Config(vocab=51200, ctx=2048, d=768, heads=12, layers=12, inter=3072, rotary=0.5)),
 }
 
 

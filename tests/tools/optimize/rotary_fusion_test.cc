@@ -485,7 +485,7 @@ TEST_CASE("rotary fusion: frequencies as any outer product of the positions and 
 TEST_CASE("rotary fusion: frequencies that are not the position ids times inv_freq stay, naming the frequencies' Concat") {
   // (float(p) + 1) * inv_freq: RotaryEmbedding would read p.
   check_refused({.computed = true, .freqs = Freqs::Mul, .shifted_positions = true},
-                "the frequencies f of Concat(f, f) '/emb/Concat' ('freqs', from Mul '/freqs/Mul') are not position ids times a constant inv_freq");
+                "the frequencies f ('freqs') of Concat(f, f) '/emb/Concat' (from Mul '/freqs/Mul') are not position ids times a constant inv_freq");
   check_refused({.computed = true, .freqs = Freqs::Mul, .shifted_positions = true},
                 "'/freqs/Mul' (Mul) does not multiply the position ids cast to float by a constant inv_freq");
 }

@@ -493,6 +493,18 @@ Pass attention_pass() {
               kept.insert(merge.outputs[0]);
               absorb_dead_readers(index, used, kept);
               keep_what_new_nodes_read(index, nodes, used);
+              // A value the fused node writes (a present) whose old producer has to stay: the
+              // mask reads the attention's own intermediates (MixFormer's causal mask sized by the
+              // scores' shape). Both would write it.
+              std::string twice;
+              for (const Node& n : nodes)
+                for (const std::string& out : n.outputs)
+                  if (const int p = index.producer(out); twice.empty() && p >= 0 && !used.count(p))
+                    twice = fmt::format("'{}' stays (the mask is computed from the attention's own values) and writes '{}'", g.nodes[size_t(p)].name, out);
+              if (!twice.empty()) {
+                refuse(sm, twice);
+                continue;
+              }
               if (const std::string e = escaping(index, used, kept); !e.empty()) {
                 refuse(sm, "an intermediate is read elsewhere: " + e);
                 continue;

@@ -209,6 +209,12 @@ class Reader : public AttentionReader {
       const Node* t = producer(cur, "Transpose");
       if (t && !t->inputs.empty() && (perm_is(*t, {0, 1, 3, 2}) || perm_is(*t, {0, 2, 1}))) use(t), cur = t->inputs[0], k_transposed = false;
     }
+    // A scale on the 4-D keys or queries themselves (MixFormer's einsum(q, k * softmax_scale)).
+    if (const Node* sc = may_scale ? scale_of(cur) : nullptr) {
+      use(sc);
+      head_scale *= scale_factor(*sc);
+      cur = sc->inputs[g_.scalar(sc->inputs[1]) ? 0 : 1];
+    }
     cur = four_d(cur);
     // Meta's llama repeats keys and values in (B, T, Hkv, h), between transposes of the cache:
     // Transpose(Reshape(Expand(Unsqueeze(Transpose(kv, 0 2 1 3), 3)), (B, T, N, h)), 0 2 1 3)

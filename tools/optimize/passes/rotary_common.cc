@@ -268,8 +268,9 @@ std::optional<std::vector<char>> einsum_roles(const std::string& equation, const
   if (arrow == std::string::npos) {  // implicit output: the ellipsis, then the labels used once, sorted
     for (size_t k = 0; k < ellipsis_width; ++k) out += char('0' + (ellipsis_width - 1 - k));
     std::string once;
-    for (const char ch : *la + *lb)
-      if (std::isalpha(static_cast<unsigned char>(ch)) && std::count((*la + *lb).begin(), (*la + *lb).end(), ch) == 1) once += ch;
+    const std::string all = *la + *lb;  // one string: begin() and end() of two temporaries would not be one range
+    for (const char ch : all)
+      if (std::isalpha(static_cast<unsigned char>(ch)) && std::count(all.begin(), all.end(), ch) == 1) once += ch;
     std::sort(once.begin(), once.end());
     out += once;
   } else {

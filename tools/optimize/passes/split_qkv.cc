@@ -10,6 +10,8 @@
 //   0 and Squeeze, or Gather of 0, 1, 2): part j is the j-th third of the product's last axis,
 //   viewed as (B, S, N, h) and transposed 0 2 1 3, the form the attention pass reads as a packed
 //   projection (three Slices). Checked: the view keeps B and S and splits 3D into (3, N, h).
+// - MixFormer's (Phi-2's original code) `Wqkv(x).view(B, S, 3, N, h)` then `qkv[:, :, j]` (Gather
+//   of j on axis 2): part j is the j-th third of the product viewed as (B, S, N, h), untransposed.
 #include <map>
 
 #include <fmt/format.h>
@@ -28,11 +30,32 @@ namespace {
 struct UnboundPart {
   std::string packed;
   int64_t N = 0, h = 0, j = -1;
+  bool transposed = true;  // timm's (B, N, S, h); MixFormer's part stays (B, S, N, h)
 };
+
+// P viewed as (B, S, 3, N, h) by `view`, keeping B and S: (N, h).
+std::optional<std::pair<int64_t, int64_t>> three_heads_view(const GraphIndex& g, const Node& view) {
+  const std::vector<Dim>* vd = g.dims(view.outputs[0]);
+  const std::vector<Dim>* pd = view.inputs.empty() ? nullptr : g.dims(view.inputs[0]);
+  if (!vd || !pd || vd->size() != 5 || pd->size() != 3 || !(*vd)[2].fixed() || (*vd)[2].value != 3 || !(*vd)[3].fixed() || !(*vd)[4].fixed() ||
+      !(*pd)[2].fixed() || 3 * (*vd)[3].value * (*vd)[4].value != (*pd)[2].value || !dims_equal((*vd)[0], (*pd)[0], g.inference()) ||
+      !dims_equal((*vd)[1], (*pd)[1], g.inference()))
+    return std::nullopt;
+  return std::pair{(*vd)[3].value, (*vd)[4].value};
+}
 
 std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
   std::string t;
   int64_t j = -1;
+  if (n.op_type == "Gather" && n.inputs.size() == 2 && (int_attr(n, "axis", 0) == 2 || int_attr(n, "axis", 0) == -3)) {
+    const Tensor* idx = g.constant(n.inputs[1]);
+    const int rp = g.producer(n.inputs[0]);
+    if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1]) || rp < 0 || g.graph().nodes[size_t(rp)].op_type != "Reshape") return std::nullopt;
+    const int64_t k = int64_t(*g.scalar(n.inputs[1]));
+    const auto heads = three_heads_view(g, g.graph().nodes[size_t(rp)]);
+    if (!heads || k < 0 || k > 2) return std::nullopt;
+    return UnboundPart{g.graph().nodes[size_t(rp)].inputs[0], heads->first, heads->second, k, false};
+  }
   if (n.op_type == "Gather" && n.inputs.size() == 2 && int_attr(n, "axis", 0) == 0) {
     const Tensor* idx = g.constant(n.inputs[1]);
     if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1])) return std::nullopt;
@@ -60,13 +83,9 @@ std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
   const int rp = g.producer(tr.inputs[0]);
   if (rp < 0 || g.graph().nodes[size_t(rp)].op_type != "Reshape") return std::nullopt;
   const Node& view = g.graph().nodes[size_t(rp)];
-  const std::vector<Dim>* vd = g.dims(view.outputs[0]);
-  const std::vector<Dim>* pd = g.dims(view.inputs[0]);
-  if (!vd || !pd || vd->size() != 5 || pd->size() != 3 || !(*vd)[2].fixed() || (*vd)[2].value != 3 || !(*vd)[3].fixed() || !(*vd)[4].fixed() ||
-      !(*pd)[2].fixed() || 3 * (*vd)[3].value * (*vd)[4].value != (*pd)[2].value || !dims_equal((*vd)[0], (*pd)[0], g.inference()) ||
-      !dims_equal((*vd)[1], (*pd)[1], g.inference()))
-    return std::nullopt;
-  return UnboundPart{view.inputs[0], (*vd)[3].value, (*vd)[4].value, j};
+  const auto heads = three_heads_view(g, view);
+  if (!heads) return std::nullopt;
+  return UnboundPart{view.inputs[0], heads->first, heads->second, j};
 }
 
 }  // namespace
@@ -95,9 +114,11 @@ Pass split_qkv_pass() {
                 std::vector<Node> nodes;
                 nodes.push_back(make_node("Slice", "", {part->packed, ints("start", {part->j * D}), ints("end", {(part->j + 1) * D}), ints("axis", {-1})},
                                           {third}, {}, names.node(base + "/Slice")));
-                nodes.push_back(make_node("Reshape", "", {third, ints("heads_shape", {0, 0, part->N, part->h})}, {heads}, {}, names.node(base + "/Heads")));
-                nodes.push_back(make_node("Transpose", "", {heads}, n.outputs, {build::attr("perm", std::vector<int64_t>{0, 2, 1, 3})},
-                                          names.node(base + "/Transpose")));
+                const std::vector<std::string> heads_out = part->transposed ? std::vector<std::string>{heads} : n.outputs;
+                nodes.push_back(make_node("Reshape", "", {third, ints("heads_shape", {0, 0, part->N, part->h})}, heads_out, {}, names.node(base + "/Heads")));
+                if (part->transposed)
+                  nodes.push_back(make_node("Transpose", "", {heads}, n.outputs, {build::attr("perm", std::vector<int64_t>{0, 2, 1, 3})},
+                                            names.node(base + "/Transpose")));
                 before[i] = std::move(nodes);
                 drop[i] = true;
                 ++split;
