@@ -45,6 +45,11 @@ int GraphIndex::producer(const std::string& value) const {
   return it == producer_.end() ? -1 : it->second;
 }
 
+const Node* GraphIndex::producer_node(const std::string& value) const {
+  const int p = producer(value);
+  return p < 0 ? nullptr : &graph().nodes[size_t(p)];
+}
+
 const std::vector<int>& GraphIndex::consumers(const std::string& value) const {
   auto it = consumers_.find(value);
   return it == consumers_.end() ? kNone : it->second;

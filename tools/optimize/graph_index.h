@@ -29,6 +29,8 @@ class GraphIndex {
   const Inference* inference() const { return inference_; }
   // The index of the node producing `value`, -1 for graph inputs, initializers and unknown names.
   int producer(const std::string& value) const;
+  // That node itself, or null.
+  const Node* producer_node(const std::string& value) const;
   // Indices of the nodes reading `value`, in graph order (a node reading it twice appears once).
   const std::vector<int>& consumers(const std::string& value) const;
   bool is_graph_output(const std::string& value) const { return outputs_.count(value) > 0; }

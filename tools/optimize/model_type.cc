@@ -11,16 +11,11 @@
 namespace refeval::optimize {
 namespace {
 
-const Node* producer_node(const GraphIndex& g, const std::string& v) {
-  const int p = g.producer(v);
-  return p < 0 ? nullptr : &g.graph().nodes[size_t(p)];
-}
-
 // The token states an attention's projection reads: the x of x W (+ b), through a packed
 // projection's Split or Slice; `v` itself when it is not a projection.
 std::string projected_from(const GraphIndex& g, std::string v) {
   for (int steps = 0; steps < 8; ++steps) {
-    const Node* n = producer_node(g, v);
+    const Node* n = g.producer_node(v);
     if (!n || n->inputs.empty()) return v;
     if (n->op_type == "MatMul") return n->inputs[0];
     // parts, views and rotations of heads in (B, S, N, h) (flattened around RotaryEmbedding)
@@ -49,12 +44,12 @@ bool has_rms_norm(const GraphIndex& g) {
   for (const Node& n : g.graph().nodes) {
     if (n.op_type == "SimplifiedLayerNormalization" || n.op_type == "SkipSimplifiedLayerNormalization" || n.op_type == "RMSNormalization") return true;
     if (n.op_type != "ReduceMean" || n.inputs.empty()) continue;
-    const Node* sq = producer_node(g, n.inputs[0]);
+    const Node* sq = g.producer_node(n.inputs[0]);
     if (!sq || sq->inputs.size() != 2) continue;
     const bool square = (sq->op_type == "Pow" && g.scalar(sq->inputs[1]) == 2.0) || (sq->op_type == "Mul" && sq->inputs[0] == sq->inputs[1]);
     if (!square) continue;
-    const Node* x = producer_node(g, sq->inputs[0]);
-    if (x && x->op_type == "Cast") x = producer_node(g, x->inputs[0]);
+    const Node* x = g.producer_node(sq->inputs[0]);
+    if (x && x->op_type == "Cast") x = g.producer_node(x->inputs[0]);
     if (!x || x->op_type != "Sub") return true;
   }
   return false;
@@ -65,7 +60,7 @@ bool has_quick_gelu(const GraphIndex& g) {
   for (const Node& n : g.graph().nodes) {
     if (n.op_type == "QuickGelu") return true;
     if (n.op_type != "Sigmoid" || n.inputs.empty()) continue;
-    const Node* m = producer_node(g, n.inputs[0]);
+    const Node* m = g.producer_node(n.inputs[0]);
     if (m && m->op_type == "Mul" && m->inputs.size() == 2)
       for (const std::string& in : m->inputs)
         if (auto c = g.scalar(in); c && std::fabs(*c - 1.702) < 1e-3) return true;
@@ -82,7 +77,7 @@ std::string conv_over_input(const GraphIndex& g, size_t rank) {
 
 // True when `v` is computed from a Range (a run-time position index) within a few steps.
 bool from_range(const GraphIndex& g, const std::string& v, int depth = 6) {
-  const Node* n = producer_node(g, v);
+  const Node* n = g.producer_node(v);
   if (!n || depth == 0 || g.constant(v)) return false;
   if (n->op_type == "Range") return true;
   for (const std::string& in : n->inputs)
@@ -100,7 +95,7 @@ bool triangular(const GraphIndex& g, const std::string& v) {
     const std::string cur = todo.back();
     todo.pop_back();
     if (cur.empty() || !seen.insert(cur).second) continue;
-    const Node* n = producer_node(g, cur);
+    const Node* n = g.producer_node(cur);
     if (!n) continue;
     if (n->op_type == "Trilu") return true;
     static const std::set<std::string> compare = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
@@ -150,7 +145,7 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     causal += f->mask.causal;
     // What only decoders' self-attention has, where the causal mask is a computed bias.
     cached += !is_cross && !f->k.past.empty();
-    auto op_of = [&](const std::string& v) { const Node* p = producer_node(g, v); return p ? p->op_type : std::string(); };
+    auto op_of = [&](const std::string& v) { const Node* p = g.producer_node(v); return p ? p->op_type : std::string(); };
     rotary += !is_cross && (f->q.rotary_node || f->k.rotary_node || op_of(f->q.heads.x) == "RotaryEmbedding");
     grouped += !is_cross && !f->k.repeated.empty();
     std::vector<std::string> computed_masks = f->mask.more_biases;
@@ -163,7 +158,7 @@ ModelKind detect_model_kind(const GraphIndex& g) {
     if (!is_cross) {
       std::set<std::string> projections;  // what the q, k and v projections compute
       for (const std::string* x : {&f->q.heads.x, &f->k.heads.x, &f->v.heads.x})
-        for (std::string v = *x; const Node* p = producer_node(g, v);) {
+        for (std::string v = *x; const Node* p = g.producer_node(v);) {
           projections.insert(v);
           if (p->op_type == "MatMul" || p->inputs.empty()) break;
           v = p->op_type == "Add" && p->inputs.size() == 2 && g.constant(p->inputs[0]) ? p->inputs[1] : p->inputs[0];

@@ -201,4 +201,9 @@ std::vector<int64_t> ints_attr(const Node& n, const std::string& name) {
   return a && a->type == AttrType::Ints ? a->ints : std::vector<int64_t>{};
 }
 
+std::optional<std::vector<int64_t>> axes_of(const Node& n, const GraphIndex& g) {
+  if (n.inputs.size() > 1 && !n.inputs[1].empty()) return g.ints(n.inputs[1]);
+  return ints_attr(n, "axes");
+}
+
 }  // namespace refeval::optimize

@@ -185,8 +185,7 @@ class Reader : public AttentionReader {
       const Tensor* it = g_.constant(n.inputs[1]);
       if (i && it && it->rank() == 0 && (*i == 0 || *i == 1)) s.stacked_past = n.inputs[0], s.stacked_index = int64_t(*i), use(&n);
     } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
-      std::vector<int64_t> axes = ints_attr(n, "axes");
-      if (n.inputs.size() > 1) axes = g_.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+      const std::vector<int64_t> axes = axes_of(n, g_).value_or(std::vector<int64_t>{});
       const int q = g_.producer(n.inputs[0]);
       if (axes != std::vector<int64_t>{0} || q < 0) return;
       const Node& split = g_.graph().nodes[size_t(q)];
@@ -199,6 +198,18 @@ class Reader : public AttentionReader {
       const std::vector<Dim>* d = g_.dims(s.stacked_past);
       if (!d || d->size() != 5 || !(*d)[0].fixed() || (*d)[0].value != 2) s.stacked_past.clear(), s.stacked_index = -1;
     }
+  }
+
+  // Reshape(Expand(Unsqueeze(kv))) of `v`: the repeat of grouped-query keys or values.
+  struct Repeat {
+    const Node *reshape, *expand, *unsqueeze;
+  };
+  std::optional<Repeat> repeat(const std::string& v) const {
+    const Node* r = producer(v, "Reshape");
+    const Node* e = r && !r->inputs.empty() ? producer(r->inputs[0], "Expand") : nullptr;
+    const Node* u = e && !e->inputs.empty() ? producer(e->inputs[0], "Unsqueeze") : nullptr;
+    if (!u || u->inputs.empty()) return std::nullopt;
+    return Repeat{r, e, u};
   }
 
   // Q, K or V: heads, maybe rotated, maybe after a past, maybe repeated.
@@ -221,28 +232,21 @@ class Reader : public AttentionReader {
     // (0 2 3 1 for K^T).
     if (const Node* t = producer(cur, "Transpose"); t && !t->inputs.empty() && perm_is(*t, k_transposed ? std::vector<int64_t>{0, 2, 3, 1}
                                                                                                         : std::vector<int64_t>{0, 2, 1, 3})) {
-      const Node* r = producer(t->inputs[0], "Reshape");
-      const Node* e = r && !r->inputs.empty() ? producer(r->inputs[0], "Expand") : nullptr;
-      const Node* u = e && !e->inputs.empty() ? producer(e->inputs[0], "Unsqueeze") : nullptr;
-      const auto axes = u ? (u->inputs.size() > 1 ? g_.ints(u->inputs[1]) : std::optional(ints_attr(*u, "axes"))) : std::nullopt;
-      const Node* back = u && axes && (*axes == std::vector<int64_t>{3} || *axes == std::vector<int64_t>{-2}) ? producer(u->inputs[0], "Transpose") : nullptr;
+      const auto rep = repeat(t->inputs[0]);
+      const auto axes = rep ? axes_of(*rep->unsqueeze, g_) : std::nullopt;
+      const Node* back = axes && (*axes == std::vector<int64_t>{3} || *axes == std::vector<int64_t>{-2}) ? producer(rep->unsqueeze->inputs[0], "Transpose") : nullptr;
       if (back && !back->inputs.empty() && perm_is(*back, {0, 2, 1, 3})) {
-        s.repeated = r->outputs[0], s.repeated_bsnh = true;
-        use(t), use(r), use(e), use(u), use(back);
+        s.repeated = t->inputs[0], s.repeated_bsnh = true;
+        use(t), use(rep->reshape), use(rep->expand), use(rep->unsqueeze), use(back);
         cur = back->inputs[0], k_transposed = false;
       }
     }
     if (!k_transposed) {
       // Repeated keys and values (grouped-query): Reshape(Expand(Unsqueeze(kv, 2), ...), (B, N, T, h)).
-      if (const Node* r = s.repeated.empty() ? producer(cur, "Reshape") : nullptr) {
-        const Node* e = r->inputs.empty() ? nullptr : producer(r->inputs[0], "Expand");
-        const Node* u = e && !e->inputs.empty() ? producer(e->inputs[0], "Unsqueeze") : nullptr;
-        if (u && u->inputs.empty()) u = nullptr;
-        if (u) {
-          s.repeated = cur;
-          use(r), use(e), use(u);
-          cur = u->inputs[0];
-        }
+      if (const auto rep = s.repeated.empty() ? repeat(cur) : std::nullopt) {
+        s.repeated = cur;
+        use(rep->reshape), use(rep->expand), use(rep->unsqueeze);
+        cur = rep->unsqueeze->inputs[0];
       }
       if (const Node* c = producer(cur, "Concat"); c && c->inputs.size() == 2 && !c->outputs.empty()) {
         const int64_t axis = int_attr(*c, "axis", 0);
@@ -904,8 +908,7 @@ std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& 
   auto unsqueeze0 = [&](const std::string& v) -> int {
     for (int c : g.consumers(v)) {
       const Node& n = g.graph().nodes[size_t(c)];
-      std::vector<int64_t> axes = ints_attr(n, "axes");
-      if (n.op_type == "Unsqueeze" && n.inputs.size() > 1) axes = g.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+      const std::vector<int64_t> axes = axes_of(n, g).value_or(std::vector<int64_t>{});
       if (n.op_type == "Unsqueeze" && axes == std::vector<int64_t>{0}) return c;
     }
     return -1;

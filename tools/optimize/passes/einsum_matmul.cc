@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <numeric>
 
 #include "../pass.h"
 #include "refeval/builder.h"

@@ -9,7 +9,6 @@
 // (rotary_common.cc). A partial rotation (rotary_dim < head size), Concat(rotated q[..., :rd],
 // q[..., rd:]), then becomes one RotaryEmbedding with rotary_embedding_dim (build_partial).
 // Rotations written pair by pair (Meta's llama, MixFormer) are rotary_pairs.cc's, run by the same pass.
-#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -23,25 +22,6 @@ namespace refeval::optimize {
 using namespace rotary;
 
 namespace {
-
-// [begin, end) of a Slice on the last axis of a 4-D value whose last dim is h, clamped as Slice
-// does; nullopt otherwise.
-std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h) {
-  const auto last = [](int64_t axis) { return axis == -1 || axis == 3; };
-  std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
-  if (s.inputs.size() == 1) {  // opset < 10: attributes
-    starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
-  } else {
-    starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
-    axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
-    if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
-  }
-  if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
-      *steps != std::vector<int64_t>{1})
-    return std::nullopt;
-  const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
-  return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
-}
 
 // The halves of x the rotate-half reads: ("first", "second") Slices or one Split "halves".
 // Empty when they are [0, h/2) and [h/2, h) of the last axis; the reason otherwise.

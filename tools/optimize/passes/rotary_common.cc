@@ -30,11 +30,6 @@
 
 namespace refeval::optimize::rotary {
 
-const Node* producer(const GraphIndex& g, const std::string& v) {
-  const int p = g.producer(v);
-  return p < 0 ? nullptr : &g.graph().nodes[size_t(p)];
-}
-
 std::optional<std::vector<int64_t>> known_ints(const GraphIndex& g, const std::string& v) {
   if (auto c = g.ints(v)) return c;
   const std::vector<Dim>* d = g.shape_data(v);
@@ -47,15 +42,27 @@ std::optional<std::vector<int64_t>> known_ints(const GraphIndex& g, const std::s
   return out;
 }
 
-std::optional<std::vector<int64_t>> unsqueeze_axes(const Node& n, const GraphIndex& g) {
-  if (n.inputs.size() > 1) return g.ints(n.inputs[1]);
-  return ints_attr(n, "axes");
-}
-
 std::string dims_string(const std::vector<Dim>& dims) {
   std::vector<std::string> s;
   for (const Dim& d : dims) s.push_back(d.fixed() ? std::to_string(d.value) : d.param.empty() ? "?" : d.param);
   return fmt::format("({})", fmt::join(s, ", "));
+}
+
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h) {
+  const auto last = [](int64_t axis) { return axis == -1 || axis == 3; };
+  std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
+  if (s.inputs.size() == 1) {  // opset < 10: attributes
+    starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");
+  } else {
+    starts = known_ints(g, s.inputs[1]), ends = known_ints(g, s.inputs[2]);
+    axes = s.inputs.size() > 3 && !s.inputs[3].empty() ? known_ints(g, s.inputs[3]) : std::nullopt;
+    if (s.inputs.size() > 4 && !s.inputs[4].empty()) steps = known_ints(g, s.inputs[4]);
+  }
+  if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last((*axes)[0]) ||
+      *steps != std::vector<int64_t>{1})
+    return std::nullopt;
+  const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
+  return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
 }
 
 namespace {
@@ -79,7 +86,7 @@ struct Trig {
 // the rows from 0, Squeezes of the leading dims and Casts, arriving 2-D; empty with `why` otherwise.
 std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
   std::vector<const Node*> chain;
-  for (const Node* n = producer(g, v); n && !g.constant(v); n = producer(g, v)) {
+  for (const Node* n = g.producer_node(v); n && !g.constant(v); n = g.producer_node(v)) {
     if (n->op_type != "Squeeze" && n->op_type != "Cast" && n->op_type != "Slice") {
       why = fmt::format("the cos/sin table '{}' is computed by {} ('{}'), not sliced from a constant", v, n->op_type, n->name);
       return "";
@@ -99,7 +106,7 @@ std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const Node& n = **it;
     if (n.op_type == "Squeeze") {
-      auto axes = n.inputs.size() > 1 ? g.ints(n.inputs[1]) : std::optional(ints_attr(n, "axes"));
+      auto axes = axes_of(n, g);
       bool leading = axes && !axes->empty();
       for (int64_t& a : axes.value_or(std::vector<int64_t>{})) leading = leading && (a < 0 ? a + rank : a) < rank - 2;
       if (!leading) {
@@ -183,7 +190,7 @@ std::optional<Outer> position_side(const GraphIndex& g, const std::string& v) {
     const ValueType* t = g.type(cur);
     const std::vector<Dim>* d = g.dims(cur);
     if (t && t->dtype == DType::Int64 && d && d->size() == 2) break;
-    const Node* n = producer(g, cur);
+    const Node* n = g.producer_node(cur);
     if (!n || !n->domain.empty() || (n->op_type != "Unsqueeze" && n->op_type != "Identity" && !(n->op_type == "Cast" && casts_to_float(*n))))
       return std::nullopt;
     chain.push_back(n);
@@ -192,7 +199,7 @@ std::optional<Outer> position_side(const GraphIndex& g, const std::string& v) {
   Outer o{{'b', 's'}, "", cur};
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     if ((*it)->op_type != "Unsqueeze") continue;
-    const auto axes = unsqueeze_axes(**it, g);
+    const auto axes = axes_of(**it, g);
     const auto roles = axes ? unsqueezed(o.roles, *axes) : std::nullopt;
     if (!roles) return std::nullopt;
     o.roles = *roles;
@@ -208,7 +215,7 @@ std::optional<Outer> inv_freq_side(const GraphIndex& g, const std::string& v) {
   std::vector<const Node*> chain;
   std::string cur = v;
   while (!g.constant(cur)) {
-    const Node* n = producer(g, cur);
+    const Node* n = g.producer_node(cur);
     if (!n || !n->domain.empty() ||
         (n->op_type != "Unsqueeze" && n->op_type != "Expand" && n->op_type != "Identity" && !(n->op_type == "Cast" && casts_to_float(*n))))
       return std::nullopt;
@@ -223,7 +230,7 @@ std::optional<Outer> inv_freq_side(const GraphIndex& g, const std::string& v) {
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const Node& n = **it;
     if (n.op_type == "Unsqueeze") {
-      const auto axes = unsqueeze_axes(n, g);
+      const auto axes = axes_of(n, g);
       const auto roles = axes ? unsqueezed(o.roles, *axes) : std::nullopt;
       if (!roles) return std::nullopt;
       o.roles = *roles;
@@ -301,7 +308,7 @@ std::optional<std::vector<char>> einsum_roles(const std::string& equation, const
 
 // Traces the frequencies `v` back to the outer product of the position ids and inv_freq.
 std::optional<Outer> trace_outer(const GraphIndex& g, const std::string& v, std::string& why) {
-  const Node* n = producer(g, v);
+  const Node* n = g.producer_node(v);
   if (!n || !n->domain.empty()) {
     why = fmt::format("'{}' is not computed by a standard operator", v);
     return std::nullopt;
@@ -379,8 +386,8 @@ std::optional<Outer> trace_outer(const GraphIndex& g, const std::string& v, std:
 std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::string& what, bool half_width, std::string& why) {
   Trig t;
   bool unsqueezed = false;
-  const Node* n = producer(g, v);
-  for (; n; n = producer(g, v)) {
+  const Node* n = g.producer_node(v);
+  for (; n; n = g.producer_node(v)) {
     if (n->op_type == "Cast" || n->op_type == "Identity") {
       v = n->inputs[0];
     } else if (n->op_type == "Mul" && (g.scalar(n->inputs[0]) || g.scalar(n->inputs[1]))) {
@@ -388,7 +395,7 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
       t.scale *= *g.scalar(n->inputs[first ? 0 : 1]);
       v = n->inputs[first ? 1 : 0];
     } else if (n->op_type == "Unsqueeze" && !unsqueezed) {
-      const auto axes = unsqueeze_axes(*n, g);
+      const auto axes = axes_of(*n, g);
       if (!axes || axes->size() != 1) break;
       t.axis = (*axes)[0] < 0 ? (*axes)[0] + 4 : (*axes)[0];
       unsqueezed = true;
@@ -401,8 +408,8 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
   // `cat((freqs, freqs))[:, None].cos()`).
   std::string trig_argument;
   if (n && !unsqueezed && (n->op_type == "Cos" || n->op_type == "Sin")) {
-    if (const Node* u = producer(g, n->inputs[0]); u && u->op_type == "Unsqueeze") {
-      if (const auto axes = unsqueeze_axes(*u, g); axes && axes->size() == 1) {
+    if (const Node* u = g.producer_node(n->inputs[0]); u && u->op_type == "Unsqueeze") {
+      if (const auto axes = axes_of(*u, g); axes && axes->size() == 1) {
         t.axis = (*axes)[0] < 0 ? (*axes)[0] + 4 : (*axes)[0];
         unsqueezed = true;
         trig_argument = u->inputs[0];
@@ -432,7 +439,7 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
   t.freqs = trig_argument.empty() ? n->inputs[0] : trig_argument;
   std::string f = t.freqs, frequencies = fmt::format("the frequencies '{}' of {} '{}'", f, n->op_type, n->name);
   if (!half_width) {
-    const Node* cat = producer(g, t.freqs);
+    const Node* cat = g.producer_node(t.freqs);
     const bool twice = cat && cat->op_type == "Concat" && cat->inputs.size() == 2 && cat->inputs[0] == cat->inputs[1];
     const int64_t cat_axis = twice ? int_attr(*cat, "axis", 0) : 0;
     if (!twice || (cat_axis != -1 && cat_axis != 2)) {
@@ -442,7 +449,7 @@ std::optional<Trig> trace_trig(const GraphIndex& g, std::string v, const std::st
     f = cat->inputs[0];
     frequencies = fmt::format("the frequencies f ('{}') of Concat(f, f) '{}'", f, cat->name);
   }
-  const Node* fp = producer(g, f);
+  const Node* fp = g.producer_node(f);
   const auto outer = trace_outer(g, f, why);
   if (!outer) {
     why = fmt::format("{} (from {} '{}') are not position ids times a constant inv_freq (Mul, MatMul or Einsum, maybe transposed): {}", frequencies,

@@ -17,12 +17,12 @@ namespace refeval::optimize::rotary {
 
 constexpr const char* kPass = "rotary-embedding";
 
-const Node* producer(const GraphIndex& g, const std::string& v);
 // A constant's int64 values, or a shape-computed value whose elements are all known sizes.
 std::optional<std::vector<int64_t>> known_ints(const GraphIndex& g, const std::string& v);
-// The axes of an Unsqueeze (attribute before opset 13, input since).
-std::optional<std::vector<int64_t>> unsqueeze_axes(const Node& n, const GraphIndex& g);
 std::string dims_string(const std::vector<Dim>& dims);
+// [begin, end) of a Slice on the last axis of a 4-D value whose last dim is h, clamped as Slice
+// does; nullopt when its bounds are not known or it slices another axis or with a step.
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h);
 
 struct Caches {
   std::string cos, sin;

@@ -34,7 +34,7 @@ bool last_axis(int64_t axis, size_t rank) { return axis == -1 || axis == int64_t
 // `v` as Gather(pairs, k, last axis) with a scalar k, or Squeeze(last axis) of Split(pairs, last
 // axis)[k] or of Slice(pairs, k:k+1, last axis); nullopt otherwise.
 std::optional<PairPart> pair_part(const GraphIndex& g, const std::string& v) {
-  const Node* n = producer(g, v);
+  const Node* n = g.producer_node(v);
   if (!n || !n->domain.empty()) return std::nullopt;
   const std::vector<Dim>* d = n->inputs.empty() ? nullptr : g.dims(n->inputs[0]);
   if (!d) return std::nullopt;
@@ -45,9 +45,9 @@ std::optional<PairPart> pair_part(const GraphIndex& g, const std::string& v) {
     return PairPart{n->inputs[0], (*k)[0] < 0 ? (*k)[0] + 2 : (*k)[0]};
   }
   if (n->op_type != "Squeeze") return std::nullopt;
-  const auto axes = n->inputs.size() > 1 ? g.ints(n->inputs[1]) : std::optional(ints_attr(*n, "axes"));
+  const auto axes = axes_of(*n, g);
   if (!axes || axes->size() != 1 || !last_axis((*axes)[0], d->size())) return std::nullopt;
-  const Node* p = producer(g, n->inputs[0]);
+  const Node* p = g.producer_node(n->inputs[0]);
   if (!p || !p->domain.empty()) return std::nullopt;
   const std::vector<Dim>* pd = g.dims(p->inputs[0]);
   if (!pd) return std::nullopt;
@@ -84,8 +84,8 @@ Pattern pairs_pattern(bool neighbours) {
 // The halves a = x[..., :h/2] and b = x[..., h/2:] of one 4-D x (two Slices or one Split): x, or
 // empty with `why`.
 std::string halves_source(const GraphIndex& g, const std::string& a, const std::string& b, std::string& why) {
-  const Node* na = producer(g, a);
-  const Node* nb = producer(g, b);
+  const Node* na = g.producer_node(a);
+  const Node* nb = g.producer_node(b);
   if (!na || !nb || na->inputs.empty() || nb->inputs.empty() || na->inputs[0] != nb->inputs[0]) {
     why = "the products do not read two parts of one value";
     return "";
@@ -125,24 +125,15 @@ std::string halves_source(const GraphIndex& g, const std::string& a, const std::
 
 // `head` = q[..., :rd] and `tail` = q[..., rd:] (Slices of q's last axis): (q, rd).
 std::optional<std::pair<std::string, int64_t>> split_at(const GraphIndex& g, const std::string& head, const std::string& tail) {
-  const Node* a = producer(g, head);
-  const Node* b = producer(g, tail);
+  const Node* a = g.producer_node(head);
+  const Node* b = g.producer_node(tail);
   if (!a || !b || a->op_type != "Slice" || b->op_type != "Slice" || a->inputs.size() < 4 || b->inputs.size() < 4 || a->inputs[0] != b->inputs[0])
     return std::nullopt;
   const std::vector<Dim>* q = g.dims(a->inputs[0]);
   const std::vector<Dim>* hd = g.dims(head);
   if (!q || q->size() != 4 || !q->back().fixed() || !hd || hd->size() != 4 || !hd->back().fixed()) return std::nullopt;
   const int64_t h = q->back().value, rd = hd->back().value;
-  const auto range = [&](const Node& n) -> std::optional<std::pair<int64_t, int64_t>> {
-    const auto starts = known_ints(g, n.inputs[1]), ends = known_ints(g, n.inputs[2]), axes = known_ints(g, n.inputs[3]);
-    const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? known_ints(g, n.inputs[4]) : std::optional(std::vector<int64_t>{1});
-    if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last_axis((*axes)[0], 4) ||
-        *steps != std::vector<int64_t>{1})
-      return std::nullopt;
-    const auto clamp = [h](int64_t i) { return std::clamp(i < 0 ? i + h : i, int64_t(0), h); };
-    return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
-  };
-  if (range(*a) != std::pair{int64_t(0), rd} || range(*b) != std::pair{rd, h}) return std::nullopt;
+  if (last_axis_range(g, *a, h) != std::pair{int64_t(0), rd} || last_axis_range(g, *b, h) != std::pair{rd, h}) return std::nullopt;
   return std::pair{a->inputs[0], rd};
 }
 
@@ -154,7 +145,7 @@ std::optional<Replacement> build_neighbours(const Match& m, RewriteContext& ctx,
     return ctx.refuse("the products do not read the two elements of one pairs value (pairs[..., 0] and pairs[..., 1] on its last axis)");
   if (p0->index != 0 || p1->index != 1)
     return ctx.refuse(fmt::format("the pairs of '{}' are read as (x[2i + 1], x[2i]): the rotation by the negative angle", p0->pairs));
-  const Node* reshape = producer(g, p0->pairs);
+  const Node* reshape = g.producer_node(p0->pairs);
   const std::vector<Dim>* pd = g.dims(p0->pairs);
   const std::vector<Dim>* xd = reshape && reshape->op_type == "Reshape" ? g.dims(reshape->inputs[0]) : nullptr;
   if (!xd || !pd || xd->size() != 4 || pd->size() != 5 || !xd->back().fixed())
@@ -166,7 +157,7 @@ std::optional<Replacement> build_neighbours(const Match& m, RewriteContext& ctx,
     if (!same_dim((*xd)[k], (*pd)[k])) return ctx.refuse(fmt::format("'{}' changes more than the last axis", reshape->name));
   for (const char* id : {"ue", "uo"}) {
     const Node& u = m.node(g, id);
-    const auto axes = unsqueeze_axes(u, g);
+    const auto axes = axes_of(u, g);
     if (!axes || axes->size() != 1 || !last_axis((*axes)[0], 5))
       return ctx.refuse(fmt::format("'{}' does not add the last axis the pairs are stacked on", u.name));
   }
@@ -181,7 +172,7 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
   // parts are the operands cut from x.
   std::string e0 = m.value("e0"), e1 = m.value("e1"), c = m.value("c"), s = m.value("s");
   const auto cut = [&](const std::string& v) {
-    const Node* n = producer(g, v);
+    const Node* n = g.producer_node(v);
     return n && (neighbours ? pair_part(g, v).has_value() : (n->op_type == "Slice" || n->op_type == "Split"));
   };
   if (!cut(e0) || !cut(e1)) std::swap(e0, c), std::swap(e1, s);

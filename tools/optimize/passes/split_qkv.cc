@@ -61,8 +61,7 @@ std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
     if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1])) return std::nullopt;
     t = n.inputs[0], j = int64_t(*g.scalar(n.inputs[1]));
   } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
-    std::vector<int64_t> axes = ints_attr(n, "axes");
-    if (n.inputs.size() > 1) axes = g.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
+    const std::vector<int64_t> axes = axes_of(n, g).value_or(std::vector<int64_t>{});
     const int sp = g.producer(n.inputs[0]);
     if (axes != std::vector<int64_t>{0} || sp < 0) return std::nullopt;
     const Node& split = g.graph().nodes[size_t(sp)];

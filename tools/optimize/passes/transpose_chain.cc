@@ -10,11 +10,6 @@ namespace {
 
 bool perm_ok(const Node& n) { return !ints_attr(n, "perm").empty(); }
 
-std::vector<int64_t> axes_of(const Node& n, const GraphIndex& g) {
-  if (n.inputs.size() > 1) return g.ints(n.inputs[1]).value_or(std::vector<int64_t>{});
-  return ints_attr(n, "axes");
-}
-
 }  // namespace
 
 Pass transpose_chain_pass() {
@@ -39,7 +34,7 @@ Pass transpose_chain_pass() {
       [](const Match& m, RewriteContext& ctx) -> std::optional<Replacement> {
         const Node& u = m.node(ctx.index, "u");
         const Node& s = m.node(ctx.index, "s");
-        const std::vector<int64_t> a = axes_of(u, ctx.index), b = axes_of(s, ctx.index);
+        const std::vector<int64_t> a = axes_of(u, ctx.index).value_or(std::vector<int64_t>{}), b = axes_of(s, ctx.index).value_or(std::vector<int64_t>{});
         if (a.empty() || a != b || std::any_of(a.begin(), a.end(), [](int64_t v) { return v < 0; })) return std::nullopt;
         return Replacement{{make_node("Identity", "", {m.value("x")}, s.outputs, {}, s.name)}, {}};
       }};
