@@ -640,6 +640,24 @@ class LlamaBase(Decoder):
     mask = torch.int64
     position_ids = True
 
+    def hf_decoder(self, args, final_norm, sliding_window=None):
+        """transformers 4.36's decoder loop (Llama, Mistral, Phi): embeddings, the 4-D causal mask,
+        the layers with their presents, the final norm and the LM head."""
+        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
+        batch_size, seq_length = input_ids.shape[:2]
+        past_key_values_length = past_key_values[0][0].shape[2]
+        inputs_embeds = self.embed_tokens(input_ids)
+        attention_mask = prepare_4d_causal_attention_mask(attention_mask, (batch_size, seq_length), inputs_embeds.dtype,
+                                                          past_key_values_length, sliding_window=sliding_window)
+        hidden_states = inputs_embeds
+        presents = []
+        for layer, past in zip(self.layers, past_key_values):
+            hidden_states, present = layer(hidden_states, attention_mask, position_ids, past)
+            presents.append(present)
+        hidden_states = final_norm(hidden_states)
+        logits = self.lm_head(hidden_states).float()
+        return (logits, *self.pack_presents(presents))
+
 
 class HFLlama(LlamaBase):
     """transformers 4.36 LlamaForCausalLM, eager attention, Optimum's past/present names."""
@@ -653,20 +671,7 @@ class HFLlama(LlamaBase):
         self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=False)
 
     def forward(self, *args):
-        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
-        batch_size, seq_length = input_ids.shape[:2]
-        past_key_values_length = past_key_values[0][0].shape[2]
-        inputs_embeds = self.embed_tokens(input_ids)
-        attention_mask = prepare_4d_causal_attention_mask(attention_mask, (batch_size, seq_length), inputs_embeds.dtype,
-                                                          past_key_values_length)
-        hidden_states = inputs_embeds
-        presents = []
-        for layer, past in zip(self.layers, past_key_values):
-            hidden_states, present = layer(hidden_states, attention_mask, position_ids, past)
-            presents.append(present)
-        hidden_states = self.norm(hidden_states)
-        logits = self.lm_head(hidden_states).float()
-        return (logits, *self.pack_presents(presents))
+        return self.hf_decoder(args, self.norm)
 
 
 def trap_rms_eps_outside(cfg):
@@ -923,20 +928,7 @@ class MistralSliding(HFLlama):
     """MistralForCausalLM 4.36, eager attention, sliding_window = cfg.window."""
 
     def forward(self, *args):
-        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
-        batch_size, seq_length = input_ids.shape[:2]
-        past_key_values_length = past_key_values[0][0].shape[2]
-        inputs_embeds = self.embed_tokens(input_ids)
-        attention_mask = prepare_4d_causal_attention_mask(attention_mask, (batch_size, seq_length), inputs_embeds.dtype,
-                                                          past_key_values_length, sliding_window=self.cfg.window)
-        hidden_states = inputs_embeds
-        presents = []
-        for layer, past in zip(self.layers, past_key_values):
-            hidden_states, present = layer(hidden_states, attention_mask, position_ids, past)
-            presents.append(present)
-        hidden_states = self.norm(hidden_states)
-        logits = self.lm_head(hidden_states).float()
-        return (logits, *self.pack_presents(presents))
+        return self.hf_decoder(args, self.norm, sliding_window=self.cfg.window)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1046,20 +1038,7 @@ class Phi2Like(LlamaBase):
         self.lm_head = nn.Linear(cfg.d, cfg.vocab, bias=True)
 
     def forward(self, *args):
-        input_ids, attention_mask, position_ids, past_key_values = self.split_inputs(args)
-        batch_size, seq_length = input_ids.shape[:2]
-        past_key_values_length = past_key_values[0][0].shape[2]
-        inputs_embeds = self.embed_tokens(input_ids)
-        attention_mask = prepare_4d_causal_attention_mask(attention_mask, (batch_size, seq_length), inputs_embeds.dtype,
-                                                          past_key_values_length)
-        hidden_states = inputs_embeds
-        presents = []
-        for layer, past in zip(self.layers, past_key_values):
-            hidden_states, present = layer(hidden_states, attention_mask, position_ids, past)
-            presents.append(present)
-        hidden_states = self.final_layernorm(hidden_states)
-        logits = self.lm_head(hidden_states).float()
-        return (logits, *self.pack_presents(presents))
+        return self.hf_decoder(args, self.final_layernorm)
 
 
 def trap_rotary_tail(cfg):
