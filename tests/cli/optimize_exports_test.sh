@@ -93,6 +93,12 @@ while read -r folder family past opset; do
         check "$folder: the cross-attention's Softmax stays, the self-attention fused" test "$(count Softmax)" -eq 1 -a "$(sum Attention MultiHeadAttention)" -eq 1 ;;
       trap_rms_eps_outside*) check "$folder: epsilon outside the root named" grep -q "not fused: simplified-layer-norm at .*epsilon is added outside the square root" "$work/out"
         check "$folder: the first RMSNorm's statistics stay (a ReduceMean, its Sqrt)" test "$(count ReduceMean)" -eq 1 -a "$(count Sqrt)" -eq 1 ;;
+      trap_rotary_halves_swapped*) check "$folder [$target]: the halves read in the other order named" \
+          grep -q "not fused: rotary-embedding at .*: the halves are read as (x\[h/2:\], x\[:h/2\]): the rotation by the negative angle" "$work/out"
+        check "$folder [$target]: no RotaryEmbedding" test "$(count RotaryEmbedding)" -eq 0 ;;
+      trap_mask_from_scores*) check "$folder [$target]: the attention whose mask reads the scores' shape stays, named" \
+          grep -q "not fused: attention at .*stays (the mask is computed from the attention's own values) and writes 'present.0.key'" "$work/out"
+        check "$folder [$target]: its Softmax stays, the rotary and the einsums fuse" test "$(count Softmax)" -eq 1 -a "$(count RotaryEmbedding)" -eq 2 -a "$(count Einsum)" -eq 0 ;;
       mixformer_phi*)
         # MixFormer's Phi-2 (both targets): the partial rotary on BSNH halves with half-width
         # tables fuses (rotary_embedding_dim 8 of 16), both attention einsums become MatMuls, and

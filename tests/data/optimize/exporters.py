@@ -1668,9 +1668,9 @@ class MixFormerRotary(nn.Module):
     applied to the first rd features of each head as `cat([x1 c - x2 s, x1 s + x2 c])` on the halves
     of x[..., :rd] (not interleaved), x[..., rd:] passed."""
 
-    def __init__(self, rd, max_pos, base=10000.0):
+    def __init__(self, rd, max_pos, base=10000.0, swap_halves=False):
         super().__init__()
-        self.rd = rd
+        self.rd, self.swap_halves = rd, swap_halves
         inv_freq = 1.0 / (base ** (torch.arange(0, rd, 2, dtype=torch.float32) / rd))
         freqs = torch.outer(torch.arange(max_pos, dtype=torch.float32), inv_freq)  # (max_pos, rd/2)
         self.register_buffer("cos_cached", torch.cos(freqs), persistent=False)
@@ -1680,6 +1680,8 @@ class MixFormerRotary(nn.Module):
         rd = self.rd
         x_rot, x_pass = x[..., :rd], x[..., rd:]
         x1, x2 = x_rot.chunk(2, dim=-1)
+        if self.swap_halves:  # the trap: the halves read as (x2, x1), the rotation by the negative angle
+            x1, x2 = x2, x1
         c = self.cos_cached[pos].unsqueeze(2)  # (B, S, 1, rd/2)
         s = self.sin_cached[pos].unsqueeze(2)
         x_rot = torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], dim=-1)
@@ -1687,13 +1689,14 @@ class MixFormerRotary(nn.Module):
 
 
 class MixFormerMHA(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, swap_halves=False, mask_from_scores=False):
         super().__init__()
+        self.mask_from_scores = mask_from_scores
         self.n_heads, self.head_dim = cfg.heads, cfg.hd
         self.softmax_scale = 1.0 / math.sqrt(cfg.hd)
         self.Wqkv = nn.Linear(cfg.d, 3 * cfg.d)
         self.out_proj = nn.Linear(cfg.d, cfg.d)
-        self.rotary_emb = MixFormerRotary(int(cfg.rotary * cfg.hd), cfg.ctx)
+        self.rotary_emb = MixFormerRotary(int(cfg.rotary * cfg.hd), cfg.ctx, swap_halves=swap_halves)
 
     def forward(self, x, attention_mask, position_ids, past, past_len, tq):
         b, s, _ = x.shape
@@ -1707,6 +1710,8 @@ class MixFormerMHA(nn.Module):
         scores = torch.einsum("bthd,bhsd->bhts", q, k_all * self.softmax_scale)
         scores = scores + (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
         tk = past_len + tq
+        if self.mask_from_scores:  # MixFormer's own code: the lengths read from the scores' shape
+            tq, tk = scores.shape[2], scores.shape[3]
         causal = torch.arange(tk)[None, :] > torch.arange(tq)[:, None] + (tk - tq)
         scores = scores.masked_fill(causal, torch.finfo(scores.dtype).min)
         attn = torch.softmax(scores, dim=-1)
@@ -1725,10 +1730,10 @@ class MixFormerMLP(nn.Module):
 
 
 class MixFormerBlock(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, **mha):
         super().__init__()
         self.ln = nn.LayerNorm(cfg.d, eps=cfg.eps)
-        self.mixer = MixFormerMHA(cfg)
+        self.mixer = MixFormerMHA(cfg, **mha)
         self.mlp = MixFormerMLP(cfg)
 
     def forward(self, h, attention_mask, position_ids, past, past_len, tq):
@@ -1744,11 +1749,11 @@ class MixFormerPhi(LlamaBase):
     tk = past_len + tq passed to every layer."""
     family = "phi"
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, **mha):
         super().__init__()
         self.cfg = cfg
         self.wte = nn.Embedding(cfg.vocab, cfg.d)
-        self.h = nn.ModuleList(MixFormerBlock(cfg) for _ in range(cfg.layers))
+        self.h = nn.ModuleList(MixFormerBlock(cfg, **mha) for _ in range(cfg.layers))
         self.ln_f = nn.LayerNorm(cfg.d, eps=cfg.eps)
         self.linear = nn.Linear(cfg.d, cfg.vocab)
 
@@ -1763,6 +1768,19 @@ class MixFormerPhi(LlamaBase):
             presents.append(present)
         logits = self.linear(self.ln_f(h)).float()
         return (logits, *self.pack_presents(presents))
+
+
+def trap_rotary_halves_swapped(cfg):
+    """mixformer_phi with the rotated halves read as (x2, x1): x2 c - x1 s, x2 s + x1 c is the
+    rotation by the negative angle with the halves swapped, not RotaryEmbedding's."""
+    return MixFormerPhi(dataclasses.replace(cfg, rotary=0.5), swap_halves=True)
+
+
+def trap_mask_from_scores(cfg):
+    """mixformer_phi with its causal mask sized by `scores.shape` as MixFormer's own code does: the
+    fused attention would leave the scores' computation (and the present Concat) in place beside it,
+    so the attention stays, named; the rotary and the einsums still fuse."""
+    return MixFormerPhi(dataclasses.replace(cfg, rotary=0.5), mask_from_scores=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1800,6 +1818,8 @@ MODELS = {
     "meta_llama": (MetaLlama, (17,), (17,)),
     "trap_rotary_pairs_swapped": (trap_rotary_pairs_swapped, (17,), (17,)),
     "mixformer_phi": (MixFormerPhi, (17,), (17,)),
+    "trap_rotary_halves_swapped": (trap_rotary_halves_swapped, (17,), (17,)),
+    "trap_mask_from_scores": (trap_mask_from_scores, (17,), (17,)),
 }
 
 # The Configs of the later forms, (small, full): hidden 64, 4 heads of 16, 2 layers, vocab 256 as the
