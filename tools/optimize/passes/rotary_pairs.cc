@@ -166,8 +166,9 @@ std::optional<Replacement> build_neighbours(const Match& m, RewriteContext& ctx,
   return fuse(m, ctx, caches, {reshape->inputs[0], c, s, m.node(g, "y").outputs[0], true, true});
 }
 
-std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& caches, bool neighbours) {
+std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& caches) {
   const GraphIndex& g = ctx.index;
+  const bool neighbours = m.nodes.count("stack") > 0;
   // a * cos - b * sin reads the same with the roles of (a, b) and (cos, sin) exchanged: the pair
   // parts are the operands cut from x.
   std::string e0 = m.value("e0"), e1 = m.value("e1"), c = m.value("c"), s = m.value("s");
@@ -197,13 +198,9 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
 }  // namespace
 
 int fuse_pairwise_rotary(Model& model, PassContext& ctx, CacheMap& caches) {
-  int fused = 0;
-  for (const bool neighbours : {true, false}) {
-    Rewrite r{neighbours ? "RotaryEmbedding (pairs of neighbours)" : "RotaryEmbedding (pairs of halves)", {pairs_pattern(neighbours)},
-              [&caches, neighbours](const Match& m, RewriteContext& rc) { return build(m, rc, caches, neighbours); }};
-    fused += apply(r, model, ctx.inference, ctx.explain, kPass);
-  }
-  return fused;
+  Rewrite r{"RotaryEmbedding (pair by pair)", {pairs_pattern(true), pairs_pattern(false)},
+            [&caches](const Match& m, RewriteContext& rc) { return build(m, rc, caches); }};
+  return apply(r, model, ctx.inference, ctx.explain, kPass);
 }
 
 }  // namespace refeval::optimize::rotary
