@@ -48,6 +48,7 @@ optimized() {
   if [[ $1 == ort_gpt2_past* || $1 == mixformer_phi* ]]; then
     # Its left-padded sets compared on the positions the mask keeps (compare_kept.py).
     for k in 4 5; do
+      [[ -d $dir/test_data_set_$k ]] || continue  # the fixed-shape exports have one set
       "$refeval" -q run "$dir/model.onnx" --inputs "$dir/test_data_set_$k" --save-outputs "$dir.out$k" -v 0
       check "$1 [$2]: torch's outputs within 1e-4 on set $k's kept positions" \
         /usr/bin/python3 "$(dirname "$0")/compare_kept.py" "$dir.out$k" "$dir/test_data_set_$k" attention_mask 1e-4

@@ -42,7 +42,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 # Exported a second time with fixed shapes: what a user gets without dynamic_axes.
-FIXED = ["hf_gpt2", "hf_llama"]
+FIXED = ["hf_gpt2", "hf_llama", "mixformer_phi"]
 
 
 def past_shape(model, batch, past_len):

@@ -276,8 +276,9 @@ class Reader : public AttentionReader {
 };
 
 
-// An S x T constant (leading dims 1) that is nonzero exactly where key j <= query i + (T - S).
-bool constant_keeps_causal(const Tensor& c, int64_t S, int64_t T) {
+// An S x T constant (leading dims 1) that is nonzero exactly where key j <= query i + (T - S), or
+// (`hides`) exactly where j > i + (T - S).
+bool constant_keeps_causal(const Tensor& c, int64_t S, int64_t T, bool hides) {
   std::vector<double> v;
   if (c.dtype() == DType::Bool) {
     for (int64_t i = 0; i < S * T; ++i) v.push_back(c.data<bool>()[i]);
@@ -288,7 +289,7 @@ bool constant_keeps_causal(const Tensor& c, int64_t S, int64_t T) {
   }
   for (int64_t i = 0; i < S; ++i)
     for (int64_t j = 0; j < T; ++j)
-      if ((v[size_t(i * T + j)] != 0) != (j <= i + (T - S))) return false;
+      if ((v[size_t(i * T + j)] != 0) != ((j <= i + (T - S)) != hides)) return false;
   return true;
 }
 
@@ -328,9 +329,16 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
   }
   const Tensor* c = g.constant(cond);
   buffer = cond, sliced = r0 || c0;
+  // A constant in the hiding polarity (masked_fill of `j > i`) reads as the keeping one negated,
+  // as a Not would: the polarity is used up.
+  const auto causal = [&](int64_t rows, int64_t cols) {
+    if (!constant_keeps_causal(*c, rows, cols, flip)) return false;
+    flip = false;
+    return true;
+  };
   if (c && !r0 && !c0 && S.fixed() && T.fixed() && c->rank() >= 2 && c->dim(c->rank() - 2) == S.value &&
       c->dim(c->rank() - 1) == T.value && c->size() == S.value * T.value)
-    return constant_keeps_causal(*c, S.value, T.value);  // fixed shapes: the slice was folded
+    return causal(S.value, T.value);  // fixed shapes: the slice was folded
   if (!c || c->rank() < 2 || c->dim(c->rank() - 1) != c->dim(c->rank() - 2) || c->size() != c->dim(c->rank() - 1) * c->dim(c->rank() - 2))
     return false;
   const int64_t W = c->dim(c->rank() - 1);
@@ -339,20 +347,7 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
   const bool rows_ok = r0 && r1 && dims_equal(*r1, T, inf) && dims_equal(dim_difference(*r1, *r0, inf).value_or(Dim{}), S, inf);
   const bool cols_ok = c0 && c1 && c0->fixed() && c0->value == 0 && dims_equal(*c1, T, inf);
   if (!rows_ok || !cols_ok) return false;
-  std::vector<double> v(size_t(W * W));
-  if (c->dtype() == DType::Bool) {
-    for (int64_t i = 0; i < W * W; ++i) v[size_t(i)] = c->data<bool>()[i];
-  } else if (c->dtype() == DType::Float) {
-    for (int64_t i = 0; i < W * W; ++i) v[size_t(i)] = c->data<float>()[i];
-  } else if (c->dtype() == DType::UInt8) {
-    for (int64_t i = 0; i < W * W; ++i) v[size_t(i)] = c->data<uint8_t>()[i];
-  } else {
-    return false;
-  }
-  for (int64_t i = 0; i < W; ++i)
-    for (int64_t j = 0; j < W; ++j)
-      if ((v[size_t(i * W + j)] != 0) != (j <= i)) return false;
-  return true;
+  return causal(W, W);  // the whole W x W buffer, of which the slices take the rows and columns
 }
 
 // True when `cond` is a constant, or Cast / Not / Equal(., 0) / Slice of one.
