@@ -27,8 +27,11 @@ std::vector<Pass> basic_passes() {
 // Canonical forms first, as MLIR canonicalizes before it matches: rewrites that put a
 // computation into the form every fusion reads (HF's Conv1D Gemm between Reshapes back to MatMul +
 // Add, GPT-NeoX's head-interleaved and timm's unbound q/k/v as parts, run-time Reshape targets as
-// constants) and fuse nothing themselves. They run before the fusions in every order.
-std::vector<Pass> canonical_passes() { return {einsum_matmul_pass(), gemm_reshape_pass(), split_qkv_pass(), reshape_fusion_pass()}; }
+// constants, the scores' Shape read from the graph inputs) and fuse nothing themselves.
+// They run before the fusions in every order.
+std::vector<Pass> canonical_passes() {
+  return {einsum_matmul_pass(), gemm_reshape_pass(), split_qkv_pass(), reshape_fusion_pass(), shape_source_pass()};
+}
 
 // ORT's transformer optimizer order (llm-decoders.md §3.2): normalisations, GELUs and SiLU, skip
 // normalisations, rotary, attention, then the bias fusions; fused MatMul last. One order serves

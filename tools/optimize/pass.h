@@ -65,6 +65,8 @@ Pass bias_skip_layer_norm_pass();
 Pass fused_matmul_pass();
 // Transpose(x, p) -> MatMul(., W) [+ b] -> Transpose(., p^-1) with p keeping the last axis: MatMul(x, W) [+ b].
 Pass transpose_sandwich_pass();
+// Shape of attention scores -> its dims read from the graph inputs (MixFormer's mask sized by the scores).
+Pass shape_source_pass();
 Pass einsum_matmul_pass();         // a two-operand Einsum that is a batched product -> Transposes + MatMul
 Pass gemm_reshape_pass();         // Reshape -> Gemm -> Reshape (Hugging Face's Conv1D) back to MatMul + Add
 // --target onnx (passes/standard_ops.cc): com.microsoft fused operators rewritten into ai.onnx

@@ -69,6 +69,7 @@ class Poly {
     return r;
   }
   bool operator==(const Poly& o) const { return terms_ == o.terms_; }
+  const std::map<std::vector<std::string>, int64_t>& terms() const { return terms_; }
   // Each symbol with an entry in `by` replaced by that polynomial.
   template <class Lookup>
   Poly substituted(Lookup by) const {
@@ -819,6 +820,17 @@ std::optional<Dim> dim_difference(const Dim& a, const Dim& b, const Inference* i
 bool dims_equal(const Dim& a, const Dim& b, const Inference* inference) {
   const Elem x = resolved(a, inference), y = resolved(b, inference);
   return x && y && *x == *y;
+}
+
+std::optional<std::map<std::string, int64_t>> linear_terms(const Dim& d, const Inference* inference) {
+  const Elem e = resolved(d, inference);
+  if (!e) return std::nullopt;
+  std::map<std::string, int64_t> out;
+  for (const auto& [monomial, c] : e->terms()) {
+    if (monomial.size() > 1) return std::nullopt;
+    out[monomial.empty() ? "" : monomial[0]] = c;
+  }
+  return out;
 }
 
 }  // namespace refeval::optimize

@@ -26,5 +26,8 @@ std::optional<Dim> dim_difference(const Dim& a, const Dim& b, const Inference* i
 // Equal as polynomials ("seq + past" and "past + seq"; 3 and 3), a symbol ONNX named standing
 // for the polynomial the propagation found for the same dim (Inference::aliases).
 bool dims_equal(const Dim& a, const Dim& b, const Inference* inference = nullptr);
+// The dim as a sum of symbols times integers plus a constant, after aliases: "past + seq" ->
+// {past: 1, seq: 1}, "2*seq - 1" -> {seq: 2, "": -1}; nullopt when unknown or a product of symbols.
+std::optional<std::map<std::string, int64_t>> linear_terms(const Dim& d, const Inference* inference = nullptr);
 
 }  // namespace refeval::optimize

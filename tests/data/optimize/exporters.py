@@ -1776,10 +1776,11 @@ def trap_rotary_halves_swapped(cfg):
     return MixFormerPhi(dataclasses.replace(cfg, rotary=0.5), swap_halves=True)
 
 
-def trap_mask_from_scores(cfg):
+def mixformer_scores_shape(cfg):
     """mixformer_phi with its causal mask sized by `scores.shape` as MixFormer's own code does: the
-    fused attention would leave the scores' computation (and the present Concat) in place beside it,
-    so the attention stays, named; the rotary and the einsums still fuse."""
+    shape is read from the inputs' dims (shape-source), so the attention fuses; with that pass
+    disabled the attention stays, named, since a fused node would leave the scores' computation (and
+    the present Concat) in place beside it."""
     return MixFormerPhi(dataclasses.replace(cfg, rotary=0.5), mask_from_scores=True)
 
 
@@ -1819,7 +1820,7 @@ MODELS = {
     "trap_rotary_pairs_swapped": (trap_rotary_pairs_swapped, (17,), (17,)),
     "mixformer_phi": (MixFormerPhi, (17,), (17,)),
     "trap_rotary_halves_swapped": (trap_rotary_halves_swapped, (17,), (17,)),
-    "trap_mask_from_scores": (trap_mask_from_scores, (17,), (17,)),
+    "mixformer_scores_shape": (mixformer_scores_shape, (17,), (17,)),
 }
 
 # The Configs of the later forms, (small, full): hidden 64, 4 heads of 16, 2 layers, vocab 256 as the
