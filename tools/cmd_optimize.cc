@@ -29,6 +29,9 @@ class OptimizeVerb : public Verb {
                     "bert, vit, clip, t5, bart, whisper, gpt2, llama, phi or gpt_neox: checked against what the graph shows (a warning when it does not fit); "
                     "no fusion depends on it");
     sub->add_option("--target", target_, "ort (com.microsoft fused operators, default) or onnx (standard operators of opset 23)");
+    sub->add_option("--forms", forms_,
+                    "with --target ort: cpu (default: the forms ONNX Runtime's CPU kernels run fastest, measured) or all (every fusion, as "
+                    "ORT's transformer optimizer writes them)");
     sub->add_option("--only", only_, "PASS,...: run only these passes (and dead-code removal)");
     sub->add_option("--disable", disable_, "PASS,...: skip these passes");
     sub->add_option("--opset", opset_, "N: the output's ai.onnx opset (refused if an operator's version would change)");
@@ -62,6 +65,7 @@ class OptimizeVerb : public Verb {
     if (shuffle_seed_) options.shuffle_seed = *shuffle_seed_;
     options.explain = explain_;
     options.target = target_;
+    options.forms = forms_;
     check_.repeat = 1;
     std::map<std::string, Value> feeds;
     if (verify_ || verify_each_) feeds = make_feeds(ReferenceEvaluator(original, {&registry(g)}), inputs_);
@@ -124,7 +128,7 @@ class OptimizeVerb : public Verb {
   }
 
  private:
-  std::string in_, out_, level_ = "all", model_type_, only_, disable_, target_ = "ort";
+  std::string in_, out_, level_ = "all", model_type_, only_, disable_, target_ = "ort", forms_ = "cpu";
   int64_t opset_ = 0;
   std::optional<uint64_t> shuffle_seed_;
   bool verify_ = false, verify_each_ = false, list_ = false, explain_ = false;

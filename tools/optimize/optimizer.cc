@@ -10,6 +10,7 @@
 #include "refeval/evaluator.h"
 #include "model_type.h"
 #include "opset_convert.h"
+#include "ort_cpu_forms.h"
 #include "shape_inference.h"
 
 namespace refeval::optimize {
@@ -57,6 +58,7 @@ std::vector<Pass> fusion_passes(const std::string& target) {
 std::vector<Pass> finishing_passes(const std::string& target) {
   std::vector<Pass> passes;
   if (target == "onnx") passes.push_back(to_standard_ops_pass());
+  if (target == "ort") passes.push_back(residual_sum_pass());
   passes.push_back(dead_code_pass());
   return passes;
 }
@@ -70,8 +72,12 @@ void shuffle(std::vector<Pass>& passes, std::optional<uint64_t> seed) {
   for (size_t i = passes.size(); i > 1; --i) std::swap(passes[i - 1], passes[size_t(rng() % i)]);
 }
 
+bool cpu_forms(const OptimizeOptions& o) { return o.target == "ort" && o.forms == "cpu"; }
+
 bool enabled(const Pass& p, const OptimizeOptions& o) {
   if (!o.only.empty() && !o.only.count(p.name) && p.name != "dead-code") return false;
+  if (cpu_forms(o) && slower_on_ort_cpu().count(p.name) && !o.only.count(p.name)) return false;
+  if (p.name == "residual-sum" && !cpu_forms(o)) return false;
   return !o.disable.count(p.name);
 }
 
@@ -149,7 +155,7 @@ std::vector<std::string> passes_writing(const std::string& op_type) {
 
 std::vector<std::string> pass_names() {
   std::vector<std::string> names;
-  for (const auto& list : {basic_passes(), canonical_passes(), fusion_passes("ort"), fusion_passes("onnx"), finishing_passes("onnx")})
+  for (const auto& list : {basic_passes(), canonical_passes(), fusion_passes("ort"), fusion_passes("onnx"), finishing_passes("onnx"), finishing_passes("ort")})
     for (const Pass& p : list)
       if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
   return names;
@@ -219,6 +225,7 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
       fail_usage(fmt::format("--model-type: '{}' is not one of {}", options.model_type, fmt::join(known, ", ")));
   }
   if (options.target != "ort" && options.target != "onnx") fail_usage(fmt::format("--target: '{}' is not ort or onnx", options.target));
+  if (options.forms != "cpu" && options.forms != "all") fail_usage(fmt::format("--forms: '{}' is not cpu or all", options.forms));
   if (options.target == "onnx" && options.opset && *options.opset < 23)
     fail_usage(fmt::format("--opset {} with --target onnx: the standard attention, RMS and rotary operators need opset 23", *options.opset));
   if (options.target == "onnx" && options.level < Level::Extended) fail_usage("--target onnx rewrites the fused operators: it needs --level extended or all");
@@ -231,6 +238,10 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
   OptimizeResult result;
   Inference inference;
   PassContext ctx{registry, &inference, options.explain ? &result.explain : nullptr};
+  ctx.cpu_forms = cpu_forms(options);
+  if (ctx.cpu_forms && options.level >= Level::Extended && options.only.empty() && options.explain)
+    result.explain.not_fused.push_back(fmt::format("left out by --forms cpu: {}: {}; --forms all writes them", fmt::join(slower_on_ort_cpu(), ", "),
+                                                   kSlowerOnOrtCpu));
   // Runs one pass; false when the check after it failed.
   auto run = [&](const Pass& pass) {
     if (!enabled(pass, options)) return true;

@@ -19,6 +19,9 @@ struct OptimizeOptions {
   Level level = Level::Extended;  // "all" is extended: there is no layout level
   std::string model_type;         // "" or one of model_types() (model_type.h): a label, checked against the graph
   std::string target = "ort";     // "ort": com.microsoft fused operators; "onnx": standard operators of opset 23
+  // --target ort: "cpu" writes the forms ONNX Runtime's CPU kernels run fastest (ort_cpu_forms.h);
+  // "all" every fusion, as ORT's transformer optimizer writes them (for its GPU providers).
+  std::string forms = "cpu";
   bool explain = false;           // collect OptimizeResult::explain
   std::set<std::string> only, disable;
   std::optional<int64_t> opset;   // the output's ai.onnx opset

@@ -22,6 +22,8 @@ struct PassContext {
   // --target onnx: each com.microsoft node the standard-ops pass could not rewrite, as
   // (op type, "node 'n': why"); the optimizer then leaves that fusion out (optimizer.cc).
   std::vector<std::pair<std::string, std::string>> unconverted = {};
+  // --target ort --forms cpu: write the forms ORT's CPU kernels run fastest (ort_cpu_forms.h).
+  bool cpu_forms = false;
 };
 
 struct Pass {
@@ -65,6 +67,9 @@ Pass bias_skip_layer_norm_pass();
 Pass fused_matmul_pass();
 // Transpose(x, p) -> MatMul(., W) [+ b] -> Transpose(., p^-1) with p keeping the last axis: MatMul(x, W) [+ b].
 Pass transpose_sandwich_pass();
+// --target ort --forms cpu: a residual Add that ORT would fuse with its LayerNormalization into the
+// slower SkipLayerNormalization written as Sum (ort_cpu_forms.h).
+Pass residual_sum_pass();
 // Shape of attention scores -> its dims read from the graph inputs (MixFormer's mask sized by the scores).
 Pass shape_source_pass();
 Pass einsum_matmul_pass();         // a two-operand Einsum that is a batched product -> Transposes + MatMul

@@ -39,9 +39,11 @@ inline std::map<std::string, Value> ramp_feeds(const Model& m) {
   return feeds;
 }
 
-// Optimizes with only `passes` (all when empty) and checks the result equivalent to `m`.
-inline Model optimized(const Model& m, std::set<std::string> passes = {}, const std::string& model_type = "") {
+// Optimizes with only `passes` (all when empty) and checks the result equivalent to `m`. Every
+// fusion's own form (--forms all); what --forms cpu writes instead has its own tests.
+inline Model optimized(const Model& m, std::set<std::string> passes = {}, const std::string& model_type = "", const std::string& forms = "all") {
   optimize::OptimizeOptions o;
+  o.forms = forms;
   o.only = std::move(passes);
   o.model_type = model_type;
   Model out = optimize::optimize(m, Registry::builtin(), o).model;

@@ -384,11 +384,17 @@ Pass attention_pass() {
                 present_k = heads_output(index, f->k.heads.x), present_v = heads_output(index, f->v.heads.x);
               const bool presents = !present_k.empty() && !present_v.empty();
               const bool self_only = f->k.past.empty() && f->k.repeated.empty() && !f->q.rotary_node && !f->k.rotary_node && !presents;
-              if (packed && self_only) {
+              // --forms cpu: ORT's CPU Attention (the projection inside) runs up to 3.6x slower
+              // than MultiHeadAttention at batch > 1 (ort_cpu_forms.h); only a batch fixed at 1
+              // keeps it.
+              const std::vector<Dim>* xd = packed ? index.dims(packed->x) : separate ? index.dims(separate->x) : nullptr;
+              const bool attention_op = !ctx.cpu_forms || (xd && !xd->empty() && (*xd)[f->q.heads.seq_first ? 1 : 0].fixed() &&
+                                                           (*xd)[f->q.heads.seq_first ? 1 : 0].value == 1);
+              if (packed && self_only && attention_op) {
                 used.insert(packed->nodes.begin(), packed->nodes.end());
                 nodes.push_back(make_node("Attention", "com.microsoft", {batch_first(packed->x), packed->w, packed->b, mask_index, "", f->mask.bias}, {y},
                                           attrs, scope));
-              } else if (separate && self_only) {
+              } else if (separate && self_only && attention_op) {
                 // One (D_in, 3D) weight and (3D) bias from the three projections, as ORT's
                 // FusionAttention packs BERT's query, key and value.
                 used.insert(separate->nodes.begin(), separate->nodes.end());
