@@ -7,6 +7,8 @@
 # Run it on a quiet machine: the file is only replaced when every benchmark succeeded. To add a
 # benchmark, add "title|script relative to benchmarks/" to the list (VAR=value words before the
 # script set its variables); the script gets BUILD_DIR as its argument and prints markdown on stdout.
+# ONLY=TEXT runs only the benchmarks whose script path contains TEXT; the other sections (and the
+# header) are kept from the current file, and each section run says its own commit and date.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
@@ -18,6 +20,8 @@ benchmarks=(
   "Gemm with transB and float16 weights against ONNX Runtime, one thread: Gemm with W stored (N, K) (gemm), a float16 W cast to float before the MatMul (f16), a float16 model's MatMul (half)|KINDS=gemm,f16,half SHAPES=4 SEED=2 gemv/sweep.sh"
   "Decode steps of held-out decoders against ONNX Runtime|llm/decode_heldout.sh"
   "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
+  "Optimized models in ONNX Runtime: refeval optimize --target ort against the torch export, both at ORT's level all|optimize/ort_speed.sh"
+  "ONNX Runtime's CPU kernels: each fused form against the nodes it replaces|ort_forms/run.sh"
   "The HTML viewer at LLM scale|show/scale.sh"
 )
 
@@ -39,12 +43,22 @@ trap 'rm -f "$tmp"' EXIT
   echo "- ONNX Runtime: onnxruntime-node $ort (CPU)"
   echo "- refeval: $commit"
 } >"$tmp"
+only=${ONLY:-}
+if [[ -n $only && -f $out ]]; then  # the current header
+  awk '/^## /{exit} {print}' "$out" | sed '$d' >"$tmp"
+fi
 for entry in "${benchmarks[@]}"; do
   IFS='|' read -r title command <<<"$entry"
   read -ra words <<<"$command"
   settings=("${words[@]:0:${#words[@]}-1}") script=${words[-1]}
+  if [[ -n $only && $script != *"$only"* ]]; then  # the section as it is
+    awk -v t="## $title" '$0 == t {on = 1} on && /^## / && $0 != t {exit} on {line[++n] = $0}
+      END { while (n > 0 && line[n] == "") n--; if (n) print ""; for (i = 1; i <= n; i++) print line[i] }' "$out" >>"$tmp"
+    continue
+  fi
   echo "report.sh: $command" >&2
   { echo; echo "## $title"; echo; echo "\`${settings[*]}${settings:+ }benchmarks/$script\`"; echo
+    [[ -n $only ]] && echo "Run at refeval $commit, $(date -u '+%Y-%m-%d %H:%M UTC') (the header's machine)." && echo
     env "${settings[@]}" "$here/$script" "$build"; } >>"$tmp"
 done
 cp "$tmp" "$out"

@@ -26,7 +26,8 @@ cases=${CASES:-$(cd "$work" && ls -d */ | tr -d / | grep -v '^models$\|^optimize
 
 # optimized MODEL_PATH -> refeval's --target ort output for it (made once per model and options)
 optimized() {
-  local out=$work/optimized/$(basename "$1")
+  local args=${OPTIMIZE_ARGS:-}
+  local out=$work/optimized/${args//[^a-z0-9]/_}$(basename "$1")
   if [[ ! -f $out || $out -ot $refeval ]]; then
     # shellcheck disable=SC2086
     "$refeval" optimize "$1" -o "$out" --target ort ${OPTIMIZE_ARGS:-} >"$out.log" 2>&1 || { echo "optimize failed: $(tail -1 "$out.log")" >&2; return 1; }
