@@ -262,7 +262,7 @@ void emit_attention(Emitter& e, const AttentionParts& p, int64_t heads, const st
   }
   // A padding mask alone is (B, 1, 1, T): ONNX broadcasts it over the queries, ONNX Runtime 1.30's
   // Attention-23 does not ("inconsistent q_sequence_length"), so it gets the query rows here.
-  if (!hidden.empty() && future.empty() && !p.kv4d) {
+  if (!hidden.empty() && future.empty()) {
     const std::string rows = e.op("Concat", {e.ints("ones_2", {1, 1}), e.dim(p.q, 1), e.ints("one_1", {1})}, {build::attr("axis", int64_t(0))});
     hidden = e.op("Expand", {hidden, rows});
   }
