@@ -4,7 +4,16 @@
 // matter. torch's nn.MultiheadAttention leaves one around every out-projection (its
 // sequence-first layout, undone for batch_first; ViT, nn.TransformerEncoder) once the attention is
 // fused and gemm-reshape has turned the 2-D Gemm back into a MatMul on the 3-D rows.
+//
+// The same holds for a tree of row-wise nodes: the packed in-projection of nn.MultiheadAttention,
+// Transpose(x, p) -> MatMul(., W) -> Add(., b) -> three Slices of the last axis, each read by the
+// Transpose back (the fused attention's batch-first q, k, v). When every path from the Transpose
+// through row-wise nodes (MatMul by a 2-D constant, Add/Sub/Mul/Div by a constant of rank <= 1, a
+// Slice of the last axis only) ends in a Transpose undoing it, the row-wise nodes read x itself and
+// every Transpose of the tree goes.
 #include <fmt/format.h>
+
+#include <set>
 
 #include "../pass.h"
 
@@ -40,6 +49,104 @@ std::optional<Replacement> unwrap(const Match& m, RewriteContext& ctx, bool with
   return rep;
 }
 
+bool inverse(const std::vector<int64_t>& p, const std::vector<int64_t>& q) {
+  if (p.size() != q.size()) return false;
+  for (size_t i = 0; i < q.size(); ++i)
+    if (q[i] < 0 || size_t(q[i]) >= p.size() || p[size_t(q[i])] != int64_t(i)) return false;
+  return true;
+}
+
+// `n` acts on each row (the last axis) alone, reading `v` as its one varying input.
+bool row_wise(const Node& n, const std::string& v, const GraphIndex& g, size_t rank) {
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return false;
+  if (n.op_type == "MatMul") {
+    const Tensor* w = n.inputs.size() == 2 && n.inputs[0] == v ? g.constant(n.inputs[1]) : nullptr;
+    return w && w->rank() == 2;
+  }
+  if (n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" || n.op_type == "Div") {  // either side
+    if (n.inputs.size() != 2 || (n.inputs[0] == v) == (n.inputs[1] == v)) return false;
+    const Tensor* c = g.constant(n.inputs[n.inputs[0] == v ? 1 : 0]);
+    return c && c->rank() <= 1;
+  }
+  if (n.inputs[0] != v) return false;
+  if (n.op_type == "Slice") {  // data, starts, ends, axes: every axis the last
+    if (n.inputs.size() < 4 || n.inputs[3].empty()) return false;
+    const auto axes = g.ints(n.inputs[3]);
+    if (!axes || axes->empty()) return false;
+    for (int64_t a : *axes)
+      if (a != -1 && a != int64_t(rank) - 1) return false;
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (!n.inputs[i].empty() && !g.constant(n.inputs[i])) return false;
+    return true;
+  }
+  return false;
+}
+
+// From Transpose `t`: the row-wise nodes and the closing Transposes, or false when a path ends
+// anywhere else (a graph output, another reader).
+bool tree(const GraphIndex& g, const std::string& v, const std::vector<int64_t>& perm, std::vector<int>& rows, std::vector<int>& closing) {
+  if (g.is_graph_output(v) || g.consumers(v).empty()) return false;
+  for (const int c : g.consumers(v)) {
+    const Node& n = g.graph().nodes[size_t(c)];
+    if (n.op_type == "Transpose" && n.domain.empty() && inverse(perm, ints_attr(n, "perm"))) {
+      closing.push_back(c);
+    } else if (row_wise(n, v, g, perm.size())) {
+      rows.push_back(c);
+      if (!tree(g, n.outputs[0], perm, rows, closing)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every Transpose whose row-wise tree closes: removed with its closing Transposes.
+int unwrap_trees(Model& m, const PassContext& ctx) {
+  Graph& g = m.graph;
+  const GraphIndex index(g, ctx.inference);
+  std::vector<bool> drop(g.nodes.size(), false);
+  std::vector<std::pair<std::string, std::string>> renames;
+  std::set<int> touched;
+  NameGen names(g);
+  int removed = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& t = g.nodes[i];
+    if (t.op_type != "Transpose" || !t.domain.empty() || !keeps_last_axis(t) || touched.count(int(i))) continue;
+    const std::vector<int64_t> perm = ints_attr(t, "perm");
+    std::vector<int> rows, closing;
+    if (!tree(index, t.outputs[0], perm, rows, closing) || rows.empty()) continue;
+    bool free = true;  // a node in two trees (a chain already taken) waits for the next round
+    for (int r : rows) free = free && !touched.count(r);
+    for (int c : closing) free = free && !touched.count(c);
+    if (!free) continue;
+    // The row-wise nodes read the untransposed values, under fresh names (their shapes change).
+    std::map<std::string, std::string> fresh = {{t.outputs[0], t.inputs[0]}};
+    for (int r : rows) {
+      Node& n = g.nodes[size_t(r)];
+      for (std::string& in : n.inputs)
+        if (fresh.count(in)) in = fresh.at(in);
+      const std::string out = names.value(n.outputs[0] + "_rows");
+      fresh[n.outputs[0]] = out;
+      n.outputs[0] = out;
+      touched.insert(r);
+    }
+    for (int c : closing) {
+      Node& back = g.nodes[size_t(c)];
+      touched.insert(c);
+      if (index.is_graph_output(back.outputs[0])) {  // the output keeps its name
+        back = make_node("Identity", "", {fresh.at(back.inputs[0])}, back.outputs, {}, back.name);
+        continue;
+      }
+      drop[size_t(c)] = true;
+      renames.emplace_back(back.outputs[0], fresh.at(back.inputs[0]));
+    }
+    drop[i] = true, touched.insert(int(i));
+    ++removed;
+  }
+  if (removed) drop_nodes(g, drop, renames);
+  return removed;
+}
+
 }  // namespace
 
 Pass transpose_sandwich_pass() {
@@ -54,7 +161,8 @@ Pass transpose_sandwich_pass() {
   Rewrite with_bias{"Transpose pair around MatMul+Add", {biased}, [](const Match& m, RewriteContext& ctx) { return unwrap(m, ctx, true); }};
   Rewrite without{"Transpose pair around MatMul", {plain}, [](const Match& m, RewriteContext& ctx) { return unwrap(m, ctx, false); }};
   return {"transpose-sandwich", "Removed Transpose pair around a product", Level::Extended, [=](Model& m, PassContext& ctx) {
-            return apply(with_bias, m, ctx.inference, ctx.explain, "transpose-sandwich") + apply(without, m, ctx.inference, ctx.explain, "transpose-sandwich");
+            return apply(with_bias, m, ctx.inference, ctx.explain, "transpose-sandwich") + apply(without, m, ctx.inference, ctx.explain, "transpose-sandwich") +
+                   unwrap_trees(m, ctx);
           }};
 }
 
