@@ -42,7 +42,8 @@ for family in bart t5 whisper; do
       check "$family $m [$target]: no Softmax left" test "$(count "$out/$m.log" Softmax)" -eq 0
     done
     if [[ $target == ort ]]; then
-      check "$family: the encoder's 2 attentions fused" test "$(count "$out/encoder_model.log" Attention)" -eq 2
+      check "$family: the encoder's 2 attentions fused" \
+        test $(($(count "$out/encoder_model.log" Attention) + $(count "$out/encoder_model.log" MultiHeadAttention))) -eq 2
       for m in decoder_model decoder_with_past_model; do
         check "$family $m: self- and cross-attention fused in both layers" test "$(count "$out/$m.log" MultiHeadAttention)" -eq 4
         check "$family $m: detected as $family" grep -q "model type $family (detected: " "$out/$m.log"
