@@ -245,5 +245,5 @@ PYBIND11_MODULE(_refeval, m) {
   m.def("show_html", &show_html, py::arg("model"), py::arg("profile"), py::arg("diff"));
   m.def("accuracy", &accuracy_model, py::arg("model"), py::arg("feeds"), py::arg("reference"), py::arg("top_k"), py::arg("local"));
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
-        py::arg("disable"), py::arg("target"));
+        py::arg("disable"), py::arg("target"), py::arg("forms"));
 }

@@ -85,11 +85,13 @@ std::string generate_model(const std::string& model_path, const py::handle& prom
 }
 
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
-                        const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target) {
+                        const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target,
+                        const std::string& forms) {
   optimize::OptimizeOptions o;
   o.level = optimize::parse_level(level);
   o.model_type = model_type;
   o.target = target;
+  o.forms = forms;
   o.explain = true;
   o.only.insert(only.begin(), only.end());
   o.disable.insert(disable.begin(), disable.end());

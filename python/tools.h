@@ -21,7 +21,8 @@ py::dict profile_events(const std::vector<std::string>& paths, const std::string
 std::string show_html(const std::string& model_path, const std::string& profile_path, const std::string& diff_path);
 // Optimizes `in` into `out`; returns the node counts, the statistics counters and op counts.
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
-                        const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target);
+                        const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target,
+                        const std::string& forms);
 
 // The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,
 // memory); `profile` non-empty writes the phase-tagged profile there.

@@ -247,15 +247,16 @@ def reduce(model, out, nan=False, compare_with=None, check=None, error=None, inp
                    mode, freeze, bool(all_sets), int(max_steps))
 
 
-def optimize(model, out, level="all", model_type="", only=None, disable=None, target="ort"):
+def optimize(model, out, level="all", model_type="", only=None, disable=None, target="ort", forms="cpu"):
     """Optimizes a model file as `refeval optimize` does and writes `out`; returns
     {"path", "nodes_before", "nodes_after", "counters": {"Fused FastGelu": 12, ...}, "operators": {...},
     "model_type": "llama", "candidates": {"attention": (found, fused), ...},
     "not_fused": ["not fused: <pass> at '<node>': <why>", ...]} (what `--explain` prints).
-    target="onnx" emits standard opset-23 operators instead of com.microsoft ones.
+    target="onnx" emits standard opset-23 operators instead of com.microsoft ones; with target="ort",
+    forms="cpu" writes the forms ONNX Runtime's CPU kernels run fastest, forms="all" every fusion.
     Prove the result with refeval.ReferenceEvaluator on both models (or `refeval optimize --verify`)."""
     return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []),
-                   target)
+                   target, forms)
 
 
 def _model_arg(model):
