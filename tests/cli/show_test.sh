@@ -45,7 +45,7 @@ expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m
 check "memory heat: the nodes with the most memory alive, in MiB of the peak" \
   bash -c "grep -q 'Most memory alive' $m/mheat.html && grep -q 'MiB live' $m/mheat.html"
 expect 2 "" "no memory figures.*--memory" -- show $m/gpt2_attention_unfused.onnx --format html --profile $m/p.json --heat memory -o $m/x.html
-"$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx >/dev/null
+"$refeval" -q optimize $m/gpt2_attention_unfused.onnx -o $m/opt.onnx --forms all >/dev/null  # the fused Attention
 expect 0 "" "" -- show $m/gpt2_attention_unfused.onnx --diff $m/opt.onnx --format html -o $m/diff.html
 check "diff: removed and added counted" grep -q "27 nodes -> 1 nodes: 27 removed" $m/diff.html
 check "diff: the Attention links the 16 nodes it replaced (the optimizer's provenance)" grep -q "added, replaces 16 nodes" $m/diff.html
