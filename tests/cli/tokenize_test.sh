@@ -59,6 +59,16 @@ for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", 
     t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
                                                               {"type": "Punctuation"}, {"type": "Digits", "individual_digits": False}]}
     write("metaspace_split", t)
+# An empty String pattern is the empty regex in the libraries: it matches between every two
+# characters (Split splits there, Replace inserts there)
+chars = {p: i for i, p in enumerate(["a", "b", "c", "-a-b-c-", "abc", "<unk>"])}
+for name in ("empty_split", "empty_replace"):
+    t = copy.deepcopy(base)
+    t["model"] = {"type": "WordLevel", "vocab": chars, "unk_token": "<unk>"}
+    t["added_tokens"], t["decoder"], t["post_processor"] = [], None, None
+    t["pre_tokenizer"] = {"type": "Split", "pattern": {"String": ""}, "behavior": "Isolated", "invert": False} if name == "empty_split" else None
+    t["normalizer"] = {"type": "Replace", "pattern": {"String": ""}, "content": "-"} if name == "empty_replace" else None
+    write(name, t)
 PY
 printf '{"model": {"type": "BPE", "vocab": {"a": 0' >"$work/corrupt.json"
 
@@ -73,6 +83,8 @@ expect 0 "^67 65 70 95$" "" -- tokenize "$t" --file "$work/fused.txt"
 for b in "Removed 0 2 3" "Isolated 0 1 2 1 1 3" "MergedWithPrevious 4 5 1 3" "MergedWithNext 0 6 1 7" "Contiguous 0 1 2 8 3"; do
   expect 0 "^${b#* }$" "" -- tokenize "$work/split_${b%% *}.json" --text "the-final--countdown"
 done
+expect 0 "^0 1 2$" "" -- tokenize "$work/empty_split.json" --text "abc"  # as tokenizers.js and the Rust library
+expect 0 "^3$" "" -- tokenize "$work/empty_replace.json" --text "abc"  # "-a-b-c-"
 expect 0 "^9 10 15 12 13 14 14$" "" -- tokenize "$work/metaspace_split.json" --text "hey you ab123c,,"  # ▁hey ▁you ▁ab (unknown) 123 c , ,
 # single_word: "ab" is found where no word character touches it (not in "cab")
 expect 0 "^97 0 67 65 66 0 97 14$" "" -- tokenize "$work/single_word.json" --text "ab cab ab."

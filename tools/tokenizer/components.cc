@@ -63,8 +63,12 @@ const json& container_field(const json& j, const char* key, const std::string& w
 
 Pattern Pattern::from_json(const json& j, const std::string& where) {
   Pattern p;
-  if (j.is_object() && j.size() == 1 && j.contains("String") && j["String"].is_string()) {
+  if (j.is_object() && j.size() == 1 && j.contains("String") && j["String"].is_string() && !j["String"].get<std::string>().empty()) {
     p.literal_ = j["String"].get<std::string>();
+  } else if (j.is_object() && j.size() == 1 && j.contains("String") && j["String"].is_string()) {
+    // The libraries compile a String pattern as its escaped regex: an empty one matches between
+    // every two characters (Replace inserts there, Split splits there), not nowhere.
+    p.regex_ = Regex::oniguruma("");
   } else if (j.is_object() && j.size() == 1 && j.contains("Regex") && j["Regex"].is_string()) {
     try {
       p.regex_ = Regex::oniguruma(j["Regex"].get<std::string>());

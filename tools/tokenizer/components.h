@@ -52,7 +52,8 @@ std::vector<std::unique_ptr<Step>> sequence_steps(const json& j, const char* key
   return steps;
 }
 
-// A Replace/Split "pattern": {"String": "..."} (literal) or {"Regex": "..."} (Oniguruma).
+// A Replace/Split "pattern": {"String": "..."} (literal; an empty one is the empty regex, as the
+// libraries compile it) or {"Regex": "..."} (Oniguruma).
 class Pattern {
  public:
   static Pattern from_json(const json& j, const std::string& where);
