@@ -7,7 +7,9 @@
 # ratio = b / a (below 1: the optimized model is faster), the median of the rounds' ratios; the
 # geometric mean over the cases closes each column. "diff" is the largest difference of any
 # output, b against a in ORT (one thread), beside the outputs' largest magnitude; rows a mask hides
-# entirely differ by design (no runtime agrees there) and count in it.
+# entirely differ by design (no runtime agrees there) and count in it. Then ORT's own profile (one
+# thread, level all) of the case with the largest gain and of the one with the smallest, per op type,
+# original against optimized (`refeval report --compare`).
 #   benchmarks/optimize/ort_speed.sh [BUILD_DIR]     (REPEAT=10, ROUNDS=3, CASES="name ...",
 #                                                     OPTIMIZE_ARGS, REFEVAL_OPTIMIZE_DIR)
 # Needs Debian's python3-torch and python3-onnx (the exports, made once) and npm. Never a test.
@@ -40,6 +42,7 @@ echo
 echo "| case | fused | original 1t (ms) | optimized 1t (ms) | ratio 1t | original 2t (ms) | optimized 2t (ms) | ratio 2t | diff (max abs) |"
 echo "|---|---|--:|--:|--:|--:|--:|--:|---|"
 logs=()
+ratios=()  # "ratio_1t case"
 for c in $cases; do
   dir=$work/$c
   original=$(readlink -f "$dir/model.onnx")
@@ -51,7 +54,7 @@ for c in $cases; do
     echo "$c: $t thread(s)" >&2
     read -r a b ratio diff scale < <(cd "$here/ort" && ORT_THREADS=$t node time_pair.js "$original" "$opt" "$repeat" "$rounds" "${feeds[@]}" || echo "ERR ERR ERR ERR ERR")
     row+=("$a" "$b" "$ratio")
-    [[ $t == 1 ]] && d1="$diff ($scale)"
+    [[ $t == 1 ]] && d1="$diff ($scale)" && ratios+=("$ratio $c")
     logs+=("$t $ratio")
   done
   fused=$(sed -n 's/^operators: //p' "$opt.log" | tr ',' '\n' | grep -oE '(Attention|MultiHeadAttention|GroupQueryAttention|SkipLayerNormalization|SkipSimplifiedLayerNormalization|RotaryEmbedding|EmbedLayerNormalization|BiasGelu|FastGelu) [0-9]+' | sed 's/LayerNormalization/LN/; s/MultiHeadAttention/MHA/' | paste -sd' ' -)
@@ -59,3 +62,22 @@ for c in $cases; do
 done
 geomean() { printf "%s\n" "${logs[@]}" | awk -v t="$1" '$1 == t && $2 != "ERR" { s += log($2); n++ } END { if (n) printf "%.3f (%d cases)", exp(s / n), n; else print "-" }'; }
 echo "| geometric mean | | | | $(geomean 1) | | | $(geomean 2) | |"
+
+# profile CASE LABEL: ORT's per-op times of the original and the optimized model, side by side
+profile() {
+  local dir=$work/$1 original opt feeds=()
+  original=$(readlink -f "$dir/model.onnx")
+  opt=$(optimized "$original")
+  for f in "$dir"/*.npy; do feeds+=("$(basename "$f" .npy)=$f"); done
+  (cd "$here/ort" && node profile_ort.js "$original" all 21 "$work/$1.original.json" "${feeds[@]}" >/dev/null &&
+    node profile_ort.js "$opt" all 21 "$work/$1.optimized.json" "${feeds[@]}" >/dev/null)
+  echo
+  echo "ORT's profile, $2: $1 (one thread, level all, 20 runs after a warm-up; ms per run by op type, original then optimized). A profile adds a little time to every node, so a graph of more nodes reads slower here than it runs."
+  echo
+  "$refeval" report "$work/$1.original.json" --compare "$work/$1.optimized.json" --format md --top 12
+}
+mapfile -t ranked < <(printf "%s\n" "${ratios[@]}" | grep -v '^ERR' | sort -g)
+if ((${#ranked[@]} > 1)); then
+  profile "${ranked[0]#* }" "the largest gain"
+  profile "${ranked[-1]#* }" "the smallest gain"
+fi
