@@ -8,16 +8,12 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ramp;
 using refeval::testing::optimized;
 
 namespace {
 
 Initializer scalar(const std::string& name, float v) { return {name, Tensor::scalar<float>(v)}; }
-Tensor ramp(Shape shape, float start, float step) {
-  std::vector<float> v(size_t(shape_size(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 }  // namespace
 

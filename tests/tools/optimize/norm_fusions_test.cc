@@ -14,16 +14,12 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ramp;
 
 namespace {
 
 constexpr int64_t kH = 16;
 
-Tensor ramp(Shape shape, float start, float step) {
-  std::vector<float> v(size_t(shape_size(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 Tensor ramp16(Shape shape, float start, float step) {
   std::vector<float16> v(size_t(shape_size(shape)));

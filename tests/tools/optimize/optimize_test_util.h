@@ -19,6 +19,14 @@ inline int count_ops(const Model& m, const std::string& op) {
   return n;
 }
 
+// A float weight over `shape`: start, start + step, ... repeating every 23 values, so that larger
+// weights stay small.
+inline Tensor ramp(Shape shape, float start, float step) {
+  std::vector<float> v(size_t(shape_size(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+
 // Feeds for every graph input: a ramp of values in about [-2, 2] (symbolic dims as 3).
 inline std::map<std::string, Value> ramp_feeds(const Model& m) {
   std::map<std::string, Value> feeds;

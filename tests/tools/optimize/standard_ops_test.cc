@@ -10,14 +10,9 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ramp;
 
 namespace {
-
-Tensor ramp(Shape shape, float start, float step) {
-  std::vector<float> v(size_t(shape_size(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 Model ms_model(std::vector<Node> nodes, std::vector<ValueInfo> inputs, std::vector<ValueInfo> outputs, std::vector<Initializer> inits = {},
                int64_t opset = 17) {

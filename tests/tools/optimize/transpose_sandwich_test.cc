@@ -9,15 +9,10 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ramp;
 using refeval::testing::optimized;
 
 namespace {
-
-Tensor ramp(const Shape& shape, float start, float step) {
-  std::vector<float> v(size_t(shape_size(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = start + step * float(i % 23);
-  return Tensor::from_vector<float>(shape, v);
-}
 
 Attribute perm() { return attr("perm", std::vector<int64_t>{1, 0, 2}); }
 

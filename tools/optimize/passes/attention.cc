@@ -388,8 +388,9 @@ Pass attention_pass() {
               // than MultiHeadAttention at batch > 1 (ort_cpu_forms.h); only a batch fixed at 1
               // keeps it.
               const std::vector<Dim>* xd = packed ? index.dims(packed->x) : separate ? index.dims(separate->x) : nullptr;
-              const bool attention_op = !ctx.cpu_forms || (xd && !xd->empty() && (*xd)[f->q.heads.seq_first ? 1 : 0].fixed() &&
-                                                           (*xd)[f->q.heads.seq_first ? 1 : 0].value == 1);
+              const size_t batch_axis = f->q.heads.seq_first ? 1 : 0;
+              const bool attention_op =
+                  !ctx.cpu_forms || (xd && xd->size() > batch_axis && (*xd)[batch_axis].fixed() && (*xd)[batch_axis].value == 1);
               if (packed && self_only && attention_op) {
                 used.insert(packed->nodes.begin(), packed->nodes.end());
                 nodes.push_back(make_node("Attention", "com.microsoft", {batch_first(packed->x), packed->w, packed->b, mask_index, "", f->mask.bias}, {y},

@@ -25,12 +25,19 @@ bool keeps_last_axis(const Node& n) {
   return !p.empty() && p.back() == int64_t(p.size()) - 1;
 }
 
+// q undoes p: Transpose(Transpose(x, p), q) is x.
+bool inverse(const std::vector<int64_t>& p, const std::vector<int64_t>& q) {
+  if (p.size() != q.size()) return false;
+  for (size_t i = 0; i < q.size(); ++i)
+    if (q[i] < 0 || size_t(q[i]) >= p.size() || p[size_t(q[i])] != int64_t(i)) return false;
+  return true;
+}
+
 std::optional<Replacement> unwrap(const Match& m, RewriteContext& ctx, bool with_bias) {
   const GraphIndex& g = ctx.index;
   const std::vector<int64_t> p = ints_attr(m.node(g, "in"), "perm"), q = ints_attr(m.node(g, "out"), "perm");
   if (p.size() != q.size()) return ctx.refuse("the two Transposes have different ranks");
-  for (size_t i = 0; i < q.size(); ++i)
-    if (q[i] < 0 || size_t(q[i]) >= p.size() || p[size_t(q[i])] != int64_t(i)) return ctx.refuse("the second Transpose does not undo the first");
+  if (!inverse(p, q)) return ctx.refuse("the second Transpose does not undo the first");
   const Tensor* w = g.constant(m.value("w"));
   if (!w || w->rank() != 2) return ctx.refuse("the product's right operand is not a 2-D constant");
   if (with_bias) {
@@ -47,13 +54,6 @@ std::optional<Replacement> unwrap(const Match& m, RewriteContext& ctx, bool with
   rep.nodes.push_back(make_node("MatMul", "", {m.value("x"), m.value("w")}, {product}, {}, ctx.fused_name(m, "MatMul")));
   rep.nodes.push_back(make_node("Add", "", {product, m.value("b")}, out.outputs, {}, ctx.fused_name(m, "Add")));
   return rep;
-}
-
-bool inverse(const std::vector<int64_t>& p, const std::vector<int64_t>& q) {
-  if (p.size() != q.size()) return false;
-  for (size_t i = 0; i < q.size(); ++i)
-    if (q[i] < 0 || size_t(q[i]) >= p.size() || p[size_t(q[i])] != int64_t(i)) return false;
-  return true;
 }
 
 // `n` acts on each row (the last axis) alone, reading `v` as its one varying input.
