@@ -87,7 +87,8 @@ TEST_CASE("a written profile reads back to the same events") {
   ReferenceEvaluator ev(if_model());
   Profiler p;
   ev.add_observer(&p);
-  p.add_session_event("model_loading_uri", Profiler::Clock::now(), Profiler::Clock::now());
+  const Profiler::Clock::time_point load_start = Profiler::Clock::now();  // taken in order: argument order is unspecified
+  p.add_session_event("model_loading_uri", load_start, Profiler::Clock::now());
   p.begin_run();
   ev.run({}, {{"C", Tensor::from_vector<bool>({}, {true})}, {"X", tensor<float>({2}, {3, 4})}});
   p.end_run();
