@@ -1,7 +1,7 @@
-// How many threads the evaluator may use (default 1): one OpenMP pool runs the GEMM of MatMul,
-// Gemm and the convolutions, depthwise convolutions and large elementwise work. Work is split
-// across outputs only, never across a reduction, so results are bit-identical for every thread
-// count.
+// How many threads the evaluator may use (default 1): one pool (evaluator/run/threads.cc) runs
+// the GEMM of MatMul, Gemm and the convolutions, depthwise convolutions and large elementwise
+// work. Work is split across outputs only, never across a reduction, so results are bit-identical
+// for every thread count and whichever thread runs a part.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,8 @@ namespace refeval {
 void set_thread_count(int n);
 int thread_count();
 
-// body(begin, end) over [0, n): in one chunk per thread when n >= 2 * grain (chunks of at least
-// `grain`), else in one call on this thread. For work whose every element is computed on its own
+// body(begin, end) over [0, n): when n >= 2 * grain, in chunks of at least `grain` (a few per
+// thread) that the threads claim as they finish, else in one call on this thread. For work whose every element is computed on its own
 // (elementwise ops, rows of a softmax): the split never changes a bit.
 // Work too small to split calls body directly, without wrapping it in a std::function (an
 // allocation per elementwise node).

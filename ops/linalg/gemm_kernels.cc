@@ -42,21 +42,19 @@ std::atomic<uint64_t> g_fast_calls{0};
 
 constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which OpenBLAS takes over
 
-// OpenBLAS itself runs on one thread: refeval's threads (one OpenMP pool, shared with
+// OpenBLAS itself runs on one thread: refeval's threads (its one pool, shared with
 // gemm_small_m.cc) take fixed blocks of C instead, 1024 columns when C is wider than tall, else 128
 // rows, every call of one shape. The blocks depend on the shape only, never on the thread count,
 // and OpenBLAS's AVX-512 kernels sum every element of a call the same way wherever it sits
 // (benchmarks/blas/kernels.sh), so the bits do not depend on the thread count. Two pools
-// (OpenBLAS's and OpenMP's) spinning on two cores made small models slower on two threads than
+// (OpenBLAS's and refeval's) spinning on two cores made small models slower on two threads than
 // on one. Blocks of 256 x 64 cost ResNet-18 10% against 1024 x 128.
 constexpr int64_t kColumnBlock = 1024, kRowBlock = 128;
 constexpr int64_t kParallelWork = int64_t(1) << 21;  // M * N * K below which one thread does it all
 
-// Eigen parallelises its products with OpenMP when built with it, as librefeval is: a 32 x 64 x 64
-// product then waited 20-40 ms for a second thread on a busy machine (100x its work). refeval's
-// own pool (refeval/threads.h) is the only one: Eigen runs single-threaded in every file of the
-// library (the setting is Eigen's process-wide state), from load time on.
-const bool kEigenSingleThreaded = (Eigen::setNbThreads(1), true);
+// Eigen runs single-threaded: the library is built without OpenMP, so refeval's pool
+// (refeval/threads.h) is the only one (Eigen's OpenMP products once waited 20-40 ms for a second
+// thread on a busy machine, 100x the work of a 32 x 64 x 64 product).
 
 // refeval's GEMM results depend on OpenBLAS's kernels: its AVX2 "Haswell" kernels sum edge tiles
 // in another order than the inner ones, so equal rows of A gave unequal rows of C

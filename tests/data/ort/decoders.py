@@ -17,7 +17,12 @@ Each builder takes a Config and returns an onnx.ModelProto with the Hugging Face
                  Attention with a static cache updated by TensorScatter (nonpad_kv_seqlen),
                  inputs past_key_values.{i}.* of the maximum length and cache_position (B,) int64.
 
-The weights are random (seeded) and scaled so that activations stay O(1).
+The weights are random (seeded) and scaled so that activations stay O(1). With cfg.tied the LM head
+reuses the embedding table: the plain-MatMul forms read it through a Transpose node (one copy in the
+file, as torch.onnx.export writes a tied head without constant folding; a runtime folds it or
+transposes per run), the GenAI form quantizes the table's values into its int4 MatMulNBits head (a
+second, int4 copy, as the GenAI builder writes a tied head unless its embeddings are shared
+through GatherBlockQuantized; MatMulNBits stores B as (N, K), the table's own (V, H) layout).
 Used by make_decoders.py (ORT fixtures) and benchmarks/llm (the int4 decode benchmark).
 """
 from dataclasses import dataclass
@@ -40,6 +45,7 @@ class Config:
     symmetric: bool = True
     accuracy_level: int = 0
     lm_head_bias: bool = True
+    tied: bool = False  # the LM head reads the embedding table (as Qwen2, Gemma, GPT-2 tie them)
     seed: int = 0
     eps: float = 1e-5
 
@@ -88,10 +94,20 @@ class Builder:
         self.cfg = cfg
         self.rng = np.random.default_rng(cfg.seed)
         self.nodes, self.inits = [], []
+        self.table = None  # with cfg.tied, the embedding table's array (the GenAI form's head quantizes it)
 
     def weight(self, name, shape, std=None):
         std = std if std is not None else 1 / np.sqrt(shape[0])
         self.inits.append(numpy_helper.from_array((self.rng.standard_normal(shape) * std).astype(np.float32), name))
+        return name
+
+    def embedding(self):
+        """The token table (vocab, hidden): std 1, or with cfg.tied std 1 / sqrt(hidden) (Qwen2's is about
+        that), so that the tied head's logits stay O(1) and not led by the current token's own row."""
+        std = 1 / np.sqrt(self.cfg.hidden) if self.cfg.tied else 1.0
+        name = self.weight("model.embed_tokens.weight", (self.cfg.vocab, self.cfg.hidden), std=std)
+        if self.cfg.tied:
+            self.table = numpy_helper.to_array(self.inits[-1])
         return name
 
     def const(self, name, array):
@@ -105,9 +121,10 @@ class Builder:
         self.nodes.append(helper.make_node(op, inputs, outputs, name=name, domain=domain or None, **attrs))
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def matmul_nbits(self, x, K, N, name, bias=False):
+    def matmul_nbits(self, x, K, N, name, bias=False, w=None):
         c = self.cfg
-        w = self.rng.standard_normal((K, N)).astype(np.float32) / np.sqrt(K)
+        if w is None:
+            w = self.rng.standard_normal((K, N)).astype(np.float32) / np.sqrt(K)
         packed, scales, zp = quantize_nbits(w, c.bits, c.block_size, c.symmetric)
         inputs = [x, self.const(f"{name}.qweight", packed), self.const(f"{name}.scales", scales)]
         inputs.append(self.const(f"{name}.qzeros", zp) if zp is not None else "")
@@ -174,7 +191,12 @@ class Builder:
         return hidden, residual
 
     def lm_head(self, hidden):
-        self.matmul(hidden, self.cfg.hidden, self.cfg.vocab, "/lm_head/MatMul")
+        if self.cfg.tied:
+            table = self.node("Transpose", ["model.embed_tokens.weight"], ["/lm_head/Transpose/output_0"], "/lm_head/Transpose",
+                              perm=[1, 0])
+            self.node("MatMul", [hidden, table], ["/lm_head/MatMul/output_0"], "/lm_head/MatMul")
+        else:
+            self.matmul(hidden, self.cfg.hidden, self.cfg.vocab, "/lm_head/MatMul")
         self.node("Identity", ["/lm_head/MatMul/output_0"], ["logits"], "/lm_head/Identity")
 
     def model(self, inputs, outputs, opsets):
@@ -205,7 +227,7 @@ def io(cfg, with_position_ids, past_len="past_sequence_length", cache_position=F
 def genai(cfg):
     c, b = cfg, Builder(cfg)
     H = c.head_size
-    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+    x = b.node("Gather", [b.embedding(), "input_ids"],
                ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
     # make_attention_mask_reformatting_for_gqa: seqlens_k = ReduceSum(mask) - 1, total = Shape(mask)[1]
     m = "/model/attn_mask_reformat/attn_mask_subgraph"
@@ -232,7 +254,9 @@ def genai(cfg):
                               kv_num_heads=c.kv_heads, do_rotary=1, rotary_interleaved=0, local_window_size=-1)
         o = b.matmul_nbits(attn, c.hidden, c.hidden, f"{p}/attn/o_proj/MatMul")
         hidden, residual = b.skip_norm_tail(residual, o, i, nbits=True)
-    logits = b.matmul_nbits(hidden, c.hidden, c.vocab, "/lm_head/MatMul", bias=c.lm_head_bias)
+    # tied: W (K, N) = the table transposed (its own values, quantized)
+    tied = b.table.T if c.tied else None
+    logits = b.matmul_nbits(hidden, c.hidden, c.vocab, "/lm_head/MatMul", bias=c.lm_head_bias, w=tied)
     b.node("Identity", [logits], ["logits"], "/lm_head/Identity")
     ins, outs = io(c, with_position_ids=False)
     return b.model(ins, outs, [("", 21), ("com.microsoft", 1)])
@@ -241,7 +265,7 @@ def genai(cfg):
 def optimum(cfg):
     c, b = cfg, Builder(cfg)
     assert c.heads == c.kv_heads, "MultiHeadAttention needs as many KV heads as query heads"
-    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+    x = b.node("Gather", [b.embedding(), "input_ids"],
                ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
     cos, sin = b.rotary_caches()
     # the padding mask of MultiHeadAttention: (B, T) int32, 1 = keep
@@ -279,7 +303,7 @@ def torch_export(cfg):
     c, b = cfg, Builder(cfg)
     H, rep = cfg.head_size, cfg.heads // cfg.kv_heads
     i64 = lambda name, v: b.const(name, np.array(v, np.int64))  # noqa: E731
-    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+    x = b.node("Gather", [b.embedding(), "input_ids"],
                ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
     # rotary tables, full width (HF concatenates the frequencies twice)
     inv = 1.0 / (10000 ** (np.arange(0, H, 2) / H))
@@ -402,7 +426,7 @@ def merged(model):
 def portable(cfg):
     c, b = cfg, Builder(cfg)
     H = c.head_size
-    x = b.node("Gather", [b.weight("model.embed_tokens.weight", (c.vocab, c.hidden), std=1.0), "input_ids"],
+    x = b.node("Gather", [b.embedding(), "input_ids"],
                ["/model/embed_tokens/Gather/output_0"], "/model/embed_tokens/Gather")
     cos, sin = b.rotary_caches()
     # nonpad_kv_seqlen = cache_position + S: the keys each row has after this step's writes

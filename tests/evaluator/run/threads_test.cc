@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -17,17 +20,20 @@ using namespace refeval::testing;
 using build::attr;
 using build::node;
 
-TEST_CASE("parallel_for: every index once, one call below twice the grain, exceptions rethrown") {
+TEST_CASE("parallel_for: every index once, in chunks of at least the grain, one call below twice the grain, exceptions rethrown") {
   set_thread_count(2);
   std::vector<int> seen(1000, 0);
   int calls = 0;
+  int64_t shortest = 1000;
   std::mutex m;
   parallel_for(1000, 100, [&](int64_t b, int64_t e) {
     std::lock_guard lock(m);
     ++calls;
+    shortest = std::min(shortest, e - b);
     for (int64_t i = b; i < e; ++i) ++seen[size_t(i)];
   });
-  CHECK(calls == 2);
+  CHECK(calls > 2);  // more chunks than threads: a parked thread's share goes to the others
+  CHECK(shortest >= 100);
   CHECK(std::count(seen.begin(), seen.end(), 1) == 1000);
   calls = 0;
   int64_t begin = -1, end = -1;
@@ -39,6 +45,37 @@ TEST_CASE("parallel_for: every index once, one call below twice the grain, excep
                          if (b > 0) throw std::runtime_error("from the second chunk");
                        }),
                        "from the second chunk", std::runtime_error);
+  set_thread_count(1);
+}
+
+TEST_CASE("parallel_for: a pool thread stalled in its first chunk leaves the rest of the work to the caller") {
+  // As when the OS parks a thread because another process holds its core: the caller must not
+  // wait for a fixed share of the work, only for the chunk already started.
+  set_thread_count(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> by_caller{0};
+  std::atomic<bool> stalled{false};
+  parallel_for(800, 100, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() == caller) by_caller += e - b;
+    else if (!stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  CHECK(by_caller >= 800 - 200);  // all but the stalled chunk (at most a quarter of the range on two threads)
+  set_thread_count(1);
+}
+
+TEST_CASE("parallel_for called from two threads at once: each range is covered whole") {
+  set_thread_count(2);
+  std::vector<std::atomic<int>> seen(2 * 100000);
+  auto cover = [&](int64_t offset) {
+    for (int round = 0; round < 50; ++round)
+      parallel_for(100000 / 50, 10, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) ++seen[size_t(offset + round * 2000 + i)];
+      });
+  };
+  std::thread other(cover, 100000);
+  cover(0);
+  other.join();
+  CHECK(std::all_of(seen.begin(), seen.end(), [](const std::atomic<int>& v) { return v == 1; }));
   set_thread_count(1);
 }
 

@@ -1,6 +1,7 @@
 // Binary and variadic elementwise ops: comparisons, logic, bitwise, Pow, Mod, Clip, Where,
 // Max/Min/Sum/Mean: integer rules, NaN propagation, broadcasting and errors.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -38,6 +39,23 @@ TEST_CASE("binary ops") {
   for (const auto& c : cases) {
     CAPTURE(c.op);
     check_equal(run_node(node(c.op, {"a", "b"}, {"c"}, c.attrs), {c.a, c.b})[0], c.expected);
+  }
+}
+
+TEST_CASE("Pow by a scalar 0.5 gives numpy's float32 np.power bit for bit, signed zeros and infinities included") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = tensor<float>({11}, {4, 2, 0, -0.f, -inf, inf, -1, kNaN, 3e-39f, 1e30f, 0.7f});
+  // np.power(x, np.float32(0.5)) with numpy 1.24: pow(-0, 0.5) is +0 and pow(-inf, 0.5) is +inf, unlike sqrt.
+  const std::vector<float> numpy = {2.f, 1.4142135381698608f, 0.f, 0.f, inf, inf, kNaN, kNaN, 5.477226186103597e-20f,
+                                    999999986991104.f, 0.8366600275039673f};
+  for (const Tensor& half : {tensor<float>({}, {0.5f}), tensor<double>({1}, {0.5})}) {
+    const Tensor z = run_node(node("Pow", {"a", "b"}, {"c"}), {x, half})[0].tensor();
+    for (size_t i = 0; i < numpy.size(); ++i) {
+      CAPTURE(i);
+      const float got = z.data<float>()[i];
+      if (std::isnan(numpy[i])) CHECK(std::isnan(got));
+      else CHECK(std::memcmp(&got, &numpy[i], sizeof(float)) == 0);
+    }
   }
 }
 

@@ -5,8 +5,9 @@ Reads the refusal messages in tools/optimize (ctx.refuse(...), refuse(sm, ...), 
 throw Refusal{...}, the look-alike reasons of patterns) and collects every reason the tests give,
 with REFEVAL_EXPLAIN_LOG (each Explain::add appended to a file): the optimizer's unit tests
 (refeval_tests, tests/tools/optimize), `refeval optimize --explain` (both targets) on every
-fixture of tests/data/optimize and tests/data/generate/seq2seq_*, and on the models of
-refeval_test_models (cli-optimize's look-alikes). Prints the messages no test produces. Exits 1
+fixture of tests/data/optimize and tests/data/generate/seq2seq_*, on the models of
+refeval_test_models (cli-optimize's look-alikes) and on the look-alike models of
+tests/data/optimize/lookalikes (also with --forms all, which the skip-layer-norm passes need). Prints the messages no test produces. Exits 1
 when one of them is not in the reviewed list tests/tools/optimize/refusals_untested.txt (a new
 reason without a look-alike), or when a listed one is now produced (take it off the list).
 
@@ -63,6 +64,7 @@ def fixtures(src, models_dir):
     roots = glob.glob(os.path.join(src, "tests/data/optimize/*/model.onnx"))
     roots += glob.glob(os.path.join(src, "tests/data/generate/seq2seq_*/*.onnx"))
     roots += glob.glob(os.path.join(models_dir, "*.onnx"))
+    roots += glob.glob(os.path.join(src, "tests/data/optimize/lookalikes/*.onnx"))
     return sorted(roots)
 
 
@@ -76,8 +78,11 @@ def produced_reasons(build, src, work):
     subprocess.run([os.path.join(build, "tests/refeval_tests"), "--source-file=*tools/optimize*"], capture_output=True, env=env)
     out = os.path.join(work, "out.onnx")
     for model in fixtures(src, models):
-        for target in ("ort", "onnx"):
-            subprocess.run([os.path.join(build, "refeval"), "optimize", model, "-o", out, "--explain", "--target", target],
+        runs = [["--target", "ort"], ["--target", "onnx"]]
+        if os.sep + "lookalikes" + os.sep in model:
+            runs.append(["--target", "ort", "--forms", "all"])
+        for options in runs:
+            subprocess.run([os.path.join(build, "refeval"), "optimize", model, "-o", out, "--explain", *options],
                            capture_output=True, env=env)
     return set(open(log, encoding="utf-8", errors="replace").read().splitlines()) if os.path.exists(log) else set()
 
