@@ -1,18 +1,22 @@
 #!/usr/bin/python3
 """Look-alike models: graphs that look like a fusion (or a com.microsoft operator that --target onnx
 rewrites) with one realistic difference that makes the rewrite invalid, so that the optimizer must
-refuse it and say why. Each is one small `lookalikes/<name>.onnx`; `lookalikes/expected.txt` lists
-`<name>.onnx<TAB><target><TAB><reason><TAB><extra verify args>`: the reason `refeval optimize
---explain --target <target>` must print in a "not fused:" line, and the options --verify needs to
-feed the model real values (a symbolic dim's size, a constant input).
-tests/cli/optimize_lookalikes_test.sh checks both; tests/tools/optimize/refusals.py counts the
-reasons as produced.
+refuse it and say why. Each is one small `lookalikes/<name>.onnx`; `lookalikes/expected.txt` has a
+row per reason, `<name>.onnx<TAB><target><TAB><reason>[<TAB><options>]`: `refeval optimize
+--explain --target <target>` must print <reason> in a "not fused:" line. <options> are what the
+run needs: --forms all for the passes --forms cpu leaves out (skip-layer-norm), --dim / --fill so
+that --verify feeds real values (a symbolic dim's size, a shape or position input); "exit=2" first
+marks a com.microsoft node the input has and --target onnx cannot rewrite, a usage error (exit 2,
+the reason on stderr). tests/cli/optimize_lookalikes_test.sh checks every row and that the
+optimized model is equivalent (--verify); tests/tools/optimize/refusals.py counts the reasons as
+produced by a test.
 
-Regenerate (Debian's python3 with onnx 1.12 and numpy; byte-identical on a rerun):
+Regenerate (Debian's python3 with onnx 1.12 and numpy; byte-identical on a rerun; --only writes
+those models, expected.txt always whole):
   /usr/bin/python3 tests/data/optimize/make_lookalikes.py [--only NAME...] [--out DIR]
 
-Sizes are small (hidden 16 or 32, 2 or 4 heads); weights are normal with std 0.2 from a seed per
-model, so every model and its optimized form can be compared on generated inputs.
+Sizes are small (hidden 16, 2 heads of 8, tables of 32 positions); weights are normal with std 0.2
+from a seed per model, so every model and its optimized form can be compared on generated inputs.
 """
 import argparse
 import pathlib
@@ -522,6 +526,11 @@ def gelu_bias_3d():
 MS = "com.microsoft"
 
 
+def seeded(seed, n, dtype):
+    """n normal values with std 0.2 from `seed`."""
+    return np.random.RandomState(seed).normal(0, 0.2, n).astype(dtype)
+
+
 def mha_model(seed, q_shape=("batch", 6, 16), kv_shape=("batch", 6, 16), dtype=F32, heads=2, bias=None, mask=None,
               past=(), outputs=1, extra_inputs=(), reshape_q=False, reshape_k=False, packed=False, **attrs):
     """One MultiHeadAttention as ORT's optimizer writes it (q, k, v projections done before)."""
@@ -565,25 +574,22 @@ def mha_key_rank_unknown():
 @case("onnx", "the bias is not a 1-D constant with a query of known hidden size", "exit=2 --dim hidden=16")
 def mha_bias_hidden_unknown():
     # The projections' bias left to the attention (ORT's form) with the hidden size dynamic.
-    g = Graph(85)
     m = mha_model(85, q_shape=("batch", 6, "hidden"), kv_shape=("batch", 6, "hidden"), bias="qkv.bias")
-    m.graph.initializer.append(numpy_helper.from_array(np.asarray(g.rng.normal(0, 0.2, 48), np.float32), "qkv.bias"))
+    m.graph.initializer.append(numpy_helper.from_array(seeded(85, 48, np.float32), "qkv.bias"))
     return m
 
 
 @case("onnx", "a bias other than float is not converted", "exit=2")
 def mha_bias_fp16():
     # A float16 model with the projections' bias inside the attention.
-    g = Graph(86)
     m = mha_model(86, dtype=F16, bias="qkv.bias")
-    m.graph.initializer.append(numpy_helper.from_array(np.asarray(g.rng.normal(0, 0.2, 48), np.float16), "qkv.bias"))
+    m.graph.initializer.append(numpy_helper.from_array(seeded(86, 48, np.float16), "qkv.bias"))
     return m
 
 
 @case("onnx", "key_padding_mask 'key_lengths' is not (B, T) or (B, S, T)", "exit=2 --fill key_lengths=4")
 def mha_mask_lengths():
     # The padding given as each row's key count (B) (ORT's mask_index form 1-D).
-    g = Graph(87)
     m = mha_model(87, mask="key_lengths")
     m.graph.input.append(helper.make_tensor_value_info("key_lengths", I32, ["batch"]))
     return m
@@ -1276,8 +1282,8 @@ class Att:
         return g.op("Add", [h, g.const(f"{name}.bias", shape=(width,))])
 
     def split(self, v, shape=(0, 0, NH, HD), perm=(0, 2, 1, 3)):
-        view = g_shape = self.g.ints("view_shape", list(shape)) if not isinstance(shape, str) else shape
-        del g_shape
+        """view(B, S, N, h).permute(perm); `shape` a value name: a view computed in the graph."""
+        view = shape if isinstance(shape, str) else self.g.ints("view_shape", list(shape))
         return self.g.op("Transpose", [self.g.op("Reshape", [v, view])], perm=list(perm))
 
     def qkv(self, k_perm=(0, 2, 3, 1)):
@@ -1568,12 +1574,9 @@ def att_alibi_heads_dynamic():
 @case("ort", "a run-time Where mask and an additive bias together")
 def att_where_and_bias():
     # A run-time boolean mask and an ALiBi bias on the same scores.
-    a = Att(195)
-    keep = a.g.input("keep", BOOL, ["batch", 1, "seq", "seq"])
+    a = Att(195, x_shape=("batch", 6, D))
+    keep = a.g.input("keep", BOOL, ["batch", 1, 6, 6])
     m = lambda s: a.g.op("Where", [keep, a.g.op("Add", [s, a.g.const("alibi", shape=(1, NH, 6, 6))]), a.g.const("min", -3.4e38)])
-    a.x = a.g.inputs[0].name
-    a.g.inputs[0] = helper.make_tensor_value_info("x", F32, ["batch", 6, D])
-    a.g.inputs[1] = helper.make_tensor_value_info("keep", BOOL, ["batch", 1, 6, 6])
     return a.block(m)
 
 
