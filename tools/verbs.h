@@ -31,5 +31,6 @@ std::unique_ptr<Verb> make_generate_verb();
 std::unique_ptr<Verb> make_reduce_verb();
 std::unique_ptr<Verb> make_accuracy_verb();
 std::unique_ptr<Verb> make_tokenize_verb();
+std::unique_ptr<Verb> make_quantize_verb();
 
 }  // namespace refeval::cli

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""`refeval quantize --int4` against an independent numpy RTN reference, bit for bit, and the
+quantized model run in ONNX Runtime 1.30 against refeval.
+
+The reference below is written from ONNX Runtime's documented convention (MatMulNBitsQuantizer's
+default config, docs in ../../../docs/cli/quantize.md): per block of K values of one column,
+asymmetric scale (max - min) / 15 over the range widened to 0 and zero point round(-min / scale),
+or symmetric scale = (largest-magnitude value) / -8 without zero points; q = round(v * (1 / scale)
++ zp) clamped to [0, 15], rounding half away from zero, every step in float32.
+
+  tests/tools/quantize/quantize_int4_test.py REFEVAL SOURCE_DIR
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+REFEVAL, SRC = sys.argv[1], pathlib.Path(sys.argv[2])
+sys.path.insert(0, str(SRC / "tests" / "data" / "ort"))
+failures = []
+
+
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def round_half_away(x):
+    """C's roundf for float32 values: exact in float64."""
+    x = x.astype(np.float64)
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.float32)
+
+
+def rtn_reference(w, block, symmetric):
+    """(data [N, blocks, block/2], scales [N*blocks], zero points [N*ceil(blocks/2)] or None)."""
+    K, N = w.shape
+    blocks = -(-K // block)
+    data = np.zeros((N, blocks, block // 2), np.uint8)
+    scales = np.zeros((N, blocks), np.float32)
+    zps = np.full((N, blocks + blocks % 2), 8, np.uint8)
+    for n in range(N):
+        for b in range(blocks):
+            v = w[b * block:(b + 1) * block, n].astype(np.float32)
+            if symmetric:
+                m = v.max() if abs(v.max()) > abs(v.min()) else v.min()
+                scale, zp = np.float32(m / np.float32(-8)), 8
+            else:
+                lo, hi = min(v.min(), np.float32(0)), max(v.max(), np.float32(0))
+                scale = np.float32((hi - lo) / np.float32(15))
+                zp_f = np.float32(np.float32(0) - lo / scale) if scale != 0 else lo
+                zp = 0 if zp_f < 0 else 15 if zp_f > 15 else int(round_half_away(np.array([zp_f]))[0])
+            scales[n, b] = scale
+            zps[n, b] = zp
+            rec = np.float32(1) / scale if scale != 0 else np.float32(0)
+            q = np.clip(round_half_away((v * rec).astype(np.float32) + np.float32(zp)), 0, 15).astype(np.uint8)
+            if len(q) % 2:  # an odd K's last value pairs with the zero point
+                q = np.append(q, np.uint8(zp))
+            packed = (q[0::2] & 0x0F) | (q[1::2] << 4)
+            data[n, b, :len(packed)] = packed
+    zp_bytes = (zps[:, 0::2] & 0x0F) | (zps[:, 1::2] << 4)
+    return data, scales.reshape(-1), None if symmetric else zp_bytes.reshape(-1)
+
+
+def weights(rng, K, N):
+    w = rng.standard_normal((K, N)).astype(np.float32) * 0.2
+    w[:16, 0] = 0                   # a block of zeros: scale 0
+    w[:, 1] = np.abs(w[:, 1])       # a column without negatives: the range widened to 0
+    w[:32, 2] = 0.25                # ties in magnitude: +0.25 and -0.25 in one block
+    w[1:32:2, 2] = -0.25
+    w[40, 3] = 7.5                  # an outlier
+    # Exact ties, where rounding half away from zero and half to even differ: asymmetric scale 1
+    # and zero point 6.5 (range -6.5 .. 8.5), symmetric scale 1 (largest magnitude -8).
+    halves = np.arange(-6.5, 8.5, 0.5, dtype=np.float32)
+    w[:32, 4] = np.resize(halves, 32)
+    w[0, 4], w[1, 4] = -6.5, 8.5
+    w[:32, 5] = np.resize(np.arange(-7.5, 7.5, 1.0, dtype=np.float32), 32)
+    w[0, 5] = -8
+    return w
+
+
+def model(rng):
+    """Two MatMuls share W1 (69 x 7: an odd K, a partial block), one reads W2 (96 x 40), one a
+    graph input (left alone), with dynamic batch and sequence."""
+    w1, w2 = weights(rng, 69, 7), weights(rng, 96, 40)
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h1"], name="first"),
+        helper.make_node("MatMul", ["x", "W1"], ["h1b"], name="second_same_weight"),
+        helper.make_node("Concat", ["h1", "h1b"], ["h"], axis=-1),
+        helper.make_node("MatMul", ["x96", "W2"], ["y2"], name="wide"),
+        helper.make_node("MatMul", ["y2", "free"], ["y3"], name="by_input"),
+    ]
+    graph = helper.make_graph(
+        nodes, "q",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 69]),
+         helper.make_tensor_value_info("x96", TensorProto.FLOAT, ["batch", "seq", 96]),
+         helper.make_tensor_value_info("free", TensorProto.FLOAT, [40, 3])],
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, ["batch", "seq", 14]),
+         helper.make_tensor_value_info("y3", TensorProto.FLOAT, ["batch", "seq", 3])],
+        [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), w1, w2
+
+
+def run(*args):
+    return subprocess.run([REFEVAL, *map(str, args)], capture_output=True, text=True)
+
+
+def main():
+    rng = np.random.default_rng(7)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="refeval-quantize-"))
+    m, w1, w2 = model(rng)
+    src = work / "float.onnx"
+    onnx.save(m, src)
+    for block, symmetric in ((32, False), (16, True), (64, False), (128, True)):
+        label = f"block {block}, {'symmetric' if symmetric else 'asymmetric'}"
+        out = work / f"q{block}.onnx"
+        args = ["quantize", src, "-o", out, "--int4", "--block-size", block, "--random-sets", 2, "--runs", 1]
+        r = run(*args, *(["--symmetric"] if symmetric else []))
+        check(r.returncode == 0, f"{label}: exit 0 ({r.stderr.strip()[:200]})")
+        check("quantized 3 of 4 MatMul nodes with a weight" in r.stdout, f"{label}: 3 of 4 MatMuls quantized")
+        check("not quantized: 'by_input': B 'free' is a graph input" in r.stdout, f"{label}: the graph input's MatMul named")
+        q = onnx.load(out)
+        inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+        check("W1" not in inits and "W2" not in inits, f"{label}: the float weights no node reads are gone")
+        ops = [(n.op_type, n.domain) for n in q.graph.node]
+        check(ops.count(("MatMulNBits", "com.microsoft")) == 3, f"{label}: 3 MatMulNBits")
+        for name, w in (("W1", w1), ("W2", w2)):
+            data, scales, zps = rtn_reference(w, block, symmetric)
+            check(np.array_equal(inits[name + "_Q4"], data), f"{label}: {name} packed weights equal the reference")
+            check(inits[name + "_scales"].tobytes() == scales.tobytes(), f"{label}: {name} scales equal the reference bit for bit")
+            if symmetric:
+                check(name + "_zero_points" not in inits, f"{label}: {name} without zero points")
+            else:
+                check(np.array_equal(inits[name + "_zero_points"], zps), f"{label}: {name} zero points equal the reference")
+        node = next(n for n in q.graph.node if n.name == "first_Q4")
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        check(attrs == {"K": 69, "N": 7, "bits": 4, "block_size": block}, f"{label}: MatMulNBits attributes {attrs}")
+        ort_agrees(q, label, work, block)
+    # The cost is measured, and a gate fails after OUT is written.
+    gated = work / "gated.onnx"
+    r = run("quantize", src, "-o", gated, "--int4", "--min-snr", 1000, "--runs", 0)
+    check(r.returncode == 3 and gated.exists() and "gate: 'h' SNR" in r.stdout, "--min-snr 1000: exit 3 with OUT written")
+    check("weights: " in r.stdout and "snr_db_min" in r.stdout, "the report gives the sizes and the SNR")
+    r = run("quantize", src, "-o", work / "x.onnx", "--int4", "--exclude", "first,wide", "--runs", 0)
+    check("quantized 1 of 4" in r.stdout and "'first': excluded by --exclude" in r.stdout, "--exclude by node name")
+    r = run("quantize", src, "-o", work / "x.onnx", "--int4", "--block-size", 24)
+    check(r.returncode == 2 and "power of 2" in r.stderr, "--block-size 24: exit 2")
+    r = run("quantize", src, "-o", work / "x.onnx", "--int4", "--exclude", "MatMul")
+    check(r.returncode == 2 and "no MatMul to quantize" in r.stderr, "nothing to quantize: exit 2 with the reason")
+    shutil.rmtree(work)
+    print(f"{len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+def ort_agrees(q, label, work, block):
+    """ORT runs the quantized model; refeval's outputs equal ORT's within float32 rounding of the
+    two sums (K products each, in different orders)."""
+    if not (SRC / "benchmarks/ort/node_modules/onnxruntime-node").is_dir():
+        check(False, "onnxruntime-node is installed (npm install in benchmarks/ort)")
+        return
+    import fixture  # tests/data/ort/fixture.py: writes the case with ORT's outputs as the expected ones
+    fixture.OUT = work / "ort"
+    rng = np.random.default_rng(block)
+    feeds = {"x": rng.standard_normal((2, 3, 69)).astype(np.float32),
+             "x96": rng.standard_normal((2, 3, 96)).astype(np.float32),
+             "free": rng.standard_normal((40, 3)).astype(np.float32)}
+    folder = fixture.write_case("int4", f"b{block}", q, feeds)
+    # |error| <= 2 K eps sum_k |a_k| |w_k| per output; bounded by the largest |a| sum times the largest |w| (< 8).
+    bound = 2 * 96 * np.finfo(np.float32).eps * max(np.abs(f).sum(axis=-1).max() for f in feeds.values()) * 8 * 40
+    r = run("test", folder, "--rtol", 0, "--atol", f"{bound:.3g}")
+    check(r.returncode == 0, f"{label}: ORT's outputs equal refeval's within {bound:.3g} ({(r.stdout + r.stderr).strip()[-300:]})")
+
+
+main()

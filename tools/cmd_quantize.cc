@@ -1,0 +1,126 @@
+// `refeval quantize IN.onnx -o OUT.onnx --int4`: ONNX Runtime's int4 weight-only quantization
+// (quantize/int4.h), then what it cost: the weights' bytes before and after, each output's
+// agreement over input sets (as `compare --random-sets`: cosine, SNR, top-1) and refeval's run
+// time before and after. --min-snr / --min-cosine exit 3 when not met, OUT still written.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "quality/output_stats.h"
+#include "quantize/int4.h"
+#include "refeval/evaluator.h"
+#include "refeval/model_io.h"
+#include "refeval/threads.h"
+#include "verbs.h"
+
+namespace refeval::cli {
+namespace {
+
+int64_t weight_bytes(const Model& m) {
+  int64_t bytes = 0;
+  for (const Initializer& i : m.graph.initializers) bytes += i.value.nbytes();
+  return bytes;
+}
+
+std::string size_text(int64_t bytes) {
+  return bytes >= 1000000 ? fmt::format("{:.2f} MB", double(bytes) / 1e6) : fmt::format("{:.1f} kB", double(bytes) / 1e3);
+}
+
+// Median milliseconds of `runs` runs on `feeds`, after one warm-up run.
+double median_ms(ReferenceEvaluator& ev, const std::map<std::string, Value>& feeds, int runs) {
+  ev.run({}, feeds);
+  std::vector<double> ms;
+  for (int r = 0; r < runs; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ev.run({}, feeds);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+class QuantizeVerb : public Verb {
+ public:
+  void setup(CLI::App* sub) override {
+    sub->add_option("model", in_, "the .onnx model")->required();
+    sub->add_option("-o,--output", out_, "OUT.onnx: the quantized model")->required();
+    sub->add_flag("--int4", int4_, "MatMul weights to 4-bit blocks (com.microsoft.MatMulNBits, RTN as ORT's default quantizer)")->required();
+    sub->add_option("--block-size", int4_options_.block_size, "K values per scale: 16, 32 (default), 64, 128, ...");
+    sub->add_flag("--symmetric", int4_options_.symmetric, "no zero points: scale = the block's largest-magnitude value / -8");
+    sub->add_option("--accuracy-level", int4_options_.accuracy_level, "MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)");
+    sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
+    sub->add_option("--random-sets", random_sets_, "N: input sets generated from seeds --seed .. --seed + N - 1 to measure the loss on (default 3)")
+        ->check(CLI::Range(1, 100000));
+    sub->add_option("--runs", runs_, "N: timed runs of each model on the first set (default 5; 0 skips timing)")->check(CLI::Range(0, 100000));
+    sub->add_option("--min-snr", min_snr_, "DB: exit 3 when an output's lowest SNR over the sets is below");
+    sub->add_option("--min-cosine", min_cosine_, "C: exit 3 when an output's lowest cosine similarity is below");
+    inputs_.add_to(sub);
+  }
+
+  int execute(const GlobalOptions& g) override {
+    for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e);
+    const Model original = open_model(in_);
+    const quantize::Int4Result q = quantize::quantize_int4(original, int4_options_);
+    if (q.quantized.empty())
+      fail_usage(fmt::format("{}: no MatMul to quantize{}", in_,
+                             q.skipped.empty() ? " (the main graph has none)" : fmt::format(" ('{}': {})", q.skipped[0].first, q.skipped[0].second)));
+    save_model(q.model, out_);
+    fmt::print("quantized {} of {} MatMul nodes with a weight to MatMulNBits (4 bits, block {}, {}{}): {}\n", q.quantized.size(),
+               q.quantized.size() + q.skipped.size(), int4_options_.block_size, int4_options_.symmetric ? "symmetric" : "asymmetric",
+               int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "", out_);
+    for (const auto& [node, why] : q.skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
+    if (q.computed_products) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", q.computed_products);
+    const int64_t before = weight_bytes(original), after = weight_bytes(q.model);
+    fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
+    return measure(original, q.model, g);
+  }
+
+ private:
+  // The loss over the input sets and the time per run, as `compare` and `profile` would show them.
+  int measure(const Model& original, const Model& quantized, const GlobalOptions& g) {
+    ReferenceEvaluator a(original, {&registry(g)}), b(quantized, {&registry(g)});
+    const std::vector<std::string> names = a.output_names();
+    std::vector<quality::OutputStats> stats(names.size());
+    for (size_t k = 0; k < names.size(); ++k) stats[k].name = names[k];
+    std::map<std::string, Value> first;
+    for (int s = 0; s < random_sets_; ++s) {
+      InputOptions o = inputs_;
+      o.seed = inputs_.seed + uint64_t(s);
+      const auto feeds = make_feeds(a, o);
+      if (s == 0) first = feeds;
+      const Values out_a = a.run({}, feeds), out_b = b.run({}, feeds);
+      for (size_t k = 0; k < names.size(); ++k)
+        if (out_a[k].is_tensor() && out_b[k].is_tensor()) stats[k].add(fmt::format("seed {}", o.seed), out_a[k].tensor(), out_b[k].tensor());
+    }
+    fmt::print("{} input set(s), the float model against the quantized one:\n", random_sets_);
+    fmt::print("{:<24} {:>11} {:>11} {:>10} {:>8}\n", "output", "max_abs", "cosine_min", "snr_db_min", "top1");
+    bool passed = true;
+    for (const quality::OutputStats& s : stats) {
+      if (!s.sets) continue;
+      fmt::print("{:<24} {:>11.4g} {:>11.7f} {:>10.2f} {:>8.4f}\n", s.name, s.max_abs, s.cosine_min, s.snr_db_min, s.top1_agreement());
+      if (min_snr_ && s.snr_db_min < *min_snr_) fmt::print("gate: '{}' SNR {:.2f} dB < --min-snr {}\n", s.name, s.snr_db_min, *min_snr_), passed = false;
+      if (min_cosine_ && s.cosine_min < *min_cosine_)
+        fmt::print("gate: '{}' cosine {:.7f} < --min-cosine {}\n", s.name, s.cosine_min, *min_cosine_), passed = false;
+    }
+    if (runs_ > 0) {
+      const double t_a = median_ms(a, first, runs_), t_b = median_ms(b, first, runs_);
+      fmt::print("refeval run time (median of {}, {} thread(s)): {:.3f} ms -> {:.3f} ms ({:.2f}x)\n", runs_, thread_count(), t_a, t_b, t_b / t_a);
+    }
+    return passed ? kOk : kCheckFailed;
+  }
+
+  std::string in_, out_, exclude_;
+  bool int4_ = false;
+  quantize::Int4Options int4_options_;
+  int random_sets_ = 3, runs_ = 5;
+  std::optional<double> min_snr_, min_cosine_;
+  InputOptions inputs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Verb> make_quantize_verb() { return std::make_unique<QuantizeVerb>(); }
+
+}  // namespace refeval::cli
