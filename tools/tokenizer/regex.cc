@@ -1,10 +1,17 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "regex.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include "unicode.h"
 
@@ -15,10 +22,248 @@ struct Regex::Code {
   ~Code() { pcre2_code_free(code); }
 };
 
+namespace {
+
+// General categories from utf8proc (Unicode 15) rather than PCRE2's own tables (Unicode 14 in
+// Debian's 10.42): \p{X} for a general category X becomes a class with the same code points as
+// utf8proc's X (category_class below). Other properties (Alphabetic, White_Space, Join_Control,
+// scripts such as \p{Han}) are not in utf8proc and stay PCRE2's.
+// A mask has bit c set for each utf8proc_category_t c it takes.
+using CategoryMask = uint32_t;
+constexpr CategoryMask bit(utf8proc_category_t c) { return CategoryMask(1) << c; }
+constexpr CategoryMask kLetter = bit(UTF8PROC_CATEGORY_LU) | bit(UTF8PROC_CATEGORY_LL) | bit(UTF8PROC_CATEGORY_LT) |
+                                 bit(UTF8PROC_CATEGORY_LM) | bit(UTF8PROC_CATEGORY_LO);
+constexpr CategoryMask kCased = bit(UTF8PROC_CATEGORY_LU) | bit(UTF8PROC_CATEGORY_LL) | bit(UTF8PROC_CATEGORY_LT);
+constexpr CategoryMask kMark = bit(UTF8PROC_CATEGORY_MN) | bit(UTF8PROC_CATEGORY_MC) | bit(UTF8PROC_CATEGORY_ME);
+constexpr CategoryMask kNumber = bit(UTF8PROC_CATEGORY_ND) | bit(UTF8PROC_CATEGORY_NL) | bit(UTF8PROC_CATEGORY_NO);
+constexpr CategoryMask kPunctuation = bit(UTF8PROC_CATEGORY_PC) | bit(UTF8PROC_CATEGORY_PD) | bit(UTF8PROC_CATEGORY_PS) |
+                                      bit(UTF8PROC_CATEGORY_PE) | bit(UTF8PROC_CATEGORY_PI) | bit(UTF8PROC_CATEGORY_PF) |
+                                      bit(UTF8PROC_CATEGORY_PO);
+constexpr CategoryMask kSymbol = bit(UTF8PROC_CATEGORY_SM) | bit(UTF8PROC_CATEGORY_SC) | bit(UTF8PROC_CATEGORY_SK) |
+                                 bit(UTF8PROC_CATEGORY_SO);
+constexpr CategoryMask kSeparator = bit(UTF8PROC_CATEGORY_ZS) | bit(UTF8PROC_CATEGORY_ZL) | bit(UTF8PROC_CATEGORY_ZP);
+constexpr CategoryMask kOther = bit(UTF8PROC_CATEGORY_CC) | bit(UTF8PROC_CATEGORY_CF) | bit(UTF8PROC_CATEGORY_CO) |
+                                bit(UTF8PROC_CATEGORY_CN) | bit(UTF8PROC_CATEGORY_CS);
+
+// The names Oniguruma gives the general categories, short and long, as normalized below. Cs alone
+// is left to PCRE2: UTF-8 has no surrogates, and PCRE2 refuses them in a class (they are left out
+// of every class written here, so \p{C} and the negations mean the same without them).
+struct CategoryName {
+  const char* name;
+  CategoryMask mask;
+};
+const CategoryName kCategoryNames[] = {
+    {"l", kLetter}, {"letter", kLetter}, {"lc", kCased}, {"l&", kCased}, {"casedletter", kCased},
+    {"lu", bit(UTF8PROC_CATEGORY_LU)}, {"uppercaseletter", bit(UTF8PROC_CATEGORY_LU)},
+    {"ll", bit(UTF8PROC_CATEGORY_LL)}, {"lowercaseletter", bit(UTF8PROC_CATEGORY_LL)},
+    {"lt", bit(UTF8PROC_CATEGORY_LT)}, {"titlecaseletter", bit(UTF8PROC_CATEGORY_LT)},
+    {"lm", bit(UTF8PROC_CATEGORY_LM)}, {"modifierletter", bit(UTF8PROC_CATEGORY_LM)},
+    {"lo", bit(UTF8PROC_CATEGORY_LO)}, {"otherletter", bit(UTF8PROC_CATEGORY_LO)},
+    {"m", kMark}, {"mark", kMark}, {"combiningmark", kMark},
+    {"mn", bit(UTF8PROC_CATEGORY_MN)}, {"nonspacingmark", bit(UTF8PROC_CATEGORY_MN)},
+    {"mc", bit(UTF8PROC_CATEGORY_MC)}, {"spacingmark", bit(UTF8PROC_CATEGORY_MC)},
+    {"me", bit(UTF8PROC_CATEGORY_ME)}, {"enclosingmark", bit(UTF8PROC_CATEGORY_ME)},
+    {"n", kNumber}, {"number", kNumber},
+    {"nd", bit(UTF8PROC_CATEGORY_ND)}, {"decimalnumber", bit(UTF8PROC_CATEGORY_ND)},
+    {"nl", bit(UTF8PROC_CATEGORY_NL)}, {"letternumber", bit(UTF8PROC_CATEGORY_NL)},
+    {"no", bit(UTF8PROC_CATEGORY_NO)}, {"othernumber", bit(UTF8PROC_CATEGORY_NO)},
+    {"p", kPunctuation}, {"punctuation", kPunctuation},
+    {"pc", bit(UTF8PROC_CATEGORY_PC)}, {"connectorpunctuation", bit(UTF8PROC_CATEGORY_PC)},
+    {"pd", bit(UTF8PROC_CATEGORY_PD)}, {"dashpunctuation", bit(UTF8PROC_CATEGORY_PD)},
+    {"ps", bit(UTF8PROC_CATEGORY_PS)}, {"openpunctuation", bit(UTF8PROC_CATEGORY_PS)},
+    {"pe", bit(UTF8PROC_CATEGORY_PE)}, {"closepunctuation", bit(UTF8PROC_CATEGORY_PE)},
+    {"pi", bit(UTF8PROC_CATEGORY_PI)}, {"initialpunctuation", bit(UTF8PROC_CATEGORY_PI)},
+    {"pf", bit(UTF8PROC_CATEGORY_PF)}, {"finalpunctuation", bit(UTF8PROC_CATEGORY_PF)},
+    {"po", bit(UTF8PROC_CATEGORY_PO)}, {"otherpunctuation", bit(UTF8PROC_CATEGORY_PO)},
+    {"s", kSymbol}, {"symbol", kSymbol},
+    {"sm", bit(UTF8PROC_CATEGORY_SM)}, {"mathsymbol", bit(UTF8PROC_CATEGORY_SM)},
+    {"sc", bit(UTF8PROC_CATEGORY_SC)}, {"currencysymbol", bit(UTF8PROC_CATEGORY_SC)},
+    {"sk", bit(UTF8PROC_CATEGORY_SK)}, {"modifiersymbol", bit(UTF8PROC_CATEGORY_SK)},
+    {"so", bit(UTF8PROC_CATEGORY_SO)}, {"othersymbol", bit(UTF8PROC_CATEGORY_SO)},
+    {"z", kSeparator}, {"separator", kSeparator},
+    {"zs", bit(UTF8PROC_CATEGORY_ZS)}, {"spaceseparator", bit(UTF8PROC_CATEGORY_ZS)},
+    {"zl", bit(UTF8PROC_CATEGORY_ZL)}, {"lineseparator", bit(UTF8PROC_CATEGORY_ZL)},
+    {"zp", bit(UTF8PROC_CATEGORY_ZP)}, {"paragraphseparator", bit(UTF8PROC_CATEGORY_ZP)},
+    {"c", kOther}, {"other", kOther},
+    {"cc", bit(UTF8PROC_CATEGORY_CC)}, {"control", bit(UTF8PROC_CATEGORY_CC)},
+    {"cf", bit(UTF8PROC_CATEGORY_CF)}, {"format", bit(UTF8PROC_CATEGORY_CF)},
+    {"co", bit(UTF8PROC_CATEGORY_CO)}, {"privateuse", bit(UTF8PROC_CATEGORY_CO)},
+    {"cn", bit(UTF8PROC_CATEGORY_CN)}, {"unassigned", bit(UTF8PROC_CATEGORY_CN)},
+};
+
+// A property name as Oniguruma compares them: case aside, spaces, '-' and '_' ignored.
+std::string normalized_property(std::string_view name) {
+  std::string out;
+  for (const char c : name)
+    if (c != ' ' && c != '-' && c != '_') out += char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The general category's mask, or 0 for a name left to PCRE2.
+CategoryMask category_mask(std::string_view name) {
+  const std::string n = normalized_property(name);
+  for (const auto& c : kCategoryNames)
+    if (n == c.name) return c.mask;
+  return 0;
+}
+
+// The code points 0..0x10FFFF as runs of one utf8proc category, built once per process.
+struct CategoryRun {
+  int32_t first;
+  utf8proc_category_t category;
+};
+const std::vector<CategoryRun>& category_runs() {
+  static const std::vector<CategoryRun> runs = [] {
+    std::vector<CategoryRun> r;
+    for (int32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+      const auto c = utf8proc_category(cp);
+      if (r.empty() || r.back().category != c) r.push_back({cp, c});
+    }
+    return r;
+  }();
+  return runs;
+}
+
+// The ranges of code points whose category is in `mask` (or, `complement`, is not), surrogates
+// left out, as the inside of a PCRE2 class: \x{41}-\x{5a}\x{61}-\x{7a}... Made once per mask.
+const std::string& explicit_class(CategoryMask mask, bool complement) {
+  static std::mutex mutex;
+  static std::map<std::pair<CategoryMask, bool>, std::string> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = made.try_emplace({mask, complement});
+  if (!inserted) return it->second;
+  const auto& runs = category_runs();
+  std::string& out = it->second;
+  int32_t open = -1;  // the first code point of the range being gathered
+  auto close = [&](int32_t last) {
+    if (open < 0) return;
+    out += open == last ? fmt::format("\\x{{{:x}}}", open) : fmt::format("\\x{{{:x}}}-\\x{{{:x}}}", open, last);
+    open = -1;
+  };
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const int32_t first = runs[i].first, last = i + 1 < runs.size() ? runs[i + 1].first - 1 : 0x10FFFF;
+    const bool in = runs[i].category != UTF8PROC_CATEGORY_CS && (((mask >> runs[i].category) & 1) != 0) != complement;
+    if (in && open < 0) open = first;
+    if (!in) close(first - 1);
+    if (i + 1 == runs.size()) close(last);
+  }
+  return out;
+}
+
+// PCRE2's names of utf8proc's categories (utf8proc_category_t order), and of their groups.
+const char* const kPcre2Names[] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps",
+                                   "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"};
+constexpr int kCategories = 30;
+const CategoryName kPcre2Groups[] = {{"L", kLetter}, {"L&", kCased}, {"M", kMark}, {"N", kNumber}, {"P", kPunctuation},
+                                     {"S", kSymbol},  {"Z", kSeparator}, {"C", kOther}};
+
+// The code points PCRE2's tables put in another general category than utf8proc (Unicode 15)
+// does, with PCRE2's category: those new since PCRE2's Unicode (Cn there; 4,489 from 14 to 15)
+// and any whose category changed. Found once per process by PCRE2 itself: each utf8proc category's
+// code points, as one text, searched for those PCRE2 gives another category. Only assigned code
+// points outside private use are looked at (Unicode never unassigns one, and private use is fixed).
+const std::vector<std::pair<int32_t, utf8proc_category_t>>& pcre2_disagreements() {
+  static const std::vector<std::pair<int32_t, utf8proc_category_t>> found = [] {
+    auto compile = [](const std::string& pattern) {
+      int error = 0;
+      PCRE2_SIZE offset = 0;
+      pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                       &error, &offset, nullptr);
+      if (!code) throw std::logic_error("PCRE2 refuses " + pattern);
+      pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+      return std::unique_ptr<pcre2_code, decltype(&pcre2_code_free)>(code, &pcre2_code_free);
+    };
+    std::string which = R"(\A(?:)";  // PCRE2's category of one code point: the group that matches
+    for (int c = 0; c < kCategories; ++c) which += fmt::format("{}(\\p{{{}}})", c ? "|" : "", kPcre2Names[c]);
+    const auto category_of = compile(which + ")");
+    std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(pcre2_match_data_create(kCategories + 1, nullptr),
+                                                                           &pcre2_match_data_free);
+    std::vector<std::string> texts(kCategories);
+    const auto& runs = category_runs();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto c = runs[i].category;
+      // unassigned, surrogates, and private use (its code points are fixed by Unicode) left out
+      if (c == UTF8PROC_CATEGORY_CN || c == UTF8PROC_CATEGORY_CS || c == UTF8PROC_CATEGORY_CO) continue;
+      const int32_t last = i + 1 < runs.size() ? runs[i + 1].first - 1 : 0x10FFFF;
+      for (int32_t cp = runs[i].first; cp <= last; ++cp) {
+        utf8proc_uint8_t buf[4];
+        texts[c].append(reinterpret_cast<const char*>(buf), size_t(utf8proc_encode_char(cp, buf)));
+      }
+    }
+    std::vector<std::pair<int32_t, utf8proc_category_t>> out;
+    for (int c = 0; c < kCategories; ++c) {
+      if (texts[c].empty()) continue;
+      const auto other = compile(fmt::format("\\P{{{}}}", kPcre2Names[c]));
+      const auto* subject = reinterpret_cast<PCRE2_SPTR>(texts[c].data());
+      for (size_t start = 0; start < texts[c].size();) {
+        if (pcre2_match(other.get(), subject, texts[c].size(), start, PCRE2_NO_UTF_CHECK, md.get(), nullptr) < 0) break;
+        const size_t at = pcre2_get_ovector_pointer(md.get())[0];
+        size_t length = 1;
+        const int32_t cp = next_code_point(texts[c], at, &length);
+        const int rc = pcre2_match(category_of.get(), subject + at, length, 0, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
+        if (rc < 2) throw std::logic_error(fmt::format("PCRE2 gives U+{:04X} no general category", cp));
+        out.emplace_back(cp, utf8proc_category_t(rc - 2));  // group k + 1 is category k
+        start = at + length;
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  return found;
+}
+
+// The inside of a PCRE2 class taking the code points of utf8proc's categories in `mask`. Where
+// PCRE2's tables only lack code points (new in Unicode 15), PCRE2's own properties plus those
+// code points: \p{L}\x{11f04}-\x{11f10}... (a property is one table look-up, where a long list of
+// ranges is tried one by one). Where PCRE2 has code points of the mask that utf8proc does not
+// (a changed category, or Cn in the mask), the explicit ranges. Made once per mask.
+const std::string& category_class(CategoryMask mask) {
+  static std::mutex mutex;
+  static std::map<CategoryMask, std::string> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = made.try_emplace(mask);
+  if (!inserted) return it->second;
+  std::string& out = it->second;
+  std::vector<int32_t> added;
+  for (const auto& [cp, pcre2_category] : pcre2_disagreements()) {
+    const bool in_pcre2 = (mask >> pcre2_category) & 1, in_utf8proc = (mask >> utf8proc_category(cp)) & 1;
+    if (in_pcre2 && !in_utf8proc) return out = explicit_class(mask, false);
+    if (in_utf8proc && !in_pcre2) added.push_back(cp);
+  }
+  CategoryMask left = mask & ~bit(UTF8PROC_CATEGORY_CS);
+  for (const auto& g : kPcre2Groups)
+    if ((left & g.mask & ~bit(UTF8PROC_CATEGORY_CS)) == (g.mask & ~bit(UTF8PROC_CATEGORY_CS))) {
+      out += fmt::format("\\p{{{}}}", g.name);
+      left &= ~g.mask;
+    }
+  for (int c = 0; c < kCategories; ++c)
+    if ((left >> c) & 1) out += fmt::format("\\p{{{}}}", kPcre2Names[c]);
+  for (size_t i = 0; i < added.size();) {
+    size_t j = i;
+    while (j + 1 < added.size() && added[j + 1] == added[j] + 1) ++j;
+    out += i == j ? fmt::format("\\x{{{:x}}}", added[i]) : fmt::format("\\x{{{:x}}}-\\x{{{:x}}}", added[i], added[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string oniguruma_to_pcre2(const std::string& p) {
-  static const std::string kWord = R"(\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control})";
+  // Oniguruma's \w: Alphabetic (PCRE2's table: utf8proc has no such property; its letters and
+  // letter numbers, which Alphabetic takes, are added so a Unicode 15 letter is a word character
+  // too), marks, decimal digits, connector punctuation, Join_Control.
+  static const std::string kWord =
+      R"(\p{Alphabetic})" +
+      category_class(kLetter | bit(UTF8PROC_CATEGORY_NL) | kMark | bit(UTF8PROC_CATEGORY_ND) | bit(UTF8PROC_CATEGORY_PC)) +
+      R"(\p{Join_Control})";
   std::string out;
   bool in_class = false;
+  // A general category (negated or not): its ranges inside a class, a class of its own outside one.
+  auto category = [&](CategoryMask mask, bool negated) {
+    if (in_class) out += negated ? explicit_class(mask, true) : category_class(mask);
+    else out += (negated ? "[^" : "[") + category_class(mask) + "]";
+  };
   for (size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
     if (c == '\\' && i + 1 < p.size()) {
@@ -30,6 +275,30 @@ std::string oniguruma_to_pcre2(const std::string& p) {
         case 'W': out += in_class ? std::string(R"(\W)") : "[^" + kWord + "]"; break;
         case 'h': out += in_class ? "0-9A-Fa-f" : "[0-9A-Fa-f]"; break;
         case 'H': out += in_class ? std::string(R"(\H)") : "[^0-9A-Fa-f]"; break;
+        case 'd': category(bit(UTF8PROC_CATEGORY_ND), false); break;  // Unicode's decimal digits, as PCRE2's \d with UCP
+        case 'D': category(bit(UTF8PROC_CATEGORY_ND), true); break;
+        case 'p':
+        case 'P': {
+          // \p{Name}, \p{^Name} (Oniguruma's negation), \pL (PCRE2's one-letter form)
+          std::string_view name;
+          size_t end = i;  // the last character of the escape
+          if (i + 1 < p.size() && p[i + 1] == '{') {
+            const size_t close = p.find('}', i + 2);
+            if (close != std::string::npos) name = std::string_view(p).substr(i + 2, close - i - 2), end = close;
+          } else if (i + 1 < p.size()) {
+            name = std::string_view(p).substr(i + 1, 1), end = i + 1;
+          }
+          bool negated = e == 'P';
+          if (!name.empty() && name[0] == '^') name.remove_prefix(1), negated = !negated;
+          const CategoryMask mask = name.empty() ? 0 : category_mask(name);
+          if (!mask) {  // any other property (Alphabetic, White_Space, scripts): PCRE2's own
+            out += c, out += e;
+            break;
+          }
+          category(mask, negated);
+          i = end;
+          break;
+        }
         default: out += c, out += e;
       }
       continue;
@@ -57,6 +326,7 @@ std::string oniguruma_to_pcre2(const std::string& p) {
 
 Regex Regex::oniguruma(const std::string& pattern) {
   Regex r;
+  r.pattern_ = pattern;
   r.translated_ = oniguruma_to_pcre2(pattern);
   int error = 0;
   PCRE2_SIZE offset = 0;
@@ -68,8 +338,12 @@ Regex Regex::oniguruma(const std::string& pattern) {
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
-    throw std::invalid_argument(fmt::format("{} at offset {} of the PCRE2 form '{}'", reinterpret_cast<const char*>(message),
-                                            offset, r.translated_));
+    // the PCRE2 form is shown when it is short: written-out general categories make it long
+    throw std::invalid_argument(
+        r.translated_.size() <= 400
+            ? fmt::format("{} at offset {} of the PCRE2 form '{}'", reinterpret_cast<const char*>(message), offset, r.translated_)
+            : fmt::format("{} at offset {} of the PCRE2 form ({} bytes, general categories written out as code point ranges)",
+                          reinterpret_cast<const char*>(message), offset, r.translated_.size()));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // a speed-up where the platform has it; matching is the same without
   r.code_ = std::make_shared<Code>();
@@ -89,7 +363,7 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const
       pcre2_match_data_free(md);
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw RegexMatchError(fmt::format("regular expression '{}': {}", translated_, reinterpret_cast<const char*>(message)));
+      throw RegexMatchError(fmt::format("regular expression '{}': {}", pattern_, reinterpret_cast<const char*>(message)));
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     const size_t b = ov[0], e = ov[1];

@@ -7,6 +7,9 @@
 //                          pre-tokenizer with Llama-3's pattern then ByteLevel without its regex,
 //                          merges as [a, b] pairs, ignore_merges, <|begin_of_text|> added by a
 //                          TemplateProcessing
+//   gpt2_deepseek3_split.json the same vocabulary under DeepSeek-V3's pre-tokenizer: Splits on
+//                          \p{N}{1,3}, CJK and kana runs, then its pattern of \p{L}, \p{M},
+//                          \p{P}, \p{S} classes, then ByteLevel without its regex
 //   llama2.json            Llama-2: SentencePiece BPE (llama-tokenizer-js's packed vocabulary and
 //                          merges) with byte_fallback and fuse_unk, Prepend("▁") + Replace(" ",
 //                          "▁") normalizer, <s> added, Replace/ByteFallback/Fuse/Strip decoder
@@ -79,6 +82,27 @@ write("gpt2_llama3_split.json", file({
     type: "Sequence",
     processors: [{ type: "ByteLevel", ...byteLevel, trim_offsets: false }, template(["<|begin_of_text|>"], [], specials3)],
   },
+  decoder: { type: "ByteLevel", ...byteLevel },
+  model: bpe(gpt2Vocab, gpt2Merges.map((m) => m.split(" ")), { ignore_merges: true }),
+}));
+
+// GPT-2's vocabulary with DeepSeek-V3's pre-tokenizer (its tokenizer.json's three Split steps)
+const deepseek3Patterns = [
+  "\\p{N}{1,3}",
+  "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+  "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+];
+write("gpt2_deepseek3_split.json", file({
+  added_tokens: [added(50256, "<|endoftext|>")],
+  normalizer: null,
+  pre_tokenizer: {
+    type: "Sequence",
+    pretokenizers: [
+      ...deepseek3Patterns.map((p) => ({ type: "Split", pattern: { Regex: p }, behavior: "Isolated", invert: false })),
+      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  },
+  post_processor: { type: "ByteLevel", ...byteLevel, trim_offsets: false },
   decoder: { type: "ByteLevel", ...byteLevel },
   model: bpe(gpt2Vocab, gpt2Merges.map((m) => m.split(" ")), { ignore_merges: true }),
 }));

@@ -8,7 +8,8 @@
 // not U+0085; Unicode's White_Space the other way round), U+180E, a capital sigma ending a word
 // (JavaScript lowercases it to ς, Rust's per-character lowercase to σ), ſ and the Kelvin sign
 // (Unicode case folding in (?i:...), ASCII folding in tokenizers.js), CJK ideographs outside the
-// BMP (tokenizers.js pads CJK by UTF-16 unit), unassigned code points.
+// BMP (tokenizers.js pads CJK by UTF-16 unit), unassigned code points, and characters new in
+// Unicode 16 or later (refeval's categories are utf8proc's Unicode 15, node's newer).
 // Usage: node texts.js SEED N OUTDIR
 "use strict";
 const fs = require("fs");
@@ -52,6 +53,13 @@ const hard = {
   long_word: "x".repeat(150) + " " + "ab".repeat(60) + " pneumonoultramicroscopicsilicovolcanoconiosis",
   url: "https://example.com/path?query=1&b=2#frag user@mail.org C:\\Windows\\path",
   long: Array.from({ length: 200 }, (_, i) => sentences[i % 3] + (i % 7 === 0 ? "\n\n" : " ")).join(""),
+  // characters new in Unicode 15 (PCRE2 10.42's own tables are Unicode 14: unassigned there):
+  // symbols (So), Kawi letters (Lo), marks (Mn, Mc), punctuation (Po) and digits (Nd), Kaktovik
+  // numerals (No), Nag Mundari letters and digits, Cyrillic modifier letters (Lm), Latin Ll
+  unicode15: "I love you \u{1FA77} \u{1FA75}\u{1FA76}! \u{1F6DC}wifi \u{1FACE}\u{1FACF} (\u{1FAAD})... " +
+    "Kawi \u{11F04}\u{11F05}\u{11F06}\u{11F34}\u{11F12}\u{11F13}\u{11F00} x\u{11F07}\u{11F08}\u{11F43} \u{11F50}\u{11F51}\u{11F52}\u{11F53}\u{11F54}, \u{11F04}\u{11F05}'s \u{11F50}'s, " +
+    "\u{1D2C0}\u{1D2C1}\u{1D2C2}\u{1D2C3}. \u{1E4D0}\u{1E4D1}\u{1E4EB}\u{1E4EC} \u{1E4F0}\u{1E4F1}\u{1E4F2}\u{1E4F3}\u{1E4F4} " +
+    "a\u{1E030}\u{1E031}b \u{1DF25}\u{1DF26}z \u0CB8\u0CF3 \u0EA5\u0ECE;\u{11B00}\u{11B01}\u{1F6DC}",
 };
 const names = Object.keys(hard);
 names.forEach((name, i) => fs.writeFileSync(path.join(out, `h${String(i).padStart(2, "0")}_${name}.txt`), hard[name]));

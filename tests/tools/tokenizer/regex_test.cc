@@ -1,0 +1,151 @@
+// tokenizer.json's regular expressions (tools/tokenizer/regex.cc): general categories follow
+// utf8proc's Unicode 15, not PCRE2 10.42's own Unicode 14 tables, outside and inside [...] classes,
+// negated or not; other properties stay PCRE2's.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <utf8proc.h>
+
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode.h"
+
+using namespace refeval::tokenizer;
+
+namespace {
+
+using Matches = std::vector<std::pair<size_t, size_t>>;
+Matches find_all(const std::string& pattern, const std::string& text) { return Regex::oniguruma(pattern).find_all(text); }
+// The matched texts.
+std::vector<std::string> pieces(const std::string& pattern, const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& [b, e] : find_all(pattern, text)) out.push_back(text.substr(b, e - b));
+  return out;
+}
+using Pieces = std::vector<std::string>;
+
+// Characters new in Unicode 15 (unassigned in PCRE2 10.42's tables)
+const std::string kPinkHeart = utf8(0x1FA77);             // So
+const std::string kKawi = utf8(0x11F04) + utf8(0x11F05);  // Lo Lo
+const std::string kKawiDigits = utf8(0x11F50) + utf8(0x11F51) + utf8(0x11F52) + utf8(0x11F53) + utf8(0x11F54);  // Nd
+const std::string kKawiDanda = utf8(0x11F43);             // Po
+const std::string kKawiSign = utf8(0x11F00);              // Mn
+const std::string kKaktovik = utf8(0x1D2C0);              // No
+const std::string kCyrillicModifier = utf8(0x1E030);      // Lm
+const std::string kLatinSmall = utf8(0x1DF25);            // Ll
+
+}  // namespace
+
+TEST_SUITE("tokenizer") {
+
+TEST_CASE("tokenizer regex: \\p{X} outside a class follows Unicode 15") {
+  CHECK(pieces(R"(\p{So})", "a" + kPinkHeart + "b") == Pieces{kPinkHeart});
+  CHECK(pieces(R"(\p{S}+)", "you " + kPinkHeart) == Pieces{kPinkHeart});
+  CHECK(pieces(R"(\p{L}+)", "x" + kKawi + " y") == Pieces{"x" + kKawi, "y"});
+  CHECK(pieces(R"(\p{Lo}+)", "x" + kKawi) == Pieces{kKawi});
+  CHECK(pieces(R"(\p{Lm})", "a" + kCyrillicModifier) == Pieces{kCyrillicModifier});
+  CHECK(pieces(R"(\p{Ll}+)", "A" + kLatinSmall + "b") == Pieces{kLatinSmall + "b"});
+  CHECK(pieces(R"(\p{Mn})", kKawi + kKawiSign) == Pieces{kKawiSign});
+  CHECK(pieces(R"(\p{Po})", kKawi + kKawiDanda) == Pieces{kKawiDanda});
+  CHECK(pieces(R"(\p{No})", "1" + kKaktovik) == Pieces{kKaktovik});
+  // Llama-3's \p{N}{1,3} groups Kawi digits by three; \d is \p{Nd}
+  CHECK(find_all(R"(\p{N}{1,3})", kKawiDigits) == Matches{{0, 12}, {12, 20}});
+  CHECK(pieces(R"(\d+)", "x" + kKawiDigits) == Pieces{kKawiDigits});
+  // Oniguruma's long names, case and separators aside, and \p{^X}
+  CHECK(pieces(R"(\p{Letter}+)", "1" + kKawi) == Pieces{kKawi});
+  CHECK(pieces(R"(\p{other_symbol})", kPinkHeart) == Pieces{kPinkHeart});
+  CHECK(pieces(R"(\p{Decimal Number}+)", kKawiDigits) == Pieces{kKawiDigits});
+  CHECK(pieces(R"(\p{^L}+)", "ab" + kPinkHeart + kKawi + ".") == Pieces{kPinkHeart, "."});
+}
+
+TEST_CASE("tokenizer regex: \\P{X} and [^...] follow Unicode 15") {
+  CHECK(pieces(R"(\P{L}+)", "ab" + kKawi + ".!") == Pieces{".!"});
+  CHECK(pieces(R"(\P{So})", kPinkHeart + "x") == Pieces{"x"});
+  CHECK(pieces(R"(\D+)", kKawiDigits + "x") == Pieces{"x"});
+  // Llama-3's ` ?[^\s\p{L}\p{N}]+` takes neither a Kawi letter nor a Kawi digit
+  CHECK(pieces(R"( ?[^\s\p{L}\p{N}]+)", " " + kKawi + " " + kKawiDigits + " !") == Pieces{" !"});
+  CHECK(pieces(R"([^\r\n\p{L}\p{N}]?\p{L}+)", " " + kKawi + "'s") == Pieces{" " + kKawi, "'s"});
+}
+
+TEST_CASE("tokenizer regex: categories inside [...] follow Unicode 15") {
+  // DeepSeek-V3's ` ?[\p{P}\p{S}]+`: "I love you 🩷" ends in one piece " 🩷"
+  CHECK(pieces(R"( ?[\p{P}\p{S}]+)", "I love you " + kPinkHeart) == Pieces{" " + kPinkHeart});
+  CHECK(pieces(R"([\p{L}\p{M}]+)", "." + kKawi + kKawiSign + ".") == Pieces{kKawi + kKawiSign});
+  CHECK(pieces(R"([\p{Nd}x]+)", "y" + kKawiDigits + "x") == Pieces{kKawiDigits + "x"});
+  // \P{X} inside a class is the complement's ranges; [^\P{L}] is \p{L}
+  CHECK(pieces(R"([\P{L}]+)", "x" + kKawi + ".!" + kPinkHeart) == Pieces{".!" + kPinkHeart});
+  CHECK(pieces(R"([^\P{L}]+)", ".x" + kKawi + "!") == Pieces{"x" + kKawi});
+  CHECK(pieces(R"([\P{L}\p{Lo}]+)", "x" + kKawi + "." + kPinkHeart + "y") == Pieces{kKawi + "." + kPinkHeart});
+  CHECK(pieces(R"([\p{^N}]+)", kKawiDigits + "a" + kKawi) == Pieces{"a" + kKawi});
+  // \w takes Unicode 15 letters and digits (Oniguruma's word characters)
+  CHECK(pieces(R"(\w+)", "." + kKawi + kKawiDigits + ".") == Pieces{kKawi + kKawiDigits});
+  CHECK(pieces(R"([^\w\s]+)", kKawi + " " + kPinkHeart) == Pieces{kPinkHeart});
+}
+
+TEST_CASE("tokenizer regex: the explicit classes agree with utf8proc, other properties stay PCRE2's") {
+  // A sample of all code points (surrogates aside) against each category, and its negation in and
+  // out of a class
+  const std::vector<std::pair<const char*, std::vector<utf8proc_category_t>>> categories = {
+      {"L", {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT, UTF8PROC_CATEGORY_LM, UTF8PROC_CATEGORY_LO}},
+      {"N", {UTF8PROC_CATEGORY_ND, UTF8PROC_CATEGORY_NL, UTF8PROC_CATEGORY_NO}}, {"So", {UTF8PROC_CATEGORY_SO}},
+      {"Lu", {UTF8PROC_CATEGORY_LU}}, {"Lt", {UTF8PROC_CATEGORY_LT}}, {"Lm", {UTF8PROC_CATEGORY_LM}},
+      {"M", {UTF8PROC_CATEGORY_MN, UTF8PROC_CATEGORY_MC, UTF8PROC_CATEGORY_ME}},
+      {"Nl", {UTF8PROC_CATEGORY_NL}}, {"Pd", {UTF8PROC_CATEGORY_PD}}, {"Sk", {UTF8PROC_CATEGORY_SK}},
+      {"Z", {UTF8PROC_CATEGORY_ZS, UTF8PROC_CATEGORY_ZL, UTF8PROC_CATEGORY_ZP}},
+      {"C", {UTF8PROC_CATEGORY_CC, UTF8PROC_CATEGORY_CF, UTF8PROC_CATEGORY_CO, UTF8PROC_CATEGORY_CN}},
+      {"Cn", {UTF8PROC_CATEGORY_CN}}, {"Co", {UTF8PROC_CATEGORY_CO}}};
+  for (const auto& [name, cats] : categories) {
+    const Regex in = Regex::oniguruma(std::string(R"(\A\p{)") + name + R"(}\z)");
+    const Regex out = Regex::oniguruma(std::string(R"(\A\P{)") + name + R"(}\z)");
+    const Regex out_in_class = Regex::oniguruma(std::string(R"(\A[a\P{)") + name + R"(}]\z)");
+    int wrong = 0;
+    for (int32_t cp = 0; cp <= 0x10FFFF; cp += cp < 0x30000 ? 7 : 997) {
+      if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+      bool want = false;
+      for (const auto c : cats) want = want || utf8proc_category(cp) == c;
+      const std::string s = utf8(cp);
+      if (!in.find_all(s).empty() != want || out.find_all(s).empty() != want ||
+          out_in_class.find_all(s).empty() != (want && cp != 'a'))
+        ++wrong;
+    }
+    CHECK_MESSAGE(wrong == 0, name);
+  }
+  // every name compiles; Cs (no surrogates in UTF-8), scripts and binary properties are PCRE2's
+  for (const char* name : {"L", "LC", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No", "P", "Pc",
+                           "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So", "Z", "Zs", "Zl", "Zp", "C", "Cc",
+                           "Cf", "Co", "Cn", "Cs", "Letter", "Uppercase_Letter", "Mark", "Number", "Punctuation", "Symbol",
+                           "Separator", "Other", "Unassigned", "Private_Use"}) {
+    for (const char* form : {R"(\p{%})", R"(\P{%})", R"([x\p{%}])", R"([^x\P{%}])"}) {
+      std::string pattern = form;
+      pattern.replace(pattern.find('%'), 1, name);
+      CHECK_NOTHROW(Regex::oniguruma(pattern));
+    }
+  }
+  CHECK(oniguruma_to_pcre2(R"(\p{Han}\p{Alphabetic}\P{Greek}\p{Cs}\\p{L})") == R"(\p{Han}\p{Alphabetic}\P{Greek}\p{Cs}\\p{L})");
+  // PCRE2's property and the code points its tables lack; \P inside a class written out in full
+  const std::string letters = oniguruma_to_pcre2(R"(\p{L})");
+  CHECK(letters.rfind(R"([\p{L}\x{)", 0) == 0);
+  CHECK(letters.find(R"(\x{11f04}-\x{11f10})") != std::string::npos);
+  CHECK(oniguruma_to_pcre2(R"(\P{L})").rfind(R"([^\p{L}\x{)", 0) == 0);
+  CHECK(oniguruma_to_pcre2(R"([\P{L}])").rfind(R"([\x{0}-\x{40}\x{5b}-\x{60})", 0) == 0);
+  CHECK(oniguruma_to_pcre2(R"(\p{Lu})").rfind(R"([\p{Lu})", 0) == 0);
+  CHECK(oniguruma_to_pcre2(R"(\p{Cn})").find(R"(\p{)") == std::string::npos);  // PCRE2's Cn has Unicode 15's new characters
+
+}
+
+TEST_CASE("tokenizer regex: a match PCRE2 gives up on names the pattern as written") {
+  const std::string text = std::string(40, 'x') + "!";
+  for (const char* pattern : {R"(^(\w+\s?)*$)", R"(^(\p{L}+)+$)"}) {
+    try {
+      Regex::oniguruma(pattern).find_all(text);
+      FAIL("no error for ", pattern);
+    } catch (const RegexMatchError& e) {
+      CHECK(std::string(e.what()) == std::string("regular expression '") + pattern + "': match limit exceeded");
+    }
+  }
+  CHECK(pieces(R"(\p{Han}+)", "a北京b") == Pieces{"北京"});
+}
+
+}  // TEST_SUITE
