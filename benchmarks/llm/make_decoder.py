@@ -38,7 +38,8 @@ build = {"genai": decoders.genai, "torch": decoders.torch_export, "optimum": dec
 out = pathlib.Path(a.dir)
 out.mkdir(parents=True, exist_ok=True)
 if a.external_data:
-    (out / "model.onnx.data").unlink(missing_ok=True)  # onnx.save appends to an existing data file (and, at onnx 1.12, writes it only for a str path)
+    # onnx.save appends to an existing data file, and (onnx 1.12) writes it only when given a str path
+    (out / "model.onnx.data").unlink(missing_ok=True)
     onnx.save(build[a.form](cfg), str(out / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
               location="model.onnx.data")
 else:

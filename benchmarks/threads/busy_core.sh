@@ -23,6 +23,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/common.sh"
 build=${1:-$here/../build}
 refeval=$build/refeval
+# the build's own librefeval.so, also for a copied build folder (refeval's RUNPATH names the folder it was built in)
+export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 rounds=${ROUNDS:-3}
 repeat=${REPEAT:-10}
@@ -90,7 +92,8 @@ for ((r = 0; r < rounds; ++r)); do
     for case in "${cases[@]}"; do
       for ((c = 0; c < 4; ++c)); do
         read -r runtime threads <<<"${configs[(c + r) % 4]}"
-        read -r a b <<<"$(measure "$runtime" "$threads" "$case")"
+        measure "$runtime" "$threads" "$case" >"$tmp/measured"  # not in $(...): a failing run stops the script
+        read -r a b <"$tmp/measured"
         if [[ $case == decode ]]; then
           t["$mode|prefill|$runtime|$threads"]+=" $a" t["$mode|decode|$runtime|$threads"]+=" $b"
         else
@@ -117,6 +120,7 @@ gain() {
   for ((i = 0; i < ${#x[@]}; ++i)); do q+=("$(awk -v a="${x[i]}" -v b="${y[i]}" 'BEGIN { print b / a }')"); done
   median "${q[@]}"
 }
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); times in ms, medians over rounds; 2t/1t: the median of the rounds' 2-thread / 1-thread ratios (below 1: the second thread helps)"
 shown=()
 for case in "${cases[@]}"; do
   shown+=("$case")
