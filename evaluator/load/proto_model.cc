@@ -365,12 +365,15 @@ void from_node(const Node& n, onnx::NodeProto* p) {
   if (!n.overload.empty()) p->GetReflection()->MutableUnknownFields(p)->AddLengthDelimited(kNodeOverload, n.overload);
 }
 
-Graph to_graph(onnx::GraphProto& p, const std::string& base_dir) {
+Graph to_graph(onnx::GraphProto& p, const std::string& base_dir, const std::vector<std::optional<FileRange>>* raw_data) {
   Graph g;
   g.name = p.name();
-  for (auto& init : *p.mutable_initializer()) {
+  if (raw_data && raw_data->size() != size_t(p.initializer_size())) raw_data = nullptr;  // not this graph's
+  for (int i = 0; i < p.initializer_size(); ++i) {
+    onnx::TensorProto& init = *p.mutable_initializer(i);
     if (init.name().empty()) fail_model(fmt::format("graph '{}' has an initializer without a name", g.name));
-    g.initializers.push_back({init.name(), to_tensor(init, base_dir, init.name())});
+    const FileRange* in_file = raw_data && (*raw_data)[size_t(i)] ? &*(*raw_data)[size_t(i)] : nullptr;
+    g.initializers.push_back({init.name(), to_tensor(init, base_dir, init.name(), in_file)});
   }
   for (auto& s : *p.mutable_sparse_initializer()) {
     const std::string name = s.values().name();
@@ -435,7 +438,7 @@ void from_function(const Function& f, onnx::FunctionProto* p) {
   if (!f.overload.empty()) p->GetReflection()->MutableUnknownFields(p)->AddLengthDelimited(kFunctionOverload, f.overload);
 }
 
-Model to_model(onnx::ModelProto& p, const std::string& base_dir) {
+Model to_model(onnx::ModelProto& p, const std::string& base_dir, const std::vector<std::optional<FileRange>>* raw_data) {
   Model m;
   m.ir_version = p.ir_version();
   m.opsets = to_opsets(p.opset_import(), "the model");
@@ -446,7 +449,7 @@ Model to_model(onnx::ModelProto& p, const std::string& base_dir) {
   m.doc_string = p.doc_string();
   for (const auto& kv : p.metadata_props()) m.metadata.emplace_back(kv.key(), kv.value());
   m.base_dir = base_dir;
-  m.graph = to_graph(*p.mutable_graph(), base_dir);
+  m.graph = to_graph(*p.mutable_graph(), base_dir, raw_data);
   for (auto& f : *p.mutable_functions()) m.functions.push_back(to_function(f, base_dir));
   return m;
 }

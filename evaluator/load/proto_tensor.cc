@@ -4,10 +4,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "load/proto_convert.h"
+#include "refeval/file_backed.h"
 
 namespace refeval::proto {
 namespace {
@@ -64,7 +68,13 @@ fs::path external_path(const std::string& location, const std::string& base_dir,
   return full;
 }
 
-std::string read_external(onnx::TensorProto& p, const std::string& base_dir, const std::string& what, size_t expected) {
+// Where an external tensor's bytes are: checked against the file's size and the shape's need.
+struct ExternalBytes {
+  fs::path path;
+  int64_t offset = 0, length = 0;
+};
+
+ExternalBytes locate_external(const onnx::TensorProto& p, const std::string& base_dir, const std::string& what, size_t expected) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
@@ -76,21 +86,55 @@ std::string read_external(onnx::TensorProto& p, const std::string& base_dir, con
     else if (kv.key() == "offset") offset = to_int(kv.value());
     else if (kv.key() == "length") length = to_int(kv.value());
   }
-  const fs::path path = external_path(location, base_dir, what);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_model(fmt::format("tensor '{}': cannot open external data file '{}'", what, path.string()));
-  in.seekg(0, std::ios::end);
-  const int64_t file_size = in.tellg();
+  ExternalBytes e;
+  e.path = external_path(location, base_dir, what);
+  std::error_code ec;
+  const auto size = fs::file_size(e.path, ec);
+  if (ec) fail_model(fmt::format("tensor '{}': cannot open external data file '{}'", what, e.path.string()));
+  const int64_t file_size = int64_t(size);
   const int64_t want = length >= 0 ? length : int64_t(expected);
   if (want != int64_t(expected))
     fail_model(fmt::format("tensor '{}': external data length {} does not match the {} bytes its shape needs", what, want, expected));
   if (offset > file_size || want > file_size - offset)
-    fail_model(fmt::format("tensor '{}': external data [{}, {}) is beyond the end of '{}' ({} bytes)", what, offset, offset + want, path.string(), file_size));
-  std::string bytes(size_t(want), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), want);
-  if (!in) fail_model(fmt::format("tensor '{}': cannot read external data from '{}'", what, path.string()));
+    fail_model(fmt::format("tensor '{}': external data [{}, {}) is beyond the end of '{}' ({} bytes)", what, offset, offset + want, e.path.string(), file_size));
+  e.offset = offset, e.length = want;
+  return e;
+}
+
+std::string read_external(const ExternalBytes& e, const std::string& what) {
+  std::ifstream in(e.path, std::ios::binary);
+  if (!in) fail_model(fmt::format("tensor '{}': cannot open external data file '{}'", what, e.path.string()));
+  std::string bytes(size_t(e.length), '\0');
+  in.seekg(e.offset);
+  in.read(bytes.data(), e.length);
+  if (!in) fail_model(fmt::format("tensor '{}': cannot read external data from '{}'", what, e.path.string()));
   return bytes;
+}
+
+// The mapping of each external data file, shared by the tensors that view it (one per file while
+// any of them lives).
+std::shared_ptr<MappedFile> mapped(const fs::path& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<MappedFile>> files;
+  std::lock_guard lock(mutex);
+  std::weak_ptr<MappedFile>& slot = files[path.string()];
+  std::shared_ptr<MappedFile> file = slot.lock();
+  if (!file) slot = file = MappedFile::open(path.string());
+  return file;
+}
+
+// Whether a tensor of this type and size is better read as a view of its file than copied: its
+// bytes are its elements as they lie (not bits packed, not bools to normalise), aligned for its
+// type, and large enough that a page of the file is mostly its own.
+bool viewable(DType dtype, int64_t offset, size_t bytes) {
+  constexpr size_t kMinViewBytes = 64 << 10;
+  return dtype != DType::String && dtype != DType::Bool && !sub_byte_bits(dtype) && bytes >= kMinViewBytes &&
+         offset % int64_t(dtype_size(dtype)) == 0;
+}
+
+Tensor view_of(const std::shared_ptr<MappedFile>& file, int64_t offset, DType dtype, Shape shape) {
+  unsigned char* at = const_cast<unsigned char*>(file->data()) + offset;
+  return Tensor::view(dtype, std::move(shape), std::shared_ptr<void>(file, at), at);
 }
 
 template <class Field>
@@ -176,7 +220,7 @@ void from_typed_fields(onnx::TensorProto& p, Tensor& t, const std::string& what)
 
 }  // namespace
 
-Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::string& what_in) {
+Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::string& what_in, const FileRange* in_file) {
   const std::string what = what_in.empty() ? p.name() : what_in;
   if (!p.has_data_type() || !is_valid_dtype(p.data_type()))
     fail_model(fmt::format("tensor '{}': unknown element type {}", what, p.data_type()));
@@ -185,17 +229,32 @@ Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::s
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) fail_model(fmt::format("tensor '{}': negative dimension {} in {}", what, d, shape_to_string(shape)));
+  int64_t elements = 0;
+  try {
+    elements = shape_size(shape);
+  } catch (const Error& e) {
+    fail_model(fmt::format("tensor '{}': {}", what, e.what()));
+  }
+  const size_t expected = wire_bytes(dtype, elements);
+  const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external && dtype != DType::String) {
+    const ExternalBytes e = locate_external(p, base_dir, what, expected);
+    if (viewable(dtype, e.offset, expected)) return view_of(mapped(e.path), e.offset, dtype, shape);
+  }
+  if (in_file && p.has_raw_data() && p.raw_data().size() == expected && in_file->length == int64_t(expected) &&
+      viewable(dtype, in_file->offset, expected)) {
+    std::string().swap(*p.mutable_raw_data());  // the proto's copy goes; the file's bytes stay
+    return view_of(in_file->file, in_file->offset, dtype, shape);
+  }
   Tensor t;
   try {
     t = Tensor(dtype, shape);
   } catch (const Error& e) {
     fail_model(fmt::format("tensor '{}': {}", what, e.what()));
   }
-  const size_t expected = wire_bytes(dtype, t.size());
-  const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
   if (external || p.has_raw_data()) {
     if (dtype == DType::String) fail_model(fmt::format("tensor '{}': strings cannot be stored in raw_data", what));
-    std::string bytes = external ? read_external(p, base_dir, what, expected) : std::move(*p.mutable_raw_data());
+    std::string bytes = external ? read_external(locate_external(p, base_dir, what, expected), what) : std::move(*p.mutable_raw_data());
     if (!external) std::string().swap(*p.mutable_raw_data());  // release the proto's copy now
     if (bytes.size() != expected)
       fail_model(fmt::format("tensor '{}': raw_data has {} bytes but shape {} of {} needs {}", what, bytes.size(),

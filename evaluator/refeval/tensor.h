@@ -35,6 +35,9 @@ class Tensor {
 
   template <class T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  // A tensor over bytes it does not allocate (a mapped model file's, refeval/file_backed.h):
+  // `owner` keeps them alive. Any element type but STRING.
+  static Tensor view(DType dtype, Shape shape, std::shared_ptr<void> owner, void* data);
   template <class T>
   static Tensor scalar(T value) { return from_vector<T>({}, {value}); }
 

@@ -86,6 +86,17 @@ Tensor::Tensor(DType dtype, Shape shape, bool zeroed) : dtype_(dtype), shape_(st
   data_ = storage_.get();
 }
 
+Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<void> owner, void* data) {
+  if (dtype == DType::String || dtype == DType::Undefined) fail_runtime("a tensor view needs a fixed-size element type");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.size_ = shape_size(t.shape_);
+  t.storage_ = std::move(owner);
+  t.data_ = data;
+  return t;
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_size(shape) != size_)
     fail_runtime(fmt::format("cannot reshape {} elements to {}", size_, shape_to_string(shape)));

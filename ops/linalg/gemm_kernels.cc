@@ -22,6 +22,8 @@
 #include <vector>
 
 #include <Eigen/Core>
+
+#include "refeval/file_backed.h"
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -189,6 +191,21 @@ void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
   });
 }
 
+// Panels of B read from its packed strips (pack_column_blocks, 16 columns): strip t holds rows
+// 0..K-1 of columns 16t..16t+15 from 16 t K on, so a panel's strip is one contiguous copy.
+class PackedStripsSource final : public PanelSource {
+ public:
+  PackedStripsSource(const float* strips, int64_t K) : strips_(strips), K_(K) {}
+  void fill(int64_t k0, int64_t depth, int64_t n0, int64_t width, float* panel) const override {
+    for (int64_t j = 0; j < width; j += 16)
+      std::copy_n(strips_ + (n0 + j) * K_ + k0 * 16, depth * 16, panel + j * depth);
+  }
+
+ private:
+  const float* strips_;
+  int64_t K_;
+};
+
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc) {
@@ -207,6 +224,14 @@ void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bo
                        b.packed().strips());
     const std::vector<float> wide = b.widened();
     return blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, wide.data(), c, acc);
+  }
+  if (!ta && !acc && b.packed().type == StripType::Float && !b.packed().wide.empty() && !in_order_avx2_takes(M) &&
+      gemm_panels_suits(M, b.N(), b.K())) {
+    // Many rows on an AVX-512 CPU: its panel kernel reads the packed strips (the same in-order
+    // chains as the few-row products, so a row gives the same bits in a prefill as in a decode
+    // step) instead of OpenBLAS reading B where it lies.
+    const PackedStripsSource strips(b.packed().wide.data(), b.K());
+    if (gemm_panels_avx512(M, b.N(), b.K(), a, strips, c)) return;
   }
   blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
             b.packed().strips(), b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
@@ -283,6 +308,10 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
                                                              b.dtype() == DType::Float16 ? StripType::Float16
                                                                                          : StripType::BFloat16)) {
   if (!narrow() && trans_b && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
+  // From now on the kernels read the float strips for products of any number of rows (gemm()
+  // below): a weight mapped from its file leaves memory, and is read back from the file only by
+  // the rare product that takes B itself (tiny ones, on Eigen).
+  if (!narrow() && packed_.type == StripType::Float && !packed_.wide.empty()) release_file_pages(b.raw_data(), b.nbytes());
   g_packs.fetch_add(1, std::memory_order_relaxed);
   g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);
 }

@@ -22,11 +22,21 @@ Tensor varied(const Tensor& t, const Draw& draw) {
   return out;
 }
 
+// Whether every element of a floating tensor is 0 or 1 (a mask written as floats).
+bool zeros_and_ones(const Tensor& t) {
+  bool binary = true;
+  visit<Floats>(t.dtype(), [&]<class T>() {
+    const T* p = t.data<T>();
+    for (int64_t i = 0; i < t.size() && binary; ++i) binary = double(p[i]) == 0.0 || double(p[i]) == 1.0;
+  });
+  return binary && t.size() > 0;
+}
+
 InputSet vary(const std::string& name, const std::map<std::string, Value>& given, const std::set<std::string>& fixed,
               const Draw& draw) {
   InputSet set{name, given};
   for (auto& [input, value] : set.feeds)
-    if (!fixed.count(input) && value.is_tensor() && Floats::contains(value.tensor().dtype()))
+    if (!fixed.count(input) && value.is_tensor() && Floats::contains(value.tensor().dtype()) && !zeros_and_ones(value.tensor()))
       value = varied(value.tensor(), draw);
   return set;
 }

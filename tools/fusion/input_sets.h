@@ -1,8 +1,9 @@
 // The input sets a fusion is checked on: the given (or model-derived) feeds, seeded random
 // variants, then edge cases where approximations and misplaced constants show: zeros, negative
 // values, large and tiny magnitudes. Only floating tensors are varied; integer, bool and string
-// inputs (ids, masks, shapes) and the names listed as fixed (weights) keep their given values,
-// and every shape stays the same.
+// inputs (ids, masks, shapes), floating ones whose every value is 0 or 1 (a float attention mask:
+// other values are inputs the model is not written for, which fused attention reads as 0/1) and
+// the names listed as fixed (weights) keep their given values, and every shape stays the same.
 #pragma once
 
 #include <cstdint>

@@ -24,3 +24,22 @@ with open("weights.bin", "wb") as f:
     f.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
 onnx.save(model("weights.bin", 8), "model.onnx")
 onnx.save(model("../escape.bin", 0), "escape.onnx")
+
+# matmul.onnx: y = x (1 x 128) W (128 x 128), W from matmul_weights.bin at offset 4096, a weight
+# large enough (64 KB) to be read as a view of its file (refeval/file_backed.h), W[k, n] = (k - n) / 1000
+# (not exact in float16 or bfloat16, so the packed copy is float).
+k, n = np.meshgrid(np.arange(128), np.arange(128), indexing="ij")
+with open("matmul_weights.bin", "wb") as f:
+    f.write(b"\0" * 4096 + ((k - n) / 1000).astype(np.float32).tobytes())
+w = TensorProto()
+w.name = "W"
+w.data_type = TensorProto.FLOAT
+w.dims.extend([128, 128])
+w.data_location = TensorProto.EXTERNAL
+for key, value in (("location", "matmul_weights.bin"), ("offset", "4096"), ("length", str(128 * 128 * 4))):
+    e = w.external_data.add()
+    e.key, e.value = key, value
+g = helper.make_graph([helper.make_node("MatMul", ["X", "W"], ["Y"])], "g",
+                      [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 128])],
+                      [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 128])], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), "matmul.onnx")

@@ -1,7 +1,11 @@
 // Values survive a round trip through their protobuf and .npy forms; bad files give clear errors.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "refeval/evaluator.h"
+#include "refeval/file_backed.h"
+#include "refeval/isa.h"
 #include "refeval/model_io.h"
 #include "test_util.h"
 
@@ -120,4 +124,25 @@ TEST_CASE("model_io: an empty complex tensor from typed fields decodes to zero e
   REQUIRE(v.is_tensor());
   CHECK(v.tensor().dtype() == DType::Complex64);
   CHECK(v.tensor().size() == 0);
+}
+
+TEST_CASE("a large weight in external data is a view of its file, and leaves memory once its MatMul has packed it") {
+  const std::string dir = std::string(REFEVAL_SOURCE_DIR) + "/tests/data/external/";
+  const Model m = load_model(dir + "matmul.onnx");
+  const Tensor& w = m.graph.initializers.at(0).value;
+  CHECK(file_backed(w.raw_data(), w.nbytes()));
+  CHECK(w.data<float>()[3 * 128 + 1] == float(2.0 / 1000));  // W[k, n] = (k - n) / 1000
+  ReferenceEvaluator ev(m);  // packs W as the session is made (on CPUs with the packed kernels)
+  if (active_isa() != Isa::Generic) CHECK(resident_bytes(w.raw_data(), w.nbytes()) < w.nbytes() / 2);
+  std::vector<float> x(128);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) - 3;
+  const Tensor y = ev.run({}, {{"X", tensor<float>({1, 128}, x)}})[0].tensor();
+  for (int64_t n = 0; n < 128; ++n) {
+    double want = 0, magnitude = 0;
+    for (int64_t k = 0; k < 128; ++k) {
+      const double term = double(x[size_t(k)]) * double(float(double(k - n) / 1000));
+      want += term, magnitude += std::abs(term);
+    }
+    CHECK(std::abs(double(y.data<float>()[n]) - want) <= 128 * 0x1p-24 * magnitude);  // K float roundings
+  }
 }
