@@ -23,6 +23,7 @@ benchmarks=(
   "Optimized models in ONNX Runtime: refeval optimize --target ort against the torch export, both at ORT's level all|optimize/ort_speed.sh"
   "ONNX Runtime's CPU kernels: each fused form against the nodes it replaces|ort_forms/run.sh"
   "The HTML viewer at LLM scale|show/scale.sh"
+  "Two threads with the other core quiet and busy, against ONNX Runtime|threads/busy_core.sh"
 )
 
 ensure_ort
