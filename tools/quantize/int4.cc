@@ -24,8 +24,7 @@ void collect_reads(const Graph& g, std::set<std::string>& reads) {
 }
 
 // Why node n (a MatMul) cannot be rewritten, or "" when it can.
-std::string refusal(const Graph& g, const Node& n, const Int4Options& o) {
-  if (o.exclude.count(n.name) || o.exclude.count(n.op_type)) return "excluded by --exclude";
+std::string refusal(const Graph& g, const Node& n) {
   if (n.inputs.size() != 2 || n.outputs.size() != 1) return "not a two-input MatMul";
   const Initializer* b = g.find_initializer(n.inputs[1]);
   if (g.find_input(n.inputs[1])) return fmt::format("B '{}' is a graph input that a feed can replace", n.inputs[1]);
@@ -47,11 +46,15 @@ Int4Result quantize_int4(const Model& model, const Int4Options& o) {
   std::map<std::string, std::vector<std::string>> made;  // B -> the MatMulNBits inputs 1.. written for it
   for (Node& n : g.nodes) {
     if (n.op_type != "MatMul" || !n.domain.empty()) continue;
-    if (n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1]) && !o.exclude.count(n.name) && !o.exclude.count(n.op_type)) {
+    if (o.exclude.count(n.name) || o.exclude.count(n.op_type)) {
+      r.skipped.emplace_back(n.name, "excluded by --exclude");
+      continue;
+    }
+    if (n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1])) {
       ++r.computed_products;
       continue;
     }
-    if (std::string why = refusal(g, n, o); !why.empty()) {
+    if (std::string why = refusal(g, n); !why.empty()) {
       r.skipped.emplace_back(n.name, why);
       continue;
     }
