@@ -1,10 +1,12 @@
-// GEMM kernels and the matmul shape rules. Large float products with few rows of A (and A not
-// transposed) run on refeval's small-M AVX-512 kernel (gemm_small_m.cc: GPT-2's LM head, 32 x 768
-// x 50257, in 27 ms against OpenBLAS's 41-48); other large products on OpenBLAS (Debian's
-// libopenblas, about twice Eigen's speed) on refeval's thread count: both split the output into
-// blocks, each summed over all of K by one thread, so results do not depend on it. Small ones
-// run on Eigen, whose summation order gives numpy's float results on the small models the Python
-// reference's golden traces are made of (OpenBLAS differs in the last bit).
+// GEMM kernels and the matmul shape rules. Large float products run on refeval's own kernels,
+// every element one chain of fused multiply-adds over k in order, so a row's bits depend neither
+// on the thread count nor on the CPU's instruction set: few rows of A on the small-M AVX-512
+// kernel (gemm_small_m.cc: GPT-2's LM head, 32 x 768 x 50257, in 27 ms against OpenBLAS's 41-48)
+// or the AVX2 tiles (gemm_in_order_avx2.cc), many rows on the AVX-512 panel kernel
+// (gemm_panels_avx512.cc) or the AVX2 tiles, and the portable loops elsewhere. Large double
+// products (fp64 judging) run on OpenBLAS (Debian's libopenblas, about twice Eigen's speed). Small
+// ones run on Eigen, whose summation order gives numpy's float results on the small models the
+// Python reference's golden traces are made of (OpenBLAS differs in the last bit).
 //
 // On a CPU with AVX-512, OpenBLAS runs its AVX-512 kernels whatever it would pick itself
 // (avx512_blas_chosen): its AVX2 ones sum edge tiles in another order.
@@ -18,6 +20,8 @@
 #include <cstdlib>
 
 #include <atomic>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,17 +46,18 @@ namespace {
 
 std::atomic<uint64_t> g_fast_calls{0};
 
-constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which OpenBLAS takes over
+constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which Eigen hands over
 
-// OpenBLAS itself runs on one thread: refeval's threads (its one pool, shared with
-// gemm_small_m.cc) take fixed blocks of C instead, 1024 columns when C is wider than tall, else 128
-// rows, every call of one shape. The blocks depend on the shape only, never on the thread count,
-// and OpenBLAS's AVX-512 kernels sum every element of a call the same way wherever it sits
-// (benchmarks/blas/kernels.sh), so the bits do not depend on the thread count. Two pools
-// (OpenBLAS's and refeval's) spinning on two cores made small models slower on two threads than
-// on one. Blocks of 256 x 64 cost ResNet-18 10% against 1024 x 128.
+// OpenBLAS runs on one thread, in fixed blocks of C, 1024 columns when C is wider than tall, else
+// 128 rows, every call of one shape: the blocks depend on the shape only, never on the thread
+// count, and OpenBLAS's AVX-512 kernels sum every element of a call the same way wherever it sits
+// (benchmarks/blas/kernels.sh). Debian's serial OpenBLAS (libopenblas0-serial, linked for its
+// quiet start-up) keeps its work buffers in tables it does not lock: two threads inside it at once
+// compute into each other's buffers (a 512-token prefill's batched float MatMuls, when they still
+// ran there, gave other logits run to run on two threads). So one thread of the process at a time
+// calls it, refeval's pool threads and any other caller alike.
 constexpr int64_t kColumnBlock = 1024, kRowBlock = 128;
-constexpr int64_t kParallelWork = int64_t(1) << 21;  // M * N * K below which one thread does it all
+std::mutex g_openblas_mutex;
 
 // Eigen runs single-threaded: the library is built without OpenMP, so refeval's pool
 // (refeval/threads.h) is the only one (Eigen's OpenMP products once waited 20-40 ms for a second
@@ -108,87 +113,124 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
   else run(A, B);
 }
 
+// x (rows x cols, row-major) stored transposed, as cols x rows.
+std::vector<float> untransposed(const float* x, int64_t rows, int64_t cols) {
+  std::vector<float> out(size_t(rows * cols));
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) out[size_t(r * cols + c)] = x[c * rows + r];
+  return out;
+}
+
+// B where it lies (K x N, or stored N x K when transposed), copied a panel at a time into the
+// panel kernel's strips of 16 columns.
+class MatrixSource final : public PanelSource {
+ public:
+  MatrixSource(const float* b, bool trans_b, int64_t K, int64_t N) : b_(b), trans_b_(trans_b), K_(K), N_(N) {}
+  void fill(int64_t k0, int64_t depth, int64_t n0, int64_t width, float* strips) const override {
+    for (int64_t j = 0; j < width; j += 16) {
+      const int64_t columns = std::min<int64_t>(16, width - j);
+      float* strip = strips + j * depth;
+      if (!trans_b_) {
+        for (int64_t k = 0; k < depth; ++k) std::copy_n(b_ + (k0 + k) * N_ + n0 + j, columns, strip + k * 16);
+        continue;
+      }
+      for (int64_t col = 0; col < columns; ++col) {
+        const float* column = b_ + (n0 + j + col) * K_ + k0;
+        for (int64_t k = 0; k < depth; ++k) strip[k * 16 + col] = column[k];
+      }
+    }
+  }
+
+ private:
+  const float* b_;
+  bool trans_b_;
+  int64_t K_, N_;
+};
+
 // C (M x N, row-major) = op(A) op(B) (+ C when acc); a transposed operand is stored K x M / N x K.
 // `packed`: b in the in-order AVX2 kernel's panels, `small_m_blocks`: a transposed b in the few-row
 // kernel's blocks (ConstantRhs), read in place of b by the kernels they are made for; every
 // other path reads b.
-template <class T, class Gemm>
-void blas_gemm(Gemm gemm, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc,
-               PackedStrips packed = {}, const T* small_m_blocks = nullptr) {
+void float_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc,
+                PackedStrips packed = {}, const float* small_m_blocks = nullptr) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
   if (M == 0 || N == 0) return;
   if (K == 0) {
-    if (!acc) std::fill(c, c + M * N, T(0));
+    if (!acc) std::fill(c, c + M * N, 0.0f);
     return;
   }
   if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
-  if constexpr (std::is_same_v<T, float>) {
-    if (active_isa() == Isa::Generic) return gemm_in_order_portable(ta, tb, M, N, K, a, b, c, acc);
-    // Without AVX-512 (and on AVX-512 at few rows), refeval's in-order kernel replaces OpenBLAS's
-    // (whose sums depend on where an element sits); a transposed operand is copied untransposed
-    // first (O(MK) or O(NK) against the product's O(MNK)).
-    if (!ta && !tb && gemm_in_order_avx2(M, N, K, a, b, c, acc, packed)) return;
-    if ((ta || tb) && in_order_avx2_takes(M)) {
-      std::vector<float> at, bt;
-      if (ta) {
-        at.resize(size_t(M * K));
-        for (int64_t k = 0; k < K; ++k)
-          for (int64_t m = 0; m < M; ++m) at[size_t(m * K + k)] = a[k * M + m];
-      }
-      if (tb && !packed.data) {  // the panels hold B untransposed already
-        bt.resize(size_t(K * N));
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = b[n * K + k];
-      }
-      gemm_in_order_avx2(M, N, K, ta ? at.data() : a, tb ? bt.data() : b, c, acc, packed);
-      return;
-    }
-    if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
-    // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
-    // OpenBLAS spends packing it on every call anyway (a constant B's are made once).
-    if (!ta && tb && gemm_small_m_suits(M, N, K)) {
-      AlignedVector<float> made;
-      if (!small_m_blocks) made = pack_small_m(true, K, N, b), small_m_blocks = made.data();
-      gemm_small_m(M, N, K, a, nullptr, c, acc, small_m_blocks);
-      return;
-    }
+  if (active_isa() == Isa::Generic) return gemm_in_order_portable(ta, tb, M, N, K, a, b, c, acc);
+  // The in-order AVX2 kernel takes every product without AVX-512 and few-row ones with it; a
+  // transposed operand is copied untransposed first (O(MK) or O(NK) against the product's O(MNK)).
+  if (!ta && !tb && gemm_in_order_avx2(M, N, K, a, b, c, acc, packed)) return;
+  if ((ta || tb) && in_order_avx2_takes(M)) {
+    const std::vector<float> at = ta ? untransposed(a, M, K) : std::vector<float>();
+    // The panels hold B untransposed already.
+    const std::vector<float> bt = tb && !packed.data ? untransposed(b, K, N) : std::vector<float>();
+    gemm_in_order_avx2(M, N, K, ta ? at.data() : a, tb && !packed.data ? bt.data() : b, c, acc, packed);
+    return;
   }
+  if (!ta && !tb && gemm_small_m(M, N, K, a, b, c, acc)) return;
+  // A transposed B at few rows goes there too, untransposed into its blocks first: O(NK), which
+  // OpenBLAS spent packing it on every call anyway (a constant B's are made once).
+  if (!ta && tb && gemm_small_m_suits(M, N, K)) {
+    AlignedVector<float> made;
+    if (!small_m_blocks) made = pack_small_m(true, K, N, b), small_m_blocks = made.data();
+    gemm_small_m(M, N, K, a, nullptr, c, acc, small_m_blocks);
+    return;
+  }
+  // What is left runs on an AVX-512 CPU: its panel kernel, B gathered a panel at a time.
+  const std::vector<float> at = ta ? untransposed(a, M, K) : std::vector<float>();
+  if (!gemm_panels_avx512(M, N, K, ta ? at.data() : a, MatrixSource(b, tb, K, N), c, acc))
+    throw std::logic_error("float_gemm: no kernel took the product");
+}
+
+// The double product: Eigen when small, else OpenBLAS block by block on the calling thread (one
+// caller at a time: refeval's other threads would only wait for the lock).
+void double_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c,
+                 bool acc) {
+  g_fast_calls.fetch_add(1, std::memory_order_relaxed);
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!acc) std::fill(c, c + M * N, 0.0);
+    return;
+  }
+  if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
   single_threaded_blas();
   const bool by_columns = N >= M;
   const int64_t extent = by_columns ? N : M, step = std::min(extent, by_columns ? kColumnBlock : kRowBlock);
   const int64_t blocks = (extent + step - 1) / step;
   // C's block of `step` columns (rows) from `first`, written at `cb` with row stride ldc.
-  auto product = [&](int64_t first, T* cb, int64_t ldc) {
+  auto product = [&](int64_t first, double* cb, int64_t ldc) {
     // A transposed operand is stored K x M (N x K for b): its block starts `first` columns (rows) in.
-    const T* ab = by_columns ? a : a + (ta ? first : first * K);
-    const T* bb = by_columns ? b + (tb ? first * K : first) : b;
+    const double* ab = by_columns ? a : a + (ta ? first : first * K);
+    const double* bb = by_columns ? b + (tb ? first * K : first) : b;
     const int64_t m = by_columns ? M : step, n = by_columns ? step : N;
-    gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n), blasint(K),
-         T(1), ab, blasint(ta ? M : K), bb, blasint(tb ? K : N), acc ? T(1) : T(0), cb, blasint(ldc));
+    std::lock_guard lock(g_openblas_mutex);
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+                blasint(K), 1.0, ab, blasint(ta ? M : K), bb, blasint(tb ? K : N), acc ? 1.0 : 0.0, cb, blasint(ldc));
   };
-  // One thread does small products all alone.
-  parallel_for(blocks, M * N * K < kParallelWork ? blocks : 1, [&](int64_t first_block, int64_t last_block) {
-    for (int64_t block = first_block; block < last_block; ++block) {
-      const int64_t first = block * step;
-      if (first + step <= extent) {
-        product(first, by_columns ? c + first : c + first * N, N);
-        continue;
-      }
-      // The last, partial block runs as a full one ending at C's edge, into scratch (every call
-      // has one shape, so equal inputs give equal bits: a narrower call summed differently); only
-      // the part no other block wrote goes back.
-      const int64_t start = extent - step, rows = by_columns ? M : step, cols = by_columns ? step : N;
-      std::vector<T> scratch(size_t(rows * cols));
-      T* origin = by_columns ? c + start : c + start * N;
-      if (acc)
-        for (int64_t i = 0; i < rows; ++i) std::copy(origin + i * N, origin + i * N + cols, scratch.data() + i * cols);
-      product(start, scratch.data(), cols);
-      const int64_t skip = first - start;  // columns (rows) the previous block wrote
-      for (int64_t i = by_columns ? 0 : skip; i < rows; ++i)
-        std::copy(scratch.data() + i * cols + (by_columns ? skip : 0), scratch.data() + (i + 1) * cols,
-                  origin + i * N + (by_columns ? skip : 0));
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t first = block * step;
+    if (first + step <= extent) {
+      product(first, by_columns ? c + first : c + first * N, N);
+      continue;
     }
-  });
+    // The last, partial block runs as a full one ending at C's edge, into scratch (every call
+    // has one shape, so equal inputs give equal bits: a narrower call summed differently); only
+    // the part no other block wrote goes back.
+    const int64_t start = extent - step, rows = by_columns ? M : step, cols = by_columns ? step : N;
+    std::vector<double> scratch(size_t(rows * cols));
+    double* origin = by_columns ? c + start : c + start * N;
+    if (acc)
+      for (int64_t i = 0; i < rows; ++i) std::copy(origin + i * N, origin + i * N + cols, scratch.data() + i * cols);
+    product(start, scratch.data(), cols);
+    const int64_t skip = first - start;  // columns (rows) the previous block wrote
+    for (int64_t i = by_columns ? 0 : skip; i < rows; ++i)
+      std::copy(scratch.data() + i * cols + (by_columns ? skip : 0), scratch.data() + (i + 1) * cols,
+                origin + i * N + (by_columns ? skip : 0));
+  }
 }
 
 // Panels of B read from its packed strips (pack_column_blocks, 16 columns): strip t holds rows
@@ -209,40 +251,38 @@ class PackedStripsSource final : public PanelSource {
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc) {
-  blas_gemm(cblas_sgemm, ta, tb, M, N, K, a, b, c, acc);
+  float_gemm(ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c, bool acc) {
-  blas_gemm(cblas_dgemm, ta, tb, M, N, K, a, b, c, acc);
+  double_gemm(ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
   if (b.narrow()) {
-    // blas_gemm's first branches: Eigen below kBlasWork, the portable path, then the in-order AVX2
+    // float_gemm's first branches: Eigen below kBlasWork, the portable path, then the in-order AVX2
     // kernel wherever it takes M rows, which alone reads the packed strips instead of B.
     const bool strips_read = M * b.N() * b.K() >= kBlasWork && active_isa() != Isa::Generic && in_order_avx2_takes(M);
     if (strips_read)
-      return blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, static_cast<const float*>(nullptr), c, acc,
-                       b.packed().strips());
+      return float_gemm(ta, b.trans_b(), M, b.N(), b.K(), a, nullptr, c, acc, b.packed().strips());
     const std::vector<float> wide = b.widened();
-    return blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, wide.data(), c, acc);
+    return float_gemm(ta, b.trans_b(), M, b.N(), b.K(), a, wide.data(), c, acc);
   }
   if (!ta && !acc && b.packed().type == StripType::Float && !b.packed().wide.empty() && !in_order_avx2_takes(M) &&
       gemm_panels_suits(M, b.N(), b.K())) {
-    // Many rows on an AVX-512 CPU: its panel kernel reads the packed strips (the same in-order
-    // chains as the few-row products, so a row gives the same bits in a prefill as in a decode
-    // step) instead of OpenBLAS reading B where it lies.
+    // Many rows on an AVX-512 CPU: its panel kernel reads the packed strips, copied whole, instead
+    // of gathering them from B (which may have left memory for its file).
     const PackedStripsSource strips(b.packed().wide.data(), b.K());
-    if (gemm_panels_avx512(M, b.N(), b.K(), a, strips, c)) return;
+    if (gemm_panels_avx512(M, b.N(), b.K(), a, strips, c, false)) return;
   }
-  blas_gemm(cblas_sgemm, ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc,
-            b.packed().strips(), b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
+  float_gemm(ta, b.trans_b(), M, b.N(), b.K(), a, b.data(), c, acc, b.packed().strips(),
+             b.small_m_blocks().empty() ? nullptr : b.small_m_blocks().data());
 }
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K) {
-  // Below kBlasWork blas_gemm takes Eigen, which a product this small suits better.
+  // Below kBlasWork float_gemm takes Eigen, which a product this small suits better.
   return M * N * K >= kBlasWork && (in_order_avx2_suits() || in_order_avx512_suits());
 }
 void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (!gemm_panels_avx512(M, N, K, a, b, c)) gemm_in_order_avx2(M, N, K, a, b, c, false);
+  if (!gemm_panels_avx512(M, N, K, a, b, c, false)) gemm_in_order_avx2(M, N, K, a, b, c, false);
 }
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 

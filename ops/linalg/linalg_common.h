@@ -92,13 +92,14 @@ using PanelProduct = std::function<void(int64_t m0, int64_t rows, int64_t n0, in
 void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const PanelSource& b,
                     const PanelProduct& product);
 // The same on AVX-512 CPUs (gemm_panels_avx512.cc), every element one in-order chain of fused
-// multiply-adds from zero; false, doing nothing, on other CPUs.
-bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);
+// multiply-adds from zero (from C's value with `accumulate`); false, doing nothing, on other CPUs.
+bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
+                        bool accumulate);
 bool in_order_avx512_suits();  // whether gemm_panels_avx512 runs on this CPU
 // Whether this CPU has one of the two in-order panel kernels and the product is large enough for
 // them (gemm()'s threshold for its own kernels); then gemm_panels computes c = a b with b from a
-// PanelSource, each element one chain of fused multiply-adds over k in order from zero. Without
-// AVX-512 those are gemm()'s bits on b written out; with it, gemm() of many rows is OpenBLAS's.
+// PanelSource, each element one chain of fused multiply-adds over k in order from zero: gemm()'s
+// bits on b written out, on either kernel.
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K);
 void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);
 
