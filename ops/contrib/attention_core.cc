@@ -140,6 +140,13 @@ void head_scores(const AttentionProblemOf<T>& p, int64_t b, int64_t n, double* s
       const double* bias = p.bias.data() + ((bb * p.bias_shape[1] + bh) * S + i) * T_;
       for (int64_t j = 0; j < T_; ++j) row[j] += bias[j];
     }
+    // A float score with its mask is a float, as in ONNX Runtime's kernel and the unfused graph:
+    // a large finite mask (-1e9, -10000 on big scores) absorbs the score there, so a row whose
+    // every key is masked comes out uniform as the export computes it, where double would still
+    // rank the keys by score; and beyond float's range it is -inf, as a key hidden by two masks
+    // of float's lowest is in the export (CLIP's causal and padding masks added in turn).
+    if constexpr (std::is_same_v<T, float>)
+      for (int64_t j = 0; j < T_; ++j) row[j] = double(float(row[j]));
   }
 }
 }  // namespace

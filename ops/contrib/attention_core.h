@@ -9,8 +9,9 @@
 //   out[b,i,n,:] = softmax_j(score) . v[b,n,j,:]
 // The problem holds q, k and v in T: float for float tensors, whose two products (q . k and the
 // probabilities times v) then run in float on ops/linalg's float gemm, as ONNX Runtime's kernels
-// and the unfused MatMuls do; double for the other types. Masks and the softmax are in double
-// either way. One query row (decoding) takes its q . k as dot products over the keys and its
+// and the unfused MatMuls do; double for the other types. Masks are added in double and the
+// masked score rounded to T (what ORT's kernel and the unfused graph hold: a mask of -1e9 absorbs
+// a float score); the softmax runs in double. One query row (decoding) takes its q . k as dot products over the keys and its
 // output as a sum of value rows, rather than products of one-row matrices; those heads run in
 // parallel (refeval/threads.h), each on its own, so the bits do not depend on the thread count
 // (longer queries are split inside their products, which must not nest in a parallel loop).

@@ -29,10 +29,12 @@ sum() { local s=0; for op in "$@"; do s=$((s + $(count "$op"))); done; echo $s; 
 # left-padded row's first queries, where every key is hidden, the export's softmax is uniform over
 # its padded keys and the operator answers otherwise. Those positions are padding (their logits
 # are never read): sets 4 and 5 (left padding) are compared on the positions the mask keeps there.
-# MixFormer's padding bias of float's lowest, then masked_fill(causal, lowest), leaves a hidden
-# row's scores all equal to lowest in float (uniform over every key); MultiHeadAttention's sum in
-# double keeps the scores apart there: its sets 4 and 5 too are compared on the kept positions.
-# The other forms get an exact bias (attention.cc) and are compared on every position.
+# MixFormer adds its padding bias of float's lowest first and then replaces the future's scores
+# (masked_fill(causal, lowest)): a hidden row's scores are all lowest in float, uniform over every
+# key. No bias added to the scores replaces them: the fused row is uniform over the keys hidden
+# once, and -inf (lowest + lowest) where both masks hide. Its sets 4 and 5 too are compared on
+# the kept positions. The other forms get an exact bias (attention.cc) and are compared on every
+# position.
 # The same optimized model runs in ONNX Runtime (a runtime refeval did not write) against torch at
 # 1e-4 on every data set, left-padded rows' pad positions left out (where every key is hidden,
 # runtimes differ by design; those logits are never read).

@@ -3,6 +3,7 @@
 // cross attention (S != L) against Reshape/Transpose/MatMul/Softmax run as standard ops; errors.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "refeval/compute_vector.h"
@@ -121,6 +122,19 @@ TEST_CASE("MultiHeadAttention decoding step: many heads, a long past and a bias 
       }
     }
   check_equal(one[0], from_doubles(DType::Float, {B, 1, D}, want), {1e-5, 1e-6});
+}
+
+TEST_CASE("MultiHeadAttention: a masked score is a float, so a row whose every key is masked by -1e9 is uniform") {
+  // Query 0's keys both carry -1e9 (Meta's llama padding bias on a left-padded row's first
+  // query): in float, as ONNX Runtime's kernel and the unfused export compute, score - 1e9 is
+  // -1e9 for both keys, and the query averages the values; double kept the scores' ranking.
+  // Query 1 is unmasked. A bias of float's lowest on both keys is uniform too.
+  for (float filler : {-1e9f, std::numeric_limits<float>::lowest()}) {
+    CAPTURE(filler);
+    const Tensor bias = tensor<float>({1, 1, 2, 2}, {filler, filler, 0, 0});
+    check_equal(mha({"q", "k", "v", "", "", "bias"}, {kQ, kQ, kV, Value(), Value(), bias})[0],
+                tensor<float>({1, 2, 2}, {2, 3, 2.3395231f, 3.3395231f}));
+  }
 }
 
 TEST_CASE("MultiHeadAttention cross attention equals the standard-op graph") {
