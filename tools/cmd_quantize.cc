@@ -1,5 +1,6 @@
-// `refeval quantize IN.onnx -o OUT.onnx --int4`: ONNX Runtime's int4 weight-only quantization
-// (quantize/int4.h), then what it cost: the weights' bytes before and after, each output's
+// `refeval quantize IN.onnx -o OUT.onnx --int4 | --int8`: ONNX Runtime's int4 weight-only
+// quantization (quantize/int4.h) or its dynamic int8 quantization (quantize/int8.h), then what it
+// cost: the weights' bytes before and after, each output's
 // agreement over input sets (as `compare --random-sets`: cosine, SNR, top-1) and refeval's run
 // time before and after. --min-snr / --min-cosine exit 3 when not met, OUT still written.
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "quality/output_stats.h"
 #include "quantize/int4.h"
+#include "quantize/int8.h"
 #include "refeval/evaluator.h"
 #include "refeval/model_io.h"
 #include "refeval/threads.h"
@@ -46,10 +48,16 @@ class QuantizeVerb : public Verb {
   void setup(CLI::App* sub) override {
     sub->add_option("model", in_, "the .onnx model")->required();
     sub->add_option("-o,--output", out_, "OUT.onnx: the quantized model")->required();
-    sub->add_flag("--int4", int4_, "MatMul weights to 4-bit blocks (com.microsoft.MatMulNBits, RTN as ORT's default quantizer)")->required();
-    sub->add_option("--block-size", int4_options_.block_size, "K values per scale: 16, 32 (default), 64, 128, ...");
-    sub->add_flag("--symmetric", int4_options_.symmetric, "no zero points: scale = the block's largest-magnitude value / -8");
-    sub->add_option("--accuracy-level", int4_options_.accuracy_level, "MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)");
+    auto* int4 = sub->add_flag("--int4", int4_, "MatMul weights to 4-bit blocks (com.microsoft.MatMulNBits, RTN as ORT's default quantizer)");
+    auto* int8 = sub->add_flag("--int8", int8_, "dynamic int8 as ORT's quantize_dynamic: int8 weights, uint8 activations (DynamicQuantizeLinear + MatMulInteger)");
+    int4->excludes(int8);
+    sub->add_flag("--per-channel", int8_options_.per_channel, "with --int8: a weight scale per output column (default one per weight)");
+    sub->add_flag("--reduce-range", int8_options_.reduce_range, "with --int8: 7-bit weights in [-64, 64] (ORT's reduce_range)");
+    int4_only_ = {
+        sub->add_option("--block-size", int4_options_.block_size, "with --int4: K values per scale: 16, 32 (default), 64, 128, ..."),
+        sub->add_flag("--symmetric", int4_options_.symmetric, "with --int4: no zero points: scale = the block's largest-magnitude value / -8"),
+        sub->add_option("--accuracy-level", int4_options_.accuracy_level,
+                        "with --int4: MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)")};
     sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
     sub->add_option("--random-sets", random_sets_, "N: input sets generated from seeds --seed .. --seed + N - 1 to measure the loss on (default 3)")
         ->check(CLI::Range(1, 100000));
@@ -60,21 +68,38 @@ class QuantizeVerb : public Verb {
   }
 
   int execute(const GlobalOptions& g) override {
-    for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e);
+    if (!int4_ && !int8_) fail_usage("quantize: say what to write, --int4 or --int8");
+    if (!int8_ && (int8_options_.per_channel || int8_options_.reduce_range)) fail_usage("--per-channel and --reduce-range go with --int8");
+    for (const CLI::Option* o : int4_only_)
+      if (int8_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
+    for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
     const Model original = open_model(in_);
-    const quantize::Int4Result q = quantize::quantize_int4(original, int4_options_);
-    if (q.quantized.empty())
+    Model quantized;
+    std::vector<std::string> done;
+    std::vector<std::pair<std::string, std::string>> skipped;
+    int64_t computed = 0;
+    std::string what;
+    if (int4_) {
+      quantize::Int4Result q = quantize::quantize_int4(original, int4_options_);
+      quantized = std::move(q.model), done = std::move(q.quantized), skipped = std::move(q.skipped), computed = q.computed_products;
+      what = fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size, int4_options_.symmetric ? "symmetric" : "asymmetric",
+                         int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "");
+    } else {
+      quantize::Int8Result q = quantize::quantize_int8(original, int8_options_);
+      quantized = std::move(q.model), done = std::move(q.quantized), skipped = std::move(q.skipped), computed = q.computed_products;
+      what = fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
+                         int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
+    }
+    if (done.empty())
       fail_usage(fmt::format("{}: no MatMul to quantize{}", in_,
-                             q.skipped.empty() ? " (the main graph has none)" : fmt::format(" ('{}': {})", q.skipped[0].first, q.skipped[0].second)));
-    save_model(q.model, out_);
-    fmt::print("quantized {} of {} MatMul nodes with a weight to MatMulNBits (4 bits, block {}, {}{}): {}\n", q.quantized.size(),
-               q.quantized.size() + q.skipped.size(), int4_options_.block_size, int4_options_.symmetric ? "symmetric" : "asymmetric",
-               int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "", out_);
-    for (const auto& [node, why] : q.skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
-    if (q.computed_products) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", q.computed_products);
-    const int64_t before = weight_bytes(original), after = weight_bytes(q.model);
+                             skipped.empty() ? " (the main graph has none)" : fmt::format(" ('{}': {})", skipped[0].first, skipped[0].second)));
+    save_model(quantized, out_);
+    fmt::print("quantized {} of {} MatMul nodes with a weight to {}: {}\n", done.size(), done.size() + skipped.size(), what, out_);
+    for (const auto& [node, why] : skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
+    if (computed) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", computed);
+    const int64_t before = weight_bytes(original), after = weight_bytes(quantized);
     fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
-    return measure(original, q.model, g);
+    return measure(original, quantized, g);
   }
 
  private:
@@ -112,8 +137,10 @@ class QuantizeVerb : public Verb {
   }
 
   std::string in_, out_, exclude_;
-  bool int4_ = false;
+  bool int4_ = false, int8_ = false;
   quantize::Int4Options int4_options_;
+  quantize::Int8Options int8_options_;
+  std::vector<CLI::Option*> int4_only_;
   int random_sets_ = 3, runs_ = 5;
   std::optional<double> min_snr_, min_cosine_;
   InputOptions inputs_;

@@ -8,34 +8,9 @@
 #include "refeval/builder.h"
 #include "refeval/error.h"
 #include "rtn.h"
+#include "weights.h"
 
 namespace refeval::quantize {
-namespace {
-
-// Every value name a node of g, or of a graph nested in one of its attributes, reads.
-void collect_reads(const Graph& g, std::set<std::string>& reads) {
-  for (const Node& n : g.nodes) {
-    reads.insert(n.inputs.begin(), n.inputs.end());
-    for (const Attribute& a : n.attributes) {
-      if (a.g) collect_reads(*a.g, reads);
-      for (const auto& body : a.graphs) collect_reads(*body, reads);
-    }
-  }
-}
-
-// Why node n (a MatMul) cannot be rewritten, or "" when it can.
-std::string refusal(const Graph& g, const Node& n) {
-  if (n.inputs.size() != 2 || n.outputs.size() != 1) return "not a two-input MatMul";
-  const Initializer* b = g.find_initializer(n.inputs[1]);
-  if (g.find_input(n.inputs[1])) return fmt::format("B '{}' is a graph input that a feed can replace", n.inputs[1]);
-  if (!b) return fmt::format("B '{}' is computed, not a weight", n.inputs[1]);
-  if (b->value.dtype() != DType::Float) return fmt::format("B '{}' is {}, not float", b->name, dtype_short_name(b->value.dtype()));
-  if (b->value.rank() != 2) return fmt::format("B '{}' has rank {}, not a 2-D weight", b->name, b->value.rank());
-  if (b->value.size() == 0) return fmt::format("B '{}' is empty", b->name);
-  return "";
-}
-
-}  // namespace
 
 Int4Result quantize_int4(const Model& model, const Int4Options& o) {
   if (o.block_size < 16 || (o.block_size & (o.block_size - 1)))
@@ -50,11 +25,11 @@ Int4Result quantize_int4(const Model& model, const Int4Options& o) {
       r.skipped.emplace_back(n.name, "excluded by --exclude");
       continue;
     }
-    if (n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1])) {
+    if (multiplies_computed_values(g, n)) {
       ++r.computed_products;
       continue;
     }
-    if (std::string why = refusal(g, n); !why.empty()) {
+    if (std::string why = weight_refusal(g, n); !why.empty()) {
       r.skipped.emplace_back(n.name, why);
       continue;
     }
@@ -88,9 +63,7 @@ Int4Result quantize_int4(const Model& model, const Int4Options& o) {
     n = std::move(q);
   }
   if (!r.quantized.empty()) {
-    std::set<std::string> reads;
-    collect_reads(g, reads);
-    for (const ValueInfo& out : g.outputs) reads.insert(out.name);
+    const std::set<std::string> reads = values_read(g);
     std::erase_if(g.initializers, [&](const Initializer& i) { return made.count(i.name) && !reads.count(i.name); });
     r.model.opsets.emplace("com.microsoft", 1);
   }

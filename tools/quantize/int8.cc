@@ -1,0 +1,111 @@
+#include "int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "refeval/builder.h"
+#include "refeval/error.h"
+#include "weights.h"
+
+namespace refeval::quantize {
+namespace {
+
+// ORT's compute_scale_zp for a symmetric range [-rmax, rmax] onto [qmin, qmax]: the scale in
+// double, stored as float; a range below float's smallest normal gets scale 1.
+float symmetric_scale(float rmax, int qmin, int qmax) {
+  const double scale = (double(rmax) - double(-rmax)) / double(qmax - qmin);
+  return scale < double(std::numeric_limits<float>::min()) ? 1.0f : float(scale);
+}
+
+// A node's name with a suffix, or "" for an unnamed node (ONNX allows those).
+std::string derived(const std::string& name, const char* suffix) { return name.empty() ? "" : name + suffix; }
+
+}  // namespace
+
+Int8Weight quantize_int8_symmetric(const float* b, int64_t K, int64_t N, bool per_channel, bool reduce_range) {
+  const int qmin = reduce_range ? -64 : -127, qmax = -qmin;
+  Int8Weight w;
+  w.data.resize(size_t(K * N));
+  const int64_t groups = per_channel ? N : 1;
+  for (int64_t c = 0; c < groups; ++c) {
+    // The columns this scale covers: column c alone, or all of them.
+    const int64_t first = per_channel ? c : 0, last = per_channel ? c + 1 : N;
+    float rmax = 0;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = first; n < last; ++n) rmax = std::max(rmax, std::fabs(b[k * N + n]));
+    const float scale = symmetric_scale(rmax, qmin, qmax);
+    w.scales.push_back(scale);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = first; n < last; ++n) {
+        const float q = std::nearbyint(b[k * N + n] / scale);  // numpy's round: half to even
+        w.data[size_t(k * N + n)] = int8_t(std::clamp(q, float(qmin), float(qmax)));
+      }
+  }
+  return w;
+}
+
+Int8Result quantize_int8(const Model& model, const Int8Options& o) {
+  if (const auto it = model.opsets.find(""); it != model.opsets.end() && it->second < 11)
+    fail_usage(fmt::format("--int8 writes DynamicQuantizeLinear (opset 11); the model imports opset {}", it->second));
+  Int8Result r{model, {}, {}};
+  Graph& g = r.model.graph;
+  std::map<std::string, std::vector<std::string>> weights;  // B -> B_q, B_scale, B_zero_point
+  std::map<std::string, std::vector<std::string>> activations;  // A -> A_q, A_scale, A_zero_point
+  std::vector<Node> out;
+  out.reserve(g.nodes.size());
+  for (Node& n : g.nodes) {
+    if (n.op_type != "MatMul" || !n.domain.empty()) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    std::string why = o.exclude.count(n.name) || o.exclude.count(n.op_type) ? "excluded by --exclude" : "";
+    if (why.empty() && multiplies_computed_values(g, n)) {
+      ++r.computed_products;
+      out.push_back(std::move(n));
+      continue;
+    }
+    if (why.empty()) why = weight_refusal(g, n);
+    if (!why.empty()) {
+      r.skipped.emplace_back(n.name, why);
+      out.push_back(std::move(n));
+      continue;
+    }
+    const std::string &a = n.inputs[0], &b = n.inputs[1], &y = n.outputs[0];
+    auto& bq = weights[b];
+    if (bq.empty()) {
+      const Tensor& w = g.find_initializer(b)->value;
+      const int64_t K = w.dim(0), N = w.dim(1);
+      const Int8Weight q = quantize_int8_symmetric(w.data<float>(), K, N, o.per_channel, o.reduce_range);
+      bq = {b + "_quantized", b + "_scale", b + "_zero_point"};
+      Tensor data(DType::Int8, {K, N});
+      std::copy(q.data.begin(), q.data.end(), data.data<int8_t>());
+      const Shape per = o.per_channel ? Shape{N} : Shape{};
+      g.initializers.push_back({bq[0], data});
+      g.initializers.push_back({bq[1], Tensor::from_vector<float>(per, q.scales)});
+      g.initializers.push_back({bq[2], Tensor::from_vector<int8_t>(per, std::vector<int8_t>(q.scales.size(), 0))});
+    }
+    auto& aq = activations[a];
+    if (aq.empty()) {
+      aq = {a + "_quantized", a + "_scale", a + "_zero_point"};
+      out.push_back(build::node("DynamicQuantizeLinear", {a}, aq, {}, derived(a, "_QuantizeLinear")));
+    }
+    const std::string product = y + "_output_quantized", scale = y + "_scale_product", cast = y + "_output_float";
+    out.push_back(build::node("MatMulInteger", {aq[0], bq[0], aq[2], bq[2]}, {product}, {}, derived(n.name, "_quant")));
+    out.push_back(build::node("Mul", {aq[1], bq[1]}, {scale}, {}, derived(n.name, "_scales_mul")));
+    out.push_back(build::node("Cast", {product}, {cast}, {build::attr("to", int64_t(DType::Float))}, derived(n.name, "_output_cast")));
+    out.push_back(build::node("Mul", {cast, scale}, {y}, {}, derived(n.name, "_output_scale_mul")));
+    r.quantized.push_back(n.name);
+  }
+  g.nodes = std::move(out);
+  if (!r.quantized.empty()) {
+    const std::set<std::string> reads = values_read(g);
+    std::erase_if(g.initializers, [&](const Initializer& i) { return weights.count(i.name) && !reads.count(i.name); });
+  }
+  return r;
+}
+
+}  // namespace refeval::quantize

@@ -1,0 +1,42 @@
+#include "weights.h"
+
+#include <fmt/format.h>
+
+namespace refeval::quantize {
+namespace {
+
+void collect_reads(const Graph& g, std::set<std::string>& reads) {
+  for (const Node& n : g.nodes) {
+    reads.insert(n.inputs.begin(), n.inputs.end());
+    for (const Attribute& a : n.attributes) {
+      if (a.g) collect_reads(*a.g, reads);
+      for (const auto& body : a.graphs) collect_reads(*body, reads);
+    }
+  }
+}
+
+}  // namespace
+
+std::string weight_refusal(const Graph& g, const Node& n) {
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return "not a two-input MatMul";
+  const Initializer* b = g.find_initializer(n.inputs[1]);
+  if (g.find_input(n.inputs[1])) return fmt::format("B '{}' is a graph input that a feed can replace", n.inputs[1]);
+  if (!b) return fmt::format("B '{}' is computed, not a weight", n.inputs[1]);
+  if (b->value.dtype() != DType::Float) return fmt::format("B '{}' is {}, not float", b->name, dtype_short_name(b->value.dtype()));
+  if (b->value.rank() != 2) return fmt::format("B '{}' has rank {}, not a 2-D weight", b->name, b->value.rank());
+  if (b->value.size() == 0) return fmt::format("B '{}' is empty", b->name);
+  return "";
+}
+
+bool multiplies_computed_values(const Graph& g, const Node& n) {
+  return n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1]);
+}
+
+std::set<std::string> values_read(const Graph& g) {
+  std::set<std::string> reads;
+  collect_reads(g, reads);
+  for (const ValueInfo& out : g.outputs) reads.insert(out.name);
+  return reads;
+}
+
+}  // namespace refeval::quantize
