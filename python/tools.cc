@@ -1,12 +1,14 @@
-// The profiler, the profile reader, the optimizer and the viewer from Python: refeval.profile(),
-// read_profile(), optimize() and show() (see python/refeval/__init__.py), the same libraries the
-// `profile`, `report`, `optimize` and `show` verbs drive.
+// The profiler, the profile reader, the optimizer, the quantizer and the viewer from Python:
+// refeval.profile(), read_profile(), optimize(), quantize() and show() (see
+// python/refeval/__init__.py), the same libraries the `profile`, `report`, `optimize`, `quantize`
+// and `show` verbs drive.
 #include "tools.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include "aggregate.h"
@@ -19,6 +21,8 @@
 #include "debug/reduce.h"
 #include "refeval/dump.h"
 #include "optimizer.h"
+#include "quantize/int4.h"
+#include "quantize/int8.h"
 #include "profile_file.h"
 #include "profiled_model.h"
 #include "runs.h"
@@ -112,6 +116,40 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
                   py::arg("nodes_after") = result.model.graph.nodes.size(), py::arg("counters") = counters,
                   py::arg("operators") = optimize::op_counts(result.model.graph), py::arg("model_type") = result.model_type,
                   py::arg("candidates") = candidates, py::arg("not_fused") = result.explain.not_fused);
+}
+
+py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
+                        bool symmetric, int64_t accuracy_level, bool per_channel, bool reduce_range,
+                        const std::vector<std::string>& exclude) {
+  if (scheme != "int4" && scheme != "int8") fail_usage(fmt::format("quantize: scheme '{}' is not int4 or int8", scheme));
+  const Model original = load_model(in);
+  quantize::QuantizeResult q;
+  {
+    py::gil_scoped_release release;
+    if (scheme == "int4") {
+      quantize::Int4Options o;
+      o.block_size = block_size, o.symmetric = symmetric, o.accuracy_level = accuracy_level;
+      o.exclude.insert(exclude.begin(), exclude.end());
+      q = quantize::quantize_int4(original, o);
+    } else {
+      quantize::Int8Options o;
+      o.per_channel = per_channel, o.reduce_range = reduce_range;
+      o.exclude.insert(exclude.begin(), exclude.end());
+      q = quantize::quantize_int8(original, o);
+    }
+    quantize::require_quantized(q, in);
+    save_model(q.model, out);
+  }
+  auto bytes = [](const Model& m) {
+    int64_t b = 0;
+    for (const Initializer& i : m.graph.initializers) b += int64_t(i.value.nbytes());
+    return b;
+  };
+  py::dict not_quantized;
+  for (const auto& [node, why] : q.skipped) not_quantized[node.c_str()] = why;
+  return py::dict(py::arg("path") = out, py::arg("quantized") = q.quantized, py::arg("not_quantized") = not_quantized,
+                  py::arg("computed_products") = q.computed_products, py::arg("weight_bytes_before") = bytes(original),
+                  py::arg("weight_bytes_after") = bytes(q.model));
 }
 
 py::dict reduce_model(const std::string& model_path, const std::string& out, const py::list& feed_sets, const std::string& predicate,

@@ -1,4 +1,4 @@
-// refeval.profile() and refeval.optimize(): the profile and optimize libraries for Python.
+// refeval.profile(), optimize() and quantize(): the profile, optimize and quantize libraries for Python.
 #pragma once
 
 #include <optional>
@@ -23,6 +23,11 @@ std::string show_html(const std::string& model_path, const std::string& profile_
 py::dict optimize_model(const std::string& in, const std::string& out, const std::string& level, const std::string& model_type,
                         const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target,
                         const std::string& forms);
+// Quantizes `in` into `out` as `refeval quantize --int4` or `--int8` does (scheme "int4" or "int8");
+// returns the nodes quantized, those left with the reason, the computed products and the sizes.
+py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
+                        bool symmetric, int64_t accuracy_level, bool per_channel, bool reduce_range,
+                        const std::vector<std::string>& exclude);
 
 // The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,
 // memory); `profile` non-empty writes the phase-tagged profile there.

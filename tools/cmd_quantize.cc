@@ -74,32 +74,21 @@ class QuantizeVerb : public Verb {
       if (int8_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
     for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
     const Model original = open_model(in_);
-    Model quantized;
-    std::vector<std::string> done;
-    std::vector<std::pair<std::string, std::string>> skipped;
-    int64_t computed = 0;
-    std::string what;
-    if (int4_) {
-      quantize::Int4Result q = quantize::quantize_int4(original, int4_options_);
-      quantized = std::move(q.model), done = std::move(q.quantized), skipped = std::move(q.skipped), computed = q.computed_products;
-      what = fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size, int4_options_.symmetric ? "symmetric" : "asymmetric",
-                         int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "");
-    } else {
-      quantize::Int8Result q = quantize::quantize_int8(original, int8_options_);
-      quantized = std::move(q.model), done = std::move(q.quantized), skipped = std::move(q.skipped), computed = q.computed_products;
-      what = fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
-                         int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
-    }
-    if (done.empty())
-      fail_usage(fmt::format("{}: no MatMul to quantize{}", in_,
-                             skipped.empty() ? " (the main graph has none)" : fmt::format(" ('{}': {})", skipped[0].first, skipped[0].second)));
-    save_model(quantized, out_);
-    fmt::print("quantized {} of {} MatMul nodes with a weight to {}: {}\n", done.size(), done.size() + skipped.size(), what, out_);
-    for (const auto& [node, why] : skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
-    if (computed) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", computed);
-    const int64_t before = weight_bytes(original), after = weight_bytes(quantized);
+    const quantize::QuantizeResult q =
+        int4_ ? quantize::quantize_int4(original, int4_options_) : quantize::quantize_int8(original, int8_options_);
+    quantize::require_quantized(q, in_);
+    const std::string what =
+        int4_ ? fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size, int4_options_.symmetric ? "symmetric" : "asymmetric",
+                            int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "")
+              : fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
+                            int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
+    save_model(q.model, out_);
+    fmt::print("quantized {} of {} MatMul nodes with a weight to {}: {}\n", q.quantized.size(), q.quantized.size() + q.skipped.size(), what, out_);
+    for (const auto& [node, why] : q.skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
+    if (q.computed_products) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", q.computed_products);
+    const int64_t before = weight_bytes(original), after = weight_bytes(q.model);
     fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
-    return measure(original, quantized, g);
+    return measure(original, q.model, g);
   }
 
  private:

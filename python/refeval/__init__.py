@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _refeval
 
-__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "reduce", "accuracy", "generate", "read_profile", "op_table", "compare", "summary", "runs",
+__all__ = ["ReferenceEvaluator", "OpRun", "profile", "optimize", "quantize", "reduce", "accuracy", "generate", "read_profile", "op_table", "compare", "summary", "runs",
            "plot", "show", "check_fusion", "set_threads", "threads", "set_emulate_accuracy_level", "emulate_accuracy_level", "Error", "ModelError", "InputError", "EvaluationError", "ResourceError", "UsageError"]
 
 
@@ -257,6 +257,19 @@ def optimize(model, out, level="all", model_type="", only=None, disable=None, ta
     Prove the result with refeval.ReferenceEvaluator on both models (or `refeval optimize --verify`)."""
     return _native(_refeval.optimize, os.fspath(model), os.fspath(out), level, model_type, list(only or []), list(disable or []),
                    target, forms)
+
+
+def quantize(model, out, scheme="int4", block_size=32, symmetric=False, accuracy_level=0, per_channel=False,
+             reduce_range=False, exclude=None):
+    """Quantizes a model file's MatMul weights as `refeval quantize` does and writes `out`:
+    scheme="int4" writes MatMulNBits (block_size, symmetric, accuracy_level as ONNX Runtime's
+    MatMulNBitsQuantizer), scheme="int8" ORT's dynamic int8 (DynamicQuantizeLinear +
+    MatMulInteger; per_channel, reduce_range). exclude: MatMul node names or op types to keep in
+    float. Returns {"path", "quantized": [nodes], "not_quantized": {node: why},
+    "computed_products", "weight_bytes_before", "weight_bytes_after"}; measure the loss with
+    refeval.compare_models (language models) or two ReferenceEvaluators."""
+    return _native(_refeval.quantize, os.fspath(model), os.fspath(out), scheme, int(block_size), bool(symmetric),
+                   int(accuracy_level), bool(per_channel), bool(reduce_range), list(exclude or []))
 
 
 def _model_arg(model):

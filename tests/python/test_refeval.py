@@ -216,6 +216,30 @@ def test_optimize_a_llama_export_and_read_why(tmp_path):
     assert any("epsilon is added outside the square root" in line for line in why)
 
 
+def test_quantize_a_matmul_to_int4_and_int8_and_run_both(tmp_path):
+    # y = x @ W with W 64 x 16: int4 blocks (MatMulNBits) and dynamic int8 (MatMulInteger), each
+    # run by the evaluator against numpy's float product, within what the scheme loses.
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((64, 16)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="proj")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])], [numpy_helper.from_array(w, "W")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "float.onnx")
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    for scheme, options, ops in (("int4", {"block_size": 16}, {"MatMulNBits"}),
+                                 ("int8", {"per_channel": True}, {"DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul"})):
+        out = refeval.quantize(tmp_path / "float.onnx", tmp_path / f"{scheme}.onnx", scheme=scheme, **options)
+        assert out["quantized"] == ["proj"] and out["not_quantized"] == {} and out["computed_products"] == 0
+        assert out["weight_bytes_after"] < out["weight_bytes_before"] == w.nbytes
+        model = onnx.load(tmp_path / f"{scheme}.onnx")
+        assert {n.op_type for n in model.graph.node} == ops
+        y = refeval.ReferenceEvaluator(model).run(None, {"x": x})[0]
+        snr = 10 * np.log10((x @ w).var() / (y - x @ w).var())
+        assert snr > (15 if scheme == "int4" else 30), (scheme, snr)
+    with pytest.raises(refeval.UsageError, match="no MatMul to quantize .*'proj': excluded"):
+        refeval.quantize(tmp_path / "float.onnx", tmp_path / "none.onnx", scheme="int8", exclude=["MatMul"])
+
+
 def test_reduce_finds_the_node_that_makes_a_nan(tmp_path):
     # x -> Relu -> (Log of a negative constant, planted) * 0 + x -> Tanh: the Log alone is kept.
     nodes = [helper.make_node("Relu", ["X"], ["r"], name="relu"),

@@ -12,11 +12,11 @@
 
 namespace refeval::quantize {
 
-Int4Result quantize_int4(const Model& model, const Int4Options& o) {
+QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   if (o.block_size < 16 || (o.block_size & (o.block_size - 1)))
     fail_usage(fmt::format("--block-size {}: MatMulNBits takes a power of 2, at least 16", o.block_size));
   if (o.accuracy_level < 0 || o.accuracy_level > 4) fail_usage(fmt::format("--accuracy-level {}: 0 to 4", o.accuracy_level));
-  Int4Result r{model, {}, {}};
+  QuantizeResult r{model, {}, {}};
   Graph& g = r.model.graph;
   std::map<std::string, std::vector<std::string>> made;  // B -> the MatMulNBits inputs 1.. written for it
   for (Node& n : g.nodes) {

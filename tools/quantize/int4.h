@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "refeval/ir.h"
+#include "weights.h"
 
 namespace refeval::quantize {
 
@@ -21,13 +22,7 @@ struct Int4Options {
   std::set<std::string> exclude;  // node names or operator types
 };
 
-struct Int4Result {
-  Model model;
-  std::vector<std::string> quantized;                        // the MatMul nodes rewritten
-  std::vector<std::pair<std::string, std::string>> skipped;  // (node, why) of the other MatMuls with an initializer B or excluded
-  int64_t computed_products = 0;  // MatMuls whose B is computed (attention's products): no weight to quantize
-};
 
-Int4Result quantize_int4(const Model& model, const Int4Options& options);
+QuantizeResult quantize_int4(const Model& model, const Int4Options& options);
 
 }  // namespace refeval::quantize

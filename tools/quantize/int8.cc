@@ -48,10 +48,10 @@ Int8Weight quantize_int8_symmetric(const float* b, int64_t K, int64_t N, bool pe
   return w;
 }
 
-Int8Result quantize_int8(const Model& model, const Int8Options& o) {
+QuantizeResult quantize_int8(const Model& model, const Int8Options& o) {
   if (const auto it = model.opsets.find(""); it != model.opsets.end() && it->second < 11)
     fail_usage(fmt::format("--int8 writes DynamicQuantizeLinear (opset 11); the model imports opset {}", it->second));
-  Int8Result r{model, {}, {}};
+  QuantizeResult r{model, {}, {}};
   Graph& g = r.model.graph;
   std::map<std::string, std::vector<std::string>> weights;  // B -> B_q, B_scale, B_zero_point
   std::map<std::string, std::vector<std::string>> activations;  // A -> A_q, A_scale, A_zero_point

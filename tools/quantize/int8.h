@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "refeval/ir.h"
+#include "weights.h"
 
 namespace refeval::quantize {
 
@@ -32,13 +33,7 @@ struct Int8Weight {
 // B (K x N float) quantized as above.
 Int8Weight quantize_int8_symmetric(const float* b, int64_t K, int64_t N, bool per_channel, bool reduce_range);
 
-struct Int8Result {
-  Model model;
-  std::vector<std::string> quantized;                        // the MatMul nodes rewritten
-  std::vector<std::pair<std::string, std::string>> skipped;  // (node, why) of the other MatMuls with an initializer B or excluded
-  int64_t computed_products = 0;  // MatMuls whose B is computed (attention's products)
-};
 
-Int8Result quantize_int8(const Model& model, const Int8Options& options);
+QuantizeResult quantize_int8(const Model& model, const Int8Options& options);
 
 }  // namespace refeval::quantize

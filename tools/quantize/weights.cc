@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "refeval/error.h"
+
 namespace refeval::quantize {
 namespace {
 
@@ -30,6 +32,12 @@ std::string weight_refusal(const Graph& g, const Node& n) {
 
 bool multiplies_computed_values(const Graph& g, const Node& n) {
   return n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1]);
+}
+
+void require_quantized(const QuantizeResult& r, const std::string& path) {
+  if (!r.quantized.empty()) return;
+  fail_usage(fmt::format("{}: no MatMul to quantize{}", path,
+                         r.skipped.empty() ? " (the main graph has none)" : fmt::format(" ('{}': {})", r.skipped[0].first, r.skipped[0].second)));
 }
 
 std::set<std::string> values_read(const Graph& g) {

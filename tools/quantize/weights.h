@@ -1,13 +1,25 @@
 // What the quantizers share: which MatMuls multiply by a weight (a constant 2-D float initializer
-// no feed can replace), and which initializers a graph still reads after a rewrite.
+// no feed can replace), which initializers a graph still reads after a rewrite, and the result.
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "refeval/ir.h"
 
 namespace refeval::quantize {
+
+struct QuantizeResult {
+  Model model;
+  std::vector<std::string> quantized;                        // the MatMul nodes rewritten
+  std::vector<std::pair<std::string, std::string>> skipped;  // (node, why) of the other MatMuls with an initializer B or excluded
+  int64_t computed_products = 0;  // MatMuls whose B is computed (attention's products): no weight to quantize
+};
+// A usage error naming `path` and the first MatMul left alone when nothing was quantized.
+void require_quantized(const QuantizeResult& r, const std::string& path);
 
 // Why MatMul node n of g has no weight to quantize, or "" when its B is one.
 std::string weight_refusal(const Graph& g, const Node& n);
