@@ -24,6 +24,7 @@ benchmarks=(
   "ONNX Runtime's CPU kernels: each fused form against the nodes it replaces|ort_forms/run.sh"
   "The HTML viewer at LLM scale|show/scale.sh"
   "Two threads with the other core quiet and busy, against ONNX Runtime|threads/busy_core.sh"
+  "A Qwen2-0.5B-shaped decoder, float32 and int4, against ONNX Runtime|llm/qwen2_0_5b.sh"
 )
 
 ensure_ort
