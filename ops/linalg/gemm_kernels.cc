@@ -113,6 +113,21 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
   else run(A, B);
 }
 
+// What every product does first: nothing when C is empty, zeros (or C as it is) when there is no
+// k to sum over, Eigen below kBlasWork. true when that was all.
+template <class T>
+bool empty_or_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc) {
+  g_fast_calls.fetch_add(1, std::memory_order_relaxed);
+  if (M == 0 || N == 0) return true;
+  if (K == 0) {
+    if (!acc) std::fill(c, c + M * N, T(0));
+    return true;
+  }
+  if (M * N * K >= kBlasWork) return false;
+  eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
+  return true;
+}
+
 // x (rows x cols, row-major) stored transposed, as cols x rows.
 std::vector<float> untransposed(const float* x, int64_t rows, int64_t cols) {
   std::vector<float> out(size_t(rows * cols));
@@ -153,13 +168,7 @@ class MatrixSource final : public PanelSource {
 // other path reads b.
 void float_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc,
                 PackedStrips packed = {}, const float* small_m_blocks = nullptr) {
-  g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    if (!acc) std::fill(c, c + M * N, 0.0f);
-    return;
-  }
-  if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
+  if (empty_or_small(ta, tb, M, N, K, a, b, c, acc)) return;
   if (active_isa() == Isa::Generic) return gemm_in_order_portable(ta, tb, M, N, K, a, b, c, acc);
   // The in-order AVX2 kernel takes every product without AVX-512 and few-row ones with it; a
   // transposed operand is copied untransposed first (O(MK) or O(NK) against the product's O(MNK)).
@@ -190,13 +199,7 @@ void float_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* 
 // caller at a time: refeval's other threads would only wait for the lock).
 void double_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c,
                  bool acc) {
-  g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    if (!acc) std::fill(c, c + M * N, 0.0);
-    return;
-  }
-  if (M * N * K < kBlasWork) return eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
+  if (empty_or_small(ta, tb, M, N, K, a, b, c, acc)) return;
   single_threaded_blas();
   const bool by_columns = N >= M;
   const int64_t extent = by_columns ? N : M, step = std::min(extent, by_columns ? kColumnBlock : kRowBlock);

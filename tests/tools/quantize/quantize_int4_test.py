@@ -10,10 +10,8 @@ or symmetric scale = (largest-magnitude value) / -8 without zero points; q = rou
 
   tests/tools/quantize/quantize_int4_test.py REFEVAL SOURCE_DIR
 """
-import os
 import pathlib
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -21,15 +19,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from checks import check, finish
+from checks import run as run_refeval
+
 REFEVAL, SRC = sys.argv[1], pathlib.Path(sys.argv[2])
 sys.path.insert(0, str(SRC / "tests" / "data" / "ort"))
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def round_half_away(x):
@@ -108,7 +102,7 @@ def model(rng):
 
 
 def run(*args):
-    return subprocess.run([REFEVAL, *map(str, args)], capture_output=True, text=True)
+    return run_refeval(REFEVAL, *args)
 
 
 def main():
@@ -154,8 +148,7 @@ def main():
     r = run("quantize", src, "-o", work / "x.onnx", "--int4", "--exclude", "MatMul")
     check(r.returncode == 2 and "no MatMul to quantize" in r.stderr, "nothing to quantize: exit 2 with the reason")
     shutil.rmtree(work)
-    print(f"{len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 def ort_agrees(q, label, work, block):

@@ -14,7 +14,6 @@ float32 quotient, clipped.
 """
 import pathlib
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -22,15 +21,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from checks import check, finish
+from checks import run as run_refeval
+
 REFEVAL, SRC = sys.argv[1], pathlib.Path(sys.argv[2])
 sys.path.insert(0, str(SRC / "tests" / "data" / "ort"))
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def int8_reference(w, per_channel, reduce_range):
@@ -82,7 +77,7 @@ def model(rng, opset=17):
 
 
 def run(*args):
-    return subprocess.run([REFEVAL, *map(str, args)], capture_output=True, text=True)
+    return run_refeval(REFEVAL, *args)
 
 
 def main():
@@ -127,8 +122,7 @@ def main():
     r = run("quantize", work / "opset10.onnx", "-o", work / "x.onnx", "--int8")
     check(r.returncode == 2 and "opset 11" in r.stderr and "opset 10" in r.stderr, "an opset-10 model: exit 2 naming both opsets")
     shutil.rmtree(work)
-    print(f"{len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 def ort_agrees(q, label, work, name):
