@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "refeval/file_backed.h"
 #include "run/engine.h"
 
 namespace refeval {
@@ -97,7 +98,13 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
           outs = *step.folded;
         } else {
           outs = step.op->run(args, ctx);
-          if (step.fold) step.folded = outs;
+          if (step.fold) {
+            step.folded = outs;
+            // Weights mapped from their file that this fold read (a tied LM head's Transpose of
+            // the embedding table) go back to the file: later reads fault in only what they touch.
+            for (const Value& v : args)
+              if (v.is_tensor()) release_file_pages(v.tensor().raw_data(), v.tensor().nbytes());
+          }
         }
       } catch (const Error& e) {
         throw Error(e.kind() == ErrorKind::Model ? ErrorKind::Runtime : e.kind(), with_node(*step.node, e.what()));

@@ -43,3 +43,10 @@ g = helper.make_graph([helper.make_node("MatMul", ["X", "W"], ["Y"])], "g",
                       [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 128])],
                       [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 128])], [w])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), "matmul.onnx")
+
+# transpose_matmul.onnx: y = x (1 x 128) Transpose(W), W the same weight in the same file: the
+# Transpose is folded once, and W (read by nothing else) leaves memory after it.
+g = helper.make_graph([helper.make_node("Transpose", ["W"], ["Wt"], perm=[1, 0]), helper.make_node("MatMul", ["X", "Wt"], ["Y"])], "g",
+                      [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 128])],
+                      [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 128])], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), "transpose_matmul.onnx")
