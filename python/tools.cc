@@ -119,7 +119,7 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
 }
 
 py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
-                        bool symmetric, int64_t accuracy_level, bool per_channel, bool reduce_range,
+                        bool symmetric, int64_t accuracy_level, bool embeddings, bool per_channel, bool reduce_range,
                         const std::vector<std::string>& exclude) {
   if (scheme != "int4" && scheme != "int8") fail_usage(fmt::format("quantize: scheme '{}' is not int4 or int8", scheme));
   const Model original = load_model(in);
@@ -128,7 +128,7 @@ py::dict quantize_model(const std::string& in, const std::string& out, const std
     py::gil_scoped_release release;
     if (scheme == "int4") {
       quantize::Int4Options o;
-      o.block_size = block_size, o.symmetric = symmetric, o.accuracy_level = accuracy_level;
+      o.block_size = block_size, o.symmetric = symmetric, o.accuracy_level = accuracy_level, o.embeddings = embeddings;
       o.exclude.insert(exclude.begin(), exclude.end());
       q = quantize::quantize_int4(original, o);
     } else {
@@ -147,7 +147,8 @@ py::dict quantize_model(const std::string& in, const std::string& out, const std
   };
   py::dict not_quantized;
   for (const auto& [node, why] : q.skipped) not_quantized[node.c_str()] = why;
-  return py::dict(py::arg("path") = out, py::arg("quantized") = q.quantized, py::arg("not_quantized") = not_quantized,
+  for (const auto& [node, why] : q.tables_skipped) not_quantized[node.c_str()] = why;
+  return py::dict(py::arg("path") = out, py::arg("quantized") = q.quantized, py::arg("tables") = q.tables, py::arg("not_quantized") = not_quantized,
                   py::arg("computed_products") = q.computed_products, py::arg("weight_bytes_before") = bytes(original),
                   py::arg("weight_bytes_after") = bytes(q.model));
 }

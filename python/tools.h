@@ -24,9 +24,10 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
                         const std::vector<std::string>& only, const std::vector<std::string>& disable, const std::string& target,
                         const std::string& forms);
 // Quantizes `in` into `out` as `refeval quantize --int4` or `--int8` does (scheme "int4" or "int8");
-// returns the nodes quantized, those left with the reason, the computed products and the sizes.
+// returns the nodes quantized (and embedding tables), those left with the reason, the computed
+// products and the sizes.
 py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
-                        bool symmetric, int64_t accuracy_level, bool per_channel, bool reduce_range,
+                        bool symmetric, int64_t accuracy_level, bool embeddings, bool per_channel, bool reduce_range,
                         const std::vector<std::string>& exclude);
 
 // The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,

@@ -57,7 +57,9 @@ class QuantizeVerb : public Verb {
         sub->add_option("--block-size", int4_options_.block_size, "with --int4: K values per scale: 16, 32 (default), 64, 128, ..."),
         sub->add_flag("--symmetric", int4_options_.symmetric, "with --int4: no zero points: scale = the block's largest-magnitude value / -8"),
         sub->add_option("--accuracy-level", int4_options_.accuracy_level,
-                        "with --int4: MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)")};
+                        "with --int4: MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)"),
+        sub->add_flag("--embeddings", int4_options_.embeddings,
+                      "with --int4: also Gather tables [vocab, hidden] (embeddings) to GatherBlockQuantized, blocks along hidden")};
     sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
     sub->add_option("--random-sets", random_sets_, "N: input sets generated from seeds --seed .. --seed + N - 1 to measure the loss on (default 3)")
         ->check(CLI::Range(1, 100000));
@@ -83,9 +85,14 @@ class QuantizeVerb : public Verb {
               : fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
                             int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
     save_model(q.model, out_);
-    fmt::print("quantized {} of {} MatMul nodes with a weight to {}: {}\n", q.quantized.size(), q.quantized.size() + q.skipped.size(), what, out_);
+    if (!int4_options_.embeddings || q.quantized.size() + q.skipped.size() + size_t(q.computed_products) > 0)
+      fmt::print("quantized {} of {} MatMul nodes with a weight to {}: {}\n", q.quantized.size(), q.quantized.size() + q.skipped.size(), what, out_);
     for (const auto& [node, why] : q.skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
     if (q.computed_products) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", q.computed_products);
+    if (int4_options_.embeddings)
+      fmt::print("quantized {} of {} Gather tables to GatherBlockQuantized (4 bits, block {}): {}\n", q.tables.size(),
+                 q.tables.size() + q.tables_skipped.size(), int4_options_.block_size, out_);
+    for (const auto& [node, why] : q.tables_skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
     const int64_t before = weight_bytes(original), after = weight_bytes(q.model);
     fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
     return measure(original, q.model, g);

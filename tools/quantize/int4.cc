@@ -11,6 +11,47 @@
 #include "weights.h"
 
 namespace refeval::quantize {
+namespace {
+
+// Why Gather node n's table cannot become GatherBlockQuantized, or "" when it can.
+std::string table_refusal(const Graph& g, const Node& n, int64_t block_size) {
+  const Tensor& t = g.find_initializer(n.inputs[0])->value;
+  if (t.dtype() != DType::Float) return fmt::format("table '{}' is {}, not float", n.inputs[0], dtype_short_name(t.dtype()));
+  if (t.rank() != 2) return fmt::format("table '{}' has rank {}, not [vocab, hidden]", n.inputs[0], t.rank());
+  const Attribute* a = n.find_attribute("axis");
+  const int64_t axis = a ? a->i : 0;
+  if (axis != 0 && axis != -2) return fmt::format("it gathers along axis {}, not the rows", axis);
+  if (t.dim(1) % block_size)
+    return fmt::format("the table's width {} is not a multiple of --block-size {} (GatherBlockQuantized reads whole blocks)", t.dim(1), block_size);
+  return "";
+}
+
+// Gather node n (a table that passed table_refusal) as GatherBlockQuantized over new initializers.
+Node quantized_gather(Graph& g, const Node& n, const Int4Options& o) {
+  const Tensor& t = g.find_initializer(n.inputs[0])->value;
+  const int64_t vocab = t.dim(0), hidden = t.dim(1);
+  std::vector<float> columns(size_t(vocab * hidden));  // the table transposed: each row a MatMul column
+  const float* rows = t.data<float>();
+  for (int64_t v = 0; v < vocab; ++v)
+    for (int64_t h = 0; h < hidden; ++h) columns[size_t(h * vocab + v)] = rows[v * hidden + h];
+  const Int4Blocks q = quantize_int4_rtn(columns.data(), hidden, vocab, o.block_size, o.symmetric);
+  const std::string base = n.inputs[0] + "_gather";
+  Tensor data(DType::UInt8, {vocab, hidden / 2});
+  std::copy(q.data.begin(), q.data.end(), data.data<uint8_t>());
+  g.initializers.push_back({base + "_Q4", data});
+  g.initializers.push_back({base + "_scales", Tensor::from_vector<float>({vocab, q.blocks}, q.scales)});
+  std::vector<std::string> inputs = {base + "_Q4", n.inputs[1], base + "_scales"};
+  if (!o.symmetric) {
+    g.initializers.push_back({base + "_zero_points", Tensor::from_vector<uint8_t>({vocab, (q.blocks + 1) / 2}, q.zero_points)});
+    inputs.push_back(base + "_zero_points");
+  }
+  return build::node("GatherBlockQuantized", inputs, n.outputs,
+                     {build::attr("gather_axis", int64_t(0)), build::attr("quantize_axis", int64_t(1)),
+                      build::attr("block_size", o.block_size), build::attr("bits", int64_t(4))},
+                     n.name.empty() ? "" : n.name + "_Q4", "com.microsoft");
+}
+
+}  // namespace
 
 QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   if (o.block_size < 16 || (o.block_size & (o.block_size - 1)))
@@ -19,7 +60,33 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   QuantizeResult r{model, {}, {}};
   Graph& g = r.model.graph;
   std::map<std::string, std::vector<std::string>> made;  // B -> the MatMulNBits inputs 1.. written for it
+  std::set<std::string> tables;  // the float tables rewritten, dropped below when nothing else reads them
+  auto is_table = [&](const Node& n) {
+    return o.embeddings && n.op_type == "Gather" && n.domain.empty() && n.inputs.size() == 2 && g.find_initializer(n.inputs[0]) &&
+           !g.find_input(n.inputs[0]) && !o.exclude.count(n.name) && !o.exclude.count(n.op_type);
+  };
+  // The token table is the one with the most rows (the vocabulary); smaller ones are positions or
+  // rotary caches, whose values 4 bits would not keep.
+  int64_t vocab = 0;
+  std::string vocab_table;
+  for (const Node& n : g.nodes)
+    if (is_table(n) && table_refusal(g, n, o.block_size).empty() && g.find_initializer(n.inputs[0])->value.dim(0) > vocab)
+      vocab = g.find_initializer(n.inputs[0])->value.dim(0), vocab_table = n.inputs[0];
   for (Node& n : g.nodes) {
+    if (is_table(n)) {
+      std::string why = table_refusal(g, n, o.block_size);
+      if (why.empty() && g.find_initializer(n.inputs[0])->value.dim(0) < vocab)
+        why = fmt::format("{} rows, fewer than the token table '{}' ({}): a position or rotary table, kept in float",
+                          g.find_initializer(n.inputs[0])->value.dim(0), vocab_table, vocab);
+      if (!why.empty()) {
+        r.tables_skipped.emplace_back(n.name, why);
+        continue;
+      }
+      r.tables.push_back(n.name);
+      tables.insert(n.inputs[0]);
+      n = quantized_gather(g, n, o);
+      continue;
+    }
     if (n.op_type != "MatMul" || !n.domain.empty()) continue;
     if (o.exclude.count(n.name) || o.exclude.count(n.op_type)) {
       r.skipped.emplace_back(n.name, "excluded by --exclude");
@@ -62,9 +129,9 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
     if (o.accuracy_level) q.attributes.push_back(build::attr("accuracy_level", o.accuracy_level));
     n = std::move(q);
   }
-  if (!r.quantized.empty()) {
+  if (!r.quantized.empty() || !r.tables.empty()) {
     const std::set<std::string> reads = values_read(g);
-    std::erase_if(g.initializers, [&](const Initializer& i) { return made.count(i.name) && !reads.count(i.name); });
+    std::erase_if(g.initializers, [&](const Initializer& i) { return (made.count(i.name) || tables.count(i.name)) && !reads.count(i.name); });
     r.model.opsets.emplace("com.microsoft", 1);
   }
   return r;

@@ -1,7 +1,12 @@
 // `refeval quantize --int4`: every MatMul of the main graph whose B is a constant 2-D float
 // weight becomes com.microsoft.MatMulNBits (bits 4) over RTN blocks (rtn.h), as ONNX Runtime's
 // MatMulNBitsQuantizer writes it; a weight no other node reads is dropped. Each MatMul with a weight
-// left alone is listed with the reason; products of two computed values are counted.
+// left alone is listed with the reason; products of two computed values are counted. With
+// `embeddings`, each Gather of the token table (the constant 2-D float table with the most rows,
+// gathered along axis 0; smaller tables are positions or rotary caches) becomes
+// com.microsoft.GatherBlockQuantized (bits 4, gather_axis 0, quantize_axis 1): the same RTN blocks
+// along each row (the table's transpose quantized as a MatMul weight), data [vocab, hidden / 2],
+// scales [vocab, blocks], zero points [vocab, ceil(blocks / 2)], as ORT's quantizer writes it.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,7 @@ struct Int4Options {
   bool symmetric = false;
   int64_t accuracy_level = 0;  // MatMulNBits' attribute; 0 leaves it out, as ORT's quantizer does
   std::set<std::string> exclude;  // node names or operator types
+  bool embeddings = false;  // also the token table [vocab, hidden] to GatherBlockQuantized (blocks along hidden)
 };
 
 

@@ -35,7 +35,7 @@ bool multiplies_computed_values(const Graph& g, const Node& n) {
 }
 
 void require_quantized(const QuantizeResult& r, const std::string& path) {
-  if (!r.quantized.empty()) return;
+  if (!r.quantized.empty() || !r.tables.empty()) return;
   fail_usage(fmt::format("{}: no MatMul to quantize{}", path,
                          r.skipped.empty() ? " (the main graph has none)" : fmt::format(" ('{}': {})", r.skipped[0].first, r.skipped[0].second)));
 }

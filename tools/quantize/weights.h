@@ -17,6 +17,8 @@ struct QuantizeResult {
   std::vector<std::string> quantized;                        // the MatMul nodes rewritten
   std::vector<std::pair<std::string, std::string>> skipped;  // (node, why) of the other MatMuls with an initializer B or excluded
   int64_t computed_products = 0;  // MatMuls whose B is computed (attention's products): no weight to quantize
+  std::vector<std::string> tables;  // Gather nodes of embedding tables rewritten (--int4 --embeddings)
+  std::vector<std::pair<std::string, std::string>> tables_skipped;  // (node, why) of Gathers of other initializers
 };
 // A usage error naming `path` and the first MatMul left alone when nothing was quantized.
 void require_quantized(const QuantizeResult& r, const std::string& path);

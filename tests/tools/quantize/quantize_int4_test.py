@@ -136,6 +136,7 @@ def main():
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         check(attrs == {"K": 69, "N": 7, "bits": 4, "block_size": block}, f"{label}: MatMulNBits attributes {attrs}")
         ort_agrees(q, label, work, block)
+    embeddings(rng, work)
     # The cost is measured, and a gate fails after OUT is written.
     gated = work / "gated.onnx"
     r = run("quantize", src, "-o", gated, "--int4", "--min-snr", 1000, "--runs", 0)
@@ -149,6 +150,58 @@ def main():
     check(r.returncode == 2 and "no MatMul to quantize" in r.stderr, "nothing to quantize: exit 2 with the reason")
     shutil.rmtree(work)
     finish()
+
+
+def embeddings(rng, work):
+    """--embeddings: a token table (40 x 64) read by Gather becomes GatherBlockQuantized, its
+    blocks along each row: the reference quantizes the table's transpose as a MatMul weight (rows
+    as columns); a Gather of a table 48 wide (not a multiple of 32) stays, named."""
+    table = weights(rng, 64, 40).T.copy()  # its rows hold the edge cases of weights()' columns
+    narrow = rng.standard_normal((40, 48)).astype(np.float32)
+    cos_cache = np.cos(np.arange(32)[:, None] * np.arange(32)[None, :] / 32).astype(np.float32)  # a rotary cache, 32 rows
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["h"], name="embed"),
+             helper.make_node("Gather", ["narrow", "ids"], ["h2"], name="embed_narrow"),
+             helper.make_node("Gather", ["cos_cache", "pos"], ["c"], name="rotary_cos")]
+    graph = helper.make_graph(
+        nodes, "e", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+                     helper.make_tensor_value_info("pos", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, ["batch", "seq", 64]),
+         helper.make_tensor_value_info("h2", TensorProto.FLOAT, ["batch", "seq", 48]),
+         helper.make_tensor_value_info("c", TensorProto.FLOAT, ["batch", "seq", 32])],
+        [numpy_helper.from_array(table, "table"), numpy_helper.from_array(narrow, "narrow"),
+         numpy_helper.from_array(cos_cache, "cos_cache")])
+    src = work / "embed.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    for symmetric in (False, True):
+        label = f"embeddings, block 32, {'symmetric' if symmetric else 'asymmetric'}"
+        out = work / f"embed_{int(symmetric)}.onnx"
+        r = run("quantize", src, "-o", out, "--int4", "--embeddings", "--runs", 0, *(["--symmetric"] if symmetric else []))
+        check(r.returncode == 0 and "quantized 1 of 3 Gather tables to GatherBlockQuantized" in r.stdout,
+              f"{label}: one table quantized ({(r.stdout + r.stderr).strip()[:300]})")
+        check("not quantized: 'embed_narrow': the table's width 48 is not a multiple of --block-size 32" in r.stdout,
+              f"{label}: the narrow table named")
+        check("not quantized: 'rotary_cos': 32 rows, fewer than the token table 'table' (40): a position or rotary table" in r.stdout,
+              f"{label}: the smaller (rotary) table kept in float, named")
+        q = onnx.load(out)
+        inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+        data, scales, zps = rtn_reference(table.T, 32, symmetric)
+        check("table" not in inits and np.array_equal(inits["table_gather_Q4"], data.reshape(40, 32)),
+              f"{label}: packed rows equal the reference")
+        check(inits["table_gather_scales"].tobytes() == scales.tobytes() and inits["table_gather_scales"].shape == (40, 2),
+              f"{label}: scales [vocab, blocks] equal the reference bit for bit")
+        if not symmetric:
+            check(np.array_equal(inits["table_gather_zero_points"].reshape(-1), zps), f"{label}: zero points equal the reference")
+        node = next(n for n in q.graph.node if n.op_type == "GatherBlockQuantized")
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        check(attrs == {"gather_axis": 0, "quantize_axis": 1, "block_size": 32, "bits": 4}, f"{label}: attributes {attrs}")
+        if (SRC / "benchmarks/ort/node_modules/onnxruntime-node").is_dir():
+            import fixture
+            fixture.OUT = work / "ort"
+            feeds = {"ids": np.array([[0, 39, 7], [3, 3, 21]], np.int64), "pos": np.array([[0, 1, 2], [5, 6, 31]], np.int64)}
+            folder = fixture.write_case("embed", f"s{int(symmetric)}", q, feeds)
+            # (q - zero point) * scale, one float rounding in both runtimes.
+            r = run("test", folder, "--rtol", 0, "--atol", 0)
+            check(r.returncode == 0, f"{label}: ORT's rows equal refeval's exactly ({(r.stdout + r.stderr).strip()[-300:]})")
 
 
 def ort_agrees(q, label, work, block):
