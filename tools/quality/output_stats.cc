@@ -16,15 +16,26 @@ void OutputStats::add(const std::string& set, const Tensor& a, const Tensor& b) 
                              shape_to_string(b.shape())));
   const std::vector<double> x = to_doubles(a), y = to_doubles(b);
   double dot = 0, xx = 0, yy = 0, noise = 0;
+  bool unequal_specials = false;  // NaN or an infinity on one side only, or infinities of two signs
   for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i]) || !std::isfinite(y[i])) {
+      const bool same = (std::isnan(x[i]) && std::isnan(y[i])) || x[i] == y[i];
+      unequal_specials = unequal_specials || !same;
+      if (!same) max_abs = std::numeric_limits<double>::infinity();
+      continue;
+    }
     const double d = std::fabs(x[i] - y[i]);
     max_abs = std::max(max_abs, d);
     if (y[i] != 0) max_rel = std::max(max_rel, d / std::fabs(y[i]));
     dot += x[i] * y[i], xx += x[i] * x[i], yy += y[i] * y[i], noise += (x[i] - y[i]) * (x[i] - y[i]);
   }
-  // Two zero vectors are the same direction; one zero against another vector is not.
-  const double cosine = xx == 0 && yy == 0 ? 1.0 : xx == 0 || yy == 0 ? 0.0 : dot / std::sqrt(xx * yy);
-  const double snr = noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(xx / noise);
+  // Two zero vectors are the same direction; one zero against another vector is not. A NaN or an
+  // infinity where the other side has none is no agreement at all (it failed silently before:
+  // the comparisons with NaN were all false, so a NaN output read as equal).
+  const double cosine = unequal_specials ? 0.0 : xx == 0 && yy == 0 ? 1.0 : xx == 0 || yy == 0 ? 0.0 : dot / std::sqrt(xx * yy);
+  const double snr = unequal_specials ? -std::numeric_limits<double>::infinity()
+                     : noise == 0     ? std::numeric_limits<double>::infinity()
+                                      : 10 * std::log10(xx / noise);
   cosine_mean = (cosine_mean * sets + cosine) / (sets + 1);
   if (std::isfinite(snr)) snr_sum_ += snr, ++snr_finite_;
   // The mean over the sets that differ at all; infinite when none does.

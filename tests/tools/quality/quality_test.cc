@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "lm_figures.h"
 #include "output_stats.h"
@@ -51,6 +52,25 @@ TEST_CASE("language-model figures: p99 of the per-token KL interpolates as numpy
   CHECK(s.top1_agreement == doctest::Approx(100.0 / 101));
   rows.resize(10);  // 0 .. 9: rank 0.99 * 9 = 8.91 -> 8.91
   CHECK(summarize(rows, 1, 11).kl_p99 == doctest::Approx(8.91));
+}
+
+TEST_CASE("statistics over sets: a NaN or an infinity on one side only is no agreement") {
+  // A quantized model that overflows writes NaN: every comparison with NaN is false, so before
+  // this a NaN output read as max_abs 0 and passed --min-snr.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float bad : {nan, inf, -inf}) {
+    CAPTURE(bad);
+    OutputStats s;
+    s.add("one", tensor<float>({1, 3}, {1, 2, 3}), tensor<float>({1, 3}, {1, bad, 3}));
+    CHECK(std::isinf(s.max_abs));
+    CHECK(s.snr_db_min == -std::numeric_limits<double>::infinity());
+    CHECK(s.cosine_min == 0.0);
+  }
+  OutputStats same;  // NaN against NaN and equal infinities agree
+  same.add("one", tensor<float>({1, 3}, {nan, inf, 3}), tensor<float>({1, 3}, {nan, inf, 3}));
+  CHECK(same.max_abs == 0.0);
+  CHECK(std::isinf(same.snr_db_min));
+  CHECK(same.snr_db_min > 0);
 }
 
 TEST_CASE("statistics over sets: max errors, cosine, SNR, top-1 along the last axis, the worst set") {
