@@ -5,13 +5,17 @@
 // time before and after. --min-snr / --min-cosine exit 3 when not met, OUT still written.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "quality/output_stats.h"
 #include "quantize/int4.h"
+#include "quantize/float16.h"
 #include "quantize/int8.h"
+#include "refeval/compute_vector.h"
 #include "refeval/evaluator.h"
 #include "refeval/model_io.h"
 #include "refeval/threads.h"
@@ -43,6 +47,49 @@ double median_ms(ReferenceEvaluator& ev, const std::map<std::string, Value>& fee
   return ms[ms.size() / 2];
 }
 
+// The float model's feeds as `ev` declares its inputs: float16 where a model converted without
+// --keep-io-types takes float16.
+std::map<std::string, Value> feeds_as_declared(const ReferenceEvaluator& ev, const std::map<std::string, Value>& feeds) {
+  std::map<std::string, Value> out = feeds;
+  for (auto& [name, v] : out) {
+    const ValueType* t = ev.declared_type(name);
+    if (!t || t->dtype != DType::Float16 || !v.is_tensor() || v.tensor().dtype() != DType::Float) continue;
+    Tensor h(DType::Float16, v.tensor().shape());
+    write_compute(h, to_compute<float>(v.tensor()));
+    v = h;
+  }
+  return out;
+}
+
+// The element type of every value of the float model over the input sets, and the nodes kept in
+// float because a value they make or read leaves float16's range there (65504 < |v| < 1e30), with
+// the reason: the region in float reaches from the first value out of range to the nodes that
+// bring it back. Magnitudes of 1e30 and more are masks' fillers (float's lowest), which become
+// -65504 in float16 as ONNX Runtime's converter clamps them, and still hide what they hide.
+std::pair<std::map<std::string, DType>, std::map<std::string, std::string>> calibrate_float16(
+    ReferenceEvaluator& ev, const std::vector<std::map<std::string, Value>>& sets) {
+  std::map<std::string, DType> types;
+  std::map<std::string, std::string> too_large;  // value -> why
+  for (size_t s = 0; s < sets.size(); ++s)
+    for (const auto& [name, v] : ev.run_all(sets[s])) {
+      if (!v.is_tensor()) continue;
+      types[name] = v.tensor().dtype();
+      if (v.tensor().dtype() != DType::Float || too_large.count(name)) continue;
+      float top = 0;
+      for (float x : to_compute<float>(v.tensor()))
+        if (std::isfinite(x) && std::fabs(x) < 1e30f) top = std::max(top, std::fabs(x));
+      if (top > 65504.0f) too_large[name] = fmt::format("'{}' reaches {:.4g} on input set {}, beyond float16's 65504", name, top, s);
+    }
+  std::map<std::string, std::string> overflow;
+  for (const Node& n : ev.model().graph.nodes) {
+    for (const std::string& o : n.outputs)
+      if (too_large.count(o)) overflow.emplace(n.name, "its output " + too_large[o]);
+    for (const std::string& i : n.inputs)
+      if (too_large.count(i)) overflow.emplace(n.name, "its input " + too_large[i]);
+  }
+  return {types, overflow};
+}
+
 class QuantizeVerb : public Verb {
  public:
   void setup(CLI::App* sub) override {
@@ -50,7 +97,11 @@ class QuantizeVerb : public Verb {
     sub->add_option("-o,--output", out_, "OUT.onnx: the quantized model")->required();
     auto* int4 = sub->add_flag("--int4", int4_, "MatMul weights to 4-bit blocks (com.microsoft.MatMulNBits, RTN as ORT's default quantizer)");
     auto* int8 = sub->add_flag("--int8", int8_, "dynamic int8 as ORT's quantize_dynamic: int8 weights, uint8 activations (DynamicQuantizeLinear + MatMulInteger)");
-    int4->excludes(int8);
+    auto* half = sub->add_flag("--float16", float16_, "the whole model in float16, as ORT's float16 converter (blocked ops and overflowing nodes kept in float)");
+    int4->excludes(int8), int4->excludes(half), int8->excludes(half);
+    float16_only_ = {
+        sub->add_flag("--keep-io-types", float16_options_.keep_io_types, "with --float16: graph inputs and outputs stay float (a Cast after / before each)"),
+        sub->add_option("--float16-block", float16_block_, "with --float16: NODE|OP,...: nodes (by name or op type) kept in float, besides ORT's default block list")};
     sub->add_flag("--per-channel", int8_options_.per_channel, "with --int8: a weight scale per output column (default one per weight)");
     sub->add_flag("--reduce-range", int8_options_.reduce_range, "with --int8: 7-bit weights in [-64, 64] (ORT's reduce_range)");
     int4_only_ = {
@@ -70,10 +121,14 @@ class QuantizeVerb : public Verb {
   }
 
   int execute(const GlobalOptions& g) override {
-    if (!int4_ && !int8_) fail_usage("quantize: say what to write, --int4 or --int8");
+    if (!int4_ && !int8_ && !float16_) fail_usage("quantize: say what to write, --int4, --int8 or --float16");
+    for (const CLI::Option* o : float16_only_)
+      if (!float16_ && o->count()) fail_usage(fmt::format("{} goes with --float16", o->get_name()));
+    if (float16_ && !exclude_.empty()) fail_usage("--exclude goes with --int4 and --int8; --float16 keeps nodes in float with --float16-block");
+    if (float16_) return execute_float16(g);
     if (!int8_ && (int8_options_.per_channel || int8_options_.reduce_range)) fail_usage("--per-channel and --reduce-range go with --int8");
     for (const CLI::Option* o : int4_only_)
-      if (int8_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
+      if (!int4_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
     for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
     const Model original = open_model(in_);
     const quantize::QuantizeResult q =
@@ -99,6 +154,28 @@ class QuantizeVerb : public Verb {
   }
 
  private:
+  int execute_float16(const GlobalOptions& g) {
+    for (const std::string& e : split_list(float16_block_)) float16_options_.node_block.insert(e), float16_options_.op_block.insert(e);
+    const Model original = open_model(in_);
+    ReferenceEvaluator ev(original, {&registry(g)});
+    std::vector<std::map<std::string, Value>> sets;
+    for (int s = 0; s < random_sets_; ++s) {
+      InputOptions o = inputs_;
+      o.seed = inputs_.seed + uint64_t(s);
+      sets.push_back(make_feeds(ev, o));
+    }
+    const auto [types, overflow] = calibrate_float16(ev, sets);
+    const quantize::Float16Result r = quantize::convert_float16(original, float16_options_, types, overflow);
+    save_model(r.model, out_);
+    fmt::print("converted {} of {} nodes to float16{}: {}\n", r.converted_nodes, original.graph.nodes.size(),
+               float16_options_.keep_io_types ? " (inputs and outputs kept in float)" : "", out_);
+    for (const auto& [node, why] : r.blocked) fmt::print("  kept in float: '{}': {}\n", node, why);
+    fmt::print("{} float tensors converted, {} values clamped to float16's range\n", r.converted_tensors, r.clamped_values);
+    const int64_t before = weight_bytes(original), after = weight_bytes(r.model);
+    fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
+    return measure(original, r.model, g);
+  }
+
   // The loss over the input sets and the time per run, as `compare` and `profile` would show them.
   int measure(const Model& original, const Model& quantized, const GlobalOptions& g) {
     ReferenceEvaluator a(original, {&registry(g)}), b(quantized, {&registry(g)});
@@ -111,7 +188,7 @@ class QuantizeVerb : public Verb {
       o.seed = inputs_.seed + uint64_t(s);
       const auto feeds = make_feeds(a, o);
       if (s == 0) first = feeds;
-      const Values out_a = a.run({}, feeds), out_b = b.run({}, feeds);
+      const Values out_a = a.run({}, feeds), out_b = b.run({}, feeds_as_declared(b, feeds));
       for (size_t k = 0; k < names.size(); ++k)
         if (out_a[k].is_tensor() && out_b[k].is_tensor()) stats[k].add(fmt::format("seed {}", o.seed), out_a[k].tensor(), out_b[k].tensor());
     }
@@ -126,17 +203,19 @@ class QuantizeVerb : public Verb {
         fmt::print("gate: '{}' cosine {:.7f} < --min-cosine {}\n", s.name, s.cosine_min, *min_cosine_), passed = false;
     }
     if (runs_ > 0) {
-      const double t_a = median_ms(a, first, runs_), t_b = median_ms(b, first, runs_);
+      const double t_a = median_ms(a, first, runs_), t_b = median_ms(b, feeds_as_declared(b, first), runs_);
       fmt::print("refeval run time (median of {}, {} thread(s)): {:.3f} ms -> {:.3f} ms ({:.2f}x)\n", runs_, thread_count(), t_a, t_b, t_b / t_a);
     }
     return passed ? kOk : kCheckFailed;
   }
 
   std::string in_, out_, exclude_;
-  bool int4_ = false, int8_ = false;
+  bool int4_ = false, int8_ = false, float16_ = false;
   quantize::Int4Options int4_options_;
   quantize::Int8Options int8_options_;
-  std::vector<CLI::Option*> int4_only_;
+  std::vector<CLI::Option*> int4_only_, float16_only_;
+  quantize::Float16Options float16_options_;
+  std::string float16_block_;
   int random_sets_ = 3, runs_ = 5;
   std::optional<double> min_snr_, min_cosine_;
   InputOptions inputs_;

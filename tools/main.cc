@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   verbs.push_back({"reduce", "shrink a failing model (NaN, a mismatch with a dump, a command, an error) to a small subgraph that still fails", make_reduce_verb()});
   verbs.push_back({"accuracy", "each node's error against a float64 oracle of the model: accumulated, local, contribution to the outputs", make_accuracy_verb()});
   verbs.push_back({"tokenize", "a Hugging Face tokenizer.json: text to token ids, or ids back to text (--decode)", make_tokenize_verb()});
-  verbs.push_back({"quantize", "int4 (MatMulNBits) or dynamic int8 (MatMulInteger) weights as ONNX Runtime's quantizers write them, with the loss and the time measured", make_quantize_verb()});
+  verbs.push_back({"quantize", "int4 (MatMulNBits), dynamic int8 (MatMulInteger) or float16 models as ONNX Runtime's tools write them, with the loss and the time measured", make_quantize_verb()});
   for (auto& v : verbs) {
     v.sub = app.add_subcommand(v.name, v.help);
     v.verb->setup(v.sub);

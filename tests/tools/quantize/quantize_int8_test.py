@@ -116,7 +116,7 @@ def main():
     r = run("quantize", src, "-o", work / "x.onnx", "--int4", "--per-channel")
     check(r.returncode == 2 and "go with --int8" in r.stderr, "--int4 --per-channel: exit 2")
     r = run("quantize", src, "-o", work / "x.onnx")
-    check(r.returncode == 2 and "--int4 or --int8" in r.stderr, "neither --int4 nor --int8: exit 2")
+    check(r.returncode == 2 and "--int4, --int8 or --float16" in r.stderr, "no scheme: exit 2 naming the three")
     old, _ = model(np.random.default_rng(1), opset=10)
     onnx.save(old, work / "opset10.onnx")
     r = run("quantize", work / "opset10.onnx", "-o", work / "x.onnx", "--int8")
