@@ -19,6 +19,7 @@
 #include "refeval/run_diff.h"
 #include "quality/lm_compare.h"
 #include "quality/lm_html.h"
+#include "quality/lm_tokens.h"
 #include "quality/output_stats.h"
 #include "tokenizer/tokenizer.h"
 #include "verbs.h"
@@ -178,45 +179,13 @@ class CompareVerb : public Verb {
   }
 
   int compare_language_models(const GlobalOptions& g) {
-    if (!tokens_.empty() && !text_.empty()) fail_usage("--tokens and --text: give one");
-    if (!text_.empty() && tokenizer_.empty()) fail_usage("--text needs --tokenizer T.json");
-    if (!text_.empty() && !lm_.context) fail_usage("--text needs --context N (the window length)");
+    lm_.tokens = quality::lm_tokens(tokens_, text_, tokenizer_, lm_.context);
     std::optional<tokenizer::Tokenizer> tok;
     if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
-    if (!tokens_.empty()) {
-      lm_.tokens = read_npy(tokens_);
-      if (lm_.tokens.rank() != 2 || (lm_.tokens.dtype() != DType::Int64 && lm_.tokens.dtype() != DType::Int32))
-        fail_usage(fmt::format("--tokens {}: expected int64 (or int32) ids of shape (rows, length), got {}{}", tokens_,
-                               dtype_short_name(lm_.tokens.dtype()), shape_to_string(lm_.tokens.shape())));
-    } else {
-      std::ifstream in(text_, std::ios::binary);
-      if (!in) fail_input(fmt::format("--text: cannot read '{}'", text_));
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      const std::vector<int64_t> ids = tok->encode(text, /*add_special_tokens=*/false);
-      lm_.tokens = Tensor::from_vector<int64_t>({1, int64_t(ids.size())}, ids);
-      if (int64_t(ids.size()) < lm_.context)
-        fail_usage(fmt::format("--text: {} encodes to {} tokens, fewer than one window of --context {}", text_, ids.size(), lm_.context));
-    }
     auto [a, b] = two_models(g);
     const quality::LmFigures f = quality::compare_language_models(a, a_.path, b, b_.path, lm_);
     fmt::print("A: {}\nB: {}\n{} window(s) of {} tokens: {} predictions\n", a_.path, b_.path, f.windows, f.context, f.tokens);
-    fmt::print("perplexity: A {:.6g}, B {:.6g} (B/A {:.6f})\n", f.perplexity_a, f.perplexity_b, f.perplexity_ratio());
-    fmt::print("KL(A||B) per token: mean {:.6g}, p99 {:.6g}, max {:.6g} (window {}, position {})\n", f.kl_mean, f.kl_p99, f.kl_max,
-               f.kl_max_window, f.kl_max_position);
-    fmt::print("top-1 agreement {:.4f}, top-5 overlap {:.4f}\n", f.top1_agreement, f.top5_overlap);
-    if (f.generate_steps) {
-      std::vector<std::string> d;
-      for (const auto& x : f.first_divergence) d.push_back(x ? std::to_string(*x) : "-");
-      fmt::print("greedy {} steps from each window's first half: first differing step per window: {}\n", f.generate_steps, fmt::join(d, " "));
-    }
-    bool passed = true;
-    auto check = [&](bool ok, const std::string& what) {
-      if (!ok) fmt::print("gate: {}\n", what), passed = false;
-    };
-    if (max_kl_) check(f.kl_mean <= *max_kl_, fmt::format("mean KL {:.6g} > --max-kl {}", f.kl_mean, *max_kl_));
-    if (min_top1_) check(f.top1_agreement >= *min_top1_, fmt::format("top-1 agreement {:.4f} < --min-top1 {}", f.top1_agreement, *min_top1_));
-    if (max_ppl_ratio_)
-      check(f.perplexity_ratio() <= *max_ppl_ratio_, fmt::format("perplexity ratio {:.6f} > --max-perplexity-ratio {}", f.perplexity_ratio(), *max_ppl_ratio_));
+    const bool passed = quality::print_lm_figures(f, {max_kl_, min_top1_, max_ppl_ratio_});
     if (!html_.empty()) {
       std::function<std::string(int64_t)> text;
       if (tok) text = [&](int64_t id) { return tok->decode({id}); };

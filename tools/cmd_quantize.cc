@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "quality/lm_compare.h"
+#include "quality/lm_tokens.h"
 #include "quality/output_stats.h"
 #include "quantize/int4.h"
 #include "quantize/float16.h"
@@ -115,6 +117,13 @@ class QuantizeVerb : public Verb {
     sub->add_option("--random-sets", random_sets_, "N: input sets generated from seeds --seed .. --seed + N - 1 to measure the loss on (default 3)")
         ->check(CLI::Range(1, 100000));
     sub->add_option("--runs", runs_, "N: timed runs of each model on the first set (default 5; 0 skips timing)")->check(CLI::Range(0, 100000));
+    sub->add_option("--tokens", tokens_, "FILE.npy: int64 token ids (rows, length): measure a decoder's loss as `compare --tokens` does (perplexity, KL, top-1)");
+    sub->add_option("--text", text_, "FILE: a text, encoded with --tokenizer, as the token ids");
+    sub->add_option("--tokenizer", tokenizer_, "T.json: the tokenizer of --text");
+    sub->add_option("--context", lm_.context, "N: windows of N tokens (default: each row whole; with --text, required)")->check(CLI::Range(2, 1 << 24));
+    sub->add_option("--max-kl", gates_.max_kl, "X: with --tokens/--text, exit 3 when the mean KL(float || quantized) per token is above X");
+    sub->add_option("--min-top1", gates_.min_top1, "F: with --tokens/--text, exit 3 when the top-1 agreement is below F");
+    sub->add_option("--max-perplexity-ratio", gates_.max_perplexity_ratio, "R: with --tokens/--text, exit 3 when the perplexity ratio is above R");
     sub->add_option("--min-snr", min_snr_, "DB: exit 3 when an output's lowest SNR over the sets is below");
     sub->add_option("--min-cosine", min_cosine_, "C: exit 3 when an output's lowest cosine similarity is below");
     inputs_.add_to(sub);
@@ -176,9 +185,21 @@ class QuantizeVerb : public Verb {
     return measure(original, r.model, g);
   }
 
-  // The loss over the input sets and the time per run, as `compare` and `profile` would show them.
+  // A language model's loss on token windows, as `compare --tokens` shows it.
+  int measure_tokens(ReferenceEvaluator& a, ReferenceEvaluator& b) {
+    lm_.tokens = quality::lm_tokens(tokens_, text_, tokenizer_, lm_.context);
+    const quality::LmFigures f = quality::compare_language_models(a, in_, b, out_, lm_);
+    fmt::print("A: {} (float)\nB: {} (quantized)\n{} window(s) of {} tokens: {} predictions\n", in_, out_, f.windows, f.context, f.tokens);
+    return quality::print_lm_figures(f, gates_) ? kOk : kCheckFailed;
+  }
+
+  // The loss over the input sets (or token windows) and the time per run, as `compare` and
+  // `profile` would show them.
   int measure(const Model& original, const Model& quantized, const GlobalOptions& g) {
     ReferenceEvaluator a(original, {&registry(g)}), b(quantized, {&registry(g)});
+    if (!tokens_.empty() || !text_.empty()) return measure_tokens(a, b);
+    if (gates_.max_kl || gates_.min_top1 || gates_.max_perplexity_ratio || lm_.context)
+      fail_usage("--max-kl, --min-top1, --max-perplexity-ratio and --context go with --tokens or --text");
     const std::vector<std::string> names = a.output_names();
     std::vector<quality::OutputStats> stats(names.size());
     for (size_t k = 0; k < names.size(); ++k) stats[k].name = names[k];
@@ -209,7 +230,9 @@ class QuantizeVerb : public Verb {
     return passed ? kOk : kCheckFailed;
   }
 
-  std::string in_, out_, exclude_;
+  std::string in_, out_, exclude_, tokens_, text_, tokenizer_;
+  quality::LmOptions lm_;
+  quality::LmGates gates_;
   bool int4_ = false, int8_ = false, float16_ = false;
   quantize::Int4Options int4_options_;
   quantize::Int8Options int8_options_;

@@ -137,6 +137,7 @@ def main():
         check(attrs == {"K": 69, "N": 7, "bits": 4, "block_size": block}, f"{label}: MatMulNBits attributes {attrs}")
         ort_agrees(q, label, work, block)
     embeddings(rng, work)
+    language_model(work)
     # The cost is measured, and a gate fails after OUT is written.
     gated = work / "gated.onnx"
     r = run("quantize", src, "-o", gated, "--int4", "--min-snr", 1000, "--runs", 0)
@@ -202,6 +203,24 @@ def embeddings(rng, work):
             # (q - zero point) * scale, one float rounding in both runtimes.
             r = run("test", folder, "--rtol", 0, "--atol", 0)
             check(r.returncode == 0, f"{label}: ORT's rows equal refeval's exactly ({(r.stdout + r.stderr).strip()[-300:]})")
+
+
+def language_model(work):
+    """--tokens: a decoder's loss as `compare --tokens` measures it (its figures are checked
+    against numpy by cli-compare-lm): the same lines for the written model, and --max-kl gating."""
+    decoder = SRC / "tests" / "data" / "optimize" / "hf_llama_opset17" / "model.onnx"
+    tokens = work / "tokens.npy"
+    np.save(tokens, np.random.default_rng(0).integers(0, 256, (2, 24)).astype(np.int64))
+    out = work / "llama_q4.onnx"
+    r = run("quantize", decoder, "-o", out, "--int4", "--block-size", 16, "--tokens", tokens, "--context", 12)
+    c = run("compare", decoder, out, "--tokens", tokens, "--context", 12)
+    figures = [line for line in r.stdout.splitlines() if line.startswith(("perplexity:", "KL(A||B)", "top-1 agreement"))]
+    check(r.returncode == 0 and len(figures) == 3 and all(line in c.stdout for line in figures),
+          f"--tokens: perplexity, KL and top-1 as `compare --tokens` gives them ({figures})")
+    r = run("quantize", decoder, "-o", out, "--int4", "--block-size", 16, "--tokens", tokens, "--context", 12, "--max-kl", 1e-9)
+    check(r.returncode == 3 and "gate: mean KL" in r.stdout and out.exists(), "--max-kl 1e-9: exit 3 with OUT written")
+    r = run("quantize", decoder, "-o", out, "--int4", "--max-kl", 1)
+    check(r.returncode == 2 and "go with --tokens or --text" in r.stderr, "--max-kl without --tokens: exit 2")
 
 
 def ort_agrees(q, label, work, block):
