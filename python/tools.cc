@@ -119,9 +119,10 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
 }
 
 py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
-                        bool symmetric, int64_t accuracy_level, bool embeddings, bool per_channel, bool reduce_range,
-                        const std::vector<std::string>& exclude) {
+                        bool symmetric, int64_t accuracy_level, bool embeddings, const std::string& algo, bool per_channel,
+                        bool reduce_range, const std::vector<std::string>& exclude) {
   if (scheme != "int4" && scheme != "int8") fail_usage(fmt::format("quantize: scheme '{}' is not int4 or int8", scheme));
+  if (algo != "rtn" && algo != "hqq") fail_usage(fmt::format("quantize: algo '{}' is not rtn or hqq", algo));
   const Model original = load_model(in);
   quantize::QuantizeResult q;
   {
@@ -129,6 +130,7 @@ py::dict quantize_model(const std::string& in, const std::string& out, const std
     if (scheme == "int4") {
       quantize::Int4Options o;
       o.block_size = block_size, o.symmetric = symmetric, o.accuracy_level = accuracy_level, o.embeddings = embeddings;
+      o.hqq = algo == "hqq";
       o.exclude.insert(exclude.begin(), exclude.end());
       q = quantize::quantize_int4(original, o);
     } else {

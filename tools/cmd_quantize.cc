@@ -111,6 +111,8 @@ class QuantizeVerb : public Verb {
         sub->add_flag("--symmetric", int4_options_.symmetric, "with --int4: no zero points: scale = the block's largest-magnitude value / -8"),
         sub->add_option("--accuracy-level", int4_options_.accuracy_level,
                         "with --int4: MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)"),
+        sub->add_option("--algo", algo_, "with --int4: rtn (default, ORT's default quantizer) or hqq (half-quadratic, float zero points)")
+            ->check(CLI::IsMember({"rtn", "hqq"})),
         sub->add_flag("--embeddings", int4_options_.embeddings,
                       "with --int4: also Gather tables [vocab, hidden] (embeddings) to GatherBlockQuantized, blocks along hidden")};
     sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
@@ -139,12 +141,14 @@ class QuantizeVerb : public Verb {
     for (const CLI::Option* o : int4_only_)
       if (!int4_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
     for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
+    int4_options_.hqq = algo_ == "hqq";
     const Model original = open_model(in_);
     const quantize::QuantizeResult q =
         int4_ ? quantize::quantize_int4(original, int4_options_) : quantize::quantize_int8(original, int8_options_);
     quantize::require_quantized(q, in_);
     const std::string what =
-        int4_ ? fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size, int4_options_.symmetric ? "symmetric" : "asymmetric",
+        int4_ ? fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size,
+                            int4_options_.hqq ? "HQQ, float zero points" : int4_options_.symmetric ? "symmetric" : "asymmetric",
                             int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "")
               : fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
                             int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
@@ -230,7 +234,7 @@ class QuantizeVerb : public Verb {
     return passed ? kOk : kCheckFailed;
   }
 
-  std::string in_, out_, exclude_, tokens_, text_, tokenizer_;
+  std::string in_, out_, exclude_, tokens_, text_, tokenizer_, algo_ = "rtn";
   quality::LmOptions lm_;
   quality::LmGates gates_;
   bool int4_ = false, int8_ = false, float16_ = false;

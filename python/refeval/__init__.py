@@ -259,18 +259,19 @@ def optimize(model, out, level="all", model_type="", only=None, disable=None, ta
                    target, forms)
 
 
-def quantize(model, out, scheme="int4", block_size=32, symmetric=False, accuracy_level=0, embeddings=False,
+def quantize(model, out, scheme="int4", block_size=32, symmetric=False, accuracy_level=0, embeddings=False, algo="rtn",
              per_channel=False, reduce_range=False, exclude=None):
     """Quantizes a model file's MatMul weights as `refeval quantize` does and writes `out`:
     scheme="int4" writes MatMulNBits (block_size, symmetric, accuracy_level as ONNX Runtime's
-    MatMulNBitsQuantizer; embeddings=True also Gather tables to GatherBlockQuantized), scheme="int8"
+    MatMulNBitsQuantizer, algo="hqq" its HQQ quantizer; embeddings=True also the token table to
+    GatherBlockQuantized), scheme="int8"
     ORT's dynamic int8 (DynamicQuantizeLinear + MatMulInteger; per_channel, reduce_range). exclude:
     node names or op types to keep in float. Returns {"path", "quantized": [MatMul nodes],
     "tables": [Gather nodes], "not_quantized": {node: why},
     "computed_products", "weight_bytes_before", "weight_bytes_after"}; measure the loss with
     refeval.compare_models (language models) or two ReferenceEvaluators."""
     return _native(_refeval.quantize, os.fspath(model), os.fspath(out), scheme, int(block_size), bool(symmetric),
-                   int(accuracy_level), bool(embeddings), bool(per_channel), bool(reduce_range), list(exclude or []))
+                   int(accuracy_level), bool(embeddings), algo, bool(per_channel), bool(reduce_range), list(exclude or []))
 
 
 def _model_arg(model):

@@ -226,7 +226,7 @@ def test_quantize_a_matmul_to_int4_and_int8_and_run_both(tmp_path):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])], [numpy_helper.from_array(w, "W")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "float.onnx")
     x = rng.standard_normal((2, 64)).astype(np.float32)
-    for scheme, options, ops in (("int4", {"block_size": 16}, {"MatMulNBits"}),
+    for scheme, options, ops in (("int4", {"block_size": 16}, {"MatMulNBits"}), ("int4", {"block_size": 16, "algo": "hqq"}, {"MatMulNBits"}),
                                  ("int8", {"per_channel": True}, {"DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul"})):
         out = refeval.quantize(tmp_path / "float.onnx", tmp_path / f"{scheme}.onnx", scheme=scheme, **options)
         assert out["quantized"] == ["proj"] and out["not_quantized"] == {} and out["computed_products"] == 0

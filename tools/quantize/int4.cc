@@ -7,6 +7,7 @@
 
 #include "refeval/builder.h"
 #include "refeval/error.h"
+#include "hqq.h"
 #include "rtn.h"
 #include "weights.h"
 
@@ -57,6 +58,8 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   if (o.block_size < 16 || (o.block_size & (o.block_size - 1)))
     fail_usage(fmt::format("--block-size {}: MatMulNBits takes a power of 2, at least 16", o.block_size));
   if (o.accuracy_level < 0 || o.accuracy_level > 4) fail_usage(fmt::format("--accuracy-level {}: 0 to 4", o.accuracy_level));
+  if (o.hqq && o.symmetric) fail_usage("--algo hqq has float zero points: --symmetric goes with --algo rtn");
+  if (o.hqq && o.embeddings) fail_usage("--embeddings writes RTN blocks: --algo hqq quantizes MatMul weights only");
   QuantizeResult r{model, {}, {}};
   Graph& g = r.model.graph;
   std::map<std::string, std::vector<std::string>> made;  // B -> the MatMulNBits inputs 1.. written for it
@@ -103,6 +106,16 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
     const Tensor& b = g.find_initializer(n.inputs[1])->value;
     const int64_t K = b.dim(0), N = b.dim(1);
     auto& names = made[n.inputs[1]];
+    if (names.empty() && o.hqq) {
+      const HqqBlocks q = quantize_int4_hqq(b.data<float>(), K, N, o.block_size);
+      const std::string base = n.inputs[1];
+      names = {base + "_Q4", base + "_scales", base + "_zero_points"};
+      Tensor data(DType::UInt8, {N, q.blocks, o.block_size / 2});
+      std::copy(q.data.begin(), q.data.end(), data.data<uint8_t>());
+      g.initializers.push_back({names[0], data});
+      g.initializers.push_back({names[1], Tensor::from_vector<float>({int64_t(q.scales.size())}, q.scales)});
+      g.initializers.push_back({names[2], Tensor::from_vector<float>({N, q.blocks}, q.zero_points)});
+    }
     if (names.empty()) {
       const Int4Blocks q = quantize_int4_rtn(b.data<float>(), K, N, o.block_size, o.symmetric);
       const std::string base = n.inputs[1];

@@ -25,6 +25,7 @@ struct Int4Options {
   bool symmetric = false;
   int64_t accuracy_level = 0;  // MatMulNBits' attribute; 0 leaves it out, as ORT's quantizer does
   std::set<std::string> exclude;  // node names or operator types
+  bool hqq = false;  // HQQ (hqq.h: float zero points) instead of RTN
   bool embeddings = false;  // also the token table [vocab, hidden] to GatherBlockQuantized (blocks along hidden)
 };
 
