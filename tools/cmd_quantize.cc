@@ -106,6 +106,8 @@ class QuantizeVerb : public Verb {
         sub->add_option("--float16-block", float16_block_, "with --float16: NODE|OP,...: nodes (by name or op type) kept in float, besides ORT's default block list")};
     sub->add_flag("--per-channel", int8_options_.per_channel, "with --int8: a weight scale per output column (default one per weight)");
     sub->add_flag("--reduce-range", int8_options_.reduce_range, "with --int8: 7-bit weights in [-64, 64] (ORT's reduce_range)");
+    sub->add_flag("--calibrate", int8_options_.calibrated,
+                  "with --int8: static QDQ as ORT's quantize_static, activation scales from their min and max over the input sets");
     int4_only_ = {
         sub->add_option("--block-size", int4_options_.block_size, "with --int4: K values per scale: 16, 32 (default), 64, 128, ..."),
         sub->add_flag("--symmetric", int4_options_.symmetric, "with --int4: no zero points: scale = the block's largest-magnitude value / -8"),
@@ -136,13 +138,15 @@ class QuantizeVerb : public Verb {
     for (const CLI::Option* o : float16_only_)
       if (!float16_ && o->count()) fail_usage(fmt::format("{} goes with --float16", o->get_name()));
     if (float16_ && !exclude_.empty()) fail_usage("--exclude goes with --int4 and --int8; --float16 keeps nodes in float with --float16-block");
-    if (float16_) return execute_float16(g);
-    if (!int8_ && (int8_options_.per_channel || int8_options_.reduce_range)) fail_usage("--per-channel and --reduce-range go with --int8");
+    if (!int8_ && (int8_options_.per_channel || int8_options_.reduce_range || int8_options_.calibrated))
+      fail_usage("--per-channel, --reduce-range and --calibrate go with --int8");
     for (const CLI::Option* o : int4_only_)
       if (!int4_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
+    if (float16_) return execute_float16(g);
     for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
     int4_options_.hqq = algo_ == "hqq";
     const Model original = open_model(in_);
+    if (int8_options_.calibrated) int8_options_.ranges = calibrate_ranges(original, g);
     const quantize::QuantizeResult q =
         int4_ ? quantize::quantize_int4(original, int4_options_) : quantize::quantize_int8(original, int8_options_);
     quantize::require_quantized(q, in_);
@@ -150,6 +154,9 @@ class QuantizeVerb : public Verb {
         int4_ ? fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size,
                             int4_options_.hqq ? "HQQ, float zero points" : int4_options_.symmetric ? "symmetric" : "asymmetric",
                             int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "")
+        : int8_options_.calibrated
+              ? fmt::format("QDQ (int8 weights, symmetric, {}{}; int8 activations calibrated on {} input set(s))",
+                            int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "", random_sets_)
               : fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
                             int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
     save_model(q.model, out_);
@@ -167,17 +174,37 @@ class QuantizeVerb : public Verb {
   }
 
  private:
-  int execute_float16(const GlobalOptions& g) {
-    for (const std::string& e : split_list(float16_block_)) float16_options_.node_block.insert(e), float16_options_.op_block.insert(e);
-    const Model original = open_model(in_);
-    ReferenceEvaluator ev(original, {&registry(g)});
+  // The input sets the float model is measured (and calibrated) on: seeds --seed, --seed + 1, ...
+  std::vector<std::map<std::string, Value>> input_sets(ReferenceEvaluator& ev) {
     std::vector<std::map<std::string, Value>> sets;
     for (int s = 0; s < random_sets_; ++s) {
       InputOptions o = inputs_;
       o.seed = inputs_.seed + uint64_t(s);
       sets.push_back(make_feeds(ev, o));
     }
-    const auto [types, overflow] = calibrate_float16(ev, sets);
+    return sets;
+  }
+
+  // MinMax calibration: each float value's smallest and largest element over the input sets.
+  std::map<std::string, std::pair<float, float>> calibrate_ranges(const Model& original, const GlobalOptions& g) {
+    ReferenceEvaluator ev(original, {&registry(g)});
+    std::map<std::string, std::pair<float, float>> ranges;
+    for (const auto& feeds : input_sets(ev))
+      for (const auto& [name, v] : ev.run_all(feeds)) {
+        if (!v.is_tensor() || v.tensor().dtype() != DType::Float || v.tensor().size() == 0) continue;
+        const std::vector<float> x = to_compute<float>(v.tensor());
+        const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+        auto [it, fresh] = ranges.emplace(name, std::pair{*lo, *hi});
+        if (!fresh) it->second = {std::min(it->second.first, *lo), std::max(it->second.second, *hi)};
+      }
+    return ranges;
+  }
+
+  int execute_float16(const GlobalOptions& g) {
+    for (const std::string& e : split_list(float16_block_)) float16_options_.node_block.insert(e), float16_options_.op_block.insert(e);
+    const Model original = open_model(in_);
+    ReferenceEvaluator ev(original, {&registry(g)});
+    const auto [types, overflow] = calibrate_float16(ev, input_sets(ev));
     const quantize::Float16Result r = quantize::convert_float16(original, float16_options_, types, overflow);
     save_model(r.model, out_);
     fmt::print("converted {} of {} nodes to float16{}: {}\n", r.converted_nodes, original.graph.nodes.size(),

@@ -21,6 +21,19 @@ float symmetric_scale(float rmax, int qmin, int qmax) {
   return scale < double(std::numeric_limits<float>::min()) ? 1.0f : float(scale);
 }
 
+// ORT's compute_scale_zp for an activation's calibrated range onto int8 [-128, 127], asymmetric:
+// the range widened to 0, scale = (rmax - rmin) / 255 in double stored as float (1 and zero
+// point 0 below float's smallest normal), zero point = round(qmin - rmin / scale), half to even.
+struct ActivationScale {
+  float scale = 1;
+  int8_t zero_point = 0;
+};
+ActivationScale activation_scale(float lo, float hi) {
+  const double rmin = std::min(double(lo), 0.0), rmax = std::max(double(hi), 0.0), scale = (rmax - rmin) / 255.0;
+  if (scale < double(std::numeric_limits<float>::min())) return {};
+  return {float(scale), int8_t(std::clamp(std::nearbyint(-128.0 - rmin / scale), -128.0, 127.0))};
+}
+
 // A node's name with a suffix, or "" for an unnamed node (ONNX allows those).
 std::string derived(const std::string& name, const char* suffix) { return name.empty() ? "" : name + suffix; }
 
@@ -49,12 +62,15 @@ Int8Weight quantize_int8_symmetric(const float* b, int64_t K, int64_t N, bool pe
 }
 
 QuantizeResult quantize_int8(const Model& model, const Int8Options& o) {
-  if (const auto it = model.opsets.find(""); it != model.opsets.end() && it->second < 11)
-    fail_usage(fmt::format("--int8 writes DynamicQuantizeLinear (opset 11); the model imports opset {}", it->second));
+  if (const auto it = model.opsets.find(""); it != model.opsets.end() && it->second < (o.calibrated && o.per_channel ? 13 : 11))
+    fail_usage(o.calibrated && o.per_channel
+                   ? fmt::format("--int8 --calibrate --per-channel writes DequantizeLinear's axis (opset 13); the model imports opset {}", it->second)
+                   : fmt::format("--int8 writes DynamicQuantizeLinear (opset 11); the model imports opset {}", it->second));
   QuantizeResult r{model, {}, {}};
   Graph& g = r.model.graph;
   std::map<std::string, std::vector<std::string>> weights;  // B -> B_q, B_scale, B_zero_point
-  std::map<std::string, std::vector<std::string>> activations;  // A -> A_q, A_scale, A_zero_point
+  std::map<std::string, std::vector<std::string>> activations;  // A -> A_q, A_scale, A_zero_point (or its QDQ names)
+  std::map<std::string, std::string> dequantized;                // B -> its DequantizeLinear output (QDQ)
   std::vector<Node> out;
   out.reserve(g.nodes.size());
   for (Node& n : g.nodes) {
@@ -87,6 +103,31 @@ QuantizeResult quantize_int8(const Model& model, const Int8Options& o) {
       g.initializers.push_back({bq[0], data});
       g.initializers.push_back({bq[1], Tensor::from_vector<float>(per, q.scales)});
       g.initializers.push_back({bq[2], Tensor::from_vector<int8_t>(per, std::vector<int8_t>(q.scales.size(), 0))});
+    }
+    if (o.calibrated) {
+      // QDQ: A through QuantizeLinear and DequantizeLinear with its calibrated scale, W through
+      // DequantizeLinear, and the MatMul in float between them (ORT fuses the units at level 2).
+      auto& aq = activations[a];
+      if (aq.empty()) {
+        const auto range = o.ranges.find(a);
+        if (range == o.ranges.end()) fail_runtime(fmt::format("--calibrate: no range was measured for '{}'", a));
+        const ActivationScale s = activation_scale(range->second.first, range->second.second);
+        aq = {a + "_scale", a + "_zero_point", a + "_QuantizeLinear_Output", a + "_DequantizeLinear_Output"};
+        g.initializers.push_back({aq[0], Tensor::scalar<float>(s.scale)});
+        g.initializers.push_back({aq[1], Tensor::scalar<int8_t>(s.zero_point)});
+        out.push_back(build::node("QuantizeLinear", {a, aq[0], aq[1]}, {aq[2]}, {}, derived(a, "_QuantizeLinear")));
+        out.push_back(build::node("DequantizeLinear", {aq[2], aq[0], aq[1]}, {aq[3]}, {}, derived(a, "_DequantizeLinear")));
+      }
+      auto& bd = dequantized[b];
+      if (bd.empty()) {
+        bd = b + "_DequantizeLinear_Output";
+        std::vector<Attribute> axis;
+        if (o.per_channel) axis.push_back(build::attr("axis", int64_t(1)));
+        out.push_back(build::node("DequantizeLinear", {bq[0], bq[1], bq[2]}, {bd}, axis, derived(b, "_DequantizeLinear")));
+      }
+      out.push_back(build::node("MatMul", {aq[3], bd}, {y}, {}, n.name));
+      r.quantized.push_back(n.name);
+      continue;
     }
     auto& aq = activations[a];
     if (aq.empty()) {

@@ -109,6 +109,7 @@ def main():
             zp = inits[name + "_zero_point"]
             check(zp.dtype == np.int8 and zp.shape == scales.shape and not zp.any(), f"{label}: {name} zero points int8 0")
         ort_agrees(q, label, work, f"q{int(per_channel)}{int(reduce_range)}")
+    calibrated(src, ws, work)
     r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--exclude", "wide", "--runs", 0)
     check("quantized 2 of 4" in r.stdout and "'wide': excluded by --exclude" in r.stdout, "--exclude by node name")
     r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--block-size", 64)
@@ -123,6 +124,55 @@ def main():
     check(r.returncode == 2 and "opset 11" in r.stderr and "opset 10" in r.stderr, "an opset-10 model: exit 2 naming both opsets")
     shutil.rmtree(work)
     finish()
+
+
+def activation_reference(a):
+    """quantize_static's MinMax scale and zero point for int8 activations: the range widened to 0,
+    scale = (rmax - rmin) / 255 in float64 stored as float32, zero point round(-128 - rmin / scale)."""
+    rmin, rmax = min(float(a.min()), 0.0), max(float(a.max()), 0.0)
+    scale = (rmax - rmin) / 255.0
+    return np.float32(scale), np.int8(np.clip(np.round(-128 - rmin / scale), -128, 127))
+
+
+def calibrated(src, ws, work):
+    """--calibrate: the static QDQ form, activation scales from the inputs given (every set is
+    them), weights as the dynamic form's; ORT runs it within the float rounding of the sums."""
+    rng = np.random.default_rng(8)
+    feeds = {"x": rng.standard_normal((2, 3, 40)).astype(np.float32) * 2,
+             "x96": rng.standard_normal((2, 3, 96)).astype(np.float32),
+             "free": rng.standard_normal((12, 3)).astype(np.float32)}
+    for k, v in feeds.items():
+        np.save(work / f"{k}.npy", v)
+    for per_channel in (False, True):
+        label = f"calibrated, {'per column' if per_channel else 'per tensor'}"
+        out = work / f"qdq{int(per_channel)}.onnx"
+        r = run("quantize", src, "-o", out, "--int8", "--calibrate", *(["--per-channel"] if per_channel else []),
+                *[f"--input={k}={work / f'{k}.npy'}" for k in feeds], "--random-sets", 1, "--runs", 0)
+        check(r.returncode == 0 and "to QDQ (int8 weights" in r.stdout, f"{label}: exit 0 ({(r.stdout + r.stderr).strip()[:300]})")
+        q = onnx.load(out)
+        ops = [n.op_type for n in q.graph.node]
+        check(ops.count("QuantizeLinear") == 2 and ops.count("DequantizeLinear") == 5 and ops.count("MatMul") == 4,
+              f"{label}: Q and DQ for x and x96, DQ for each weight, the MatMuls kept ({ops})")
+        inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+        for name in ("x", "x96"):
+            scale, zp = activation_reference(feeds[name])
+            check(inits[name + "_scale"].tobytes() == scale.tobytes() and inits[name + "_zero_point"] == zp,
+                  f"{label}: {name}'s scale and zero point equal the MinMax reference ({inits[name + '_scale']}, {inits[name + '_zero_point']})")
+        for name, w in ws.items():
+            data, scales = int8_reference(w, per_channel, False)
+            check(np.array_equal(inits[name + "_quantized"], data) and inits[name + "_scale"].tobytes() == scales.tobytes(),
+                  f"{label}: {name} int8 weights and scales equal the reference")
+        if not (SRC / "benchmarks/ort/node_modules/onnxruntime-node").is_dir():
+            continue
+        import fixture
+        fixture.OUT = work / "ort"
+        folder = fixture.write_case("qdq", f"c{int(per_channel)}", q, feeds)
+        # ORT sums the integer products exactly, refeval the dequantized floats: K roundings each.
+        eps = np.finfo(np.float32).eps
+        bound = 2 * 96 * eps * max(np.abs(feeds[k]).sum(axis=-1).max() for k in ("x", "x96")) * max(np.abs(w).max() for w in ws.values())
+        bound *= max(1.0, np.abs(feeds["free"]).sum(axis=0).max())
+        r = run("test", folder, "--rtol", 0, "--atol", f"{bound:.3g}")
+        check(r.returncode == 0, f"{label}: ORT's outputs equal refeval's within {bound:.3g} ({(r.stdout + r.stderr).strip()[-300:]})")
 
 
 def ort_agrees(q, label, work, name):
