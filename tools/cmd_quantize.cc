@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <optional>
 
 #include <fmt/format.h>
@@ -18,6 +19,8 @@
 #include "quantize/float16.h"
 #include "quantize/int8.h"
 #include "refeval/compute_vector.h"
+#include "refeval/observer.h"
+#include "generate/generator.h"
 #include "refeval/evaluator.h"
 #include "refeval/model_io.h"
 #include "refeval/threads.h"
@@ -113,8 +116,8 @@ class QuantizeVerb : public Verb {
         sub->add_flag("--symmetric", int4_options_.symmetric, "with --int4: no zero points: scale = the block's largest-magnitude value / -8"),
         sub->add_option("--accuracy-level", int4_options_.accuracy_level,
                         "with --int4: MatMulNBits' accuracy_level: 0 (default, left out) to 4 (int8 activations in ORT)"),
-        sub->add_option("--algo", algo_, "with --int4: rtn (default, ORT's default quantizer) or hqq (half-quadratic, float zero points)")
-            ->check(CLI::IsMember({"rtn", "hqq"})),
+        sub->add_option("--algo", algo_, "with --int4: rtn (default, ORT's default quantizer), hqq (half-quadratic, float zero points) or gptq (calibrated on --tokens/--text windows, else the input sets)")
+            ->check(CLI::IsMember({"rtn", "hqq", "gptq"})),
         sub->add_flag("--embeddings", int4_options_.embeddings,
                       "with --int4: also Gather tables [vocab, hidden] (embeddings) to GatherBlockQuantized, blocks along hidden")};
     sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
@@ -145,14 +148,18 @@ class QuantizeVerb : public Verb {
     if (float16_) return execute_float16(g);
     for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
     int4_options_.hqq = algo_ == "hqq";
+    if (algo_ == "gptq" && (int4_options_.symmetric || int4_options_.embeddings))
+      fail_usage("--algo gptq writes asymmetric RTN blocks of MatMul weights: --symmetric and --embeddings go with --algo rtn");
     const Model original = open_model(in_);
     if (int8_options_.calibrated) int8_options_.ranges = calibrate_ranges(original, g);
+    if (algo_ == "gptq") int4_options_.hessians = input_hessians(original, g);
     const quantize::QuantizeResult q =
         int4_ ? quantize::quantize_int4(original, int4_options_) : quantize::quantize_int8(original, int8_options_);
     quantize::require_quantized(q, in_);
     const std::string what =
         int4_ ? fmt::format("MatMulNBits (4 bits, block {}, {}{})", int4_options_.block_size,
-                            int4_options_.hqq ? "HQQ, float zero points" : int4_options_.symmetric ? "symmetric" : "asymmetric",
+                            int4_options_.hqq ? "HQQ, float zero points" : algo_ == "gptq" ? std::string(tokens_.empty() && text_.empty() ? "GPTQ over the input sets, asymmetric" : "GPTQ over the token windows, asymmetric")
+                            : int4_options_.symmetric ? "symmetric" : "asymmetric",
                             int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "")
         : int8_options_.calibrated
               ? fmt::format("QDQ (int8 weights, symmetric, {}{}; int8 activations calibrated on {} input set(s))",
@@ -198,6 +205,48 @@ class QuantizeVerb : public Verb {
         if (!fresh) it->second = {std::min(it->second.first, *lo), std::max(it->second.second, *hi)};
       }
     return ranges;
+  }
+
+  // GPTQ's calibration: X^T X of every weight MatMul's input (rows of its last axis), over the
+  // token windows of --tokens/--text (each a prefill, as the loss is measured) or the input sets.
+  std::map<std::string, std::vector<double>> input_hessians(const Model& original, const GlobalOptions& g) {
+    class Accumulate final : public Observer {
+     public:
+      explicit Accumulate(const Graph& graph) {
+        for (const Node& n : graph.nodes)
+          if (n.op_type == "MatMul" && n.domain.empty() && n.inputs.size() == 2 && graph.find_initializer(n.inputs[1]))
+            inputs_.insert(n.inputs[0]);
+      }
+      void before_node(const NodeEvent& e) override {
+        if (e.depth || e.node.op_type != "MatMul" || !inputs_.count(e.node.inputs[0]) || !e.inputs[0].is_tensor()) return;
+        const Tensor& t = e.inputs[0].tensor();
+        if (t.dtype() != DType::Float || t.rank() == 0) return;
+        const int64_t K = t.dim(t.rank() - 1), rows = K ? t.size() / K : 0;
+        const std::vector<double> x = to_compute<double>(t);
+        std::vector<double>& h = hessians[e.node.inputs[0]];
+        h.resize(size_t(K * K), 0.0);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < K; ++i)
+            if (const double xi = x[size_t(r * K + i)]; xi != 0)
+              for (int64_t j = 0; j < K; ++j) h[size_t(i * K + j)] += xi * x[size_t(r * K + j)];
+      }
+      std::map<std::string, std::vector<double>> hessians;
+
+     private:
+      std::set<std::string> inputs_;
+    };
+    ReferenceEvaluator ev(original, {&registry(g)});
+    Accumulate accumulate(original.graph);
+    ev.add_observer(&accumulate);
+    if (!tokens_.empty() || !text_.empty()) {
+      generate::Generator gen(ev, generate::find_signature(ev.model().graph));
+      for (const std::vector<int64_t>& window : quality::token_windows(quality::lm_tokens(tokens_, text_, tokenizer_, lm_.context), lm_.context))
+        gen.run({.prompt = Tensor::from_vector<int64_t>({1, int64_t(window.size())}, window), .new_tokens = 1}, {});
+    } else {
+      for (const auto& feeds : input_sets(ev)) ev.run({}, feeds);
+    }
+    ev.remove_observer(&accumulate);
+    return std::move(accumulate.hessians);
   }
 
   int execute_float16(const GlobalOptions& g) {

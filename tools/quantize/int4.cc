@@ -7,6 +7,7 @@
 
 #include "refeval/builder.h"
 #include "refeval/error.h"
+#include "gptq.h"
 #include "hqq.h"
 #include "rtn.h"
 #include "weights.h"
@@ -117,7 +118,12 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
       g.initializers.push_back({names[2], Tensor::from_vector<float>({N, q.blocks}, q.zero_points)});
     }
     if (names.empty()) {
-      const Int4Blocks q = quantize_int4_rtn(b.data<float>(), K, N, o.block_size, o.symmetric);
+      // GPTQ's weight, quantized and dequantized with its error spread, is then quantized with RTN
+      // as ONNX Runtime's GPTQ path does (its blocks land on the same levels).
+      std::vector<float> gptq;
+      if (const auto h = o.hessians.find(n.inputs[0]); h != o.hessians.end())
+        gptq = gptq_dequantized(b.data<float>(), K, N, h->second, o.block_size);
+      const Int4Blocks q = quantize_int4_rtn(gptq.empty() ? b.data<float>() : gptq.data(), K, N, o.block_size, o.symmetric);
       const std::string base = n.inputs[1];
       names = {base + "_Q4", base + "_scales"};
       Tensor data(DType::UInt8, {N, q.blocks, o.block_size / 2});

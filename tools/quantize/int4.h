@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -26,6 +27,8 @@ struct Int4Options {
   int64_t accuracy_level = 0;  // MatMulNBits' attribute; 0 leaves it out, as ORT's quantizer does
   std::set<std::string> exclude;  // node names or operator types
   bool hqq = false;  // HQQ (hqq.h: float zero points) instead of RTN
+  // GPTQ (gptq.h) instead of RTN: X^T X of each MatMul input over the calibration inputs, by value name.
+  std::map<std::string, std::vector<double>> hessians;
   bool embeddings = false;  // also the token table [vocab, hidden] to GatherBlockQuantized (blocks along hidden)
 };
 

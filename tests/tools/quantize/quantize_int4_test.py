@@ -140,6 +140,7 @@ def main():
     embeddings(rng, work)
     language_model(work)
     hqq(src, work)
+    gptq(work)
     # The cost is measured, and a gate fails after OUT is written.
     gated = work / "gated.onnx"
     r = run("quantize", src, "-o", gated, "--int4", "--min-snr", 1000, "--runs", 0)
@@ -225,6 +226,14 @@ def language_model(work):
     check(r.returncode == 2 and "go with --tokens or --text" in r.stderr, "--max-kl without --tokens: exit 2")
 
 
+def mean_kl(fixture_name, work, tokens, algo, *options):
+    """The mean KL per token `quantize --int4 --algo ALGO --tokens` reports for a test decoder."""
+    decoder = SRC / "tests" / "data" / "optimize" / fixture_name / "model.onnx"
+    r = run("quantize", decoder, "-o", work / f"{fixture_name}_{algo}.onnx", "--int4", "--algo", algo, "--tokens", tokens, *options)
+    m = re.search(r"KL\(A\|\|B\) per token: mean (\S+),", r.stdout)
+    return float(m.group(1)) if m else float("nan")
+
+
 def hqq(src, work):
     """--algo hqq: float zero points [N, blocks] beside the packed weights, ORT runs the model as
     refeval does, and on two decoders (Llama- and GPT-2-style exports, blocks of 16) the mean KL
@@ -240,16 +249,39 @@ def hqq(src, work):
     tokens = work / "tokens_hqq.npy"
     np.save(tokens, np.random.default_rng(1).integers(0, 256, (2, 24)).astype(np.int64))
     for name in ("hf_llama_opset17", "hf_gpt2_past_opset17"):
-        decoder = SRC / "tests" / "data" / "optimize" / name / "model.onnx"
-        kl = {}
-        for algo in ("rtn", "hqq"):
-            r = run("quantize", decoder, "-o", work / f"{name}_{algo}.onnx", "--int4", "--algo", algo, "--block-size", 16,
-                    "--tokens", tokens, "--context", 12)
-            m = re.search(r"KL\(A\|\|B\) per token: mean (\S+),", r.stdout)
-            kl[algo] = float(m.group(1)) if m else float("nan")
+        kl = {algo: mean_kl(name, work, tokens, algo, "--block-size", 16, "--context", 12) for algo in ("rtn", "hqq")}
         check(kl["hqq"] < kl["rtn"], f"hqq: {name}: mean KL below RTN's ({kl})")
     r = run("quantize", src, "-o", work / "x.onnx", "--int4", "--algo", "hqq", "--symmetric")
     check(r.returncode == 2 and "--symmetric goes with --algo rtn" in r.stderr, "hqq --symmetric: exit 2")
+
+
+def gptq(work):
+    """--algo gptq: on a product whose inputs are correlated, the squared error on the calibration
+    inputs is below RTN's (what GPTQ minimizes); on two decoders calibrated on 256 tokens (2 rows
+    of 128, windows of 32), the mean KL per token on those tokens is below RTN's."""
+    rng = np.random.default_rng(4)
+    K, N = 64, 48
+    w = rng.standard_normal((K, N)).astype(np.float32)
+    x = (rng.standard_normal((256, K)) @ rng.standard_normal((K, K)) * 0.3 + rng.standard_normal((256, K)) * 0.1).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, K])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, N])], [numpy_helper.from_array(w, "W")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), work / "gptq_float.onnx")
+    np.save(work / "gptq_x.npy", x)
+    error = {}
+    for algo in ("rtn", "gptq"):
+        out = work / f"gptq_{algo}.onnx"
+        r = run("quantize", work / "gptq_float.onnx", "-o", out, "--int4", "--block-size", 16, "--algo", algo,
+                "--input", f"x={work / 'gptq_x.npy'}", "--random-sets", 1, "--runs", 0)
+        r = run("run", out, "--input", f"x={work / 'gptq_x.npy'}", "--save-outputs", work / f"gptq_{algo}_out", "-v", 0)
+        y = numpy_helper.to_array(onnx.load_tensor(str(work / f"gptq_{algo}_out" / "output_0.pb")))
+        error[algo] = float(np.mean((y - x @ w) ** 2))
+    check(error["gptq"] < 0.8 * error["rtn"], f"gptq: squared error on the calibration inputs below RTN's ({error})")
+    tokens = work / "tokens256.npy"
+    np.save(tokens, np.random.default_rng(2).integers(0, 256, (2, 128)).astype(np.int64))
+    for name in ("hf_llama_opset17", "hf_gpt2_past_opset17"):
+        kl = {algo: mean_kl(name, work, tokens, algo, "--context", 32) for algo in ("rtn", "gptq")}
+        check(kl["gptq"] < kl["rtn"], f"gptq: {name}: mean KL on its 256 calibration tokens below RTN's ({kl})")
 
 
 def ort_agrees(q, label, work, block):
