@@ -25,6 +25,7 @@ benchmarks=(
   "The HTML viewer at LLM scale|show/scale.sh"
   "Two threads with the other core quiet and busy, against ONNX Runtime|threads/busy_core.sh"
   "A Qwen2-0.5B-shaped decoder, float32 and int4, against ONNX Runtime|llm/qwen2_0_5b.sh"
+  "What each quantize scheme costs and gains on two decoders, in refeval and ONNX Runtime|quantize/table.sh"
 )
 
 ensure_ort
