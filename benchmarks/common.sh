@@ -9,3 +9,12 @@ ensure_ort() {
 
 # median VALUES...: the middle value (the lower middle of an even count).
 median() { printf "%s\n" "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# use_build [BUILD_DIR]: sets build (default ../build) and refeval, and puts the build's own
+# librefeval.so first on LD_LIBRARY_PATH, also for a copied build folder (refeval's RUNPATH names
+# the folder it was built in).
+use_build() {
+  build=${1:-$here/../build}
+  refeval=$build/refeval
+  export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}

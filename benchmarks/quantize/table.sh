@@ -10,9 +10,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/common.sh"
-build=${1:-$here/../build}
-refeval=$build/refeval
-export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+use_build "${1:-}"
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}/quantize
 export ORT_LEVEL=${ORT_LEVEL:-all}
 mkdir -p "$work"

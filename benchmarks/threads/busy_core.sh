@@ -21,10 +21,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/common.sh"
-build=${1:-$here/../build}
-refeval=$build/refeval
-# the build's own librefeval.so, also for a copied build folder (refeval's RUNPATH names the folder it was built in)
-export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+use_build "${1:-}"
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 rounds=${ROUNDS:-3}
 repeat=${REPEAT:-10}
