@@ -179,9 +179,9 @@ class CompareVerb : public Verb {
   }
 
   int compare_language_models(const GlobalOptions& g) {
-    lm_.tokens = quality::lm_tokens(tokens_, text_, tokenizer_, lm_.context);
     std::optional<tokenizer::Tokenizer> tok;
     if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
+    lm_.tokens = quality::lm_tokens(tokens_, text_, tok ? &*tok : nullptr, lm_.context);
     auto [a, b] = two_models(g);
     const quality::LmFigures f = quality::compare_language_models(a, a_.path, b, b_.path, lm_);
     fmt::print("A: {}\nB: {}\n{} window(s) of {} tokens: {} predictions\n", a_.path, b_.path, f.windows, f.context, f.tokens);

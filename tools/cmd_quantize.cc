@@ -15,6 +15,7 @@
 #include "quality/lm_compare.h"
 #include "quality/lm_tokens.h"
 #include "quality/output_stats.h"
+#include "tokenizer/tokenizer.h"
 #include "quantize/int4.h"
 #include "quantize/float16.h"
 #include "quantize/int8.h"
@@ -138,6 +139,13 @@ class QuantizeVerb : public Verb {
 
   int execute(const GlobalOptions& g) override {
     if (!int4_ && !int8_ && !float16_) fail_usage("quantize: say what to write, --int4, --int8 or --float16");
+    if (tokens_.empty() && text_.empty() && (gates_.max_kl || gates_.min_top1 || gates_.max_perplexity_ratio || lm_.context))
+      fail_usage("--max-kl, --min-top1, --max-perplexity-ratio and --context go with --tokens or --text");
+    if (!tokens_.empty() || !text_.empty()) {  // read once: GPTQ calibrates on them, the report measures on them
+      std::optional<tokenizer::Tokenizer> tok;
+      if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
+      lm_.tokens = quality::lm_tokens(tokens_, text_, tok ? &*tok : nullptr, lm_.context);
+    }
     for (const CLI::Option* o : float16_only_)
       if (!float16_ && o->count()) fail_usage(fmt::format("{} goes with --float16", o->get_name()));
     if (float16_ && !exclude_.empty()) fail_usage("--exclude goes with --int4 and --int8; --float16 keeps nodes in float with --float16-block");
@@ -240,7 +248,7 @@ class QuantizeVerb : public Verb {
     ev.add_observer(&accumulate);
     if (!tokens_.empty() || !text_.empty()) {
       generate::Generator gen(ev, generate::find_signature(ev.model().graph));
-      for (const std::vector<int64_t>& window : quality::token_windows(quality::lm_tokens(tokens_, text_, tokenizer_, lm_.context), lm_.context))
+      for (const std::vector<int64_t>& window : quality::token_windows(lm_.tokens, lm_.context))
         gen.run({.prompt = Tensor::from_vector<int64_t>({1, int64_t(window.size())}, window), .new_tokens = 1}, {});
     } else {
       for (const auto& feeds : input_sets(ev)) ev.run({}, feeds);
@@ -267,7 +275,6 @@ class QuantizeVerb : public Verb {
 
   // A language model's loss on token windows, as `compare --tokens` shows it.
   int measure_tokens(ReferenceEvaluator& a, ReferenceEvaluator& b) {
-    lm_.tokens = quality::lm_tokens(tokens_, text_, tokenizer_, lm_.context);
     const quality::LmFigures f = quality::compare_language_models(a, in_, b, out_, lm_);
     fmt::print("A: {} (float)\nB: {} (quantized)\n{} window(s) of {} tokens: {} predictions\n", in_, out_, f.windows, f.context, f.tokens);
     return quality::print_lm_figures(f, gates_) ? kOk : kCheckFailed;
@@ -278,21 +285,17 @@ class QuantizeVerb : public Verb {
   int measure(const Model& original, const Model& quantized, const GlobalOptions& g) {
     ReferenceEvaluator a(original, {&registry(g)}), b(quantized, {&registry(g)});
     if (!tokens_.empty() || !text_.empty()) return measure_tokens(a, b);
-    if (gates_.max_kl || gates_.min_top1 || gates_.max_perplexity_ratio || lm_.context)
-      fail_usage("--max-kl, --min-top1, --max-perplexity-ratio and --context go with --tokens or --text");
     const std::vector<std::string> names = a.output_names();
     std::vector<quality::OutputStats> stats(names.size());
     for (size_t k = 0; k < names.size(); ++k) stats[k].name = names[k];
-    std::map<std::string, Value> first;
-    for (int s = 0; s < random_sets_; ++s) {
-      InputOptions o = inputs_;
-      o.seed = inputs_.seed + uint64_t(s);
-      const auto feeds = make_feeds(a, o);
-      if (s == 0) first = feeds;
-      const Values out_a = a.run({}, feeds), out_b = b.run({}, feeds_as_declared(b, feeds));
+    const std::vector<std::map<std::string, Value>> sets = input_sets(a);
+    for (size_t s = 0; s < sets.size(); ++s) {
+      const Values out_a = a.run({}, sets[s]), out_b = b.run({}, feeds_as_declared(b, sets[s]));
       for (size_t k = 0; k < names.size(); ++k)
-        if (out_a[k].is_tensor() && out_b[k].is_tensor()) stats[k].add(fmt::format("seed {}", o.seed), out_a[k].tensor(), out_b[k].tensor());
+        if (out_a[k].is_tensor() && out_b[k].is_tensor())
+          stats[k].add(fmt::format("seed {}", inputs_.seed + s), out_a[k].tensor(), out_b[k].tensor());
     }
+    const std::map<std::string, Value>& first = sets.front();
     fmt::print("{} input set(s), the float model against the quantized one:\n", random_sets_);
     fmt::print("{:<24} {:>11} {:>11} {:>10} {:>8}\n", "output", "max_abs", "cosine_min", "snr_db_min", "top1");
     bool passed = true;

@@ -8,13 +8,12 @@
 
 #include "refeval/error.h"
 #include "refeval/model_io.h"
-#include "tokenizer/tokenizer.h"
 
 namespace refeval::quality {
 
-Tensor lm_tokens(const std::string& tokens_npy, const std::string& text_path, const std::string& tokenizer, int64_t context) {
+Tensor lm_tokens(const std::string& tokens_npy, const std::string& text_path, const tokenizer::Tokenizer* tokenizer, int64_t context) {
   if (!tokens_npy.empty() && !text_path.empty()) fail_usage("--tokens and --text: give one");
-  if (!text_path.empty() && tokenizer.empty()) fail_usage("--text needs --tokenizer T.json");
+  if (!text_path.empty() && !tokenizer) fail_usage("--text needs --tokenizer T.json");
   if (!text_path.empty() && !context) fail_usage("--text needs --context N (the window length)");
   if (!tokens_npy.empty()) {
     Tensor t = read_npy(tokens_npy);
@@ -26,7 +25,7 @@ Tensor lm_tokens(const std::string& tokens_npy, const std::string& text_path, co
   std::ifstream in(text_path, std::ios::binary);
   if (!in) fail_input(fmt::format("--text: cannot read '{}'", text_path));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::vector<int64_t> ids = tokenizer::Tokenizer::load(tokenizer).encode(text, /*add_special_tokens=*/false);
+  const std::vector<int64_t> ids = tokenizer->encode(text, /*add_special_tokens=*/false);
   if (int64_t(ids.size()) < context)
     fail_usage(fmt::format("--text: {} encodes to {} tokens, fewer than one window of --context {}", text_path, ids.size(), context));
   return Tensor::from_vector<int64_t>({1, int64_t(ids.size())}, ids);
