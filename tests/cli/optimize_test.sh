@@ -14,9 +14,11 @@ m=$work
 
 expect 0 "Fused Attention: 1" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/att.onnx --model-type gpt2 --verify --forms all
 check "attention: the dynamic shapes folded, one node left" grep -qE "^nodes: 27 -> 1;" $work/out
-# ORT's CPU forms (the default): MultiHeadAttention on the projection, which stays one product
+# ORT's CPU forms (the default): MultiHeadAttention on the projection, cut into the three products
+# its kernel reads, their biases in its bias input
 expect 0 "Fused Attention: 1" "" -- optimize $m/gpt2_attention_unfused.onnx -o $m/att_cpu.onnx --model-type gpt2 --verify
-check "attention [--forms cpu]: MultiHeadAttention after one MatMul, no Attention" grep -qE "^operators: Add 1, MatMul 1, MultiHeadAttention 1, Split 1$" $work/out
+check "attention [--forms cpu]: MultiHeadAttention after three MatMuls, no Attention" grep -qE "^operators: MatMul 3, MultiHeadAttention 1$" $work/out
+check "attention [--forms cpu]: the projections' form said" grep -q "^  Wrote q/k/v projections as MultiHeadAttention reads them: 1$" $work/out
 check "attention: verified" grep -q "^verify: equivalent on" $work/out
 check "attention: both sides' float64 oracle error reported" grep -qE "^verify: float64 oracle rms error \(worst set\): optimized [0-9.e-]+, original [0-9.e-]+$" $work/out
 expect 0 "\+ y: float32:\(1, 5, 8\)" "" -- run $m/att.onnx --dim batch=1 --dim seq=5 --no-timing

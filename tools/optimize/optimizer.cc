@@ -58,7 +58,7 @@ std::vector<Pass> fusion_passes(const std::string& target) {
 std::vector<Pass> finishing_passes(const std::string& target) {
   std::vector<Pass> passes;
   if (target == "onnx") passes.push_back(to_standard_ops_pass());
-  if (target == "ort") passes.push_back(residual_sum_pass());
+  if (target == "ort") passes.push_back(mha_projections_pass()), passes.push_back(residual_sum_pass());
   passes.push_back(dead_code_pass());
   return passes;
 }
@@ -77,7 +77,7 @@ bool cpu_forms(const OptimizeOptions& o) { return o.target == "ort" && o.forms =
 bool enabled(const Pass& p, const OptimizeOptions& o) {
   if (!o.only.empty() && !o.only.count(p.name) && p.name != "dead-code") return false;
   if (cpu_forms(o) && slower_on_ort_cpu().count(p.name) && !o.only.count(p.name)) return false;
-  if (p.name == "residual-sum" && !cpu_forms(o)) return false;
+  if ((p.name == "residual-sum" || p.name == "mha-projections") && !cpu_forms(o)) return false;
   return !o.disable.count(p.name);
 }
 

@@ -70,6 +70,9 @@ Pass transpose_sandwich_pass();
 // --target ort --forms cpu: a residual Add that ORT would fuse with its LayerNormalization into the
 // slower SkipLayerNormalization written as Sum (ort_cpu_forms.h).
 Pass residual_sum_pass();
+// --target ort --forms cpu: MultiHeadAttention's q, k and v as three MatMuls with its bias input
+// (a packed projection's Slices or Split and the bias Adds go).
+Pass mha_projections_pass();
 // Shape of attention scores -> its dims read from the graph inputs (MixFormer's mask sized by the scores).
 Pass shape_source_pass();
 Pass einsum_matmul_pass();         // a two-operand Einsum that is a batched product -> Transposes + MatMul

@@ -23,7 +23,8 @@ Unsqueeze / Expand / Reshape); 1, 2, 4 or 8 heads of 2-64 features; 4-D (B, N, S
 S, h) heads (the masks on a (B, N, S, T) view, one round trip for all or one per mask, as BART and
 CLIP; rotary and GQA with 4-D heads only); pre-LN or post-LN (with an embedding LayerNorm);
 LayerNorm (the operator at opset 17 or its decomposition) or RMSNorm; erf or tanh GELU, QuickGELU,
-ReLU or SwiGLU feed-forward; with or without biases; one weight set shared by both layers; opset 14
+ReLU or SwiGLU feed-forward; with or without biases; q, k and v from three products or
+one cut in three by Slices or a Split; one weight set shared by both layers; opset 14
 or 17; an LM head or the hidden states as output. Each variant has two input sets (batch 1 or 2,
 sequence 1-8, no padding, right or left padding; pads are token 0; position_ids, when an input, as
 generate() computes them under left padding). --set KNOB=VALUE overrides a knob after it is drawn
@@ -211,6 +212,8 @@ def draw_knobs(rng):
         padding = c(["none", "right", "left"]) if k["pad"] != "none" and s >= 2 else "none"
         sets.append((b, s, padding))
     k["sets"] = sets
+    # drawn last, so that the variants of a seed kept the knobs they had before it
+    k["qkv"] = c(["separate", "packed_slice", "packed_split"], [0.5, 0.25, 0.25])
     return k
 
 
@@ -447,9 +450,17 @@ def build(k, rng):
     scale = np.float32(1.0 / np.sqrt(h))
 
     def attention(x, name):
-        q = dense(x, D, D, f"{name}.q")
-        kk = dense(x, D, NKV * h, f"{name}.k")
-        v = dense(x, D, NKV * h, f"{name}.v")
+        if k["qkv"] == "separate":
+            q = dense(x, D, D, f"{name}.q")
+            kk = dense(x, D, NKV * h, f"{name}.k")
+            v = dense(x, D, NKV * h, f"{name}.v")
+        else:  # one product cut in three on the last axis (nn.MultiheadAttention's in_proj, torch.split)
+            widths = [D, NKV * h, NKV * h]
+            packed = dense(x, D, sum(widths), f"{name}.qkv")
+            if k["qkv"] == "packed_split":
+                q, kk, v = g.op("Split", [packed, g.ints(widths)], n_out=3, axis=-1)
+            else:
+                q, kk, v = (split_last(packed, a, a + w) for a, w in zip(np.cumsum([0] + widths[:2]), widths))
         if k["layout"] == "3d":
             shape4 = g.op("Concat", [B1, S1, g.ints([N, h])], axis=0)
             shape3 = g.op("Concat", [g.ints([-1]), S1, g.ints([h])], axis=0)

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "optimize_test_util.h"
+#include "shape_inference.h"
 
 using namespace refeval;
 using namespace refeval::build;
@@ -18,8 +19,10 @@ Attribute perm() { return attr("perm", std::vector<int64_t>{1, 0, 2}); }
 
 // x (S, B, 8) -> Transpose -> MatMul (8, 24) -> Add(bias, .) -> three Slices of the last axis,
 // each transposed back; `leak`: the first slice is also a graph output as it is; `axis`: the axis
-// sliced (the last, or the batch axis, which the rows do not commute with).
-Model packed_projection(bool leak, int64_t axis = -1) {
+// sliced (the last, or the batch axis, which the rows do not commute with); `shape`: the
+// transposed rows' Shape is also read, by nothing ("dead", as shape folding leaves it) or as a
+// graph output ("read").
+Model packed_projection(bool leak, int64_t axis = -1, const std::string& shape = "") {
   std::vector<Node> nodes = {node("Transpose", {"x"}, {"xt"}, {perm()}), node("MatMul", {"xt", "w"}, {"p"}), node("Add", {"b", "p"}, {"pb"})};
   std::vector<ValueInfo> outputs;
   for (int j = 0; j < 3; ++j) {
@@ -29,6 +32,11 @@ Model packed_projection(bool leak, int64_t axis = -1) {
     outputs.push_back(tensor_info(y, DType::Float, {"S", "B", 8}));
   }
   if (leak) outputs.push_back(tensor_info("s0", DType::Float, {"B", "S", 8}));
+  if (!shape.empty()) {
+    nodes.push_back(node("Shape", {"xt"}, {"xt_shape"}));
+    nodes.push_back(node("Gather", {"xt_shape", "start0"}, {"batch"}));
+    if (shape == "read") outputs.push_back(tensor_info("batch", DType::Int64, {1}));
+  }
   std::vector<Initializer> inits = {{"w", ramp({8, 24}, -0.3f, 0.03f)}, {"b", ramp({24}, -0.1f, 0.01f)},
                                     {"last", Tensor::from_vector<int64_t>({1}, {axis})}};
   for (int j = 0; j < 4; ++j) inits.push_back({"start" + std::to_string(j), Tensor::from_vector<int64_t>({1}, {axis == -1 ? 8 * j : j})});
@@ -42,6 +50,19 @@ TEST_CASE("transpose-sandwich: a packed in-projection whose slices all go back l
   CHECK(count_ops(out, "Transpose") == 0);
   CHECK(count_ops(out, "Slice") == 3);
   CHECK(count_ops(out, "MatMul") == 1);
+}
+
+TEST_CASE("transpose-sandwich: a dead Shape of the transposed rows does not keep the Transposes; a read one does") {
+  // The pass alone, as the extended level meets it: a fusion before it left the Shape unread.
+  Model dead = packed_projection(false, -1, "dead");
+  const optimize::Inference inference = optimize::infer(dead);
+  optimize::PassContext ctx{Registry::builtin(), &inference, nullptr};
+  CHECK(optimize::transpose_sandwich_pass().run(dead, ctx) == 1);
+  CHECK(count_ops(dead, "Transpose") == 1);  // the opening one stays for the dead Shape, until dead-code
+  for (const Node& n : dead.graph.nodes)
+    if (n.op_type == "MatMul") CHECK(n.inputs[0] == "x");
+  CHECK(count_ops(optimized(packed_projection(false, -1, "dead"), {"transpose-sandwich"}), "Transpose") == 0);
+  CHECK(count_ops(optimized(packed_projection(false, -1, "read"), {"transpose-sandwich"}), "Transpose") == 4);
 }
 
 TEST_CASE("transpose-sandwich: a slice read in the transposed layout, or of another axis, keeps the Transposes") {

@@ -9,8 +9,8 @@
 // Transpose(x, p) -> MatMul(., W) -> Add(., b) -> three Slices of the last axis, each read by the
 // Transpose back (the fused attention's batch-first q, k, v). When every path from the Transpose
 // through row-wise nodes (MatMul by a 2-D constant, Add/Sub/Mul/Div by a constant of rank <= 1, a
-// Slice of the last axis only) ends in a Transpose undoing it, the row-wise nodes read x itself and
-// every Transpose of the tree goes.
+// Slice of the last axis only) ends in a Transpose undoing it (or in a reader nothing needs: the Shape the folding left
+// behind), the row-wise nodes read x itself and every Transpose of the tree goes.
 #include <fmt/format.h>
 
 #include <set>
@@ -82,9 +82,24 @@ bool row_wise(const Node& n, const std::string& v, const GraphIndex& g, size_t r
   return false;
 }
 
-// From Transpose `t`: the row-wise nodes and the closing Transposes, or false when a path ends
-// anywhere else (a graph output, another reader).
-bool tree(const GraphIndex& g, const std::string& v, const std::vector<int64_t>& perm, std::vector<int>& rows, std::vector<int>& closing) {
+// Which nodes compute something a graph output needs (nodes run in order, so a reader comes after
+// what it reads). A dead reader (a Shape the folding left behind, say) does not keep a tree.
+std::vector<bool> live_nodes(const GraphIndex& g) {
+  const std::vector<Node>& nodes = g.graph().nodes;
+  std::vector<bool> live(nodes.size(), false);
+  for (size_t i = nodes.size(); i-- > 0;)
+    for (const std::string& o : nodes[i].outputs) {
+      if (o.empty()) continue;
+      if (g.is_graph_output(o)) live[i] = true;
+      for (const int c : g.consumers(o)) live[i] = live[i] || live[size_t(c)];
+    }
+  return live;
+}
+
+// From Transpose `t`: the row-wise nodes, the closing Transposes and the dead readers, or false
+// when a path ends anywhere else (a graph output, another reader).
+bool tree(const GraphIndex& g, const std::vector<bool>& live, const std::string& v, const std::vector<int64_t>& perm, std::vector<int>& rows,
+          std::vector<int>& closing, std::vector<int>& dead_readers) {
   if (g.is_graph_output(v) || g.consumers(v).empty()) return false;
   for (const int c : g.consumers(v)) {
     const Node& n = g.graph().nodes[size_t(c)];
@@ -92,7 +107,9 @@ bool tree(const GraphIndex& g, const std::string& v, const std::vector<int64_t>&
       closing.push_back(c);
     } else if (row_wise(n, v, g, perm.size())) {
       rows.push_back(c);
-      if (!tree(g, n.outputs[0], perm, rows, closing)) return false;
+      if (!tree(g, live, n.outputs[0], perm, rows, closing, dead_readers)) return false;
+    } else if (!live[size_t(c)]) {
+      dead_readers.push_back(c);
     } else {
       return false;
     }
@@ -108,13 +125,14 @@ int unwrap_trees(Model& m, const PassContext& ctx) {
   std::vector<std::pair<std::string, std::string>> renames;
   std::set<int> touched;
   NameGen names(g);
+  const std::vector<bool> live = live_nodes(index);
   int removed = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& t = g.nodes[i];
     if (t.op_type != "Transpose" || !t.domain.empty() || !keeps_last_axis(t) || touched.count(int(i))) continue;
     const std::vector<int64_t> perm = ints_attr(t, "perm");
-    std::vector<int> rows, closing;
-    if (!tree(index, t.outputs[0], perm, rows, closing) || rows.empty()) continue;
+    std::vector<int> rows, closing, dead_readers;
+    if (!tree(index, live, t.outputs[0], perm, rows, closing, dead_readers) || rows.empty()) continue;
     bool free = true;  // a node in two trees (a chain already taken) waits for the next round
     for (int r : rows) free = free && !touched.count(r);
     for (int c : closing) free = free && !touched.count(c);
@@ -140,7 +158,8 @@ int unwrap_trees(Model& m, const PassContext& ctx) {
       drop[size_t(c)] = true;
       renames.emplace_back(back.outputs[0], fresh.at(back.inputs[0]));
     }
-    drop[i] = true, touched.insert(int(i));
+    // With dead readers the Transpose stays for them, dead too, until dead-code removes them all.
+    drop[i] = dead_readers.empty(), touched.insert(int(i));
     ++removed;
   }
   if (removed) drop_nodes(g, drop, renames);
