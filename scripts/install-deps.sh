@@ -14,6 +14,7 @@ packages=(
   python3-torch python3-torchvision
   chromium fonts-dejavu-core
   graphviz node-dagre-layout
+  gcovr
 )
 missing=()
 for p in "${packages[@]}"; do

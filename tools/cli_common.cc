@@ -202,6 +202,16 @@ Model open_model(const std::string& path) {
   return m;
 }
 
+InputOptions input_set_options(const InputOptions& base, const std::string& dir) {
+  if (!fs::is_directory(dir)) fail_input(fmt::format("--input-set: '{}' is not a folder", dir));
+  InputOptions o = base;
+  bool npy = false;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".npy") o.inputs.push_back(e.path().stem().string() + "=" + e.path().string()), npy = true;
+  if (!npy) o.inputs_dir = dir;
+  return o;
+}
+
 std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt) {
   const Graph& g = ev.model().graph;
   std::map<std::string, Value> feeds;

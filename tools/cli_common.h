@@ -52,6 +52,8 @@ Model open_model(const std::string& path);
 
 // Feeds for every model input: from files, constants, or generated reproducibly.
 std::map<std::string, Value> make_feeds(const ReferenceEvaluator& ev, const InputOptions& opt);
+// `base` with its inputs read from folder `dir` (--input-set): NAME.npy files, else input_K.pb.
+InputOptions input_set_options(const InputOptions& base, const std::string& dir);
 
 // Writes a verb's result to `path`, or to stdout when `path` is empty; says where at info level.
 void write_output(const std::string& path, const std::string& text, const std::string& what);

@@ -200,15 +200,7 @@ class CompareVerb : public Verb {
   int compare_over_sets(const GlobalOptions& g) {
     auto [a, b] = two_models(g);
     std::vector<std::pair<std::string, InputOptions>> sets;
-    for (const std::string& dir : input_sets_) {
-      InputOptions o = inputs_;
-      if (!fs::is_directory(dir)) fail_input(fmt::format("--input-set: '{}' is not a folder", dir));
-      bool npy = false;
-      for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".npy") o.inputs.push_back(e.path().stem().string() + "=" + e.path().string()), npy = true;
-      if (!npy) o.inputs_dir = dir;
-      sets.emplace_back(dir, o);
-    }
+    for (const std::string& dir : input_sets_) sets.emplace_back(dir, input_set_options(inputs_, dir));
     for (int k = 0; k < random_sets_; ++k) {
       InputOptions o = inputs_;
       o.seed = inputs_.seed + uint64_t(k);

@@ -16,6 +16,7 @@
 #include "quality/lm_tokens.h"
 #include "quality/output_stats.h"
 #include "tokenizer/tokenizer.h"
+#include "quantize/calibrate.h"
 #include "quantize/int4.h"
 #include "quantize/float16.h"
 #include "quantize/int8.h"
@@ -111,7 +112,13 @@ class QuantizeVerb : public Verb {
     sub->add_flag("--per-channel", int8_options_.per_channel, "with --int8: a weight scale per output column (default one per weight)");
     sub->add_flag("--reduce-range", int8_options_.reduce_range, "with --int8: 7-bit weights in [-64, 64] (ORT's reduce_range)");
     sub->add_flag("--calibrate", int8_options_.calibrated,
-                  "with --int8: static QDQ as ORT's quantize_static, activation scales from their min and max over the input sets");
+                  "with --int8: static QDQ as ORT's quantize_static, activation ranges calibrated over the input sets");
+    calibrate_only_ = {
+        sub->add_option("--calibrate-method", calibration_.method,
+                        "with --calibrate: minmax (default), percentile (of |x|, symmetric) or entropy (KL divergence), as ORT's calibrators")
+            ->check(CLI::IsMember({"minmax", "percentile", "entropy"})),
+        sub->add_option("--calibrate-percentile", calibration_.percentile, "with --calibrate-method percentile: the percentile kept (default 99.999)"),
+        sub->add_option("--calibrate-bins", calibration_.bins, "with --calibrate-method percentile or entropy: histogram bins (default 2048 and 128, ORT's)")};
     int4_only_ = {
         sub->add_option("--block-size", int4_options_.block_size, "with --int4: K values per scale: 16, 32 (default), 64, 128, ..."),
         sub->add_flag("--symmetric", int4_options_.symmetric, "with --int4: no zero points: scale = the block's largest-magnitude value / -8"),
@@ -122,6 +129,8 @@ class QuantizeVerb : public Verb {
         sub->add_flag("--embeddings", int4_options_.embeddings,
                       "with --int4: also Gather tables [vocab, hidden] (embeddings) to GatherBlockQuantized, blocks along hidden")};
     sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
+    sub->add_option("--input-set", input_set_dirs_,
+                    "DIR: an input set (NAME.npy or input_K.pb files) to calibrate and measure on, instead of random sets; repeatable");
     sub->add_option("--random-sets", random_sets_, "N: input sets generated from seeds --seed .. --seed + N - 1 to measure the loss on (default 3)")
         ->check(CLI::Range(1, 100000));
     sub->add_option("--runs", runs_, "N: timed runs of each model on the first set (default 5; 0 skips timing)")->check(CLI::Range(0, 100000));
@@ -153,6 +162,9 @@ class QuantizeVerb : public Verb {
       fail_usage("--per-channel, --reduce-range and --calibrate go with --int8");
     for (const CLI::Option* o : int4_only_)
       if (!int4_ && o->count()) fail_usage(fmt::format("{} goes with --int4", o->get_name()));
+    for (const CLI::Option* o : calibrate_only_)
+      if (!int8_options_.calibrated && o->count()) fail_usage(fmt::format("{} goes with --int8 --calibrate", o->get_name()));
+    if (int8_options_.calibrated) quantize::RangeCollector{calibration_};  // a bad percentile or bin count, before any work
     if (float16_) return execute_float16(g);
     for (const std::string& e : split_list(exclude_)) int4_options_.exclude.insert(e), int8_options_.exclude.insert(e);
     int4_options_.hqq = algo_ == "hqq";
@@ -170,8 +182,9 @@ class QuantizeVerb : public Verb {
                             : int4_options_.symmetric ? "symmetric" : "asymmetric",
                             int4_options_.accuracy_level ? fmt::format(", accuracy_level {}", int4_options_.accuracy_level) : "")
         : int8_options_.calibrated
-              ? fmt::format("QDQ (int8 weights, symmetric, {}{}; int8 activations calibrated on {} input set(s))",
-                            int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "", random_sets_)
+              ? fmt::format("QDQ (int8 weights, symmetric, {}{}; int8 activations calibrated by {} on {} input set(s))",
+                            int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "",
+                            calibration_.method, set_count())
               : fmt::format("MatMulInteger (int8 weights, symmetric, {}{}; uint8 activations by DynamicQuantizeLinear)",
                             int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
     save_model(q.model, out_);
@@ -189,9 +202,14 @@ class QuantizeVerb : public Verb {
   }
 
  private:
-  // The input sets the float model is measured (and calibrated) on: seeds --seed, --seed + 1, ...
+  int set_count() const { return input_set_dirs_.empty() ? random_sets_ : int(input_set_dirs_.size()); }
+
+  // The input sets the float model is measured (and calibrated) on: the --input-set folders, else
+  // generated from seeds --seed, --seed + 1, ...
   std::vector<std::map<std::string, Value>> input_sets(ReferenceEvaluator& ev) {
     std::vector<std::map<std::string, Value>> sets;
+    for (const std::string& dir : input_set_dirs_) sets.push_back(make_feeds(ev, input_set_options(inputs_, dir)));
+    if (!input_set_dirs_.empty()) return sets;
     for (int s = 0; s < random_sets_; ++s) {
       InputOptions o = inputs_;
       o.seed = inputs_.seed + uint64_t(s);
@@ -200,19 +218,14 @@ class QuantizeVerb : public Verb {
     return sets;
   }
 
-  // MinMax calibration: each float value's smallest and largest element over the input sets.
+  // Activation ranges (calibrate.h): every float value of every input set, collected by the method.
   std::map<std::string, std::pair<float, float>> calibrate_ranges(const Model& original, const GlobalOptions& g) {
     ReferenceEvaluator ev(original, {&registry(g)});
-    std::map<std::string, std::pair<float, float>> ranges;
+    quantize::RangeCollector collector(calibration_);
     for (const auto& feeds : input_sets(ev))
-      for (const auto& [name, v] : ev.run_all(feeds)) {
-        if (!v.is_tensor() || v.tensor().dtype() != DType::Float || v.tensor().size() == 0) continue;
-        const std::vector<float> x = to_compute<float>(v.tensor());
-        const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-        auto [it, fresh] = ranges.emplace(name, std::pair{*lo, *hi});
-        if (!fresh) it->second = {std::min(it->second.first, *lo), std::max(it->second.second, *hi)};
-      }
-    return ranges;
+      for (const auto& [name, v] : ev.run_all(feeds))
+        if (v.is_tensor() && v.tensor().dtype() == DType::Float && v.tensor().size() > 0) collector.add(name, to_compute<float>(v.tensor()));
+    return collector.ranges();
   }
 
   // GPTQ's calibration: X^T X of every weight MatMul's input (rows of its last axis), over the
@@ -296,7 +309,7 @@ class QuantizeVerb : public Verb {
           stats[k].add(fmt::format("seed {}", inputs_.seed + s), out_a[k].tensor(), out_b[k].tensor());
     }
     const std::map<std::string, Value>& first = sets.front();
-    fmt::print("{} input set(s), the float model against the quantized one:\n", random_sets_);
+    fmt::print("{} input set(s), the float model against the quantized one:\n", set_count());
     fmt::print("{:<24} {:>11} {:>11} {:>10} {:>8}\n", "output", "max_abs", "cosine_min", "snr_db_min", "top1");
     bool passed = true;
     for (const quality::OutputStats& s : stats) {
@@ -319,10 +332,12 @@ class QuantizeVerb : public Verb {
   bool int4_ = false, int8_ = false, float16_ = false;
   quantize::Int4Options int4_options_;
   quantize::Int8Options int8_options_;
-  std::vector<CLI::Option*> int4_only_, float16_only_;
+  std::vector<CLI::Option*> int4_only_, float16_only_, calibrate_only_;
+  quantize::CalibrationOptions calibration_;
   quantize::Float16Options float16_options_;
   std::string float16_block_;
   int random_sets_ = 3, runs_ = 5;
+  std::vector<std::string> input_set_dirs_;
   std::optional<double> min_snr_, min_cosine_;
   InputOptions inputs_;
 };

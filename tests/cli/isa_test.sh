@@ -2,7 +2,8 @@
 # One binary, every path: `--isa avx512|avx2|generic` (and REFEVAL_ISA) choose the instruction set
 # of refeval's own kernels at run time (refeval/isa.h). Under each path this machine runs, models
 # give the outputs computed elsewhere: a GPT-2 and a Llama-style torch export against torch, an
-# int4 GenAI decoder (MatMulNBits) against ONNX Runtime, the ONNX model zoo's light models (ResNet-50,
+# int4 GenAI decoder (MatMulNBits) and every ONNX Runtime oracle suite of ctest's ort-* against
+# ONNX Runtime, the ONNX model zoo's light models (ResNet-50,
 # SqueezeNet, Inception, ...) against their reference outputs. The AVX-512 and AVX2 paths give the
 # same bits on GPT-2 (products are in-order chains on both); a path above the machine's is a usage
 # error, named.
@@ -35,6 +36,13 @@ for isa in "${runnable[@]}"; do
   check "[$isa] float16 and bfloat16 weights, float16 models: ONNX Runtime's outputs" \
     bash -c "'$refeval' --isa $isa -q test '$data/ort/half_weights' --rtol 1e-5 --atol 1e-6 --row-rtol 7.62939453125e-06 >/dev/null &&
              '$refeval' --isa $isa -q test '$data/ort/half_models' --rtol 2e-3 --atol 5e-4 >/dev/null"
+  # Every ONNX Runtime oracle suite ctest runs at the best path (ort-*), at this path too, with the
+  # same tolerances (tests/CMakeLists.txt: float32 rounding in another summation order).
+  for suite in "$data"/ort/*/; do
+    [[ -e $suite/OWN_CTEST_ENTRY ]] && continue
+    check "[$isa] ort-$(basename "$suite"): ONNX Runtime's outputs" \
+      bash -c "'$refeval' --isa $isa -q test '$suite' --rtol 1e-5 --atol 1e-6 --row-rtol 7.62939453125e-06 >/dev/null"
+  done
   check "[$isa] light model zoo (ResNet-50, SqueezeNet, ...): reference outputs" \
     bash -c "'$refeval' --isa $isa -q test '$shared/onnx-backend-tests/light' --expected-failures '$source_dir/tests/conformance/expected_failures.txt' >/dev/null"
   "$refeval" --isa "$isa" -q run "$data/optimize/hf_gpt2_opset17/model.onnx" --inputs "$data/optimize/hf_gpt2_opset17/test_data_set_2" \

@@ -110,6 +110,7 @@ def main():
             check(zp.dtype == np.int8 and zp.shape == scales.shape and not zp.any(), f"{label}: {name} zero points int8 0")
         ort_agrees(q, label, work, f"q{int(per_channel)}{int(reduce_range)}")
     calibrated(src, ws, work)
+    calibration_methods(src, work)
     r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--exclude", "wide", "--runs", 0)
     check("quantized 2 of 4" in r.stdout and "'wide': excluded by --exclude" in r.stdout, "--exclude by node name")
     r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--block-size", 64)
@@ -173,6 +174,128 @@ def calibrated(src, ws, work):
         bound *= max(1.0, np.abs(feeds["free"]).sum(axis=0).max())
         r = run("test", folder, "--rtol", 0, "--atol", f"{bound:.3g}")
         check(r.returncode == 0, f"{label}: ORT's outputs equal refeval's within {bound:.3g} ({(r.stdout + r.stderr).strip()[-300:]})")
+
+
+def np_histogram_abs(sets, bins):
+    """ORT's HistogramCollector.collect_absolute_value over the sets: a histogram of |x|, widened
+    by bins of the first width when a later set goes past its last edge."""
+    hist = edges = None
+    for x in sets:
+        a = np.abs(x.ravel())
+        if hist is None:
+            hist, edges = np.histogram(a, bins=bins)
+            continue
+        if a.max() > edges[-1]:
+            width = edges[1] - edges[0]
+            edges = np.hstack((edges, np.arange(edges[-1] + width, a.max() + width, width)))
+        new, edges = np.histogram(a, bins=edges)
+        new[:len(hist)] += hist
+        hist = new
+    return hist, edges.astype(np.float32)
+
+
+def np_histogram_values(sets, bins):
+    """ORT's collect_value and merge_histogram: a histogram of x over [-t, t], widened by whole
+    bins on both sides when a later set's largest |x| goes past t."""
+    hist = edges = None
+    for x in sets:
+        x = x.ravel()
+        t = np.float32(max(abs(x.min()), abs(x.max())))
+        if hist is None:
+            hist, edges = np.histogram(x, bins, range=(-t, t))
+            threshold = t
+        elif t <= threshold:
+            new, _ = np.histogram(x, len(hist), range=(-threshold, threshold))
+            hist = hist + new
+        else:
+            stride = np.float32(2 * threshold / len(hist))
+            half = int((t - threshold) // stride + 1)
+            threshold = np.float32(half * stride + threshold)
+            new, edges = np.histogram(x, len(hist) + 2 * half, range=(-threshold, threshold))
+            new[half:len(new) - half] += hist
+            hist = new
+    return hist, edges
+
+
+def np_entropy_threshold(hist, edges, levels=128):
+    """TensorRT's KL threshold search as ORT's get_entropy_threshold computes it."""
+    def smooth(p, eps=0.0001):
+        zeros = (p == 0).sum()
+        if zeros == p.size:
+            return None
+        out = p.astype(np.float32)
+        out += eps * (p == 0) - eps * zeros / (p.size - zeros) * (p != 0)
+        return out.astype(np.float64)
+    n = hist.size
+    zero, half = n // 2, levels // 2
+    best, found = np.inf, None
+    for i in range(half, zero + 1):
+        start, end = zero - i, min(zero + i + 1, n)
+        window = hist[start:end]
+        p = window.astype(np.int64).copy()
+        p[0] += hist[:start].sum()
+        p[-1] += hist[end:].sum()
+        merged = window.size // levels
+        q_levels = [window[k * merged:(k + 1) * merged].sum() for k in range(levels)]
+        q_levels[-1] += window[levels * merged:].sum()
+        q = np.zeros(p.size, np.int64)
+        for k in range(levels):
+            norm = (p[k * merged:(k + 1) * merged] != 0).sum()
+            if norm:
+                q[k * merged:(k + 1) * merged] = q_levels[k] // norm
+        ps, qs = smooth(p), smooth(q)
+        d = np.inf if ps is None or qs is None else float((ps / ps.sum() * np.log((ps / ps.sum()) / (qs / qs.sum()))).sum())
+        if found is None or d < best:
+            best, found = d, (edges[start], edges[end])
+    return found
+
+
+def calibration_methods(src, work):
+    """--calibrate-method percentile and entropy against numpy ports of ONNX Runtime's calibrators
+    (np.histogram for the bins), over three --input-set folders whose largest values grow (the
+    histograms widen); then the activation's scale follows from the range as MinMax's does."""
+    rng = np.random.default_rng(11)
+    sets = []
+    for k, spread in enumerate((1.0, 2.5, 0.7)):
+        d = work / f"set{k}"
+        d.mkdir(exist_ok=True)
+        feeds = {"x": (rng.standard_normal((2, 3, 40)) * spread).astype(np.float32),
+                 "x96": (rng.laplace(size=(2, 3, 96)) * spread + 0.3).astype(np.float32),
+                 "free": rng.standard_normal((12, 3)).astype(np.float32)}
+        for name, v in feeds.items():
+            np.save(d / f"{name}.npy", v)
+        sets.append(feeds)
+    for method, extra, bins in (("percentile", ["--calibrate-percentile", "99.9"], 2048), ("entropy", ["--calibrate-bins", "512"], 512)):
+        out = work / f"qdq_{method}.onnx"
+        r = run("quantize", src, "-o", out, "--int8", "--calibrate", "--calibrate-method", method, *extra,
+                *[f"--input-set={work / f'set{k}'}" for k in range(3)], "--runs", 0)
+        check(r.returncode == 0 and f"calibrated by {method} on 3 input set(s)" in r.stdout, f"{method}: exit 0 ({(r.stdout + r.stderr).strip()[-300:]})")
+        if r.returncode:
+            continue
+        inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(out).graph.initializer}
+        for name in ("x", "x96"):
+            values = [s[name] for s in sets]
+            lo, hi = min(v.min() for v in values), max(v.max() for v in values)
+            if method == "percentile":
+                hist, edges = np_histogram_abs(values, bins)
+                idx = np.searchsorted(np.cumsum(hist / hist.sum()), 99.9 / 100.0)
+                rmin, rmax = -edges[idx], edges[idx]
+            else:
+                hist, edges = np_histogram_values(values, bins)
+                rmin, rmax = np_entropy_threshold(hist, edges)
+            rmin, rmax = max(rmin, lo), min(rmax, hi)
+            check(hi > rmax or lo < rmin, f"{method}: {name}'s range [{rmin:.4g}, {rmax:.4g}] cuts the tails of [{lo:.4g}, {hi:.4g}]")
+            rmin, rmax = min(float(rmin), 0.0), max(float(rmax), 0.0)
+            scale = np.float32((rmax - rmin) / 255.0)
+            got = inits[name + "_scale"]
+            check(abs(float(got) - float(scale)) <= 1e-6 * float(scale),
+                  f"{method}: {name}'s scale {float(got):.7g} is the reference's {float(scale):.7g}")
+    r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--calibrate-method", "entropy")
+    check(r.returncode == 2 and "--calibrate-method goes with --int8 --calibrate" in r.stderr, "--calibrate-method without --calibrate: exit 2")
+    r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--calibrate", "--calibrate-method", "entropy", "--calibrate-bins", 64)
+    check(r.returncode == 2 and "entropy needs at least 128 bins" in r.stderr, "entropy with fewer bins than levels: exit 2")
+    r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--calibrate", "--input-set", work / "nowhere")
+    check(r.returncode != 0 and "'" + str(work / "nowhere") + "' is not a folder" in r.stderr, "--input-set of a missing folder: named")
 
 
 def ort_agrees(q, label, work, name):
