@@ -9,7 +9,8 @@
 #   - with <options> starting "exit=2" (a com.microsoft node the input has and --target onnx
 #     cannot rewrite, a usage error): the optimizer exits 2 naming <reason> on stderr and writes
 #     nothing; the model is then optimized for --target ort with --verify (the rest of
-#     <options>), which must exit 0 and find it equivalent, so the model is known to run.
+#     <options>), which must exit 0 and find it equivalent, so the model is known to run; with
+#     "exit=2 invalid" the node is malformed and `refeval run` must refuse it as well, in one line.
 # Usage: optimize_lookalikes_test.sh REFEVAL SOURCE_DIR
 set -u
 refeval=$1
@@ -46,6 +47,13 @@ while IFS=$'\t' read -r name target reason options; do
     check "$tag: exits 2 (a given com.microsoft node without a standard form), got $code" test $code -eq 2
     check "$tag: stderr names the reason: $reason" grep -qF -- "$reason" "$work/err"
     check "$tag: nothing written" test ! -e "$out"
+    if [[ $options == "exit=2 invalid"* ]]; then  # a malformed node: refeval's own kernel refuses it too
+      "$refeval" run "$model" >"$work/log" 2>"$work/err"
+      code=$?
+      check "$tag: run refuses the malformed node too, with a one-line error (exit $code)" \
+        bash -c "[[ $code -ne 0 && \$(wc -l <'$work/err') -eq 1 ]] && grep -q 'MultiHeadAttention' '$work/err'"
+      continue
+    fi
     # shellcheck disable=SC2086  # the options are words
     "$refeval" optimize "$model" -o "$out" --target ort --verify $verify_options >"$work/log" 2>"$work/err"
     code=$?

@@ -607,6 +607,26 @@ def attention_dummy_mask():
     return g.model(17, microsoft=True)
 
 
+@case("onnx", "past_key and past_value must be given together", "exit=2 invalid")
+def mha_past_key_alone():
+    # A malformed decoder step: past keys without past values.
+    g = Graph(94)
+    q, k, v = (g.input(n, F32, ["batch", 1, 16]) for n in ("query", "key", "value"))
+    pk = g.input("past_key", F32, ["batch", 2, "past", 8])
+    y, present = g.op("MultiHeadAttention", [q, k, v, "", "", "", pk], 2, domain=MS, num_heads=2)
+    g.output(y)
+    g.output(present)
+    return g.model(17, microsoft=True)
+
+
+@case("onnx", "the bias is shorter than twice the query's hidden size", "exit=2 invalid")
+def mha_bias_short():
+    # A malformed bias: q's and k's parts only (2 x 16), no room for v's.
+    m = mha_model(95, bias="qk.bias")
+    m.graph.initializer.append(numpy_helper.from_array(seeded(95, 32, np.float32), "qk.bias"))
+    return m
+
+
 def packed_attention(seed, weight_shape=(16, 48), sizes=None, past=False, present=False, extra=(), **attrs):
     """ORT's Attention (input, weights, bias, mask_index?, past?, ...) as its optimizer writes it."""
     g = Graph(seed)
