@@ -38,7 +38,6 @@ class Matcher {
     const PatternNode& pn = p_.nodes[pid];
     if (auto it = s.nodes.find(pn.id); it != s.nodes.end())
       return it->second == gi || fail(s, [&] { return fmt::format("pattern node '{}' would be two different nodes", pn.id); });
-    if (gi < 0) return fail(s, [&] { return fmt::format("no node produces the {} input of the pattern", pn.op_type); });
     const Node& n = g_.graph().nodes[size_t(gi)];
     if (claimed_[size_t(gi)] || s.used.count(gi)) return fail(s, [&] { return fmt::format("{} is already part of another match", quoted(n)); });
     if (n.op_type != pn.op_type || n.domain != pn.domain)

@@ -1,8 +1,10 @@
 // The pattern language and matcher on their own: commutative operands, captures bound once,
-// scalar constants within tolerance, optional inputs, and intermediates read elsewhere.
+// scalar constants within tolerance, optional inputs, intermediates read elsewhere, and the reason
+// --explain gives for a candidate that does not match.
 #include <doctest/doctest.h>
 
 #include "pattern.h"
+#include "rewrite.h"
 #include "test_util.h"
 
 using namespace refeval;
@@ -71,4 +73,29 @@ TEST_CASE("pattern: a node claimed by an earlier rewrite never matches; optional
   const Graph two = scaled_sum({node("Split", {"x", "half"}, {"a", "b"})}, {tensor_info("a", DType::Float, {2})});
   CHECK(match(split, GraphIndex(one), 0, {false}));
   CHECK(match(split, GraphIndex(two), 0, {false}));
+}
+
+TEST_CASE("pattern: --explain says why a candidate did not match") {
+  // Each rewrite runs on its graph with --explain; the "not fused" line gives the deepest failure.
+  auto why = [](const Pattern& p, const Graph& g) {
+    Model m = model(g);
+    Explain explain;
+    const Rewrite r{"test", {p}, [](const Match&, RewriteContext&) -> std::optional<Replacement> { return std::nullopt; }};
+    CHECK(apply(r, m, nullptr, &explain, "test") == 0);
+    std::string lines;
+    for (const std::string& l : explain.not_fused) lines += l + "\n";
+    return lines;
+  };
+  // the Mul's operand is a graph input, where the pattern wants an Add's output
+  const Graph input = scaled_sum({node("Mul", {"x", "half"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
+  MatchFailure failure;
+  CHECK(why(kHalfSum, input).find("input 0 of 'z' (Mul) ('x') is not computed by a node; the pattern has Add there") != std::string::npos);
+  // a Split with its sizes, where the pattern has the data only
+  const Graph sized = scaled_sum({node("Split", {"x", "half"}, {"a", "b"})}, {tensor_info("a", DType::Float, {2})});
+  CHECK_FALSE(match(Pattern{{{"sp", "Split", {cap("v")}}}}, GraphIndex(sized), 0, {false}, &failure));
+  CHECK(failure.why.find("has 2 inputs, the pattern 1") != std::string::npos);
+  // a pattern whose Neg no path from the root reaches: a defect of the pattern, named as such
+  const Graph scaled = scaled_sum({node("Mul", {"x", "half"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
+  const Pattern lonely{{{"neg", "Neg", {cap("a")}}, {"out", "Mul", {cap("v"), val(0.5)}}}};
+  CHECK(why(lonely, scaled).find("the pattern has a node no input path reaches") != std::string::npos);
 }
