@@ -247,5 +247,6 @@ PYBIND11_MODULE(_refeval, m) {
   m.def("optimize", &optimize_model, py::arg("model"), py::arg("out"), py::arg("level"), py::arg("model_type"), py::arg("only"),
         py::arg("disable"), py::arg("target"), py::arg("forms"));
   m.def("quantize", &quantize_model, py::arg("model"), py::arg("out"), py::arg("scheme"), py::arg("block_size"), py::arg("symmetric"),
-        py::arg("accuracy_level"), py::arg("embeddings"), py::arg("algo"), py::arg("per_channel"), py::arg("reduce_range"), py::arg("exclude"));
+        py::arg("accuracy_level"), py::arg("embeddings"), py::arg("algo"), py::arg("per_channel"), py::arg("reduce_range"), py::arg("exclude"),
+        py::arg("keep_io_types"), py::arg("float16_block"), py::arg("feeds"));
 }

@@ -21,6 +21,7 @@
 #include "debug/reduce.h"
 #include "refeval/dump.h"
 #include "optimizer.h"
+#include "quantize/float16.h"
 #include "quantize/int4.h"
 #include "quantize/int8.h"
 #include "profile_file.h"
@@ -118,10 +119,37 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
                   py::arg("candidates") = candidates, py::arg("not_fused") = result.explain.not_fused);
 }
 
+// scheme="float16": the float model runs on `feed_sets` (its element types, and the nodes whose
+// values leave float16's range, kept in float), then converts as `refeval quantize --float16`.
+py::dict float16_model(const std::string& in, const std::string& out, bool keep_io_types, const std::vector<std::string>& block,
+                       const py::list& feed_sets) {
+  if (feed_sets.empty()) fail_usage("quantize: scheme='float16' needs feeds: a list of input dicts to find the values float16 cannot hold");
+  const Model original = load_model(in);
+  ReferenceEvaluator ev(original, EvaluatorOptions{&Registry::builtin()});
+  std::vector<std::map<std::string, Value>> sets;
+  for (const auto& item : feed_sets) sets.push_back(feeds_from_python(py::cast<py::dict>(item), original.graph));
+  quantize::Float16Options o;
+  o.keep_io_types = keep_io_types;
+  for (const std::string& b : block) o.node_block.insert(b), o.op_block.insert(b);
+  quantize::Float16Result r;
+  {
+    py::gil_scoped_release release;
+    const auto [types, overflow] = quantize::calibrate_float16(ev, sets);
+    r = quantize::convert_float16(original, o, types, overflow);
+    save_model(r.model, out);
+  }
+  py::dict kept;
+  for (const auto& [node, why] : r.blocked) kept[node.c_str()] = why;
+  return py::dict(py::arg("path") = out, py::arg("converted_nodes") = r.converted_nodes, py::arg("kept_in_float") = kept,
+                  py::arg("clamped_values") = r.clamped_values);
+}
+
 py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
                         bool symmetric, int64_t accuracy_level, bool embeddings, const std::string& algo, bool per_channel,
-                        bool reduce_range, const std::vector<std::string>& exclude) {
-  if (scheme != "int4" && scheme != "int8") fail_usage(fmt::format("quantize: scheme '{}' is not int4 or int8", scheme));
+                        bool reduce_range, const std::vector<std::string>& exclude, bool keep_io_types,
+                        const std::vector<std::string>& float16_block, const py::list& feed_sets) {
+  if (scheme == "float16") return float16_model(in, out, keep_io_types, float16_block, feed_sets);
+  if (scheme != "int4" && scheme != "int8") fail_usage(fmt::format("quantize: scheme '{}' is not int4, int8 or float16", scheme));
   if (algo != "rtn" && algo != "hqq") fail_usage(fmt::format("quantize: algo '{}' is not rtn or hqq", algo));
   const Model original = load_model(in);
   quantize::QuantizeResult q;

@@ -28,7 +28,8 @@ py::dict optimize_model(const std::string& in, const std::string& out, const std
 // products and the sizes.
 py::dict quantize_model(const std::string& in, const std::string& out, const std::string& scheme, int64_t block_size,
                         bool symmetric, int64_t accuracy_level, bool embeddings, const std::string& algo, bool per_channel,
-                        bool reduce_range, const std::vector<std::string>& exclude);
+                        bool reduce_range, const std::vector<std::string>& exclude, bool keep_io_types,
+                        const std::vector<std::string>& float16_block, const py::list& feed_sets);
 
 // The generation loop of `refeval generate`; returns its JSON summary as a string (tokens, times,
 // memory); `profile` non-empty writes the phase-tagged profile there.

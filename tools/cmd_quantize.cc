@@ -68,34 +68,6 @@ std::map<std::string, Value> feeds_as_declared(const ReferenceEvaluator& ev, con
   return out;
 }
 
-// The element type of every value of the float model over the input sets, and the nodes kept in
-// float because a value they make or read leaves float16's range there (65504 < |v| < 1e30), with
-// the reason: the region in float reaches from the first value out of range to the nodes that
-// bring it back. Magnitudes of 1e30 and more are masks' fillers (float's lowest), which become
-// -65504 in float16 as ONNX Runtime's converter clamps them, and still hide what they hide.
-std::pair<std::map<std::string, DType>, std::map<std::string, std::string>> calibrate_float16(
-    ReferenceEvaluator& ev, const std::vector<std::map<std::string, Value>>& sets) {
-  std::map<std::string, DType> types;
-  std::map<std::string, std::string> too_large;  // value -> why
-  for (size_t s = 0; s < sets.size(); ++s)
-    for (const auto& [name, v] : ev.run_all(sets[s])) {
-      if (!v.is_tensor()) continue;
-      types[name] = v.tensor().dtype();
-      if (v.tensor().dtype() != DType::Float || too_large.count(name)) continue;
-      float top = 0;
-      for (float x : to_compute<float>(v.tensor()))
-        if (std::isfinite(x) && std::fabs(x) < 1e30f) top = std::max(top, std::fabs(x));
-      if (top > 65504.0f) too_large[name] = fmt::format("'{}' reaches {:.4g} on input set {}, beyond float16's 65504", name, top, s);
-    }
-  std::map<std::string, std::string> overflow;
-  for (const Node& n : ev.model().graph.nodes) {
-    for (const std::string& o : n.outputs)
-      if (too_large.count(o)) overflow.emplace(n.name, "its output " + too_large[o]);
-    for (const std::string& i : n.inputs)
-      if (too_large.count(i)) overflow.emplace(n.name, "its input " + too_large[i]);
-  }
-  return {types, overflow};
-}
 
 class QuantizeVerb : public Verb {
  public:
@@ -274,7 +246,7 @@ class QuantizeVerb : public Verb {
     for (const std::string& e : split_list(float16_block_)) float16_options_.node_block.insert(e), float16_options_.op_block.insert(e);
     const Model original = open_model(in_);
     ReferenceEvaluator ev(original, {&registry(g)});
-    const auto [types, overflow] = calibrate_float16(ev, input_sets(ev));
+    const auto [types, overflow] = quantize::calibrate_float16(ev, input_sets(ev));
     const quantize::Float16Result r = quantize::convert_float16(original, float16_options_, types, overflow);
     save_model(r.model, out_);
     fmt::print("converted {} of {} nodes to float16{}: {}\n", r.converted_nodes, original.graph.nodes.size(),

@@ -260,18 +260,26 @@ def optimize(model, out, level="all", model_type="", only=None, disable=None, ta
 
 
 def quantize(model, out, scheme="int4", block_size=32, symmetric=False, accuracy_level=0, embeddings=False, algo="rtn",
-             per_channel=False, reduce_range=False, exclude=None):
-    """Quantizes a model file's MatMul weights as `refeval quantize` does and writes `out`:
+             per_channel=False, reduce_range=False, exclude=None, keep_io_types=False, float16_block=None, feeds=None):
+    """Quantizes a model file as `refeval quantize` does and writes `out`.
+
     scheme="int4" writes MatMulNBits (block_size, symmetric, accuracy_level as ONNX Runtime's
     MatMulNBitsQuantizer, algo="hqq" its HQQ quantizer; embeddings=True also the token table to
-    GatherBlockQuantized), scheme="int8"
-    ORT's dynamic int8 (DynamicQuantizeLinear + MatMulInteger; per_channel, reduce_range). exclude:
-    node names or op types to keep in float. Returns {"path", "quantized": [MatMul nodes],
-    "tables": [Gather nodes], "not_quantized": {node: why},
-    "computed_products", "weight_bytes_before", "weight_bytes_after"}; measure the loss with
-    refeval.compare_models (language models) or two ReferenceEvaluators."""
+    GatherBlockQuantized); scheme="int8" ORT's dynamic int8 (DynamicQuantizeLinear + MatMulInteger;
+    per_channel, reduce_range); exclude: node names or op types to keep in float. Returns {"path",
+    "quantized": [MatMul nodes], "tables": [Gather nodes], "not_quantized": {node: why},
+    "computed_products", "weight_bytes_before", "weight_bytes_after"}.
+
+    scheme="float16" converts the whole model as ORT's float16 converter (keep_io_types: inputs and
+    outputs stay float; float16_block: node names or op types kept in float besides ORT's default
+    block list). It first runs the float model on feeds, a list of input dicts (numpy arrays), and
+    keeps in float the nodes whose values leave float16's range there. Returns {"path",
+    "converted_nodes", "kept_in_float": {node: why}, "clamped_values"}.
+
+    Measure the loss with refeval.compare_models (language models) or two ReferenceEvaluators."""
     return _native(_refeval.quantize, os.fspath(model), os.fspath(out), scheme, int(block_size), bool(symmetric),
-                   int(accuracy_level), bool(embeddings), algo, bool(per_channel), bool(reduce_range), list(exclude or []))
+                   int(accuracy_level), bool(embeddings), algo, bool(per_channel), bool(reduce_range), list(exclude or []),
+                   bool(keep_io_types), list(float16_block or []), [dict(f) for f in (feeds or [])])
 
 
 def _model_arg(model):

@@ -240,6 +240,33 @@ def test_quantize_a_matmul_to_int4_and_int8_and_run_both(tmp_path):
         refeval.quantize(tmp_path / "float.onnx", tmp_path / "none.onnx", scheme="int8", exclude=["MatMul"])
 
 
+def test_quantize_to_float16_keeps_an_overflowing_product_in_float(tmp_path):
+    # y = (x @ W1) @ W2 with W2 large: x @ W1 fits float16, the product by W2 reaches ~1e6 on the
+    # feeds given, so the second MatMul stays float; with keep_io_types x and y stay float. The
+    # result is numpy's float16 computation of the first product and the float one of the second.
+    rng = np.random.default_rng(4)
+    w1 = rng.standard_normal((8, 8)).astype(np.float32)
+    w2 = (rng.standard_normal((8, 4)) * 1e5).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W1"], ["h"], name="small"),
+                               helper.make_node("MatMul", ["h", "W2"], ["y"], name="large")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "float.onnx")
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    out = refeval.quantize(tmp_path / "float.onnx", tmp_path / "half.onnx", scheme="float16", keep_io_types=True, feeds=[{"x": x}])
+    assert list(out["kept_in_float"]) == ["large"] and "beyond float16's 65504" in out["kept_in_float"]["large"]
+    model = onnx.load(tmp_path / "half.onnx")
+    assert model.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert model.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    h = (x.astype(np.float16) @ w1.astype(np.float16)).astype(np.float32)
+    y = refeval.ReferenceEvaluator(model).run(None, {"x": x})[0]
+    expected = h @ w2
+    assert np.abs(y - expected).max() <= 1e-3 * np.abs(expected).max()
+    with pytest.raises(refeval.UsageError, match="needs feeds"):
+        refeval.quantize(tmp_path / "float.onnx", tmp_path / "none.onnx", scheme="float16")
+
+
 def test_reduce_finds_the_node_that_makes_a_nan(tmp_path):
     # x -> Relu -> (Log of a negative constant, planted) * 0 + x -> Tanh: the Log alone is kept.
     nodes = [helper.make_node("Relu", ["X"], ["r"], name="relu"),

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "refeval/evaluator.h"
 #include "refeval/ir.h"
 
 namespace refeval::quantize {
@@ -44,6 +45,12 @@ struct Float16Result {
 
 // value_types: the element type of every value of a run; overflow: node name -> why, for the
 // nodes an output of which left float16's range on the calibration inputs.
+// The element type of every value of the float model over the input sets, and the nodes kept in
+// float because a value they make or read leaves float16's range there (65504 < |v| < 1e30), with
+// the reason (float16.cc): what convert_float16 takes.
+std::pair<std::map<std::string, DType>, std::map<std::string, std::string>> calibrate_float16(
+    ReferenceEvaluator& ev, const std::vector<std::map<std::string, Value>>& sets);
+
 Float16Result convert_float16(const Model& model, const Float16Options& options, const std::map<std::string, DType>& value_types,
                               const std::map<std::string, std::string>& overflow);
 
