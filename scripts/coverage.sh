@@ -26,5 +26,5 @@ find "$build" -name '*.gcda' -delete
 ctest --test-dir "$build" -j2 --timeout 3000 ${CTEST_ARGS:-} | tail -5 || true  # a failing test still counts its coverage
 gcovr --root . --object-directory "$build" --filter 'evaluator/' --filter 'ops/' --filter 'tools/' --filter 'python/' \
   --exclude-throw-branches --exclude-unreachable-branches --json-summary "$build/coverage.json" --json-summary-pretty
-/usr/bin/python3 scripts/coverage_report.py "$build/coverage.json" tests/coverage_exceptions.txt >tests/COVERAGE.md
+/usr/bin/python3 scripts/coverage_report.py "$build/coverage.json" tests/coverage_exceptions.txt "${CTEST_ARGS:-}" >tests/COVERAGE.md
 echo "coverage: tests/COVERAGE.md"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/COVERAGE.md from gcovr's JSON summary (scripts/coverage.sh).
 
-  coverage_report.py COVERAGE_JSON EXCEPTIONS_TXT
+  coverage_report.py COVERAGE_JSON EXCEPTIONS_TXT [CTEST_ARGS]
 
 Per top-level folder (evaluator/, ops/, tools/, python/, and tools/optimize/ and ops/contrib/, which
 have a branch floor of their own), the lines and branches covered; then every file under its floor
@@ -32,10 +32,12 @@ def main():
             path, _, why = line.partition(":")
             reasons[path.strip()] = why.strip()
     files = summary["files"]
+    ctest_args = sys.argv[3] if len(sys.argv) > 3 else ""
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
     out = ["# Test coverage", "",
            f"Written by scripts/coverage.sh at refeval {commit}, "
-           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: the whole ctest suite on a",
+           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: "
+           + (f"ctest `{ctest_args}`" if ctest_args else "the whole ctest suite") + " on a",
            "`--coverage` build, counted by gcovr (branches of the source's own conditions: gcc's exception",
            "and unreachable branches left out). Floors: every file 80% of its lines; tools/optimize/ and",
            "ops/contrib/ 90% of their branches.", "",
