@@ -125,6 +125,7 @@ int rewrite(Model& m, PassContext& ctx) {
   std::vector<bool> drop(g.nodes.size(), false);
   std::vector<Node> added;
   std::vector<Initializer> weights;  // appended at the end: the index points into g.initializers
+  std::vector<Provenance> provenance;  // the new products come from the nodes they replace (show's diff)
   int candidates = 0, rewritten = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& mha = g.nodes[i];
@@ -174,6 +175,8 @@ int rewrite(Model& m, PassContext& ctx) {
       continue;
     }
     std::vector<double> bias;
+    Provenance from;
+    for (int r : replaced) from.replaced.push_back(g.nodes[size_t(r)].name);
     for (size_t k = 0; k < 3; ++k) {
       const Projection& p = parts[k];
       const Tensor& w = *index.constant(p.w);
@@ -184,6 +187,7 @@ int rewrite(Model& m, PassContext& ctx) {
       }
       const std::string out = names.value(mha.inputs[k] + "_projected");
       added.push_back(make_node("MatMul", "", {p.x, weight}, {out}, {}, names.node(mha.name + "/" + "QKV"[k] + "Projection")));
+      from.created.push_back(added.back().name);
       const std::vector<double> b = p.b.empty() ? std::vector<double>(size_t(p.end - p.begin), 0.0) : to_doubles(columns(*index.constant(p.b), p.begin, p.end));
       bias.insert(bias.end(), b.begin(), b.end());
       mha.inputs[k] = out;
@@ -193,6 +197,7 @@ int rewrite(Model& m, PassContext& ctx) {
     if (mha.inputs.size() <= size_t(kBias)) mha.inputs.resize(size_t(kBias) + 1);
     mha.inputs[size_t(kBias)] = bias_name;
     for (int r : replaced) drop[size_t(r)] = true;
+    provenance.push_back(std::move(from));
     ++rewritten;
   }
   if (ctx.explain) ctx.explain->count("mha-projections", candidates, rewritten);
@@ -200,6 +205,7 @@ int rewrite(Model& m, PassContext& ctx) {
   drop_nodes(g, drop);
   g.nodes.insert(g.nodes.end(), added.begin(), added.end());
   g.initializers.insert(g.initializers.end(), weights.begin(), weights.end());
+  record_provenance(m, provenance);
   topological_sort(g);
   return rewritten;
 }
