@@ -1,8 +1,9 @@
-// Helpers of the optimizer tests: run passes on a small model, count operators, and check the
-// result against the original with the evaluator on deterministic inputs.
+// Helpers of the optimizer tests: run passes on a small model, count operators, collect --explain's
+// reasons, and check the result against the original with the evaluator on deterministic inputs.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "optimizer.h"
@@ -61,6 +62,17 @@ inline Model optimized(const Model& m, std::set<std::string> passes = {}, const 
   const fusion::FusionReport r = optimize::verify(m, out, Registry::builtin(), ramp_feeds(m), check);
   CHECK_MESSAGE(r.equivalent(), "the optimized model differs from the original");
   return out;
+}
+
+// The "not fused" lines `--explain` gives when only `passes` run on `m`, one per line.
+inline std::string refusals(const Model& m, std::set<std::string> passes) {
+  optimize::OptimizeOptions o;
+  o.only = std::move(passes);
+  o.explain = true;
+  const optimize::OptimizeResult r = optimize::optimize(m, Registry::builtin(), o);
+  std::string lines;
+  for (const std::string& l : r.explain.not_fused) lines += l + "\n";
+  return lines;
 }
 
 }  // namespace refeval::testing

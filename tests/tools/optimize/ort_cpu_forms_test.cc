@@ -93,15 +93,7 @@ Model attention_on_projections(const std::string& cut, bool read_elsewhere = fal
                {{"", 17}, {"com.microsoft", 1}});
 }
 
-std::string projection_refusals(const Model& m) {
-  optimize::OptimizeOptions o;
-  o.only = {"mha-projections"};
-  o.explain = true;
-  const optimize::OptimizeResult r = optimize::optimize(m, Registry::builtin(), o);
-  std::string lines;
-  for (const std::string& l : r.explain.not_fused) lines += l + "\n";
-  return lines;
-}
+std::string projection_refusals(const Model& m) { return testing::refusals(m, {"mha-projections"}); }
 
 }  // namespace
 

@@ -4,8 +4,9 @@
 // it makes anyway. So a packed projection sliced in three (nn.MultiheadAttention's in_proj,
 // ORT's Split after its GatherSliceToSplitFusion) costs ORT a copy of q, k and v, and a bias Add
 // per part a pass over each; written as three MatMuls by the weight's column blocks, with the
-// biases (zeros for a part without one) as the bias input, both go. Measured on
-// nn.TransformerEncoder at batch 2 x 128 (benchmarks/optimize/ort_speed.sh): 2-4% of the model.
+// biases (zeros for a part without one) as the bias input, both go. On nn.TransformerEncoder at
+// batch 2 x 128 (ort/time_pair.js, with transpose-sandwich's removal of its Transposes) ORT went
+// from 1.024x to 0.99x the original at one thread.
 //
 // Each of q, k and v, read by the attention only, is MatMul(x, W) [+ b] [-> Slice or Split of the
 // last axis], W a 2-D constant and b a 1-D constant over its columns; every node replaced is read
@@ -17,6 +18,7 @@
 #include <set>
 
 #include "../pass.h"
+#include "rotary_common.h"
 #include "refeval/compute_vector.h"
 
 namespace refeval::optimize {
@@ -33,22 +35,14 @@ struct Projection {
 
 // Columns [begin, end) of the last axis that output `k` of Slice or Split `n` keeps, of `width`.
 std::optional<std::pair<int64_t, int64_t>> last_axis_part(const GraphIndex& g, const Node& n, size_t k, int64_t width) {
-  auto last_axis = [&](int64_t axis, size_t rank) { return axis == -1 || axis == int64_t(rank) - 1; };
   const std::vector<Dim>* d = g.dims(n.inputs[0]);
   if (!d) return std::nullopt;
-  if (n.op_type == "Slice" && n.inputs.size() >= 4) {
-    const auto starts = g.ints(n.inputs[1]), ends = g.ints(n.inputs[2]), axes = g.ints(n.inputs[3]);
-    if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || !last_axis((*axes)[0], d->size())) return std::nullopt;
-    if (n.inputs.size() > 4 && !n.inputs[4].empty()) {
-      const auto steps = g.ints(n.inputs[4]);
-      if (!steps || steps->size() != 1 || (*steps)[0] != 1) return std::nullopt;
-    }
-    auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + width : i, int64_t(0), width); };
-    const int64_t b = clamp((*starts)[0]), e = clamp((*ends)[0]);
-    if (b >= e) return std::nullopt;
-    return std::pair{b, e};
+  if (n.op_type == "Slice") {
+    const auto r = rotary::last_axis_range(g, n, width, d->size());
+    if (!r || r->first >= r->second) return std::nullopt;
+    return r;
   }
-  if (n.op_type == "Split" && last_axis(int_attr(n, "axis", 0), d->size())) {
+  if (const int64_t axis = int_attr(n, "axis", 0); n.op_type == "Split" && (axis == -1 || axis == int64_t(d->size()) - 1)) {
     std::vector<int64_t> sizes;
     if (n.inputs.size() > 1 && !n.inputs[1].empty()) {
       const auto s = g.ints(n.inputs[1]);

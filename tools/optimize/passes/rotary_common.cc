@@ -48,8 +48,8 @@ std::string dims_string(const std::vector<Dim>& dims) {
   return fmt::format("({})", fmt::join(s, ", "));
 }
 
-std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h) {
-  const auto last = [](int64_t axis) { return axis == -1 || axis == 3; };
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h, size_t rank) {
+  const auto last = [rank](int64_t axis) { return axis == -1 || axis == int64_t(rank) - 1; };
   std::optional<std::vector<int64_t>> starts, ends, axes, steps = std::vector<int64_t>{1};
   if (s.inputs.size() == 1) {  // opset < 10: attributes
     starts = ints_attr(s, "starts"), ends = ints_attr(s, "ends"), axes = ints_attr(s, "axes");

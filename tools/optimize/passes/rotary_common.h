@@ -20,9 +20,9 @@ constexpr const char* kPass = "rotary-embedding";
 // A constant's int64 values, or a shape-computed value whose elements are all known sizes.
 std::optional<std::vector<int64_t>> known_ints(const GraphIndex& g, const std::string& v);
 std::string dims_string(const std::vector<Dim>& dims);
-// [begin, end) of a Slice on the last axis of a 4-D value whose last dim is h, clamped as Slice
-// does; nullopt when its bounds are not known or it slices another axis or with a step.
-std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h);
+// [begin, end) of a Slice on the last axis of a value of `rank` axes whose last dim is h, clamped
+// as Slice does; nullopt when its bounds are not known or it slices another axis or with a step.
+std::optional<std::pair<int64_t, int64_t>> last_axis_range(const GraphIndex& g, const Node& s, int64_t h, size_t rank = 4);
 
 struct Caches {
   std::string cos, sin;
