@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "optimizer.h"
+#include "ort_timing.h"
 #include "refeval/model_io.h"
 #include "report.h"
 #include "verbs.h"
@@ -45,6 +46,11 @@ class OptimizeVerb : public Verb {
     check_.tolerance.atol = 1e-4;
     sub->add_option("--rtol", check_.tolerance.rtol, "relative tolerance of --verify (default 1e-3)");
     sub->add_option("--atol", check_.tolerance.atol, "absolute tolerance of --verify (default 1e-4)");
+    sub->add_flag("--benchmark-with-ort", benchmark_,
+                  "time the original and the written model in ONNX Runtime (CPU, level all, --threads threads) on the same inputs, "
+                  "alternated rounds; needs node and onnxruntime-node");
+    sub->add_option("--benchmark-rounds", ort_.rounds, "rounds of --benchmark-with-ort (default 5, each the median of 10 runs)")
+        ->check(CLI::PositiveNumber);
     inputs_.add_to(sub);
   }
 
@@ -68,7 +74,7 @@ class OptimizeVerb : public Verb {
     options.forms = forms_;
     check_.repeat = 1;
     std::map<std::string, Value> feeds;
-    if (verify_ || verify_each_) feeds = make_feeds(ReferenceEvaluator(original, {&registry(g)}), inputs_);
+    if (verify_ || verify_each_ || benchmark_) feeds = make_feeds(ReferenceEvaluator(original, {&registry(g)}), inputs_);
     std::string failure;
     if (verify_each_)
       options.check_each = [&](const Model& before, const Model& after, const std::string& pass) {
@@ -123,6 +129,15 @@ class OptimizeVerb : public Verb {
       if (const std::string oracle = fusion::oracle_summary(r, "optimized", "original"); !oracle.empty())
         fmt::print("verify: {}\n", oracle);
     }
+    if (benchmark_) {
+      std::fflush(stdout);
+      ort_.threads = g.threads;
+      const OrtTiming t = time_in_ort(in_, out_, feeds, ort_);
+      fmt::print("ort: original {:.3f} ms, optimized {:.3f} ms per run: {:.3f}x ({} thread{}, level all, median of {} alternated rounds of {} runs)\n",
+                 t.original_ms, t.optimized_ms, t.ratio, g.threads == 0 ? "every" : std::to_string(g.threads), g.threads == 1 ? "" : "s",
+                 ort_.rounds, ort_.repeat);
+      fmt::print("ort: outputs differ by at most {:.2e} (largest |output| {:.3g})\n", t.max_abs_diff, t.max_abs);
+    }
     std::fflush(stdout);
     return kOk;
   }
@@ -131,7 +146,8 @@ class OptimizeVerb : public Verb {
   std::string in_, out_, level_ = "all", model_type_, only_, disable_, target_ = "ort", forms_ = "cpu";
   int64_t opset_ = 0;
   std::optional<uint64_t> shuffle_seed_;
-  bool verify_ = false, verify_each_ = false, list_ = false, explain_ = false;
+  bool verify_ = false, verify_each_ = false, list_ = false, explain_ = false, benchmark_ = false;
+  OrtTimingOptions ort_;
   fusion::CheckOptions check_;
   InputOptions inputs_;
 };

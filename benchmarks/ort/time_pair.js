@@ -26,14 +26,28 @@ async function timed(session, feeds, repeat) {
   const [a, b, repeat, rounds, ...feedArgs] = process.argv.slice(2);
   const options = {intraOpNumThreads: Number(process.env.ORT_THREADS || 1), interOpNumThreads: 1,
                    graphOptimizationLevel: process.env.ORT_LEVEL || 'all', logSeverityLevel: 3};
-  const sessions = [await ort.InferenceSession.create(a, options), await ort.InferenceSession.create(b, options)];
+  const load = async path => {
+    try {
+      return await ort.InferenceSession.create(path, options);
+    } catch (e) {
+      throw new Error(`${path}: ${String(e.message || e).split('\n')[0]}`);
+    }
+  };
+  const sessions = [await load(a), await load(b)];
   const feeds = {};
   for (const f of feedArgs) {
     const [name, file] = f.split('=');
     feeds[name] = readNpy(file);
   }
   // warm-up, and the outputs compared by name (an optimized model keeps the graph outputs)
-  const [outA, outB] = [await sessions[0].run(feeds), await sessions[1].run(feeds)];
+  const first = async (k, path) => {
+    try {
+      return await sessions[k].run(feeds);
+    } catch (e) {
+      throw new Error(`${path}: ${String(e.message || e).split('\n')[0]}`);
+    }
+  };
+  const [outA, outB] = [await first(0, a), await first(1, b)];
   let diff = 0, scale = 0;
   for (const name of sessions[0].outputNames) {
     const x = outA[name].data, y = outB[name].data;

@@ -52,4 +52,39 @@ expect 2 "" "error: --opset 12: node '/attn/MatMul_0' \(MatMul\) is version 13 a
   optimize $m/gpt2_attention_unfused.onnx -o $m/x.onnx --disable attention --opset 12
 expect 0 "" "" -- optimize $m/fast_gelu_wrong_coefficient.onnx -o $m/o18.onnx --opset 18
 expect 0 "opsets ai.onnx 18" "" -- run $m/o18.onnx --no-timing
+
+# --benchmark-with-ort: both models timed in ONNX Runtime on the same feeds, their outputs compared.
+ort_dir=$(cd "$(dirname "$0")/../../benchmarks/ort" && pwd)
+if [[ -d $ort_dir/node_modules/onnxruntime-node ]]; then
+  expect 0 "^ort: original [0-9.]+ ms, optimized [0-9.]+ ms per run: [0-9.]+x \(2 threads, level all, median of 2 alternated rounds of 10 runs\)$" "" -- \
+    --threads 2 optimize $m/gpt2_attention_unfused.onnx -o $m/att_ort.onnx --dim batch=2 --dim seq=7 --benchmark-with-ort --benchmark-rounds 2
+  read -r diff scale < <(sed -nE 's/^ort: outputs differ by at most ([0-9.e+-]+) \(largest \|output\| ([0-9.e+-]+)\)$/\1 \2/p' $work/out)
+  check "--benchmark-with-ort: ORT's outputs of both models agree (float32 sums of 8 terms)" \
+    awk -v d="${diff:-1}" -v s="${scale:-0}" 'BEGIN { exit !(s > 0 && d <= 1e-5 * (s > 1 ? s : 1)) }'
+else
+  echo "note: onnxruntime-node is not installed (benchmarks/ort: npm install); --benchmark-with-ort's real run is skipped"
+fi
+# Without onnxruntime-node, or when ORT fails: one line, naming what to do or ORT's own message.
+REFEVAL_ORT_DIR=$work/none expect 2 "" "error: --benchmark-with-ort: onnxruntime-node not found in '$work/none'" -- \
+  optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --benchmark-with-ort
+fake=$work/fake_ort
+mkdir -p $fake/node_modules/onnxruntime-node
+echo "console.error('logged by ORT'); console.error('model.onnx: cannot run'); process.exit(1);" >$fake/time_pair.js
+REFEVAL_ORT_DIR=$fake expect 1 "" "error: --benchmark-with-ort: ONNX Runtime failed: model.onnx: cannot run$" -- \
+  optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --benchmark-with-ort
+# The script's contract: the original first, then the written model, runs and rounds, the feeds
+# as .npy files; ORT's threads in ORT_THREADS.
+cat >$fake/time_pair.js <<EOF
+const fs = require('fs');
+fs.writeFileSync('$work/argv', [process.env.ORT_THREADS, ...process.argv.slice(2, 6),
+                 ...process.argv.slice(6).map(f => f.split('=')[0] + '=' + fs.statSync(f.split('=')[1]).size)].join(' '));
+console.log('4.0 3.0 0.75 1e-7 2.5');
+EOF
+REFEVAL_ORT_DIR=$fake expect 0 "^ort: original 4.000 ms, optimized 3.000 ms per run: 0.750x \(3 threads, level all, median of 4 alternated rounds of 10 runs\)$" "" -- \
+  --threads 3 optimize $m/gpt2_attention_unfused.onnx -o $m/att_fake.onnx --dim batch=1 --dim seq=5 --benchmark-with-ort --benchmark-rounds 4
+check "--benchmark-with-ort: the original, then the written model, 3 threads, x: a (1, 5, 8) float32 .npy" \
+  grep -qxF "3 $m/gpt2_attention_unfused.onnx $m/att_fake.onnx 10 4 x=288" $work/argv
+echo "console.log('1.0 2.0');" >$fake/time_pair.js
+REFEVAL_ORT_DIR=$fake expect 1 "" "error: --benchmark-with-ort: time_pair.js printed '1.0 2.0', not five numbers$" -- \
+  optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --benchmark-with-ort
 finish
