@@ -22,6 +22,11 @@ class PlanNodeContext final : public NodeContext {
       : node_(node), graph_(graph), opset_(opset), reg_(reg), env_(env), scope_(scope), id_(std::move(id)),
         folded_(std::move(folded)) {}
   bool folded_input(size_t i) const override { return i < folded_.size() && folded_[i]; }
+  void absorb_input(size_t i) const override {
+    if (absorbed_.size() <= i) absorbed_.resize(i + 1, false);
+    absorbed_[i] = true;
+  }
+  std::vector<bool> absorbed() const { return absorbed_; }
   const Node& node() const override { return node_; }
   const Graph& graph() const override { return graph_; }
   const OpsetMap& opsets() const override { return env_.opsets; }
@@ -44,6 +49,7 @@ class PlanNodeContext final : public NodeContext {
   Scope& scope_;
   std::string id_;
   std::vector<bool> folded_;
+  mutable std::vector<bool> absorbed_;
 };
 
 // A call of a model-local function: its body planned once for this call site.
@@ -117,6 +123,22 @@ std::vector<size_t> execution_order(const Graph& g) {
 
 // A node folds when its registration is Deterministic and it has no bodies (which may hold
 // anything).
+// A folded step whose outputs every reader absorbed (NodeContext::absorb_input) need not run: a
+// weight's Transpose that each MatMul reading it packs from the weight itself.
+void mark_skippable_folds(Plan& plan) {
+  std::vector<int> plain(plan.num_slots(), 0), absorbed(plan.num_slots(), 0);
+  for (int s : plan.output_slots) ++plain[size_t(s)];
+  for (const Step& step : plan.steps) {
+    for (size_t k = 0; k < step.inputs.size(); ++k)
+      if (step.inputs[k] >= 0) ++(step.absorbed[k] ? absorbed : plain)[size_t(step.inputs[k])];
+    for (int s : step.implicit) ++plain[size_t(s)];
+  }
+  for (Step& step : plan.steps)
+    step.skippable = step.fold && std::all_of(step.outputs.begin(), step.outputs.end(), [&](int s) {
+                       return s < 0 || (plain[size_t(s)] == 0 && absorbed[size_t(s)] > 0);
+                     }) && std::any_of(step.outputs.begin(), step.outputs.end(), [](int s) { return s >= 0; });
+}
+
 bool may_fold(const Node& node, const OpRegistration* reg) {
   if (!reg || reg->determinism != Determinism::Deterministic) return false;
   for (const Attribute& a : node.attributes)
@@ -125,7 +147,8 @@ bool may_fold(const Node& node, const OpRegistration* reg) {
 }
 
 std::unique_ptr<OpRun> make_op(const Node& node, const Graph& graph, const PlanEnv& env, Scope& scope,
-                               const std::string& id, bool& deterministic, std::vector<bool> folded_inputs) {
+                               const std::string& id, bool& deterministic, std::vector<bool> folded_inputs,
+                               std::vector<bool>& absorbed) {
   deterministic = false;
   const auto opset_it = env.opsets.find(node.domain);
   const Function* fn = env.model ? env.model->find_function(node.domain, node.op_type, node.overload) : nullptr;
@@ -151,6 +174,7 @@ std::unique_ptr<OpRun> make_op(const Node& node, const Graph& graph, const PlanE
     if (e.kind() == ErrorKind::Model) throw;
     fail_model(fmt::format("{}: {}", node.describe(), e.what()));
   }
+  absorbed = ctx.absorbed();
   const auto unread = ctx.unread_attributes();
   if (!unread.empty())
     fail_model(fmt::format("{}: unknown attribute{} {} for {} at opset {}", node.describe(), unread.size() > 1 ? "s" : "",
@@ -217,7 +241,8 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
     bool deterministic = false;
     std::vector<bool> folded_inputs;  // outputs of nodes folded above (initializers are constant_input's)
     for (int s : step.inputs) folded_inputs.push_back(s >= 0 && folded.count(s) > 0);
-    step.op = make_op(node, g, env, scope, step.id, deterministic, std::move(folded_inputs));
+    step.op = make_op(node, g, env, scope, step.id, deterministic, std::move(folded_inputs), step.absorbed);
+    step.absorbed.resize(step.inputs.size(), false);
     step.implicit = scope.captured_by_current_node();
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : scope.define(out));
     step.fold = deterministic && step.implicit.empty() &&
@@ -237,6 +262,7 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
   }
   // Free each value after its last use, except graph outputs, initializers and inputs a body
   // receives (which its caller still holds).
+  mark_skippable_folds(*plan);
   std::vector<bool> pinned(plan->num_slots(), false);
   for (int s : plan->output_slots) pinned[size_t(s)] = true;
   for (auto& [s, t] : plan->initializer_slots) pinned[size_t(s)] = true;

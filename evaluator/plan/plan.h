@@ -33,6 +33,12 @@ struct Step {
   // node run, so traces do not change). A plan is run by one thread at a time.
   bool fold = false;
   mutable std::optional<Values> folded;
+  // Per input: the op prepared it from elsewhere at plan time and runs when it comes Absent
+  // (NodeContext::absorb_input).
+  std::vector<bool> absorbed;
+  // A folded step whose every output only absorbing readers read: not run unless an observer
+  // asks to see every node (Observer::sees_every_node), its readers then given Absent inputs.
+  bool skippable = false;
 };
 
 class Plan {

@@ -54,6 +54,10 @@ class Observer {
   virtual void after_node(const NodeEvent&, Values& /*outputs*/) {}
   // True keeps every value alive until the run ends instead of freeing it after its last use.
   virtual bool keeps_values() const { return false; }
+  // True (the default) sees every node run. False lets the engine skip a folded node whose every
+  // reader prepared its value from elsewhere (a weight's Transpose that a MatMul packs from the
+  // weight itself): the profiler's choice, so that it measures the memory a plain run takes.
+  virtual bool sees_every_node() const { return true; }
 };
 
 }  // namespace refeval

@@ -62,6 +62,13 @@ class NodeContext {
   // constant: a float16 weight's Cast, a DequantizeLinear or Transpose of a weight): the same
   // tensor on every run, known only once the first run has made it.
   virtual bool folded_input(size_t) const { return false; }
+  // The 2-D initializer W when input i is Transpose(W) of a constant W (perm absent or [1, 0]):
+  // a tied LM head reads the embedding table so. Null otherwise.
+  const Initializer* transposed_constant_input(size_t i) const;
+  // Declares that this operator prepared input i from elsewhere (a weight packed from the W of
+  // transposed_constant_input) and runs without it: when nothing else reads the value, the planner
+  // skips the folded node that makes it (W^T is never made) and this input comes Absent.
+  virtual void absorb_input(size_t) const {}
 
   bool has_attr(const std::string& name) const;
   // Typed attribute access. T is one of: float, double, int64_t, int, bool, std::string,

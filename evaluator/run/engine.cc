@@ -59,8 +59,9 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
       fed.emplace_back(plan.input_names[i], inputs[i]);
     }
   }
-  bool keep_all = false;
-  for (Observer* o : observers) keep_all = keep_all || o->keeps_values();
+  bool keep_all = false, every_node = false;
+  for (Observer* o : observers) keep_all = keep_all || o->keeps_values(), every_node = every_node || o->sees_every_node();
+  const bool skip_absorbed = !keep_all && !every_node;
   if (all) {
     for (const auto& v : initializers) all->push_back(v);
     for (const auto& v : fed) all->push_back(v);
@@ -72,6 +73,11 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
 
   Values args;
   for (const Step& step : plan.steps) {
+    if (step.skippable && skip_absorbed) {
+      for (int slot : step.release)
+        if (!keep[size_t(slot)]) frame.slots[size_t(slot)] = Value();
+      continue;
+    }
     args.assign(step.inputs.size(), Value());
     for (size_t k = 0; k < step.inputs.size(); ++k) {
       const int slot = step.inputs[k];
@@ -80,7 +86,7 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
       // reference count only for the frame's copy to be dropped after the step.
       if (step.last_read[k] && !keep_all && !keep[size_t(slot)]) args[k] = std::exchange(frame.slots[size_t(slot)], Value());
       else args[k] = frame.slots[size_t(slot)];
-      if (args[k].is_absent() && !is_input[size_t(slot)])
+      if (args[k].is_absent() && !is_input[size_t(slot)] && !step.absorbed[k])
         throw Error(ErrorKind::Runtime, with_node(*step.node, fmt::format("input '{}' was not produced by the node that should compute it",
                                                                            plan.slot_names[size_t(slot)])));
     }

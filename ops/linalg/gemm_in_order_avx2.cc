@@ -288,14 +288,14 @@ bool in_order_avx2_takes(int64_t M) {
   return in_order_avx2_suits() || (M <= kStripRowsOnAvx512 && active_isa() == Isa::Avx512);
 }
 
-PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b) {
+PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b, bool release_read) {
   // Strip t (columns 16 t .. 16 t + 15) is K rows of 16 from 16 t K on, so the 96-column block
   // from n0 starts at n0 K. Made on AVX-512 CPUs too, for their few-row products (below).
   PackedWeight w;
   if (!in_order_avx2_suits() && active_isa() != Isa::Avx512) return w;
   std::vector<uint16_t> bits;
   w.type = exact_strip_type(b, K * N, &bits);
-  if (w.type == StripType::Float) w.wide = pack_column_blocks(trans_b, K, N, b, kStrip);
+  if (w.type == StripType::Float) w.wide = pack_column_blocks(trans_b, K, N, b, kStrip, release_read);
   else w.narrow = pack_column_blocks(trans_b, K, N, bits.data(), kStrip);
   return w;
 }
@@ -309,7 +309,9 @@ PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const uint16
 }
 
 // bfloat16 first (a test of the low bits), then a round trip through float16 with F16C, 8 at a
-// time, keeping the float16 bits as it goes (software conversion took 2.4 ns a value).
+// time (software conversion took 2.4 ns a value). The bits are kept only once every value passed:
+// a float weight fails on its first values, and its n float16 slots made up front were 272 MB
+// touched for nothing beside a tied LM head's table.
 __attribute__((target("avx2,fma,f16c"))) StripType exact_strip_type(const float* b, int64_t n,
                                                                     std::vector<uint16_t>* bits) {
   const uint32_t* words = reinterpret_cast<const uint32_t*>(b);
@@ -320,21 +322,26 @@ __attribute__((target("avx2,fma,f16c"))) StripType exact_strip_type(const float*
     }
     return StripType::BFloat16;
   }
-  if (bits) bits->resize(size_t(n));
-  alignas(16) uint16_t scratch[8];
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(b + i);
-    const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(x), _mm256_castps_si256(_mm256_cvtph_ps(h)));
-    if (_mm256_movemask_epi8(same) != -1) return StripType::Float;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(bits ? bits->data() + i : scratch), h);
-  }
-  for (; i < n; ++i) {
-    const float16 h(b[i]);
-    if (detail::float_bits(float(h)) != detail::float_bits(b[i])) return StripType::Float;
-    if (bits) (*bits)[size_t(i)] = h.bits;
-  }
+  // out: where the float16 bits go (null: only checked); false at the first inexact value
+  auto convert = [&](uint16_t* out) {
+    alignas(16) uint16_t scratch[8];
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m256 x = _mm256_loadu_ps(b + i);
+      const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(x), _mm256_castps_si256(_mm256_cvtph_ps(h)));
+      if (_mm256_movemask_epi8(same) != -1) return false;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out ? out + i : scratch), h);
+    }
+    for (; i < n; ++i) {
+      const float16 h(b[i]);
+      if (detail::float_bits(float(h)) != detail::float_bits(b[i])) return false;
+      if (out) out[i] = h.bits;
+    }
+    return true;
+  };
+  if (!convert(nullptr)) return StripType::Float;
+  if (bits) bits->resize(size_t(n)), convert(bits->data());
   return StripType::Float16;
 }
 

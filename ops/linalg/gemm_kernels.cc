@@ -313,7 +313,8 @@ void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const Pan
 
 namespace {
 template <class E, class S, class Convert>
-AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const S* b, int64_t width, Convert convert) {
+AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const S* b, int64_t width, Convert convert,
+                              bool release_read = false) {
   AlignedVector<E> blocks(size_t((N + width - 1) / width * width * K), E(0));
   for (int64_t n0 = 0; n0 < N; n0 += width) {
     E* block = blocks.data() + n0 * K;
@@ -321,6 +322,7 @@ AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const S* b, i
     if (trans_b) {
       for (int64_t j = 0; j < columns; ++j)
         for (int64_t k = 0; k < K; ++k) block[k * width + j] = convert(b[(n0 + j) * K + k]);
+      if (release_read) release_file_pages(b + n0 * K, size_t(columns * K) * sizeof(S));
     } else {
       for (int64_t k = 0; k < K; ++k) std::transform(b + k * N + n0, b + k * N + n0 + columns, block + k * width, convert);
     }
@@ -329,8 +331,8 @@ AlignedVector<E> column_blocks(bool trans_b, int64_t K, int64_t N, const S* b, i
 }
 }  // namespace
 
-AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width) {
-  return column_blocks<float>(trans_b, K, N, b, width, [](float x) { return x; });
+AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width, bool release_read) {
+  return column_blocks<float>(trans_b, K, N, b, width, [](float x) { return x; }, release_read);
 }
 AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const uint16_t* b, int64_t width) {
   return column_blocks<uint16_t>(trans_b, K, N, b, width, [](uint16_t x) { return x; });
@@ -344,13 +346,13 @@ PackedStrips PackedWeight::strips() const {
 std::atomic<uint64_t> g_packs{0};
 std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against packing_budget()
 
-ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b)
+ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks)
     : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
-      packed_(b.dtype() == DType::Float ? pack_in_order_avx2(trans_b, K_, N_, b.data<float>())
+      packed_(b.dtype() == DType::Float ? pack_in_order_avx2(trans_b, K_, N_, b.data<float>(), !few_row_blocks)
                                         : pack_in_order_avx2(trans_b, K_, N_, static_cast<const uint16_t*>(b.raw_data()),
                                                              b.dtype() == DType::Float16 ? StripType::Float16
                                                                                          : StripType::BFloat16)) {
-  if (!narrow() && trans_b && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
+  if (!narrow() && trans_b && few_row_blocks && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
   // From now on the kernels read the float strips for products of any number of rows (gemm()
   // below): a weight mapped from its file leaves memory, and is read back from the file only by
   // the rare product that takes B itself (tiny ones, on Eigen).
@@ -375,12 +377,12 @@ uint64_t packing_budget() {
   }();
   return budget;
 }
-std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b) {
+std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b, bool few_row_blocks = true) {
   // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
-  const uint64_t copies = trans_b && in_order_avx512_suits() ? 2 : 1;  // strips, and the transposed B's blocks
+  const uint64_t copies = trans_b && few_row_blocks && in_order_avx512_suits() ? 2 : 1;  // strips, and the transposed B's blocks
   if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.nbytes()) > packing_budget())
     return nullptr;
-  return std::make_shared<const ConstantRhs>(b, trans_b);
+  return std::make_shared<const ConstantRhs>(b, trans_b, few_row_blocks);
 }
 }  // namespace
 
@@ -396,12 +398,12 @@ bool ConstantRhsCache::suits(const Tensor& b, bool trans_b) {
   return type && b.rank() == 2 && b.size() > 0 && (in_order_avx2_suits() || in_order_avx512_suits());
 }
 
-std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b) {
+std::shared_ptr<const ConstantRhs> ConstantRhsCache::get(const Tensor& b, bool trans_b, bool few_row_blocks) {
   if (!constant_ || !suits(b, trans_b)) return nullptr;
   std::lock_guard lock(mutex_);
   if (!rhs_ || !rhs_->holds(b, trans_b)) {
     rhs_.reset();  // its bytes go back to the budget first
-    rhs_ = packed_within_budget(b, trans_b);
+    rhs_ = packed_within_budget(b, trans_b, few_row_blocks);
   }
   return rhs_;
 }

@@ -51,7 +51,10 @@ bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* 
 bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small_m takes this shape
 // B (K x N, or stored N x K when trans_b) in blocks of `width` columns: columns w j .. w j + w - 1
 // as K rows of w floats (the last block zero-padded) from w j K on. The kernels' layouts:
-AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width);
+// release_read: with trans_b, each block's rows go back to their file once copied
+// (release_file_pages).
+AlignedVector<float> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const float* b, int64_t width,
+                                        bool release_read = false);
 // The same layout of a float16 or bfloat16 B's bits.
 AlignedVector<uint16_t> pack_column_blocks(bool trans_b, int64_t K, int64_t N, const uint16_t* b, int64_t width);
 AlignedVector<float> pack_small_m(bool trans_b, int64_t K, int64_t N, const float* b);  // gemm_small_m's (48)
@@ -104,8 +107,10 @@ bool gemm_panels_suits(int64_t M, int64_t N, int64_t K);
 void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);
 
 // B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips (PackedStrips), in the
-// narrowest exact type; empty on CPUs the kernel does not run on.
-PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b);
+// narrowest exact type; empty on CPUs the kernel does not run on. release_read: a transposed B
+// mapped from its file leaves memory row block by row block as float strips take it (a tied LM
+// head's 545 MB table is never resident whole beside its strips).
+PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const float* b, bool release_read = false);
 PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const uint16_t* b, StripType type);
 
 // A constant right operand (a weight), float, float16 or bfloat16, K x N (stored N x K when
@@ -119,7 +124,9 @@ PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const uint16
 // freed and handed to another tensor while the panels are keyed by its address.
 class ConstantRhs {
  public:
-  ConstantRhs(const Tensor& b, bool trans_b);
+  // few_row_blocks: also the AVX-512 small-M kernel's blocks of a transposed B, which only products
+  // that accumulate or take A transposed read once the strips exist (MatMul's never do).
+  ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks = true);
   bool holds(const Tensor& b, bool trans_b) const {
     return b.raw_data() == b_.raw_data() && b.shape() == b_.shape() && trans_b == trans_b_;
   }
@@ -162,10 +169,10 @@ void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* 
 class ConstantRhsCache {
  public:
   ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b);
-  std::shared_ptr<const ConstantRhs> get(const Tensor& b, bool trans_b);
+  std::shared_ptr<const ConstantRhs> get(const Tensor& b, bool trans_b, bool few_row_blocks = true);
+  static bool suits(const Tensor& b, bool trans_b);
 
  private:
-  static bool suits(const Tensor& b, bool trans_b);
   bool constant_;
   std::mutex mutex_;  // one OpRun may run on several threads at once (sessions are shared)
   std::shared_ptr<const ConstantRhs> rhs_;

@@ -4,7 +4,10 @@
 // strips, not widened on every call); integers use a plain loop.
 #include "linalg_common.h"
 
+#include <mutex>
+
 #include "refeval/compute_vector.h"
+#include "refeval/file_backed.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -30,9 +33,18 @@ void batched(const MatMulShape& s, const C* a, const C* b, C* c) {
 class MatMul : public OpRun {
  public:
   using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint32_t, uint64_t>;
-  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1, false) {}
+  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1, false) {
+    // B = Transpose(W) of a constant W (a tied LM head reading the embedding table): packed from W
+    // itself, whose rows are B's columns, so W^T is never made beside the strips.
+    if (const Initializer* w = ctx.transposed_constant_input(1);
+        w && w->value.dtype() == DType::Float && ConstantRhsCache::suits(w->value, true)) {
+      transposed_ = w->value;
+      ctx.absorb_input(1);
+    }
+  }
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& a = input_tensor(in, 0);
+    if (!has_value(in, 1) && transposed_) return {from_transposed(a, ctx)};
     const Tensor& b = input_tensor(in, 1);
     if (a.dtype() != b.dtype()) ctx.fail("inputs A and B must have one element type");
     const MatMulShape s = matmul_shape(a.shape(), b.shape());
@@ -63,7 +75,37 @@ class MatMul : public OpRun {
   }
 
  private:
+  // A times W^T when the Transpose was skipped: the same kernels and sums as with W^T given.
+  Tensor from_transposed(const Tensor& a, RunContext& ctx) {
+    const Tensor& w = *transposed_;
+    if (a.dtype() != DType::Float) ctx.fail("inputs A and B must have one element type");
+    const MatMulShape s = matmul_shape(a.shape(), Shape{w.dim(1), w.dim(0)});
+    Tensor y = Tensor::uninitialized(a.dtype(), s.out);
+    if (a.size() == 0) return y;
+    const int64_t rows = a.size() / s.K;
+    // Eigen takes small products, and sums A W^T in another order when told W is transposed.
+    const bool small = !gemm_panels_suits(rows, s.N, s.K);
+    if (auto packed = small ? nullptr : weight_.get(w, true, false)) {
+      gemm(false, rows, a.data<float>(), *packed, y.data<float>(), false);
+    } else if (small) {  // then W has fewer than 2^18 values: W^T made once, W's pages given back
+      std::call_once(small_made_, [&] {
+        small_wt_.resize(size_t(s.K * s.N));
+        const float* pw = w.data<float>();
+        for (int64_t n = 0; n < s.N; ++n)
+          for (int64_t k = 0; k < s.K; ++k) small_wt_[size_t(k * s.N + n)] = pw[n * s.K + k];
+        release_file_pages(pw, w.nbytes());
+      });
+      gemm(false, false, rows, s.N, s.K, a.data<float>(), small_wt_.data(), y.data<float>(), false);
+    } else {  // beyond the packing budget: W read where it lies
+      gemm(false, true, rows, s.N, s.K, a.data<float>(), w.data<float>(), y.data<float>(), false);
+    }
+    return y;
+  }
+
   ConstantRhsCache weight_;
+  std::optional<Tensor> transposed_;  // W of B = Transpose(W), when the op packs B from it
+  std::once_flag small_made_;
+  std::vector<float> small_wt_;  // W^T for Eigen's small products
 };
 
 }  // namespace

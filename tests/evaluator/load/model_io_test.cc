@@ -149,8 +149,9 @@ TEST_CASE("a large weight in external data is a view of its file, and leaves mem
 }
 
 TEST_CASE("a weight in external data that a folded Transpose reads leaves memory after the fold") {
-  // A tied LM head reads the embedding table through Transpose(E): the fold's copy is what the
-  // MatMul packs, and E's pages go back to the file (545 MB of Qwen2-0.5B's peak RSS).
+  // A tied LM head reads the embedding table through Transpose(E): the MatMul packs from E itself
+  // (this small one makes E^T once) and E's pages go back to the file (545 MB of Qwen2-0.5B's
+  // peak RSS).
   const std::string dir = std::string(REFEVAL_SOURCE_DIR) + "/tests/data/external/";
   const Model m = load_model(dir + "transpose_matmul.onnx");
   const Tensor& w = m.graph.initializers.at(0).value;

@@ -297,3 +297,63 @@ TEST_CASE("MatMul: a weight made by a folded node (a float16 weight's Cast) is p
     }
   });
 }
+
+TEST_CASE("MatMul reading Transpose(W) (a tied LM head): packed from W itself, the Transpose not made, the same bits as W^T fed") {
+  // Qwen2 and Gemma read their 545 MB embedding table through Transpose for the LM head: folding
+  // it would hold W^T beside W and the strips.
+  struct Seen : Observer {
+    bool every = true;
+    std::vector<std::string> nodes;
+    void before_node(const NodeEvent& e) override { nodes.push_back(e.id); }
+    bool sees_every_node() const override { return every; }
+  };
+  testing::for_each_isa([&](Isa) {
+    const int64_t K = 96, N = 517;
+    const std::vector<float> wv = random_floats(size_t(N * K), 40);
+    std::vector<float> wt(size_t(K * N));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) wt[size_t(k * N + n)] = wv[size_t(n * K + k)];
+    auto head = [&](bool also_output) {
+      std::vector<ValueInfo> outputs = {build::tensor_info_unknown_rank("y", DType::Float)};
+      if (also_output) outputs.push_back(build::tensor_info_unknown_rank("wt", DType::Float));
+      return ReferenceEvaluator::from_graph(
+          build::graph("g", {node("Transpose", {"w"}, {"wt"}, {}, "t"), node("MatMul", {"a", "wt"}, {"y"}, {}, "head")},
+                       {build::tensor_info_unknown_rank("a", DType::Float)}, outputs, {{"w", tensor<float>({N, K}, wv)}}),
+          {{"", 21}});
+    };
+    const bool packs = ops::in_order_avx2_suits() || ops::in_order_avx512_suits();
+    auto ev = head(false);
+    Seen lean, every;
+    lean.every = false;
+    for (int64_t M : {1, 3, 5, 33, 130}) {  // 1 and 3: Eigen's small products
+      CAPTURE(M);
+      const Tensor a = tensor<float>({1, M, K}, random_floats(size_t(M * K), 41 + unsigned(M)));
+      const Value fed = run_with_weight(node("MatMul", {"a", "b"}, {"y"}), a, tensor<float>({K, N}, wt), false)[0];
+      ev.add_observer(&lean);
+      CHECK(same_bits(ev.run({}, {{"a", a}})[0], fed));
+      ev.remove_observer(&lean);
+      ev.add_observer(&every);
+      CHECK(same_bits(ev.run({}, {{"a", a}})[0], fed));  // the Transpose run and its W^T given: the same bits
+      ev.remove_observer(&every);
+      CHECK(same_bits(ev.run({}, {{"a", a}})[0], fed));
+    }
+    // One copy of the weight, in strips of 16 columns: no small-M blocks, and no W^T packed too.
+    {
+      auto lone = head(false);
+      const uint64_t bytes = ops::packed_weight_bytes();
+      lone.run({}, {{"a", tensor<float>({33, K}, random_floats(size_t(33 * K), 70))}});
+      CHECK(ops::packed_weight_bytes() - bytes == (packs ? uint64_t((N + 15) / 16 * 16 * K) * sizeof(float) : 0));
+    }
+    CHECK(std::count(lean.nodes.begin(), lean.nodes.end(), "t") == (packs ? 0 : 5));  // the generic path reads W^T made
+    CHECK(std::count(every.nodes.begin(), every.nodes.end(), "t") == 5);
+    lean.nodes.clear();
+    // W^T also a graph output: made, and the product the same.
+    auto shown = head(true);
+    shown.add_observer(&lean);
+    const Tensor a = tensor<float>({2, K}, random_floats(size_t(2 * K), 60));
+    const Values both = shown.run({}, {{"a", a}});
+    CHECK(same_bits(both[0], run_with_weight(node("MatMul", {"a", "b"}, {"y"}), a, tensor<float>({K, N}, wt), false)[0]));
+    testing::check_equal(both[1], tensor<float>({K, N}, wt));
+    CHECK(std::count(lean.nodes.begin(), lean.nodes.end(), "t") == 1);
+  });
+}
