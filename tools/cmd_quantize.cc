@@ -190,13 +190,32 @@ class QuantizeVerb : public Verb {
     return sets;
   }
 
-  // Activation ranges (calibrate.h): every float value of every input set, collected by the method.
+  // Activation ranges (calibrate.h): the A input of every MatMul --int8 rewrites, once per input
+  // set, collected by the method as the run reaches it (no other value is kept or histogrammed).
   std::map<std::string, std::pair<float, float>> calibrate_ranges(const Model& original, const GlobalOptions& g) {
+    class Collect final : public Observer {
+     public:
+      Collect(std::set<std::string> names, quantize::RangeCollector& collector) : names_(std::move(names)), collector_(collector) {}
+      void graph_begin(const GraphEvent& e) override {
+        if (!e.depth) seen_.clear();
+      }
+      void before_node(const NodeEvent& e) override {
+        if (e.depth || e.node.op_type != "MatMul" || e.inputs.empty() || !e.inputs[0].is_tensor()) return;
+        const std::string& name = e.node.inputs[0];
+        const Tensor& t = e.inputs[0].tensor();
+        if (!names_.count(name) || t.dtype() != DType::Float || t.size() == 0 || !seen_.insert(name).second) return;
+        collector_.add(name, to_compute<float>(t));
+      }
+
+     private:
+      std::set<std::string> names_, seen_;
+      quantize::RangeCollector& collector_;
+    };
     ReferenceEvaluator ev(original, {&registry(g)});
     quantize::RangeCollector collector(calibration_);
-    for (const auto& feeds : input_sets(ev))
-      for (const auto& [name, v] : ev.run_all(feeds))
-        if (v.is_tensor() && v.tensor().dtype() == DType::Float && v.tensor().size() > 0) collector.add(name, to_compute<float>(v.tensor()));
+    Collect collect(quantize::int8_activations(original.graph, int8_options_), collector);
+    ev.add_observer(&collect);
+    for (const auto& feeds : input_sets(ev)) ev.run({}, feeds);
     return collector.ranges();
   }
 

@@ -61,6 +61,24 @@ Int8Weight quantize_int8_symmetric(const float* b, int64_t K, int64_t N, bool pe
   return w;
 }
 
+namespace {
+constexpr const char* kComputed = "a product of two computed values";
+// "" when quantize_int8 rewrites MatMul n, else why not (kComputed: counted, not listed).
+std::string int8_refusal(const Graph& g, const Node& n, const Int8Options& o) {
+  if (o.exclude.count(n.name) || o.exclude.count(n.op_type)) return "excluded by --exclude";
+  if (multiplies_computed_values(g, n)) return kComputed;
+  return weight_refusal(g, n);
+}
+bool rewritten_matmul(const Node& n) { return n.op_type == "MatMul" && n.domain.empty(); }
+}  // namespace
+
+std::set<std::string> int8_activations(const Graph& g, const Int8Options& o) {
+  std::set<std::string> names;
+  for (const Node& n : g.nodes)
+    if (rewritten_matmul(n) && int8_refusal(g, n, o).empty()) names.insert(n.inputs[0]);
+  return names;
+}
+
 QuantizeResult quantize_int8(const Model& model, const Int8Options& o) {
   if (const auto it = model.opsets.find(""); it != model.opsets.end() && it->second < (o.calibrated && o.per_channel ? 13 : 11))
     fail_usage(o.calibrated && o.per_channel
@@ -74,17 +92,16 @@ QuantizeResult quantize_int8(const Model& model, const Int8Options& o) {
   std::vector<Node> out;
   out.reserve(g.nodes.size());
   for (Node& n : g.nodes) {
-    if (n.op_type != "MatMul" || !n.domain.empty()) {
+    if (!rewritten_matmul(n)) {
       out.push_back(std::move(n));
       continue;
     }
-    std::string why = o.exclude.count(n.name) || o.exclude.count(n.op_type) ? "excluded by --exclude" : "";
-    if (why.empty() && multiplies_computed_values(g, n)) {
+    const std::string why = int8_refusal(g, n, o);
+    if (why == kComputed) {
       ++r.computed_products;
       out.push_back(std::move(n));
       continue;
     }
-    if (why.empty()) why = weight_refusal(g, n);
     if (!why.empty()) {
       r.skipped.emplace_back(n.name, why);
       out.push_back(std::move(n));

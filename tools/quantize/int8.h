@@ -44,4 +44,7 @@ Int8Weight quantize_int8_symmetric(const float* b, int64_t K, int64_t N, bool pe
 
 QuantizeResult quantize_int8(const Model& model, const Int8Options& options);
 
+// The A inputs of the MatMuls quantize_int8 rewrites: the values --calibrate needs ranges of.
+std::set<std::string> int8_activations(const Graph& g, const Int8Options& options);
+
 }  // namespace refeval::quantize
