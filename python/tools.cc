@@ -178,8 +178,11 @@ py::dict quantize_model(const std::string& in, const std::string& out, const std
   py::dict not_quantized;
   for (const auto& [node, why] : q.skipped) not_quantized[node.c_str()] = why;
   for (const auto& [node, why] : q.tables_skipped) not_quantized[node.c_str()] = why;
+  py::dict tied;  // a tied LM head: "shared" (the table's int4 blocks) or "copied" (the table transposed)
+  for (const std::string& node : q.tied_shared) tied[node.c_str()] = "shared";
+  for (const std::string& node : q.tied_copied) tied[node.c_str()] = "copied";
   return py::dict(py::arg("path") = out, py::arg("quantized") = q.quantized, py::arg("tables") = q.tables, py::arg("not_quantized") = not_quantized,
-                  py::arg("computed_products") = q.computed_products, py::arg("weight_bytes_before") = bytes(original),
+                  py::arg("computed_products") = q.computed_products, py::arg("tied_heads") = tied, py::arg("weight_bytes_before") = bytes(original),
                   py::arg("weight_bytes_after") = bytes(q.model));
 }
 

@@ -168,6 +168,11 @@ class QuantizeVerb : public Verb {
       fmt::print("quantized {} of {} Gather tables to GatherBlockQuantized (4 bits, block {}): {}\n", q.tables.size(),
                  q.tables.size() + q.tables_skipped.size(), int4_options_.block_size, out_);
     for (const auto& [node, why] : q.tables_skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
+    for (const std::string& node : q.tied_shared)
+      fmt::print("  '{}' reads the table through a Transpose (a tied LM head): it shares the table's int4 blocks\n", node);
+    for (const std::string& node : q.tied_copied)
+      fmt::print("  '{}' reads a table through a Transpose (a tied LM head): quantized from the table transposed, a second int4 copy "
+                 "(one is shared when --embeddings quantizes the table and RTN both)\n", node);
     const int64_t before = weight_bytes(original), after = weight_bytes(q.model);
     fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
     return measure(original, q.model, g);

@@ -229,7 +229,7 @@ def test_quantize_a_matmul_to_int4_and_int8_and_run_both(tmp_path):
     for scheme, options, ops in (("int4", {"block_size": 16}, {"MatMulNBits"}), ("int4", {"block_size": 16, "algo": "hqq"}, {"MatMulNBits"}),
                                  ("int8", {"per_channel": True}, {"DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul"})):
         out = refeval.quantize(tmp_path / "float.onnx", tmp_path / f"{scheme}.onnx", scheme=scheme, **options)
-        assert out["quantized"] == ["proj"] and out["not_quantized"] == {} and out["computed_products"] == 0
+        assert out["quantized"] == ["proj"] and out["not_quantized"] == {} and out["computed_products"] == 0 and out["tied_heads"] == {}
         assert out["weight_bytes_after"] < out["weight_bytes_before"] == w.nbytes
         model = onnx.load(tmp_path / f"{scheme}.onnx")
         assert {n.op_type for n in model.graph.node} == ops
@@ -238,6 +238,24 @@ def test_quantize_a_matmul_to_int4_and_int8_and_run_both(tmp_path):
         assert snr > (15 if scheme == "int4" else 30), (scheme, snr)
     with pytest.raises(refeval.UsageError, match="no MatMul to quantize .*'proj': excluded"):
         refeval.quantize(tmp_path / "float.onnx", tmp_path / "none.onnx", scheme="int8", exclude=["MatMul"])
+
+
+def test_quantize_a_tied_lm_head_shares_the_embedding_blocks(tmp_path):
+    # logits = table[ids] · tableᵀ: with embeddings=True the head reads the Gather's int4 blocks.
+    table = np.random.default_rng(4).standard_normal((24, 32)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["h"], name="embed"),
+                               helper.make_node("Transpose", ["table"], ["table_t"], perm=[1, 0]),
+                               helper.make_node("MatMul", ["h", "table_t"], ["logits"], name="lm_head")], "g",
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 3])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 3, 24])], [numpy_helper.from_array(table, "table")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "tied.onnx")
+    for embeddings, how in ((True, "shared"), (False, "copied")):
+        out = refeval.quantize(tmp_path / "tied.onnx", tmp_path / "q.onnx", scheme="int4", embeddings=embeddings)
+        assert out["tied_heads"] == {"lm_head": how}
+        ids = np.array([[0, 5, 23]], np.int64)
+        logits = refeval.ReferenceEvaluator(onnx.load(tmp_path / "q.onnx")).run(None, {"ids": ids})[0]
+        exact = table[ids] @ table.T
+        assert 10 * np.log10(exact.var() / (logits - exact).var()) > 15
 
 
 def test_quantize_to_float16_keeps_an_overflowing_product_in_float(tmp_path):

@@ -65,6 +65,7 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   Graph& g = r.model.graph;
   std::map<std::string, std::vector<std::string>> made;  // B -> the MatMulNBits inputs 1.. written for it
   std::set<std::string> tables;  // the float tables rewritten, dropped below when nothing else reads them
+  std::set<std::string> tied;    // tables a tied LM head read through a Transpose, likewise
   auto is_table = [&](const Node& n) {
     return o.embeddings && n.op_type == "Gather" && n.domain.empty() && n.inputs.size() == 2 && g.find_initializer(n.inputs[0]) &&
            !g.find_input(n.inputs[0]) && !o.exclude.count(n.name) && !o.exclude.count(n.op_type);
@@ -89,11 +90,83 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
       r.tables.push_back(n.name);
       tables.insert(n.inputs[0]);
       n = quantized_gather(g, n, o);
-      continue;
     }
+  }
+  // [K, N] float weight w quantized (HQQ, GPTQ with A's statistics, or RTN) as initializers
+  // named from `base`: MatMulNBits' inputs 1...
+  auto quantize_weight = [&](const float* w, int64_t K, int64_t N, const std::string& a, const std::string& base) {
+    std::vector<std::string> names;
+    if (o.hqq) {
+      const HqqBlocks q = quantize_int4_hqq(w, K, N, o.block_size);
+      names = {base + "_Q4", base + "_scales", base + "_zero_points"};
+      Tensor data(DType::UInt8, {N, q.blocks, o.block_size / 2});
+      std::copy(q.data.begin(), q.data.end(), data.data<uint8_t>());
+      g.initializers.push_back({names[0], data});
+      g.initializers.push_back({names[1], Tensor::from_vector<float>({int64_t(q.scales.size())}, q.scales)});
+      g.initializers.push_back({names[2], Tensor::from_vector<float>({N, q.blocks}, q.zero_points)});
+      return names;
+    }
+    // GPTQ's weight, quantized and dequantized with its error spread, is then quantized with RTN
+    // as ONNX Runtime's GPTQ path does (its blocks land on the same levels).
+    std::vector<float> gptq;
+    if (const auto h = o.hessians.find(a); h != o.hessians.end()) gptq = gptq_dequantized(w, K, N, h->second, o.block_size);
+    const Int4Blocks q = quantize_int4_rtn(gptq.empty() ? w : gptq.data(), K, N, o.block_size, o.symmetric);
+    names = {base + "_Q4", base + "_scales"};
+    Tensor data(DType::UInt8, {N, q.blocks, o.block_size / 2});
+    std::copy(q.data.begin(), q.data.end(), data.data<uint8_t>());
+    g.initializers.push_back({names[0], data});
+    g.initializers.push_back({names[1], Tensor::from_vector<float>({int64_t(q.scales.size())}, q.scales)});
+    if (!o.symmetric) {
+      names.push_back(base + "_zero_points");
+      g.initializers.push_back({names[2], Tensor::from_vector<uint8_t>({int64_t(q.zero_points.size())}, q.zero_points)});
+    }
+    return names;
+  };
+  auto nbits = [&](const Node& n, const std::vector<std::string>& names, int64_t K, int64_t N) {
+    Node q;
+    q.name = n.name.empty() ? "" : n.name + "_Q4";
+    q.op_type = "MatMulNBits";
+    q.domain = "com.microsoft";
+    q.inputs = {n.inputs[0]};
+    q.inputs.insert(q.inputs.end(), names.begin(), names.end());
+    q.outputs = n.outputs;
+    q.attributes = {build::attr("K", K), build::attr("N", N), build::attr("bits", int64_t(4)),
+                    build::attr("block_size", o.block_size)};
+    if (o.accuracy_level) q.attributes.push_back(build::attr("accuracy_level", o.accuracy_level));
+    return q;
+  };
+  std::vector<Node> views;  // Reshapes of shared tables, written first (they read initializers only)
+  for (Node& n : g.nodes) {
     if (n.op_type != "MatMul" || !n.domain.empty()) continue;
     if (o.exclude.count(n.name) || o.exclude.count(n.op_type)) {
       r.skipped.emplace_back(n.name, "excluded by --exclude");
+      continue;
+    }
+    if (const Initializer* e = tied_table(g, n)) {
+      // A tied LM head, A · Eᵀ with E [vocab, hidden]: MatMulNBits' B is E's rows in blocks along
+      // hidden, the blocks GatherBlockQuantized reads; shared when RTN wrote both.
+      const int64_t N = e->value.dim(0), K = e->value.dim(1);
+      const std::string base = e->name + "_gather";
+      tied.insert(e->name);
+      const bool shared = tables.count(e->name) && !o.hqq && !o.hessians.count(n.inputs[0]);
+      auto& names = made[shared ? base + "_Q4_as_B" : e->name + "_T"];
+      if (names.empty() && shared) {
+        const int64_t blocks = K / o.block_size;  // the table passed table_refusal: whole blocks
+        g.initializers.push_back({base + "_Q4_as_B_shape", Tensor::from_vector<int64_t>({3}, {N, blocks, o.block_size / 2})});
+        views.push_back(build::node("Reshape", {base + "_Q4", base + "_Q4_as_B_shape"}, {base + "_Q4_as_B"}, {}, base + "_Q4_as_B"));
+        names = {base + "_Q4_as_B", base + "_scales"};
+        if (!o.symmetric) names.push_back(base + "_zero_points");
+      } else if (names.empty()) {
+        std::vector<float> w(size_t(K * N));  // Eᵀ
+        const float* rows = e->value.data<float>();
+        const std::string transposed = e->name + "_T";
+        for (int64_t v = 0; v < N; ++v)
+          for (int64_t h = 0; h < K; ++h) w[size_t(h * N + v)] = rows[v * K + h];
+        names = quantize_weight(w.data(), K, N, n.inputs[0], transposed);
+      }
+      (shared ? r.tied_shared : r.tied_copied).push_back(n.name);
+      r.quantized.push_back(n.name);
+      n = nbits(n, names, K, N);
       continue;
     }
     if (multiplies_computed_values(g, n)) {
@@ -107,50 +180,20 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
     const Tensor& b = g.find_initializer(n.inputs[1])->value;
     const int64_t K = b.dim(0), N = b.dim(1);
     auto& names = made[n.inputs[1]];
-    if (names.empty() && o.hqq) {
-      const HqqBlocks q = quantize_int4_hqq(b.data<float>(), K, N, o.block_size);
-      const std::string base = n.inputs[1];
-      names = {base + "_Q4", base + "_scales", base + "_zero_points"};
-      Tensor data(DType::UInt8, {N, q.blocks, o.block_size / 2});
-      std::copy(q.data.begin(), q.data.end(), data.data<uint8_t>());
-      g.initializers.push_back({names[0], data});
-      g.initializers.push_back({names[1], Tensor::from_vector<float>({int64_t(q.scales.size())}, q.scales)});
-      g.initializers.push_back({names[2], Tensor::from_vector<float>({N, q.blocks}, q.zero_points)});
-    }
-    if (names.empty()) {
-      // GPTQ's weight, quantized and dequantized with its error spread, is then quantized with RTN
-      // as ONNX Runtime's GPTQ path does (its blocks land on the same levels).
-      std::vector<float> gptq;
-      if (const auto h = o.hessians.find(n.inputs[0]); h != o.hessians.end())
-        gptq = gptq_dequantized(b.data<float>(), K, N, h->second, o.block_size);
-      const Int4Blocks q = quantize_int4_rtn(gptq.empty() ? b.data<float>() : gptq.data(), K, N, o.block_size, o.symmetric);
-      const std::string base = n.inputs[1];
-      names = {base + "_Q4", base + "_scales"};
-      Tensor data(DType::UInt8, {N, q.blocks, o.block_size / 2});
-      std::copy(q.data.begin(), q.data.end(), data.data<uint8_t>());
-      g.initializers.push_back({names[0], data});
-      g.initializers.push_back({names[1], Tensor::from_vector<float>({int64_t(q.scales.size())}, q.scales)});
-      if (!o.symmetric) {
-        names.push_back(base + "_zero_points");
-        g.initializers.push_back({names[2], Tensor::from_vector<uint8_t>({int64_t(q.zero_points.size())}, q.zero_points)});
-      }
-    }
+    if (names.empty()) names = quantize_weight(b.data<float>(), K, N, n.inputs[0], n.inputs[1]);
     r.quantized.push_back(n.name);
-    Node q;
-    q.name = n.name.empty() ? "" : n.name + "_Q4";
-    q.op_type = "MatMulNBits";
-    q.domain = "com.microsoft";
-    q.inputs = {n.inputs[0]};
-    q.inputs.insert(q.inputs.end(), names.begin(), names.end());
-    q.outputs = n.outputs;
-    q.attributes = {build::attr("K", K), build::attr("N", N), build::attr("bits", int64_t(4)),
-                    build::attr("block_size", o.block_size)};
-    if (o.accuracy_level) q.attributes.push_back(build::attr("accuracy_level", o.accuracy_level));
-    n = std::move(q);
+    n = nbits(n, names, K, N);
   }
+  g.nodes.insert(g.nodes.begin(), views.begin(), views.end());
   if (!r.quantized.empty() || !r.tables.empty()) {
-    const std::set<std::string> reads = values_read(g);
-    std::erase_if(g.initializers, [&](const Initializer& i) { return (made.count(i.name) || tables.count(i.name)) && !reads.count(i.name); });
+    // Transposes of tables no MatMul reads any more, then the floats nothing reads
+    std::set<std::string> reads = values_read(g);
+    std::erase_if(g.nodes, [&](const Node& t) {
+      return t.op_type == "Transpose" && t.domain.empty() && t.outputs.size() == 1 && !reads.count(t.outputs[0]) &&
+             t.inputs.size() == 1 && g.find_initializer(t.inputs[0]);
+    });
+    reads = values_read(g);
+    std::erase_if(g.initializers, [&](const Initializer& i) { return (made.count(i.name) || tables.count(i.name) || tied.count(i.name)) && !reads.count(i.name); });
     r.model.opsets.emplace("com.microsoft", 1);
   }
   return r;

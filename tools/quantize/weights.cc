@@ -34,6 +34,19 @@ bool multiplies_computed_values(const Graph& g, const Node& n) {
   return n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1]);
 }
 
+const Initializer* tied_table(const Graph& g, const Node& n) {
+  if (n.inputs.size() != 2 || g.find_initializer(n.inputs[1]) || g.find_input(n.inputs[1])) return nullptr;
+  for (const Node& t : g.nodes) {
+    if (t.outputs.size() != 1 || t.outputs[0] != n.inputs[1]) continue;
+    if (t.op_type != "Transpose" || !t.domain.empty() || t.inputs.size() != 1 || g.find_input(t.inputs[0])) return nullptr;
+    const Attribute* perm = t.find_attribute("perm");
+    if (perm && perm->ints != std::vector<int64_t>{1, 0}) return nullptr;
+    const Initializer* e = g.find_initializer(t.inputs[0]);
+    return e && e->value.dtype() == DType::Float && e->value.rank() == 2 && e->value.size() > 0 ? e : nullptr;
+  }
+  return nullptr;
+}
+
 void require_quantized(const QuantizeResult& r, const std::string& path) {
   if (!r.quantized.empty() || !r.tables.empty()) return;
   fail_usage(fmt::format("{}: no MatMul to quantize{}", path,

@@ -19,6 +19,9 @@ struct QuantizeResult {
   int64_t computed_products = 0;  // MatMuls whose B is computed (attention's products): no weight to quantize
   std::vector<std::string> tables;  // Gather nodes of embedding tables rewritten (--int4 --embeddings)
   std::vector<std::pair<std::string, std::string>> tables_skipped;  // (node, why) of Gathers of other initializers
+  // MatMuls reading a table through Transpose (a tied LM head), quantized: with the table's own
+  // GatherBlockQuantized blocks (shared: one int4 copy), or from the table transposed.
+  std::vector<std::string> tied_shared, tied_copied;
 };
 // A usage error naming `path` and the first MatMul left alone when nothing was quantized.
 void require_quantized(const QuantizeResult& r, const std::string& path);
@@ -27,6 +30,9 @@ void require_quantized(const QuantizeResult& r, const std::string& path);
 std::string weight_refusal(const Graph& g, const Node& n);
 // Whether n's B is computed by the graph (attention's products): no weight, nothing to say.
 bool multiplies_computed_values(const Graph& g, const Node& n);
+// The table E when MatMul n's B is Transpose(E) (perm absent or [1, 0]) of a 2-D float
+// initializer no feed replaces, and nothing else reads the transposed value: a tied LM head.
+const Initializer* tied_table(const Graph& g, const Node& n);
 // Every value name a node of g, or of a graph nested in one of its attributes, reads, and g's outputs.
 std::set<std::string> values_read(const Graph& g);
 

@@ -138,6 +138,7 @@ def main():
         check(attrs == {"K": 69, "N": 7, "bits": 4, "block_size": block}, f"{label}: MatMulNBits attributes {attrs}")
         ort_agrees(q, label, work, block)
     embeddings(rng, work)
+    tied_head(rng, work)
     language_model(work)
     hqq(src, work)
     gptq(work)
@@ -206,6 +207,57 @@ def embeddings(rng, work):
             # (q - zero point) * scale, one float rounding in both runtimes.
             r = run("test", folder, "--rtol", 0, "--atol", 0)
             check(r.returncode == 0, f"{label}: ORT's rows equal refeval's exactly ({(r.stdout + r.stderr).strip()[-300:]})")
+
+
+def tied_head(rng, work):
+    """A tied LM head, logits = h · tableᵀ read through Transpose(table) (Qwen2, Gemma): with
+    --embeddings its MatMulNBits reads the Gather's int4 blocks through a Reshape (one copy, the
+    float table and the Transpose gone); without, it is quantized from the table transposed, bit
+    for bit the reference's blocks of tableᵀ, and the table stays for the Gather. ORT runs both."""
+    table = weights(rng, 64, 40).T.copy()  # [vocab 40, hidden 64]
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["h"], name="embed"),
+             helper.make_node("Transpose", ["table"], ["table_t"], name="head_t", perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "table_t"], ["logits"], name="lm_head")]
+    graph = helper.make_graph(
+        nodes, "tied", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", 40])], [numpy_helper.from_array(table, "table")])
+    src = work / "tied.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    feeds = {"ids": np.array([[0, 39, 7], [3, 3, 21]], np.int64)}
+    for embeddings in (True, False):
+        for symmetric in (False, True):
+            label = f"tied head, {'--embeddings' if embeddings else 'no --embeddings'}, {'symmetric' if symmetric else 'asymmetric'}"
+            out = work / f"tied_{int(embeddings)}{int(symmetric)}.onnx"
+            r = run("quantize", src, "-o", out, "--int4", "--runs", 0, *(["--embeddings"] if embeddings else []),
+                    *(["--symmetric"] if symmetric else []))
+            said = "shares the table's int4 blocks" if embeddings else "quantized from the table transposed, a second int4 copy"
+            check(r.returncode == 0 and "quantized 1 of 1 MatMul" in r.stdout and f"'lm_head' reads" in r.stdout and said in r.stdout,
+                  f"{label}: the head quantized, and how said ({(r.stdout + r.stderr).strip()[-300:]})")
+            q = onnx.load(out)
+            inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+            ops = [n.op_type for n in q.graph.node]
+            head = next(n for n in q.graph.node if n.op_type == "MatMulNBits")
+            data, scales, zps = rtn_reference(table.T, 32, symmetric)
+            if embeddings:
+                check("table" not in inits and "Transpose" not in ops and head.input[1] == "table_gather_Q4_as_B" and
+                      sum(v.dtype == np.uint8 and v.ndim == 2 and v.shape[1] == 32 for v in inits.values()) == 1 and
+                      not any(name.startswith("table_T") for name in inits), f"{label}: one int4 copy, no float table, no Transpose ({ops})")
+                view = next(n for n in q.graph.node if n.op_type == "Reshape")
+                check(list(view.input) == ["table_gather_Q4", "table_gather_Q4_as_B_shape"] and
+                      list(inits["table_gather_Q4_as_B_shape"]) == [40, 2, 16] and list(head.input[2:]) ==
+                      ["table_gather_scales"] + ([] if symmetric else ["table_gather_zero_points"]),
+                      f"{label}: the head reads the table's blocks [vocab, blocks, 16], scales and zero points")
+            else:
+                check("table" in inits and "Transpose" not in ops and np.array_equal(inits["table_T_Q4"], data) and
+                      inits["table_T_scales"].tobytes() == scales.tobytes(), f"{label}: the head's blocks equal the reference's of tableᵀ")
+            if (SRC / "benchmarks/ort/node_modules/onnxruntime-node").is_dir():
+                import fixture
+                fixture.OUT = work / "ort"
+                folder = fixture.write_case("tied", f"e{int(embeddings)}s{int(symmetric)}", q, feeds)
+                # 64 products per logit, |h| and |w| at most 8.5 (weights()' edge cases): float32 sums in two orders
+                bound = 2 * 64 * np.finfo(np.float32).eps * 64 * 8.5 * 8.5
+                r = run("test", folder, "--rtol", 0, "--atol", f"{bound:.3g}")
+                check(r.returncode == 0, f"{label}: ORT's logits equal refeval's within {bound:.3g} ({(r.stdout + r.stderr).strip()[-300:]})")
 
 
 def language_model(work):
