@@ -22,6 +22,7 @@
 #include "refeval/dump.h"
 #include "optimizer.h"
 #include "quantize/float16.h"
+#include "quantize/gptq.h"
 #include "quantize/int4.h"
 #include "quantize/int8.h"
 #include "profile_file.h"
@@ -150,8 +151,14 @@ py::dict quantize_model(const std::string& in, const std::string& out, const std
                         const std::vector<std::string>& float16_block, const py::list& feed_sets) {
   if (scheme == "float16") return float16_model(in, out, keep_io_types, float16_block, feed_sets);
   if (scheme != "int4" && scheme != "int8") fail_usage(fmt::format("quantize: scheme '{}' is not int4, int8 or float16", scheme));
-  if (algo != "rtn" && algo != "hqq") fail_usage(fmt::format("quantize: algo '{}' is not rtn or hqq", algo));
+  if (algo != "rtn" && algo != "hqq" && algo != "gptq") fail_usage(fmt::format("quantize: algo '{}' is not rtn, hqq or gptq", algo));
+  if (algo == "gptq" && (scheme != "int4" || feed_sets.empty() || symmetric || embeddings))
+    fail_usage("quantize: algo='gptq' writes asymmetric int4 blocks of MatMul weights (scheme='int4', no symmetric or embeddings) "
+               "and needs feeds: a list of input dicts, the calibration inputs");
   const Model original = load_model(in);
+  std::vector<std::map<std::string, Value>> sets;
+  if (algo == "gptq")
+    for (const auto& item : feed_sets) sets.push_back(feeds_from_python(py::cast<py::dict>(item), original.graph));
   quantize::QuantizeResult q;
   {
     py::gil_scoped_release release;
@@ -159,6 +166,13 @@ py::dict quantize_model(const std::string& in, const std::string& out, const std
       quantize::Int4Options o;
       o.block_size = block_size, o.symmetric = symmetric, o.accuracy_level = accuracy_level, o.embeddings = embeddings;
       o.hqq = algo == "hqq";
+      if (algo == "gptq") {  // X^T X of each weight MatMul's input over the feeds
+        ReferenceEvaluator ev(original, EvaluatorOptions{&Registry::builtin()});
+        quantize::HessianCollector collect(original.graph);
+        ev.add_observer(&collect);
+        for (const auto& feeds : sets) ev.run({}, feeds);
+        o.hessians = std::move(collect.hessians);
+      }
       o.exclude.insert(exclude.begin(), exclude.end());
       q = quantize::quantize_int4(original, o);
     } else {

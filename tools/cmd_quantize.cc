@@ -19,6 +19,7 @@
 #include "quantize/calibrate.h"
 #include "quantize/int4.h"
 #include "quantize/float16.h"
+#include "quantize/gptq.h"
 #include "quantize/int8.h"
 #include "refeval/compute_vector.h"
 #include "refeval/observer.h"
@@ -227,33 +228,8 @@ class QuantizeVerb : public Verb {
   // GPTQ's calibration: X^T X of every weight MatMul's input (rows of its last axis), over the
   // token windows of --tokens/--text (each a prefill, as the loss is measured) or the input sets.
   std::map<std::string, std::vector<double>> input_hessians(const Model& original, const GlobalOptions& g) {
-    class Accumulate final : public Observer {
-     public:
-      explicit Accumulate(const Graph& graph) {
-        for (const Node& n : graph.nodes)
-          if (n.op_type == "MatMul" && n.domain.empty() && n.inputs.size() == 2 && graph.find_initializer(n.inputs[1]))
-            inputs_.insert(n.inputs[0]);
-      }
-      void before_node(const NodeEvent& e) override {
-        if (e.depth || e.node.op_type != "MatMul" || !inputs_.count(e.node.inputs[0]) || !e.inputs[0].is_tensor()) return;
-        const Tensor& t = e.inputs[0].tensor();
-        if (t.dtype() != DType::Float || t.rank() == 0) return;
-        const int64_t K = t.dim(t.rank() - 1), rows = K ? t.size() / K : 0;
-        const std::vector<double> x = to_compute<double>(t);
-        std::vector<double>& h = hessians[e.node.inputs[0]];
-        h.resize(size_t(K * K), 0.0);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t i = 0; i < K; ++i)
-            if (const double xi = x[size_t(r * K + i)]; xi != 0)
-              for (int64_t j = 0; j < K; ++j) h[size_t(i * K + j)] += xi * x[size_t(r * K + j)];
-      }
-      std::map<std::string, std::vector<double>> hessians;
-
-     private:
-      std::set<std::string> inputs_;
-    };
     ReferenceEvaluator ev(original, {&registry(g)});
-    Accumulate accumulate(original.graph);
+    quantize::HessianCollector accumulate(original.graph);
     ev.add_observer(&accumulate);
     if (!tokens_.empty() || !text_.empty()) {
       generate::Generator gen(ev, generate::find_signature(ev.model().graph));

@@ -264,11 +264,13 @@ def quantize(model, out, scheme="int4", block_size=32, symmetric=False, accuracy
     """Quantizes a model file as `refeval quantize` does and writes `out`.
 
     scheme="int4" writes MatMulNBits (block_size, symmetric, accuracy_level as ONNX Runtime's
-    MatMulNBitsQuantizer, algo="hqq" its HQQ quantizer; embeddings=True also the token table to
-    GatherBlockQuantized); scheme="int8" ORT's dynamic int8 (DynamicQuantizeLinear + MatMulInteger;
-    per_channel, reduce_range); exclude: node names or op types to keep in float. Returns {"path",
+    MatMulNBitsQuantizer, algo="hqq" its HQQ quantizer, algo="gptq" GPTQ calibrated on feeds, a
+    list of input dicts; embeddings=True also the token table to GatherBlockQuantized);
+    scheme="int8" ORT's dynamic int8 (DynamicQuantizeLinear + MatMulInteger; per_channel,
+    reduce_range); exclude: node names or op types to keep in float. Returns {"path",
     "quantized": [MatMul nodes], "tables": [Gather nodes], "not_quantized": {node: why},
-    "computed_products", "weight_bytes_before", "weight_bytes_after"}.
+    "computed_products", "tied_heads": {node: "shared" or "copied"}, "weight_bytes_before",
+    "weight_bytes_after"}.
 
     scheme="float16" converts the whole model as ORT's float16 converter (keep_io_types: inputs and
     outputs stay float; float16_block: node names or op types kept in float besides ORT's default

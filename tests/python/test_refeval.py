@@ -240,6 +240,32 @@ def test_quantize_a_matmul_to_int4_and_int8_and_run_both(tmp_path):
         refeval.quantize(tmp_path / "float.onnx", tmp_path / "none.onnx", scheme="int8", exclude=["MatMul"])
 
 
+def test_quantize_with_gptq_loses_less_than_rtn_on_inputs_like_the_calibration(tmp_path):
+    # y = x @ W with x's 64 columns mixed from 8 factors (activations are correlated): GPTQ,
+    # calibrated on feeds drawn like the test inputs, moves each row's rounding error onto rows it
+    # can be undone by, so its error on fresh inputs of the same distribution is below RTN's.
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((64, 16)).astype(np.float32)
+    mix = rng.standard_normal((8, 64)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"], name="proj")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 16])], [numpy_helper.from_array(w, "W")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "float.onnx")
+    draw = lambda: (rng.standard_normal((32, 8)) @ mix + 0.05 * rng.standard_normal((32, 64))).astype(np.float32)
+    calibration = [{"x": draw()} for _ in range(4)]
+    x = draw()
+    errors = {}
+    for algo in ("rtn", "gptq"):
+        out = refeval.quantize(tmp_path / "float.onnx", tmp_path / f"{algo}.onnx", algo=algo, block_size=16,
+                               feeds=calibration if algo == "gptq" else None)
+        assert out["quantized"] == ["proj"]
+        y = refeval.ReferenceEvaluator(onnx.load(tmp_path / f"{algo}.onnx")).run(None, {"x": x})[0]
+        errors[algo] = float(np.mean((y - x @ w) ** 2))
+    assert errors["gptq"] < 0.8 * errors["rtn"], errors
+    with pytest.raises(refeval.UsageError, match="needs feeds"):
+        refeval.quantize(tmp_path / "float.onnx", tmp_path / "x.onnx", algo="gptq")
+
+
 def test_quantize_a_tied_lm_head_shares_the_embedding_blocks(tmp_path):
     # logits = table[ids] · tableᵀ: with embeddings=True the head reads the Gather's int4 blocks.
     table = np.random.default_rng(4).standard_normal((24, 32)).astype(np.float32)

@@ -7,7 +7,30 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 
+#include "refeval/compute_vector.h"
+
 namespace refeval::quantize {
+
+HessianCollector::HessianCollector(const Graph& graph) {
+  for (const Node& n : graph.nodes)
+    if (n.op_type == "MatMul" && n.domain.empty() && n.inputs.size() == 2 && graph.find_initializer(n.inputs[1]))
+      inputs_.insert(n.inputs[0]);
+}
+
+void HessianCollector::before_node(const NodeEvent& e) {
+  if (e.depth || e.node.op_type != "MatMul" || !inputs_.count(e.node.inputs[0]) || !e.inputs[0].is_tensor()) return;
+  const Tensor& t = e.inputs[0].tensor();
+  if (t.dtype() != DType::Float || t.rank() == 0) return;
+  const int64_t K = t.dim(t.rank() - 1), rows = K ? t.size() / K : 0;
+  const std::vector<double> x = to_compute<double>(t);
+  std::vector<double>& h = hessians[e.node.inputs[0]];
+  h.resize(size_t(K * K), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < K; ++i)
+      if (const double xi = x[size_t(r * K + i)]; xi != 0)
+        for (int64_t j = 0; j < K; ++j) h[size_t(i * K + j)] += xi * x[size_t(r * K + j)];
+}
+
 
 std::vector<float> gptq_dequantized(const float* w, int64_t K, int64_t N, std::vector<double> hessian, int64_t block_size) {
   using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

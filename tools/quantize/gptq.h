@@ -8,9 +8,27 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
+#include "refeval/ir.h"
+#include "refeval/observer.h"
+
 namespace refeval::quantize {
+
+// GPTQ's calibration: X^T X of every weight MatMul's input (the rows of its last axis), summed
+// over the runs it observes, by the name of the MatMul's A input.
+class HessianCollector final : public Observer {
+ public:
+  explicit HessianCollector(const Graph& graph);
+  void before_node(const NodeEvent& e) override;
+  std::map<std::string, std::vector<double>> hessians;
+
+ private:
+  std::set<std::string> inputs_;
+};
 
 // w: K x N; hessian: K x K (X^T X, summed over the calibration rows; symmetric).
 std::vector<float> gptq_dequantized(const float* w, int64_t K, int64_t N, std::vector<double> hessian, int64_t block_size);
