@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A Qwen2-0.5B-shaped decoder (24 layers, hidden 896, 14 query heads over 2 KV heads, MLP 4864,
-# vocabulary 151936, LM head tied to the embedding table; random seeded weights) in two forms from
-# llm/make_decoder.py --tied --external-data: the torch export in float32 (~2 GB: the head reads the
-# table through a Transpose node) and the GenAI builder's int4 form (MatMulNBits +
-# GroupQueryAttention; its head an int4 copy of the table). For each, refeval against ONNX Runtime
+# vocabulary 151936, LM head tied to the embedding table; random seeded weights) in three forms:
+# from llm/make_decoder.py --tied --external-data, the torch export in float32 (~2 GB: the head
+# reads the table through a Transpose node) and the GenAI builder's int4 form (MatMulNBits +
+# GroupQueryAttention; its head an int4 copy of the table); and `refeval quantize --int4
+# --embeddings` of the torch export (one file: the token table as GatherBlockQuantized, whose int4
+# blocks the head's MatMulNBits shares). For each, refeval against ONNX Runtime
 # 1.30 (onnxruntime-node, graph optimization level ORT_LEVEL, default basic: at "disabled" ORT would
 # transpose the 545 MB table on every step instead of folding it once at session creation):
 #   - the files' size (model.onnx + model.onnx.data);
@@ -17,7 +19,7 @@
 #     ratio refeval / ORT, and whether all four runs generate the same 32 ids; ROUNDS rounds,
 #     medians over rounds;
 #   - refeval profile --memory's weights / packed-weights lines.
-#   benchmarks/llm/qwen2_0_5b.sh [BUILD_DIR]     (ROUNDS=1, ORT_LEVEL=basic, FORMS="torch genai",
+#   benchmarks/llm/qwen2_0_5b.sh [BUILD_DIR]     (ROUNDS=1, ORT_LEVEL=basic, FORMS="torch genai quantized",
 #                                                REFEVAL_BENCH_DIR; the models take 0.85 GB and 2 GB
 #                                                there and 6.5 GB of RAM to write, once)
 set -euo pipefail
@@ -27,14 +29,20 @@ use_build "${1:-}"
 work=${REFEVAL_BENCH_DIR:-/tmp/refeval-bench}
 rounds=${ROUNDS:-1}
 export ORT_LEVEL=${ORT_LEVEL:-basic}
-read -ra forms <<<"${FORMS:-torch genai}"
+read -ra forms <<<"${FORMS:-torch genai quantized}"
 shape="--layers 24 --hidden 896 --heads 14 --kv-heads 2 --intermediate 4864 --vocab 151936"
 mkdir -p "$work"
 ensure_ort
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prompt=$(/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(0); print(' '.join(map(str, r.integers(0, 151936, 512))))")
-name_of() { [[ $1 == torch ]] && echo qwen2-0.5b-fp32-torch || echo qwen2-0.5b-int4-genai; }
+name_of() {
+  case $1 in
+    torch) echo qwen2-0.5b-fp32-torch ;;
+    genai) echo qwen2-0.5b-int4-genai ;;
+    *) echo qwen2-0.5b-int4-refeval ;;
+  esac
+}
 peak_mb() { awk '/Maximum resident set size/ { printf "%.0f", $NF / 1024 }' "$1"; }
 # load_ms PROFILE.json: model loading + session initialization, from the profile's Session events
 load_ms() {
@@ -55,10 +63,18 @@ declare -A v
 load_rows=() gen_rows=() memory_lines=() failures=()
 for form in "${forms[@]}"; do
   dir=$work/$(name_of "$form")
-  # shellcheck disable=SC2086
-  [[ -f $dir/model.onnx && -f $dir/model.onnx.data ]] ||
-    /usr/bin/python3 "$here/llm/make_decoder.py" "$dir" "$form" $shape --tied --external-data
-  size=$(cat "$dir/model.onnx" "$dir/model.onnx.data" | wc -c)
+  torch_dir=$work/$(name_of torch)
+  for made in torch "$form"; do
+    [[ $made == quantized ]] && continue
+    # shellcheck disable=SC2086
+    [[ -f $work/$(name_of "$made")/model.onnx.data ]] ||
+      /usr/bin/python3 "$here/llm/make_decoder.py" "$work/$(name_of "$made")" "$made" $shape --tied --external-data
+  done
+  if [[ $form == quantized && ! -f $dir/model.onnx ]]; then
+    mkdir -p "$dir"
+    "$refeval" quantize "$torch_dir/model.onnx" -o "$dir/model.onnx" --int4 --embeddings --runs 0 >/dev/null
+  fi
+  size=$(du -cb "$dir"/model.onnx* | tail -1 | cut -f1)
 
   # one decode step's feeds after a 512-token cache, the same .npy files for both
   /usr/bin/python3 - "$dir/model.onnx" "$tmp/feeds" <<'EOF' >"$tmp/feeds.txt"

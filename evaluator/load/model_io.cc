@@ -202,8 +202,38 @@ std::string serialize_model(const Model& model) {
   return out;
 }
 
-void save_model(const Model& model, const std::string& path) {
-  const std::string bytes = serialize_model(model);
+void save_model(const Model& model, const std::string& path, uint64_t external_above) {
+  uint64_t weights = 0;
+  for (const Initializer& i : model.graph.initializers) weights += i.value.nbytes();
+  onnx::ModelProto p;
+  proto::from_model(model, &p);
+  if (external_above && weights >= external_above) {
+    constexpr size_t kExternalMin = 1024, kAlign = 64;  // ORT's size_threshold; a cache line
+    const std::string location = fs::path(path).filename().string() + ".data";
+    const std::string data_path = (fs::path(path).parent_path() / location).string();
+    std::ofstream data(data_path, std::ios::binary | std::ios::trunc);
+    uint64_t offset = 0;
+    for (onnx::TensorProto& t : *p.mutable_graph()->mutable_initializer()) {
+      if (!t.has_raw_data() || t.raw_data().size() < kExternalMin) continue;
+      const uint64_t start = (offset + kAlign - 1) / kAlign * kAlign;
+      data.write(std::string(size_t(start - offset), '\0').data(), std::streamsize(start - offset));
+      data.write(t.raw_data().data(), std::streamsize(t.raw_data().size()));
+      offset = start + t.raw_data().size();
+      auto entry = [&](const std::string& key, const std::string& value) {
+        auto* kv = t.add_external_data();
+        kv->set_key(key);
+        kv->set_value(value);
+      };
+      entry("location", location);
+      entry("offset", std::to_string(start));
+      entry("length", std::to_string(t.raw_data().size()));
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      t.clear_raw_data();
+    }
+    if (!data) fail_input(fmt::format("cannot write '{}'", data_path));
+  }
+  std::string bytes;
+  if (!p.SerializeToString(&bytes)) fail_model("cannot serialize the model (larger than 2 GB?)");
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail_input(fmt::format("cannot write '{}'", path));

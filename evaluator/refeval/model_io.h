@@ -1,6 +1,7 @@
 // Reading and writing models and values: ONNX protobuf files (.onnx, .pb) and numpy .npy files.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "refeval/ir.h"
@@ -15,7 +16,12 @@ Model load_model(const std::string& path);
 Model parse_model(const std::string& bytes, const std::string& base_dir,
                   const std::string& display_name = "<memory>");
 std::string serialize_model(const Model& model);
-void save_model(const Model& model, const std::string& path);
+// Writes `path`. A model whose initializers hold at least `external_above` bytes (default 64 MiB)
+// keeps them in `path` + ".data" instead (ONNX external data, each tensor of 1 KB or more at a
+// 64-byte aligned offset), as ONNX Runtime's tools write large models: loading maps them from
+// the file instead of parsing a copy, and the protobuf's 2 GB limit does not apply. 0: never.
+inline constexpr uint64_t kExternalDataAbove = uint64_t(64) << 20;
+void save_model(const Model& model, const std::string& path, uint64_t external_above = kExternalDataAbove);
 
 // A protobuf value file. The message kind (TensorProto, SequenceProto, OptionalProto, MapProto)
 // is chosen from `declared` (the files carry no tag); null or unknown means TensorProto.
