@@ -121,8 +121,6 @@ std::vector<size_t> execution_order(const Graph& g) {
   return order;
 }
 
-// A node folds when its registration is Deterministic and it has no bodies (which may hold
-// anything).
 // A folded step whose outputs every reader absorbed (NodeContext::absorb_input) need not run: a
 // weight's Transpose that each MatMul reading it packs from the weight itself.
 void mark_skippable_folds(Plan& plan) {
@@ -139,6 +137,8 @@ void mark_skippable_folds(Plan& plan) {
                      }) && std::any_of(step.outputs.begin(), step.outputs.end(), [](int s) { return s >= 0; });
 }
 
+// A node folds when its registration is Deterministic and it has no bodies (which may hold
+// anything).
 bool may_fold(const Node& node, const OpRegistration* reg) {
   if (!reg || reg->determinism != Determinism::Deterministic) return false;
   for (const Attribute& a : node.attributes)

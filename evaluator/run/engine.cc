@@ -73,7 +73,9 @@ Values Engine::run(const Plan& plan, const Frame* parent, const Values& inputs, 
 
   Values args;
   for (const Step& step : plan.steps) {
-    if (step.skippable && skip_absorbed) {
+    // (unless the caller asked for one of its outputs)
+    if (step.skippable && skip_absorbed &&
+        std::none_of(step.outputs.begin(), step.outputs.end(), [&](int s) { return s >= 0 && keep[size_t(s)]; })) {
       for (int slot : step.release)
         if (!keep[size_t(slot)]) frame.slots[size_t(slot)] = Value();
       continue;

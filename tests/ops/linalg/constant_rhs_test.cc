@@ -345,6 +345,9 @@ TEST_CASE("MatMul reading Transpose(W) (a tied LM head): packed from W itself, t
       CHECK(ops::packed_weight_bytes() - bytes == (packs ? uint64_t((N + 15) / 16 * 16 * K) * sizeof(float) : 0));
     }
     CHECK(std::count(lean.nodes.begin(), lean.nodes.end(), "t") == (packs ? 0 : 5));  // the generic path reads W^T made
+    ev.add_observer(&lean);
+    testing::check_equal(ev.run({"wt"}, {{"a", tensor<float>({1, K}, random_floats(size_t(K), 80))}})[0], tensor<float>({K, N}, wt));
+    ev.remove_observer(&lean);  // W^T asked for: made
     CHECK(std::count(every.nodes.begin(), every.nodes.end(), "t") == 5);
     lean.nodes.clear();
     // W^T also a graph output: made, and the product the same.
