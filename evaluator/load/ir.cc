@@ -1,5 +1,7 @@
 #include "refeval/ir.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace refeval {
@@ -80,6 +82,18 @@ const Initializer* Graph::find_initializer(const std::string& n) const {
 const ValueInfo* Graph::find_input(const std::string& n) const {
   for (const auto& i : inputs)
     if (i.name == n) return &i;
+  return nullptr;
+}
+
+const Initializer* Graph::transposed_initializer(const std::string& n) const {
+  for (const Node& t : nodes) {
+    if (std::find(t.outputs.begin(), t.outputs.end(), n) == t.outputs.end()) continue;
+    if (t.op_type != "Transpose" || !t.domain.empty() || t.inputs.size() != 1 || find_input(t.inputs[0])) return nullptr;
+    const Attribute* perm = t.find_attribute("perm");
+    if (perm && perm->ints != std::vector<int64_t>{1, 0}) return nullptr;
+    const Initializer* w = find_initializer(t.inputs[0]);
+    return w && w->value.rank() == 2 ? w : nullptr;
+  }
   return nullptr;
 }
 

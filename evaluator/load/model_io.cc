@@ -194,12 +194,18 @@ Model parse_model(const std::string& bytes, const std::string& base_dir, const s
   return finish_model(p, base_dir, display_name);
 }
 
-std::string serialize_model(const Model& model) {
-  onnx::ModelProto p;
-  proto::from_model(model, &p);
+namespace {
+std::string serialized(const onnx::ModelProto& p) {
   std::string out;
   if (!p.SerializeToString(&out)) fail_model("cannot serialize the model (larger than 2 GB?)");
   return out;
+}
+}  // namespace
+
+std::string serialize_model(const Model& model) {
+  onnx::ModelProto p;
+  proto::from_model(model, &p);
+  return serialized(p);
 }
 
 void save_model(const Model& model, const std::string& path, uint64_t external_above) {
@@ -232,8 +238,7 @@ void save_model(const Model& model, const std::string& path, uint64_t external_a
     }
     if (!data) fail_input(fmt::format("cannot write '{}'", data_path));
   }
-  std::string bytes;
-  if (!p.SerializeToString(&bytes)) fail_model("cannot serialize the model (larger than 2 GB?)");
+  const std::string bytes = serialized(p);
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail_input(fmt::format("cannot write '{}'", path));

@@ -1,8 +1,6 @@
 // NodeContext attribute access: typed, checked, and recorded so unknown attributes are reported.
 #include "refeval/op_run.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "refeval/dispatch.h"
@@ -72,19 +70,7 @@ const Initializer* NodeContext::constant_input(size_t i) const {
 }
 
 const Initializer* NodeContext::transposed_constant_input(size_t i) const {
-  if (!has_input(i)) return nullptr;
-  for (const Node& n : graph().nodes) {
-    if (std::find(n.outputs.begin(), n.outputs.end(), node().inputs[i]) == n.outputs.end()) continue;
-    if (n.op_type != "Transpose" || !n.domain.empty() || n.inputs.size() != 1 || n.inputs[0].empty() ||
-        graph().find_input(n.inputs[0]))
-      return nullptr;
-    const Initializer* w = graph().find_initializer(n.inputs[0]);
-    if (!w || w->value.rank() != 2) return nullptr;
-    const Attribute* perm = n.find_attribute("perm");
-    if (perm && perm->ints != std::vector<int64_t>{1, 0}) return nullptr;
-    return w;
-  }
-  return nullptr;
+  return has_input(i) ? graph().transposed_initializer(node().inputs[i]) : nullptr;
 }
 
 const Attribute& NodeContext::get(const std::string& name) const {

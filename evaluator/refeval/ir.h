@@ -94,6 +94,9 @@ struct Graph {
 
   const Initializer* find_initializer(const std::string& n) const;
   const ValueInfo* find_input(const std::string& n) const;
+  // The 2-D initializer W no feed can replace when value `n` is Transpose(W) (perm absent or
+  // [1, 0]): a tied LM head reads the embedding table so. Null otherwise.
+  const Initializer* transposed_initializer(const std::string& n) const;
   // Graph inputs that are not initializers: what a caller has to feed.
   std::vector<const ValueInfo*> feed_inputs() const;
 };

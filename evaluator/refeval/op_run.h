@@ -62,8 +62,7 @@ class NodeContext {
   // constant: a float16 weight's Cast, a DequantizeLinear or Transpose of a weight): the same
   // tensor on every run, known only once the first run has made it.
   virtual bool folded_input(size_t) const { return false; }
-  // The 2-D initializer W when input i is Transpose(W) of a constant W (perm absent or [1, 0]):
-  // a tied LM head reads the embedding table so. Null otherwise.
+  // Graph::transposed_initializer of input i: W when it is Transpose(W) of a 2-D constant W.
   const Initializer* transposed_constant_input(size_t i) const;
   // Declares that this operator prepared input i from elsewhere (a weight packed from the W of
   // transposed_constant_input) and runs without it: when nothing else reads the value, the planner

@@ -19,6 +19,8 @@
 // An index outside [-s, s-1] (s = data.shape[g]) is an error, as the schema says and ORT 1.30
 // does; a negative one counts from the end. (ORT main's CPU kernel now writes zeros instead.)
 #include "contrib_common.h"
+
+#include "../quant/quant_common.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops::contrib {
@@ -108,7 +110,7 @@ class GatherBlockQuantized : public OpRun {
             rest %= data_stride[size_t(a)];
             s += (a == q ? coord / block : coord) * scale_stride[size_t(a)];
           }
-          y[o] = (quantized(data, e, per_byte) - zero_point_at(zp, scales, dt, per_byte, s)) * scale_at(scales, s);
+          y[o] = (quantized(data, e, per_byte) - zero_point_at(zp, scales, dt, per_byte, s)) * element_as_double(scales, s);
         }
       }
     return {from_doubles(scales.dtype(), out_shape, y)};
@@ -139,14 +141,6 @@ class GatherBlockQuantized : public OpRun {
     require_shape(zp, want, "zero_points");
   }
 
-  static double scale_at(const Tensor& scales, int64_t s) {
-    switch (scales.dtype()) {
-      case DType::Float: return scales.data<float>()[s];
-      case DType::Float16: return double(float(scales.data<float16>()[s]));
-      default: return double(float(scales.data<bfloat16>()[s]));
-    }
-  }
-
   // The zero point of scale s (the default when absent).
   int32_t zero_point_at(const Tensor* zp, const Tensor& scales, DType dt, int64_t per_byte, int64_t s) const {
     if (!zp) return default_zero(dt);
@@ -162,16 +156,8 @@ class GatherBlockQuantized : public OpRun {
 
   // The value of logical element e of data.
   double quantized(const Tensor& data, int64_t e, int64_t per_byte) const {
-    switch (data.dtype()) {
-      case DType::Int4: return data.data<int4>()[e].value;
-      case DType::UInt4: return data.data<uint4>()[e].value;
-      case DType::UInt8: return (data.data<uint8_t>()[e / per_byte] >> ((e % per_byte) * bits_)) & ((1 << bits_) - 1);
-      case DType::Float8E4M3FN: return double(data.data<float8e4m3fn>()[e]);
-      case DType::Float8E4M3FNUZ: return double(data.data<float8e4m3fnuz>()[e]);
-      case DType::Float8E5M2: return double(data.data<float8e5m2>()[e]);
-      case DType::Float8E5M2FNUZ: return double(data.data<float8e5m2fnuz>()[e]);
-      default: return double(data.data<float4e2m1>()[e]);
-    }
+    if (data.dtype() == DType::UInt8) return (data.data<uint8_t>()[e / per_byte] >> ((e % per_byte) * bits_)) & ((1 << bits_) - 1);
+    return element_as_double(data, e);  // int4, uint4, float8, float4
   }
 
   int64_t gather_axis_, quantize_axis_, block_size_, bits_;

@@ -128,13 +128,6 @@ bool empty_or_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* 
   return true;
 }
 
-// x (rows x cols, row-major) stored transposed, as cols x rows.
-std::vector<float> untransposed(const float* x, int64_t rows, int64_t cols) {
-  std::vector<float> out(size_t(rows * cols));
-  for (int64_t c = 0; c < cols; ++c)
-    for (int64_t r = 0; r < rows; ++r) out[size_t(r * cols + c)] = x[c * rows + r];
-  return out;
-}
 
 // B where it lies (K x N, or stored N x K when transposed), copied a panel at a time into the
 // panel kernel's strips of 16 columns.
@@ -252,6 +245,13 @@ class PackedStripsSource final : public PanelSource {
 };
 
 }  // namespace
+
+std::vector<float> untransposed(const float* x, int64_t rows, int64_t cols) {
+  std::vector<float> out(size_t(rows * cols));
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) out[size_t(r * cols + c)] = x[c * rows + r];
+  return out;
+}
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool acc) {
   float_gemm(ta, tb, M, N, K, a, b, c, acc);

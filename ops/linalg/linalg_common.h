@@ -49,6 +49,8 @@ StripType exact_strip_type(const float* b, int64_t n, std::vector<uint16_t>* bit
 bool gemm_small_m(int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate,
                   const float* blocks = nullptr);
 bool gemm_small_m_suits(int64_t M, int64_t N, int64_t K);  // whether gemm_small_m takes this shape
+// x (rows x cols, row-major) from its transpose, stored cols x rows.
+std::vector<float> untransposed(const float* x, int64_t rows, int64_t cols);
 // B (K x N, or stored N x K when trans_b) in blocks of `width` columns: columns w j .. w j + w - 1
 // as K rows of w floats (the last block zero-padded) from w j K on. The kernels' layouts:
 // release_read: with trans_b, each block's rows go back to their file once copied

@@ -89,11 +89,8 @@ class MatMul : public OpRun {
       gemm(false, rows, a.data<float>(), *packed, y.data<float>(), false);
     } else if (small) {  // then W has fewer than 2^18 values: W^T made once, W's pages given back
       std::call_once(small_made_, [&] {
-        small_wt_.resize(size_t(s.K * s.N));
-        const float* pw = w.data<float>();
-        for (int64_t n = 0; n < s.N; ++n)
-          for (int64_t k = 0; k < s.K; ++k) small_wt_[size_t(k * s.N + n)] = pw[n * s.K + k];
-        release_file_pages(pw, w.nbytes());
+        small_wt_ = untransposed(w.data<float>(), s.K, s.N);
+        release_file_pages(w.data<float>(), w.nbytes());
       });
       gemm(false, false, rows, s.N, s.K, a.data<float>(), small_wt_.data(), y.data<float>(), false);
     } else {  // beyond the packing budget: W read where it lies

@@ -32,10 +32,7 @@ std::string table_refusal(const Graph& g, const Node& n, int64_t block_size) {
 Node quantized_gather(Graph& g, const Node& n, const Int4Options& o) {
   const Tensor& t = g.find_initializer(n.inputs[0])->value;
   const int64_t vocab = t.dim(0), hidden = t.dim(1);
-  std::vector<float> columns(size_t(vocab * hidden));  // the table transposed: each row a MatMul column
-  const float* rows = t.data<float>();
-  for (int64_t v = 0; v < vocab; ++v)
-    for (int64_t h = 0; h < hidden; ++h) columns[size_t(h * vocab + v)] = rows[v * hidden + h];
+  const std::vector<float> columns = transposed(t);  // each row a MatMul column
   const Int4Blocks q = quantize_int4_rtn(columns.data(), hidden, vocab, o.block_size, o.symmetric);
   const std::string base = n.inputs[0] + "_gather";
   Tensor data(DType::UInt8, {vocab, hidden / 2});
@@ -157,12 +154,8 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
         names = {base + "_Q4_as_B", base + "_scales"};
         if (!o.symmetric) names.push_back(base + "_zero_points");
       } else if (names.empty()) {
-        std::vector<float> w(size_t(K * N));  // Eᵀ
-        const float* rows = e->value.data<float>();
-        const std::string transposed = e->name + "_T";
-        for (int64_t v = 0; v < N; ++v)
-          for (int64_t h = 0; h < K; ++h) w[size_t(h * N + v)] = rows[v * K + h];
-        names = quantize_weight(w.data(), K, N, n.inputs[0], transposed);
+        const std::string base_t = e->name + "_T";
+        names = quantize_weight(transposed(e->value).data(), K, N, n.inputs[0], base_t);  // Eᵀ
       }
       (shared ? r.tied_shared : r.tied_copied).push_back(n.name);
       r.quantized.push_back(n.name);

@@ -36,15 +36,17 @@ bool multiplies_computed_values(const Graph& g, const Node& n) {
 
 const Initializer* tied_table(const Graph& g, const Node& n) {
   if (n.inputs.size() != 2 || g.find_initializer(n.inputs[1]) || g.find_input(n.inputs[1])) return nullptr;
-  for (const Node& t : g.nodes) {
-    if (t.outputs.size() != 1 || t.outputs[0] != n.inputs[1]) continue;
-    if (t.op_type != "Transpose" || !t.domain.empty() || t.inputs.size() != 1 || g.find_input(t.inputs[0])) return nullptr;
-    const Attribute* perm = t.find_attribute("perm");
-    if (perm && perm->ints != std::vector<int64_t>{1, 0}) return nullptr;
-    const Initializer* e = g.find_initializer(t.inputs[0]);
-    return e && e->value.dtype() == DType::Float && e->value.rank() == 2 && e->value.size() > 0 ? e : nullptr;
-  }
-  return nullptr;
+  const Initializer* e = g.transposed_initializer(n.inputs[1]);
+  return e && e->value.dtype() == DType::Float && e->value.size() > 0 ? e : nullptr;
+}
+
+std::vector<float> transposed(const Tensor& t) {
+  const int64_t rows = t.dim(0), cols = t.dim(1);
+  std::vector<float> out(size_t(rows * cols));
+  const float* in = t.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[size_t(c * rows + r)] = in[r * cols + c];
+  return out;
 }
 
 void require_quantized(const QuantizeResult& r, const std::string& path) {

@@ -33,6 +33,8 @@ bool multiplies_computed_values(const Graph& g, const Node& n);
 // The table E when MatMul n's B is Transpose(E) (perm absent or [1, 0]) of a 2-D float
 // initializer no feed replaces, and nothing else reads the transposed value: a tied LM head.
 const Initializer* tied_table(const Graph& g, const Node& n);
+// A 2-D float tensor's values transposed (a table [vocab, hidden] as a MatMul weight [hidden, vocab]).
+std::vector<float> transposed(const Tensor& t);
 // Every value name a node of g, or of a graph nested in one of its attributes, reads, and g's outputs.
 std::set<std::string> values_read(const Graph& g);
 

@@ -223,9 +223,7 @@ TEST_CASE("Gemm with transB and MatMul with B's transpose: the same bits where a
     // A classifier head exported as Gemm(transB) computes what the same layer as a MatMul does.
     const int64_t K = 1024, N = 1000;
     const std::vector<float> bv = random_floats(size_t(N * K), 20);
-    std::vector<float> bt(size_t(K * N));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < K; ++k) bt[size_t(k * N + n)] = bv[size_t(n * K + k)];
+    const std::vector<float> bt = ops::untransposed(bv.data(), K, N);
     const Node gemm = node("Gemm", {"a", "b"}, {"y"}, {attr("transB", int64_t(1))});
     const Node matmul = node("MatMul", {"a", "b"}, {"y"});
     for (int64_t M : {1, 3, 8, 32}) {
@@ -310,9 +308,7 @@ TEST_CASE("MatMul reading Transpose(W) (a tied LM head): packed from W itself, t
   testing::for_each_isa([&](Isa) {
     const int64_t K = 96, N = 517;
     const std::vector<float> wv = random_floats(size_t(N * K), 40);
-    std::vector<float> wt(size_t(K * N));
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < K; ++k) wt[size_t(k * N + n)] = wv[size_t(n * K + k)];
+    const std::vector<float> wt = ops::untransposed(wv.data(), K, N);
     auto head = [&](bool also_output) {
       std::vector<ValueInfo> outputs = {build::tensor_info_unknown_rank("y", DType::Float)};
       if (also_output) outputs.push_back(build::tensor_info_unknown_rank("wt", DType::Float));
