@@ -1,17 +1,19 @@
 // MatMulNBits' products (contract in matmul_nbits_kernel.h). A decode step multiplies a few rows
-// by every weight once, so the time goes into reading and unpacking B: for up to 4 rows each
-// column's blocks are unpacked into registers (AVX2: one broadcast, variable shift and mask per 8
-// values), scaled and consumed at once, C columns side by side so that C * R fused multiply-add
-// chains overlap their latency. More rows (prefill) dequantize 3 columns (AVX-512: 6, interleaved
-// in pairs so that one 512-bit vector serves two columns) into a small float tile and reuse it for
-// every row. All compute the same values in the same order, as does the portable code below
-// them, so a row's result does not depend on how many rows come with it.
+// by every weight once, so the time goes into reading and unpacking B. B is read 32 values at a
+// time (a group) in the order a whole-group unpack yields them: for 4 bits one widening load of
+// 16 bytes, a mask (the low nibbles: even k) and a shift (the high ones: odd k); for 8 bits two
+// widening loads in k order. Taking 8 values in k order instead cost a broadcast, a variable
+// shift and a mask per 8 (k768 x n3072 at M = 1: 0.31 ms, 7.7 GMAC/s, against ONNX Runtime's
+// 0.19). A's rows are put in that order once per call. Up to 4 rows (AVX-512; 1 on AVX2) unpack
+// B's groups into registers and consume them at once; more rows, g_idx, 2-bit weights and blocks
+// of 16 dequantize 3 columns into a float tile in the same order and reuse it for every row. All
+// paths, and the portable code below them, compute the same values in the same order, so a row's
+// result depends neither on the rows that come with it nor on the CPU.
 #include "matmul_nbits_kernel.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -28,9 +30,13 @@
 namespace refeval::ops::contrib {
 namespace {
 
-constexpr int64_t kLanes = 8;
-constexpr int64_t kMaxFusedRows = 4;  // rows unpacked into registers; more go through a float tile
-constexpr int64_t kTileColumns = 3;   // columns of the float tile (4 x 3 accumulators fill AVX2's registers)
+constexpr int64_t kGroup = 32;       // values per group; output = 32 chains, chain j over positions j (mod 32)
+constexpr int64_t kTileColumns = 3;  // columns of the float tile with 8-lane vectors
+
+// The register tiles index their accumulators by loops over R, C and the halves: unrolled this
+// early GCC keeps them in registers; unrolled later (its default) it had kept them in memory, a
+// store and a load around every multiply-add (k768 x n3072 at M = 1: 7.3 GMAC/s).
+#define REFEVAL_UNROLL _Pragma("GCC unroll 16")
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -54,367 +60,390 @@ inline int quantized(const uint8_t* blob, int64_t bits, int64_t i) {
   return (blob[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
 }
 
-// Column n's dequantized weights into out[0, Kp), zero beyond K.
+// Where value i of a group (k = 32 g + i) sits in the kernel's order: for 4 bits the even k (low
+// nibbles) first, then the odd k; otherwise k order.
+inline int64_t position_in_group(int64_t bits, int64_t i) { return bits == 4 ? i % 2 * 16 + i / 2 : i; }
+
+// The block of the values at positions 8q .. 8q + 7 of group g. Blocks of 16 split a group: for 4
+// bits quarters 0 and 2 hold block 2g's values, 1 and 3 block 2g + 1's; for 8 bits 0-1 and 2-3.
 template <class S>
-void dequantize_column(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp) {
-  if (w.g_idx) {
-    for (int64_t k = 0; k < w.K; ++k) {
-      const int64_t b = w.g_idx[k];
-      const int q = quantized(blob_of(w, n, k / w.block_size), w.bits, k % w.block_size);
-      out[k] = (float(q) - zero_point_of(w, n, b)) * scale_of(w, n, b);
-    }
-  } else {
-    for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const uint8_t* blob = blob_of(w, n, b);
-      const float scale = scale_of(w, n, b), zero = zero_point_of(w, n, b);
-      const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
-      for (int64_t i = 0; i < len; ++i) out[k0 + i] = (float(quantized(blob, w.bits, i)) - zero) * scale;
-    }
-  }
-  std::fill(out + w.K, out + Kp, 0.0f);
+int64_t quarter_block(const NBitsWeight<S>& w, int64_t g, int q) {
+  if (w.block_size >= kGroup) return g * kGroup / w.block_size;
+  return 2 * g + (w.bits == 4 ? q % 2 : q / 2);
 }
 
-// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), the order of the AVX2 reduction.
-inline float reduce_lanes(const float* l) {
-  const float s0 = l[0] + l[4], s1 = l[1] + l[5], s2 = l[2] + l[6], s3 = l[3] + l[7];
+// Values [k0, k1) of column n dequantized, (float(q) - zp) * scale, into out[k - k0] (k order).
+template <class S>
+void dequantize_range(const NBitsWeight<S>& w, int64_t n, int64_t k0, int64_t k1, float* out) {
+  for (int64_t k = k0; k < k1;) {
+    const int64_t stored = k / w.block_size, end = std::min(k1, (stored + 1) * w.block_size);
+    const uint8_t* blob = blob_of(w, n, stored);
+    for (; k < end; ++k) {
+      const int64_t b = w.g_idx ? w.g_idx[k] : stored;  // g_idx: another block's parameters
+      out[k - k0] = (float(quantized(blob, w.bits, k % w.block_size)) - zero_point_of(w, n, b)) * scale_of(w, n, b);
+    }
+  }
+}
+
+// Group g of column n dequantized in the kernel's order into out[0, 32), zero beyond K.
+template <class S>
+void dequantize_group(const NBitsWeight<S>& w, int64_t n, int64_t g, float* out) {
+  float natural[kGroup];
+  const int64_t k0 = g * kGroup, len = std::min(kGroup, w.K - k0);
+  dequantize_range(w, n, k0, k0 + len, natural);
+  std::fill(natural + len, natural + kGroup, 0.0f);
+  for (int64_t i = 0; i < kGroup; ++i) out[position_in_group(w.bits, i)] = natural[i];
+}
+
+// Column n in the kernel's order into out[0, Kp), Kp = round_up(K, 32).
+template <class S>
+void dequantize_column(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp) {
+  for (int64_t g = 0; g < Kp / kGroup; ++g) dequantize_group(w, n, g, out + g * kGroup);
+}
+
+// The 32 chains c summed: u_j = (c_j + c_(j+16)) + (c_(j+8) + c_(j+24)), then
+// ((u0 + u4) + (u2 + u6)) + ((u1 + u5) + (u3 + u7)), the order of the vector reductions below.
+inline float reduce_chains(const float* c) {
+  float u[8];
+  for (int j = 0; j < 8; ++j) u[j] = (c[j] + c[j + 16]) + (c[j + 8] + c[j + 24]);
+  const float s0 = u[0] + u[4], s1 = u[1] + u[5], s2 = u[2] + u[6], s3 = u[3] + u[7];
   return (s0 + s2) + (s1 + s3);
 }
 
+inline void store(float sum, const float* bias, int64_t n, float* out) { *out = bias ? sum + bias[n] : sum; }
+
 #if REFEVAL_NBITS_AVX2
 
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), reduce_chains' last step.
 inline float reduce_lanes(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // l_i + l_{i+4}
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));                                  // s0 + s2, s1 + s3
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
 }
+// Chains 8q .. 8q + 7 in c[q].
+inline float reduce_chains(const __m256* c) {
+  return reduce_lanes(_mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+}
 
-// Values i .. i+7 of a blob (i a multiple of 8) as int32 lanes.
+// Full group g of a column (its bytes from `column`) as int32, positions 8q .. 8q + 7 in q[q].
 template <int Bits>
-inline __m256i unpack8(const uint8_t* blob, int64_t i) {
-  if constexpr (Bits == 8) {
-    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blob + i)));
-  } else if constexpr (Bits == 4) {
-    uint32_t v;
-    std::memcpy(&v, blob + i / 2, 4);
-    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(v)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                            _mm256_set1_epi32(0xF));
+inline void unpack_group(const uint8_t* column, int64_t g, __m256i* q) {
+  if constexpr (Bits == 4) {
+    const uint8_t* p = column + g * 16;
+    const __m256i b0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m256i b1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+    const __m256i low = _mm256_set1_epi32(0xF);
+    q[0] = _mm256_and_si256(b0, low), q[1] = _mm256_and_si256(b1, low);
+    q[2] = _mm256_srli_epi32(b0, 4), q[3] = _mm256_srli_epi32(b1, 4);
   } else {
-    uint16_t v;
-    std::memcpy(&v, blob + i / 4, 2);
-    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                            _mm256_set1_epi32(3));
+    for (int i = 0; i < 4; ++i)
+      q[i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(column + g * 32 + 8 * i)));
   }
 }
 
-// The first `count` lanes set.
-inline __m256 lane_mask(int64_t count) {
-  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+inline __m256 dequantize(__m256i q, __m256 zero, __m256 scale) {
+  return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(q), zero), scale);
 }
 
 // A row's 8 values, kept in a register. Left to itself GCC folds the load into each of the C
-// multiply-adds that use it (a memory operand each): the 4 x 3 float tile read A 12 times a step
-// where 4 loads do, and ran at 25 GMAC/s where the FMA units give 57 (32 x 768 x 3072 prefill
-// product 2.42 -> 1.72 ms, built for AVX2 on a Zen 5). The empty asm hides the value from the fold.
+// multiply-adds that use it (a memory operand each), which made an AVX2 float tile read A C times
+// a step where one load does (25 against 57 GMAC/s on a Zen 5). The empty asm hides the value.
 inline __m256 load_row(const float* p) {
   __m256 v = _mm256_loadu_ps(p);
   asm("" : "+x"(v));
   return v;
 }
 
-// Rows [0, R) x columns [n0, n0 + C) of y, unpacking each block of B into registers (no g_idx).
-// `a` has rows of lda >= round_up(K, 8) floats, zero beyond K.
-template <int Bits, int R, int C, class S>
-void fused_tile(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, const float* bias, float* y,
-                int64_t ldy) {
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
-    const uint8_t* blob[C];
+// Columns [n0, n0 + C) of one row (4 or 8 bits, blocks of 32 or more), B unpacked into registers.
+template <int Bits, int C, class S>
+void fused_row256(const NBitsWeight<S>& w, const float* a, int64_t n0, const float* bias, float* y) {
+  const int64_t full = w.K / kGroup;
+  alignas(32) float tail[C][kGroup];  // the last, partial group, dequantized before the loop (see fused_tile512)
+  const bool partial = full * kGroup < w.K;
+  if (partial)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) dequantize_group(w, n0 + c, full, tail[c]);
+  const uint8_t* column[C];
+  REFEVAL_UNROLL for (int c = 0; c < C; ++c) column[c] = blob_of(w, n0 + c, 0);
+  __m256 acc[C][4];
+  REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+    REFEVAL_UNROLL for (int q = 0; q < 4; ++q) acc[c][q] = _mm256_setzero_ps();
+  for (int64_t b = 0, g = 0; g < full; ++b) {
     __m256 scale[C], zero[C];
-    for (int c = 0; c < C; ++c) {
-      blob[c] = blob_of(w, n0 + c, b);
-      scale[c] = _mm256_set1_ps(scale_of(w, n0 + c, b));
-      zero[c] = _mm256_set1_ps(zero_point_of(w, n0 + c, b));
-    }
-    for (int64_t i = 0; i < len; i += kLanes) {
-      __m256 wv[C];
-      for (int c = 0; c < C; ++c) wv[c] = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(unpack8<Bits>(blob[c], i)), zero[c]), scale[c]);
-      if (len - i < kLanes)  // the last group of a partial block: zero weights, as a is zero there
-        for (int c = 0; c < C; ++c) wv[c] = _mm256_and_ps(wv[c], lane_mask(len - i));
-      for (int r = 0; r < R; ++r) {
-        const __m256 av = load_row(a + r * lda + k0 + i);
-        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+      scale[c] = _mm256_set1_ps(scale_of(w, n0 + c, b)), zero[c] = _mm256_set1_ps(zero_point_of(w, n0 + c, b));
+    for (const int64_t end = std::min(full, g + w.block_size / kGroup); g < end; ++g) {
+      __m256 av[4];
+      REFEVAL_UNROLL for (int q = 0; q < 4; ++q) av[q] = load_row(a + g * kGroup + 8 * q);
+      REFEVAL_UNROLL for (int c = 0; c < C; ++c) {
+        __m256i qv[4];
+        unpack_group<Bits>(column[c], g, qv);
+        REFEVAL_UNROLL for (int q = 0; q < 4; ++q) acc[c][q] = _mm256_fmadd_ps(av[q], dequantize(qv[q], zero[c], scale[c]), acc[c][q]);
       }
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) {
-      const float sum = reduce_lanes(acc[r][c]);
-      y[r * ldy + n0 + c] = bias ? sum + bias[n0 + c] : sum;
-    }
+  if (partial)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+      REFEVAL_UNROLL for (int q = 0; q < 4; ++q)
+        acc[c][q] = _mm256_fmadd_ps(_mm256_loadu_ps(a + full * kGroup + 8 * q), _mm256_load_ps(tail[c] + 8 * q), acc[c][q]);
+  REFEVAL_UNROLL for (int c = 0; c < C; ++c) store(reduce_chains(acc[c]), bias, n0 + c, y + n0 + c);
 }
 
 #if defined(__AVX512F__)
-// Values i .. i+7 of two blobs as int32 lanes, the first blob's in lanes 0-7.
+// Chains 0-15 in lo, 16-31 in hi.
+inline float reduce_chains(__m512 lo, __m512 hi) {
+  const __m512 t = _mm512_add_ps(lo, hi);
+  return reduce_lanes(_mm256_add_ps(_mm512_castps512_ps256(t), _mm512_extractf32x8_ps(t, 1)));
+}
+
+// Full group g of a column as int32: positions 0-15 in lo, 16-31 in hi.
 template <int Bits>
-inline __m512i unpack8_pair(const uint8_t* x, const uint8_t* y, int64_t i) {
-  if constexpr (Bits == 8) {
-    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i)),
-                                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(y + i))));
+inline void unpack_group(const uint8_t* column, int64_t g, __m512i& lo, __m512i& hi) {
+  if constexpr (Bits == 4) {
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column + g * 16)));
+    lo = _mm512_and_si512(b, _mm512_set1_epi32(0xF)), hi = _mm512_srli_epi32(b, 4);
   } else {
-    constexpr int per_word = Bits == 4 ? 2 : 4;  // values per byte
-    uint32_t u = 0, v = 0;
-    std::memcpy(&u, x + i / per_word, 8 / per_word);
-    std::memcpy(&v, y + i / per_word, 8 / per_word);
-    const __m512i words = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(int(u))), _mm256_set1_epi32(int(v)), 1);
-    const __m512i shifts = Bits == 4 ? _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28)
-                                     : _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
-    return _mm512_and_si512(_mm512_srlv_epi32(words, shifts), _mm512_set1_epi32((1 << Bits) - 1));
+    lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column + g * 32)));
+    hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column + g * 32 + 16)));
   }
 }
 
-// fused_tile for 2P columns with 512-bit vectors, each holding two columns' 8 lanes side by side
-// (and each row's 8 values twice): every lane runs the same chain as in fused_tile, so the same
-// bits, for about half the instructions of the unpacking. A decode step waits on B's bytes more
-// than it computes: each column's next blocks 4 KB further on are asked for ahead (GenAI int4
-// 12 x 768's decode step 13.0 -> 9.7 ms; 1 KB ahead helped less, 16 KB as much; the prefill's
-// tile, tried the same way, did not change).
+inline __m512 dequantize(__m512i q, __m512 zero, __m512 scale) {
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q), zero), scale);
+}
+
+// A decode step waits on B's bytes more than it computes: each column's bytes 4 KB further on are
+// asked for ahead, once per cache line (GenAI int4 12 x 768's decode step 13.0 -> 9.7 ms; 1 KB
+// ahead helped less, 16 KB as much).
 constexpr int64_t kPrefetchBytes = 4096;
-template <int Bits, int R, int P, class S>
-void fused_pair_tile(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, const float* bias, float* y,
-                     int64_t ldy) {
-  __m512 acc[R][P];
-  for (int r = 0; r < R; ++r)
-    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
-    const uint8_t* blob[2 * P];
-    __m512 scale[P], zero[P];
-    for (int c = 0; c < 2 * P; ++c) blob[c] = blob_of(w, n0 + c, b);
-    for (int c = 0; c < 2 * P; ++c) _mm_prefetch(reinterpret_cast<const char*>(blob[c]) + kPrefetchBytes, _MM_HINT_T0);
-    for (int p = 0; p < P; ++p) {
-      const int64_t n = n0 + 2 * p;
-      scale[p] = _mm512_insertf32x8(_mm512_set1_ps(scale_of(w, n, b)), _mm256_set1_ps(scale_of(w, n + 1, b)), 1);
-      zero[p] = _mm512_insertf32x8(_mm512_set1_ps(zero_point_of(w, n, b)), _mm256_set1_ps(zero_point_of(w, n + 1, b)), 1);
-    }
-    for (int64_t i = 0; i < len; i += kLanes) {
-      __m512 wv[P];
-      for (int p = 0; p < P; ++p)
-        wv[p] = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(unpack8_pair<Bits>(blob[2 * p], blob[2 * p + 1], i)), zero[p]), scale[p]);
-      if (len - i < kLanes) {  // the last group of a partial block: zero weights, as a is zero there
-        const __mmask16 keep = __mmask16(((1u << (len - i)) - 1) * 0x0101u);
-        for (int p = 0; p < P; ++p) wv[p] = _mm512_maskz_mov_ps(keep, wv[p]);
-      }
-      for (int r = 0; r < R; ++r) {
-        const __m512 av = _mm512_broadcast_f32x8(_mm256_loadu_ps(a + r * lda + k0 + i));
-        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(av, wv[p], acc[r][p]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < 2 * P; ++c) {
-      const __m512 v = acc[r][c / 2];
-      const float sum = reduce_lanes(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
-      y[r * ldy + n0 + c] = bias ? sum + bias[n0 + c] : sum;
-    }
-}
-#endif
 
-// Columns [n0, n1), R rows: C columns at a time (AVX-512: in pairs), then one at a time.
+// Rows [0, R) x columns [n0, n0 + C) (4 or 8 bits, blocks of 32 or more), B unpacked into
+// registers; `a` has rows of lda floats in the kernel's order.
 template <int Bits, int R, int C, class S>
-void fused_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, int64_t n1, const float* bias,
-                   float* y, int64_t ldy) {
+void fused_tile512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, const float* bias, float* y,
+                   int64_t ldy) {
+  constexpr int64_t kGroupBytes = kGroup * Bits / 8;
+  const int64_t full = w.K / kGroup;
+  // The last, partial group dequantized first: a call while the accumulators are live would make
+  // GCC keep them in memory for the whole loop (AVX-512 registers are caller-saved).
+  alignas(64) float tail[C][kGroup];
+  const bool partial = full * kGroup < w.K;
+  if (partial)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) dequantize_group(w, n0 + c, full, tail[c]);
+  const uint8_t* column[C];
+  REFEVAL_UNROLL for (int c = 0; c < C; ++c) column[c] = blob_of(w, n0 + c, 0);
+  __m512 acc[R][C][2];
+  REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
+  for (int64_t b = 0, g = 0; g < full; ++b) {
+    __m512 scale[C], zero[C];
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+      scale[c] = _mm512_set1_ps(scale_of(w, n0 + c, b)), zero[c] = _mm512_set1_ps(zero_point_of(w, n0 + c, b));
+    for (const int64_t end = std::min(full, g + w.block_size / kGroup); g < end; ++g) {
+      if (g * kGroupBytes % 64 == 0)
+        REFEVAL_UNROLL for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(column[c] + g * kGroupBytes + kPrefetchBytes), _MM_HINT_T0);
+      __m512 av[R][2];
+      REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+        REFEVAL_UNROLL for (int h = 0; h < 2; ++h) av[r][h] = _mm512_loadu_ps(a + r * lda + g * kGroup + 16 * h);
+      REFEVAL_UNROLL for (int c = 0; c < C; ++c) {
+        __m512i lo, hi;
+        unpack_group<Bits>(column[c], g, lo, hi);
+        const __m512 wlo = dequantize(lo, zero[c], scale[c]), whi = dequantize(hi, zero[c], scale[c]);
+        REFEVAL_UNROLL for (int r = 0; r < R; ++r) {
+          acc[r][c][0] = _mm512_fmadd_ps(av[r][0], wlo, acc[r][c][0]);
+          acc[r][c][1] = _mm512_fmadd_ps(av[r][1], whi, acc[r][c][1]);
+        }
+      }
+    }
+  }
+  if (partial)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+      REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+        REFEVAL_UNROLL for (int h = 0; h < 2; ++h)
+          acc[r][c][h] = _mm512_fmadd_ps(_mm512_loadu_ps(a + r * lda + full * kGroup + 16 * h), _mm512_load_ps(tail[c] + 16 * h), acc[r][c][h]);
+  REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) store(reduce_chains(acc[r][c][0], acc[r][c][1]), bias, n0 + c, y + r * ldy + n0 + c);
+}
+
+template <int Bits, int R, int C, class S>
+void fused_columns512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, int64_t n1, const float* bias,
+                      float* y, int64_t ldy) {
   int64_t n = n0;
-#if defined(__AVX512F__)
-  if constexpr (C % 2 == 0)
-    if (active_isa() == Isa::Avx512)
-      for (; n + C <= n1; n += C) fused_pair_tile<Bits, R, C / 2>(w, a, lda, n, bias, y, ldy);
-#endif
-  for (; n + C <= n1; n += C) fused_tile<Bits, R, C>(w, a, lda, n, bias, y, ldy);
-  for (; n < n1; ++n) fused_tile<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
+  for (; n + C <= n1; n += C) fused_tile512<Bits, R, C>(w, a, lda, n, bias, y, ldy);
+  for (; n < n1; ++n) fused_tile512<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
 }
 
 template <int Bits, class S>
-void fused(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
-           float* y) {
-  const int64_t N = w.N;
+void fused512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+              float* y) {
   switch (M) {  // fewer rows, more columns at once: enough independent chains to hide the FMA latency
-    case 1: return fused_columns<Bits, 1, 4>(w, a, lda, n0, n1, bias, y, N);
-    case 2: return fused_columns<Bits, 2, 4>(w, a, lda, n0, n1, bias, y, N);
-    case 3: return fused_columns<Bits, 3, 2>(w, a, lda, n0, n1, bias, y, N);
-    default: return fused_columns<Bits, 4, 2>(w, a, lda, n0, n1, bias, y, N);
+    case 1: return fused_columns512<Bits, 1, 4>(w, a, lda, n0, n1, bias, y, w.N);
+    case 2: return fused_columns512<Bits, 2, 3>(w, a, lda, n0, n1, bias, y, w.N);
+    case 3: return fused_columns512<Bits, 3, 2>(w, a, lda, n0, n1, bias, y, w.N);
+    default: return fused_columns512<Bits, 4, 2>(w, a, lda, n0, n1, bias, y, w.N);
   }
 }
 
-// Rows [0, R) x C tile columns: y[r][n0 + c] = a_r · tile_c over Kp (a multiple of 8).
-template <int R, int C>
-void tile_dot(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_t n0, const float* bias, float* y,
-              int64_t ldy) {
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < Kp; k += kLanes) {
-    __m256 wv[C];
-    for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(tile + c * Kp + k);
-    for (int r = 0; r < R; ++r) {
-      const __m256 av = load_row(a + r * lda + k);
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
+// Rows [0, R) x the tile's 6 columns, a pass per half of the chains (16 per instruction), so that
+// 24 accumulators share each load (4 rows x 3 columns x both halves at once loaded as much as
+// they computed: k768 x n3072 at M = 32 ran at 27 GMAC/s).
+constexpr int64_t kColumns512 = 6;
+template <int R>
+void tile_dot512(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_t n0, int64_t cols, const float* bias,
+                 float* y, int64_t ldy) {
+  alignas(64) float chains[R][kColumns512][kGroup];
+  for (int h = 0; h < 2; ++h) {
+    __m512 acc[R][kColumns512];
+    REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+      REFEVAL_UNROLL for (int c = 0; c < kColumns512; ++c) acc[r][c] = _mm512_setzero_ps();
+    for (int64_t k = 16 * h; k < Kp; k += kGroup) {
+      __m512 wv[kColumns512];
+      REFEVAL_UNROLL for (int c = 0; c < kColumns512; ++c) {
+        wv[c] = _mm512_loadu_ps(tile + c * Kp + k);
+        asm("" : "+v"(wv[c]));  // one load each, not one per row or column (see load_row)
+      }
+      REFEVAL_UNROLL for (int r = 0; r < R; ++r) {
+        __m512 av = _mm512_loadu_ps(a + r * lda + k);
+        asm("" : "+v"(av));
+        REFEVAL_UNROLL for (int c = 0; c < kColumns512; ++c) acc[r][c] = _mm512_fmadd_ps(av, wv[c], acc[r][c]);
+      }
     }
+    REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+      REFEVAL_UNROLL for (int c = 0; c < kColumns512; ++c) _mm512_store_ps(chains[r][c] + 16 * h, acc[r][c]);
   }
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) {
-      const float sum = reduce_lanes(acc[r][c]);
-      y[r * ldy + n0 + c] = bias ? sum + bias[n0 + c] : sum;
-    }
+    for (int64_t c = 0; c < cols; ++c) store(reduce_chains(chains[r][c]), bias, n0 + c, y + r * ldy + n0 + c);
 }
 
-template <int C>
-void tile_rows(const float* a, int64_t lda, int64_t M, const float* tile, int64_t Kp, int64_t n0, const float* bias,
-               float* y, int64_t ldy) {
-  int64_t m = 0;
-  for (; m + 4 <= M; m += 4) tile_dot<4, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
-  switch (M - m) {
-    case 3: return tile_dot<3, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
-    case 2: return tile_dot<2, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
-    case 1: return tile_dot<1, C>(a + m * lda, lda, tile, Kp, n0, bias, y + m * ldy, ldy);
-    default: return;
-  }
-}
-
-// dequantize_column without g_idx, 8 values at a time; group g (values 8g .. 8g + 7) at
-// out + g * stride (stride 8: the column's values in a row; 16: interleaved with another column's).
+// dequantize_column_fast's AVX-512 form for blocks of 32 or more.
 template <int Bits, class S>
-void dequantize_column8(const NBitsWeight<S>& w, int64_t n, float* out, int64_t stride) {
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const uint8_t* blob = blob_of(w, n, b);
-    const __m256 scale = _mm256_set1_ps(scale_of(w, n, b)), zero = _mm256_set1_ps(zero_point_of(w, n, b));
-    const int64_t k0 = b * w.block_size, len = std::min(w.block_size, w.K - k0);
-    for (int64_t i = 0; i < len; i += kLanes) {
-      __m256 wv = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(unpack8<Bits>(blob, i)), zero), scale);
-      if (len - i < kLanes) wv = _mm256_and_ps(wv, lane_mask(len - i));
-      _mm256_storeu_ps(out + (k0 + i) / kLanes * stride, wv);
+void dequantize_column512(const NBitsWeight<S>& w, int64_t n, float* out) {
+  const uint8_t* column = blob_of(w, n, 0);
+  const int64_t full = w.K / kGroup;
+  for (int64_t b = 0, g = 0; g < full; ++b) {
+    const __m512 scale = _mm512_set1_ps(scale_of(w, n, b)), zero = _mm512_set1_ps(zero_point_of(w, n, b));
+    for (const int64_t end = std::min(full, g + w.block_size / kGroup); g < end; ++g) {
+      __m512i lo, hi;
+      unpack_group<Bits>(column, g, lo, hi);
+      _mm512_storeu_ps(out + g * kGroup, dequantize(lo, zero, scale));
+      _mm512_storeu_ps(out + g * kGroup + 16, dequantize(hi, zero, scale));
     }
   }
 }
+#endif
 
-// Column n's weights, 8 at a time every `stride` floats from out (Kp = round_up(K, 8) values).
+// Rows [0, R) x the tile's columns with 8-lane vectors: a pass per quarter of the chains.
+template <int R>
+void tile_dot256(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_t n0, int64_t cols, const float* bias,
+                 float* y, int64_t ldy) {
+  alignas(32) float chains[R][kTileColumns][kGroup];
+  REFEVAL_UNROLL for (int q = 0; q < 4; ++q) {
+    __m256 acc[R][kTileColumns];
+    REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+      REFEVAL_UNROLL for (int c = 0; c < kTileColumns; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t k = 8 * q; k < Kp; k += kGroup) {
+      __m256 wv[kTileColumns];
+      REFEVAL_UNROLL for (int c = 0; c < kTileColumns; ++c) wv[c] = _mm256_loadu_ps(tile + c * Kp + k);
+      REFEVAL_UNROLL for (int r = 0; r < R; ++r) {
+        const __m256 av = load_row(a + r * lda + k);
+        REFEVAL_UNROLL for (int c = 0; c < kTileColumns; ++c) acc[r][c] = _mm256_fmadd_ps(av, wv[c], acc[r][c]);
+      }
+    }
+    REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+      REFEVAL_UNROLL for (int c = 0; c < kTileColumns; ++c) _mm256_store_ps(chains[r][c] + 8 * q, acc[r][c]);
+  }
+  REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+    for (int64_t c = 0; c < cols; ++c) store(reduce_chains(chains[r][c]), bias, n0 + c, y + r * ldy + n0 + c);
+}
+
+// The tile's shape and its row passes: 4 rows x 6 columns with 16-lane vectors, 4 x 3 with 8-lane
+// ones (24 and 12 accumulators).
+using TileDot = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t);
+struct TileDots {
+  int64_t rows, columns;
+  const TileDot* dot;  // dot[r - 1] multiplies r rows
+};
+TileDots tile_dots() {
+#if defined(__AVX512F__)
+  static constexpr TileDot dots512[] = {tile_dot512<1>, tile_dot512<2>, tile_dot512<3>, tile_dot512<4>};
+  if (active_isa() == Isa::Avx512) return {4, kColumns512, dots512};
+#endif
+  static constexpr TileDot dots256[] = {tile_dot256<1>, tile_dot256<2>, tile_dot256<3>, tile_dot256<4>};
+  return {4, kTileColumns, dots256};
+}
+
+// dequantize_column with vectors for 4 and 8 bits without g_idx.
 template <class S>
-void dequantize_column_fast(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp, int64_t stride = kLanes) {
-  if (w.g_idx && stride == kLanes) return dequantize_column(w, n, out, Kp);
-  if (w.g_idx) {
-    std::vector<float> column(static_cast<size_t>(Kp));
-    dequantize_column(w, n, column.data(), Kp);
-    for (int64_t g = 0; g < Kp / kLanes; ++g) std::copy_n(column.data() + g * kLanes, kLanes, out + g * stride);
+void dequantize_column_fast(const NBitsWeight<S>& w, int64_t n, float* out, int64_t Kp) {
+  if (w.g_idx || w.bits == 2) return dequantize_column(w, n, out, Kp);
+#if defined(__AVX512F__)
+  if (w.block_size >= kGroup && active_isa() == Isa::Avx512) {
+    w.bits == 4 ? dequantize_column512<4>(w, n, out) : dequantize_column512<8>(w, n, out);
+    if (w.K % kGroup) dequantize_group(w, n, w.K / kGroup, out + w.K / kGroup * kGroup);
     return;
   }
-  switch (w.bits) {
-    case 2: return dequantize_column8<2>(w, n, out, stride);
-    case 4: return dequantize_column8<4>(w, n, out, stride);
-    default: return dequantize_column8<8>(w, n, out, stride);
-  }
-}
-
-#if defined(__AVX512F__)
-// The float tile with 512-bit vectors: each holds two columns' 8 lanes side by side (the tile
-// interleaves column pairs 8 values at a time) and each row's 8 values twice, so every lane runs
-// the same fused multiply-add chain as in tile_dot, twice as many per instruction: same bits.
-constexpr int64_t kPairs = 3;  // column pairs per tile (24 accumulators with 8 rows)
-
-template <int R>
-void pair_tile_dot(const float* a, int64_t lda, const float* tile, int64_t Kp, int64_t n0, int64_t cols,
-                   const float* bias, float* y, int64_t ldy) {
-  __m512 acc[R][kPairs];
-  for (int r = 0; r < R; ++r)
-    for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < Kp; k += kLanes) {
-    __m512 wv[kPairs];
-    for (int p = 0; p < kPairs; ++p) wv[p] = _mm512_loadu_ps(tile + p * 2 * Kp + 2 * k);
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_broadcast_f32x8(_mm256_loadu_ps(a + r * lda + k));
-      for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_fmadd_ps(av, wv[p], acc[r][p]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      const __m512 v = acc[r][c / 2];
-      const float sum = reduce_lanes(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
-      y[r * ldy + n0 + c] = bias ? sum + bias[n0 + c] : sum;
-    }
-}
-
-constexpr int64_t kPairRows = 8;  // rows of a full tile: 8 x 3 pairs of accumulators
-using PairTileDot = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t);
-template <int... Rs>
-PairTileDot pair_tile_dot_for(int rows, std::integer_sequence<int, Rs...>) {
-  PairTileDot f = nullptr;
-  ((rows == Rs + 1 ? (f = pair_tile_dot<Rs + 1>, 0) : 0), ...);
-  return f;
-}
-PairTileDot pair_tile_dot_for(int rows) { return pair_tile_dot_for(rows, std::make_integer_sequence<int, kPairRows>()); }
-
-template <class S>
-void pair_tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1,
-                const float* bias, float* y) {
-  const int64_t Kp = round_up(w.K, kLanes);
-  AlignedVector<float> tile(size_t(2 * kPairs * Kp));  // the last tile's missing columns are computed, not stored
-  for (int64_t n = n0; n < n1; n += 2 * kPairs) {
-    const int64_t cols = std::min(2 * kPairs, n1 - n);
-    for (int64_t c = 0; c < cols; ++c) dequantize_column_fast(w, n + c, tile.data() + c / 2 * 2 * Kp + c % 2 * kLanes, Kp, 2 * kLanes);
-    for (int64_t m = 0; m < M; m += kPairRows)
-      pair_tile_dot_for(int(std::min(kPairRows, M - m)))(a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N);
-  }
-}
 #endif
+  const uint8_t* column = blob_of(w, n, 0);
+  const int64_t full = w.K / kGroup;
+  for (int64_t g = 0; g < full; ++g) {
+    __m256i qv[4];
+    if (w.bits == 4) unpack_group<4>(column, g, qv);
+    else unpack_group<8>(column, g, qv);
+    for (int q = 0; q < 4; ++q) {
+      const int64_t b = quarter_block(w, g, q);
+      _mm256_storeu_ps(out + g * kGroup + 8 * q,
+                       dequantize(qv[q], _mm256_set1_ps(zero_point_of(w, n, b)), _mm256_set1_ps(scale_of(w, n, b))));
+    }
+  }
+  if (full * kGroup < Kp) dequantize_group(w, n, full, out + full * kGroup);
+}
 
 // Dequantizes a few columns at a time into a float tile and multiplies every row by it.
 template <class S>
 void tiled(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
            float* y) {
-  const int64_t Kp = round_up(w.K, kLanes);
-  AlignedVector<float> tile(size_t(kTileColumns * Kp));
-  for (int64_t n = n0; n < n1; n += kTileColumns) {
-    const int64_t cols = std::min(kTileColumns, n1 - n);
+  const int64_t Kp = round_up(w.K, kGroup);
+  const TileDots dots = tile_dots();
+  AlignedVector<float> tile(size_t(dots.columns * Kp));  // an edge tile's missing columns are computed, not stored
+  for (int64_t n = n0; n < n1; n += dots.columns) {
+    const int64_t cols = std::min(dots.columns, n1 - n);
     for (int64_t c = 0; c < cols; ++c) dequantize_column_fast(w, n + c, tile.data() + c * Kp, Kp);
-    switch (cols) {
-      case 3: tile_rows<3>(a, lda, M, tile.data(), Kp, n, bias, y, w.N); break;
-      case 2: tile_rows<2>(a, lda, M, tile.data(), Kp, n, bias, y, w.N); break;
-      default: tile_rows<1>(a, lda, M, tile.data(), Kp, n, bias, y, w.N); break;
-    }
+    for (int64_t m = 0; m < M; m += dots.rows)
+      dots.dot[std::min(dots.rows, M - m) - 1](a + m * lda, lda, tile.data(), Kp, n, cols, bias, y + m * w.N, w.N);
   }
 }
 
 template <class S>
 void vector_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
                     float* y) {
+  const bool fusable = !w.g_idx && w.bits != 2 && w.block_size >= kGroup;
 #if defined(__AVX512F__)
-  if ((M > kMaxFusedRows || w.g_idx) && active_isa() == Isa::Avx512) return pair_tiled(w, a, lda, M, n0, n1, bias, y);
+  if (fusable && M <= 4 && active_isa() == Isa::Avx512)
+    return w.bits == 4 ? fused512<4>(w, a, lda, M, n0, n1, bias, y) : fused512<8>(w, a, lda, M, n0, n1, bias, y);
 #endif
-  if (M > kMaxFusedRows || w.g_idx) return tiled(w, a, lda, M, n0, n1, bias, y);
-  switch (w.bits) {
-    case 2: return fused<2>(w, a, lda, M, n0, n1, bias, y);
-    case 4: return fused<4>(w, a, lda, M, n0, n1, bias, y);
-    default: return fused<8>(w, a, lda, M, n0, n1, bias, y);
+  if (fusable && M == 1) {
+    int64_t n = n0;
+    for (; n + 2 <= n1; n += 2) w.bits == 4 ? fused_row256<4, 2>(w, a, n, bias, y) : fused_row256<8, 2>(w, a, n, bias, y);
+    if (n < n1) w.bits == 4 ? fused_row256<4, 1>(w, a, n, bias, y) : fused_row256<8, 1>(w, a, n, bias, y);
+    return;
   }
+  tiled(w, a, lda, M, n0, n1, bias, y);
 }
 
 #endif
 
-// The portable code (--isa generic, CPUs without AVX2): the same operations one lane at a time.
+// The portable code (--isa generic, CPUs without AVX2): the same operations one chain at a time.
 template <class S>
 void portable_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
                       float* y) {
-  const int64_t Kp = round_up(w.K, kLanes);
+  const int64_t Kp = round_up(w.K, kGroup);
   std::vector<float> column(static_cast<size_t>(Kp));
   for (int64_t n = n0; n < n1; ++n) {
     dequantize_column(w, n, column.data(), Kp);
     for (int64_t m = 0; m < M; ++m) {
-      float lanes[kLanes] = {};
-      for (int64_t k = 0; k < Kp; k += kLanes)
-        for (int64_t j = 0; j < kLanes; ++j) lanes[j] = std::fma(a[m * lda + k + j], column[size_t(k + j)], lanes[j]);
-      const float sum = reduce_lanes(lanes);
-      y[m * w.N + n] = bias ? sum + bias[n] : sum;
+      float chains[kGroup] = {};
+      for (int64_t k = 0; k < Kp; k += kGroup)
+        for (int64_t j = 0; j < kGroup; ++j) chains[j] = std::fma(a[m * lda + k + j], column[size_t(k + j)], chains[j]);
+      store(reduce_chains(chains), bias, n, y + m * w.N + n);
     }
   }
 }
@@ -476,16 +505,19 @@ int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_
 
 }  // namespace
 
+
 template <class S>
 void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
   if (M == 0) return;
-  // Rows padded with zeros to a multiple of 8 values, so that every group of 8 reads whole lanes.
-  const int64_t Kp = round_up(w.K, kLanes);
-  std::vector<float> padded;
-  if (Kp != w.K) {
-    padded = scratch_vector<float>(M * Kp, "MatMulNBits' padded A");
-    for (int64_t m = 0; m < M; ++m) std::copy(a + m * w.K, a + (m + 1) * w.K, padded.begin() + m * Kp);
-    a = padded.data();
+  // A's rows in the kernel's order, padded with zeros to whole groups.
+  const int64_t Kp = round_up(w.K, kGroup);
+  std::vector<float> ordered;
+  if (Kp != w.K || w.bits == 4) {
+    ordered = scratch_vector<float>(M * Kp, "MatMulNBits' reordered A");
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < w.K; ++k)
+        ordered[size_t(m * Kp + k / kGroup * kGroup + position_in_group(w.bits, k % kGroup))] = a[m * w.K + k];
+    a = ordered.data();
   }
   parallel_for(w.N, column_grain(w.K, M), [&](int64_t n0, int64_t n1) { columns(w, a, Kp, M, n0, n1, bias, y); });
 }
