@@ -10,11 +10,6 @@
 #   benchmarks/nbits/bench_nbits.sh [BUILD_DIR]     (REPEAT=50, ROUNDS=3, THREADS=1, LEVEL=0)
 # LEVEL=4 times ORT's int8 path against refeval's exact math (and --emulate-accuracy-level when
 # EMULATE=1).
-# 2026-12-03, 2-vCPU AMD EPYC VM (AVX2, no AVX-512 exposed), busy with other builds (minima are
-# steadier than medians), refeval / ORT kernel time: M = 1: 0.57 (768), 0.60 (2304), 0.61 (3072),
-# 0.63 (32000; 2.9 vs 4.6 ms); M = 32: 1.23, 1.24, 1.17, 1.19. ORT 1.30 at accuracy_level 0 runs
-# its float path here; at level 4 its int8 kernel is 2.3-4x faster than refeval's exact math at
-# M = 1 and 3-10x faster than refeval's emulation of it (LM head: 1.2 ms, 2.8 ms, 6.6 ms).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/common.sh"
@@ -38,6 +33,9 @@ t = sorted(e["dur"] / 1000 for e in events if e.get("cat") == "Node" and e["name
 t = sorted(t[1:]) if len(t) > 1 else t
 print(f"{t[len(t) // 2]:.4f} {t[0]:.4f}")' "$1"
 }
+echo "K = 768, threads $threads, accuracy_level $level${emulate:+ (refeval with --emulate-accuracy-level)}; kernel ms over $repeat runs x $rounds rounds"
+echo
+echo '```'
 printf "%-18s %10s %10s %12s %12s %6s %8s %6s\n" model ort_med ort_min refeval_med refeval_min ratio min_rat check
 for M in 1 32; do
   for N in 768 2304 3072 32000; do
@@ -61,3 +59,4 @@ for M in 1 32; do
       "$(median "${our_med[@]}")" "$rm" "$(median "${ratio[@]}")" "$(awk -v x="$rm" -v o="$om" 'BEGIN { print x / o }')" "$check"
   done
 done
+echo '```'

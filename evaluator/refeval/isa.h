@@ -4,14 +4,14 @@
 // that every path runs and is tested on one machine.
 //
 // What follows it: the float GEMM (MatMul, Gemm, Conv: AVX-512 few-row and panel kernels, AVX2
-// tiles, portable loops), MatMulNBits (AVX-512 pair tiles, AVX2 tiles, portable lanes), the vector
+// tiles, portable loops), MatMulNBits (AVX-512 and AVX2 register and float tiles, portable chains), the vector
 // math of elementwise ops (glibc's 16- and 8-lane functions, or libm one value at a time), TopK's
 // block test and the strided copies of convolutions. The recurrent cells' vectors, MatMulInteger's
 // int16 tiles and float16 casts keep the build's widest form (the same bits on every path).
 //
-// Which outputs differ: no product (each output of MatMul, Gemm, Conv and MatMulNBits is one chain
-// of fused multiply-adds over k in order on every path; below 32K multiply-adds all paths use
-// Eigen), no integer kernel, TopK, Erf or Sqrt, and Exp not between AVX-512 and AVX2 (glibc's
+// Which outputs differ: no product (each output of MatMul, Gemm and Conv is one chain of fused
+// multiply-adds over k in order on every path, below 32K multiply-adds all paths use Eigen; each
+// of MatMulNBits is 32 chains summed in one fixed order, matmul_nbits_kernel.h), no integer kernel, TopK, Erf or Sqrt, and Exp not between AVX-512 and AVX2 (glibc's
 // 16-lane expf gives the 8-lane one's bits for every float). The portable path's scalar libm
 // differs from glibc's vector functions by at most 2 ulps (Tanh, Sin, Cos), 3 (Exp, Softplus) or
 // 4 (Log, Sigmoid), measured over 2^20 floats in [-20, 20] and (0, 5].

@@ -20,11 +20,13 @@ struct NBitsWeight {
 
 // y (M x N) = a (M x K) · dequant(w)ᵀ + bias (bias may be null), row-major, in float. Weight
 // (n, k) is (float(q) - zp) * scale computed in float, with the zp and scale of block g_idx[k]
-// (default k / block_size) and q the k-th value of column n. Each y[m][n] is one fixed sum: eight
-// lanes, lane j a chain of fused multiply-adds over the k = j (mod 8) in increasing order, then
-// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), then + bias. It depends neither on M, on the
-// row, on the thread count (the work is split over N) nor on the CPU (the AVX2 and the portable
-// code perform the same operations).
+// (default k / block_size) and q the k-th value of column n. Each y[m][n] is one fixed sum over
+// the k in groups of 32 (zeros beyond K), each group's values in the order unpacking them whole
+// yields (4 bits: the even k, then the odd k; 2 and 8 bits: k order): 32 chains of fused
+// multiply-adds, chain j over position j of every group in increasing k, then
+// u_i = (c_i + c_(i+16)) + (c_(i+8) + c_(i+24)) for i < 8, ((u0 + u4) + (u2 + u6)) + ((u1 + u5) +
+// (u3 + u7)), then + bias. It depends neither on M, on the row, on the thread count (the work is
+// split over N) nor on the CPU (the AVX-512, AVX2 and portable code perform the same operations).
 template <class S>
 void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y);
 
