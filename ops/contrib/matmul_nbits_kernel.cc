@@ -211,6 +211,19 @@ inline __m512 dequantize(__m512i q, __m512 zero, __m512 scale) {
   return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q), zero), scale);
 }
 
+// A 4-bit block's 16 weights, (float(i) - zp) * scale for i = 0..15: looked up instead of
+// computed per value, the same bits for a multiply less per 16 values (on a Zen 4, whose two
+// multiply pipes bound the decode tile: k768 x n3072 at M = 1: 0.153 -> 0.122 ms).
+inline __m512 block_levels(__m512 zero, __m512 scale) {
+  return dequantize(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), zero, scale);
+}
+// Full 4-bit group g's weights from its block's levels: positions 0-15 (low nibbles) in lo, 16-31 in hi.
+inline void lookup_group(const uint8_t* column, int64_t g, __m512 levels, __m512& lo, __m512& hi) {
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column + g * 16)));
+  lo = _mm512_permutexvar_ps(b, levels);  // the index's low 4 bits: the low nibble
+  hi = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), levels);
+}
+
 // A decode step waits on B's bytes more than it computes: each column's bytes 4 KB further on are
 // asked for ahead, once per cache line (GenAI int4 12 x 768's decode step 13.0 -> 9.7 ms; 1 KB
 // ahead helped less, 16 KB as much).
@@ -235,9 +248,11 @@ void fused_tile512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t
   REFEVAL_UNROLL for (int r = 0; r < R; ++r)
     REFEVAL_UNROLL for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
   for (int64_t b = 0, g = 0; g < full; ++b) {
-    __m512 scale[C], zero[C];
-    REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+    __m512 scale[C], zero[C], levels[C];
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) {
       scale[c] = _mm512_set1_ps(scale_of(w, n0 + c, b)), zero[c] = _mm512_set1_ps(zero_point_of(w, n0 + c, b));
+      if constexpr (Bits == 4) levels[c] = block_levels(zero[c], scale[c]);
+    }
     for (const int64_t end = std::min(full, g + w.block_size / kGroup); g < end; ++g) {
       if (g * kGroupBytes % 64 == 0)
         REFEVAL_UNROLL for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(column[c] + g * kGroupBytes + kPrefetchBytes), _MM_HINT_T0);
@@ -245,9 +260,14 @@ void fused_tile512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t
       REFEVAL_UNROLL for (int r = 0; r < R; ++r)
         REFEVAL_UNROLL for (int h = 0; h < 2; ++h) av[r][h] = _mm512_loadu_ps(a + r * lda + g * kGroup + 16 * h);
       REFEVAL_UNROLL for (int c = 0; c < C; ++c) {
-        __m512i lo, hi;
-        unpack_group<Bits>(column[c], g, lo, hi);
-        const __m512 wlo = dequantize(lo, zero[c], scale[c]), whi = dequantize(hi, zero[c], scale[c]);
+        __m512 wlo, whi;
+        if constexpr (Bits == 4) {
+          lookup_group(column[c], g, levels[c], wlo, whi);
+        } else {
+          __m512i lo, hi;
+          unpack_group<Bits>(column[c], g, lo, hi);
+          wlo = dequantize(lo, zero[c], scale[c]), whi = dequantize(hi, zero[c], scale[c]);
+        }
         REFEVAL_UNROLL for (int r = 0; r < R; ++r) {
           acc[r][c][0] = _mm512_fmadd_ps(av[r][0], wlo, acc[r][c][0]);
           acc[r][c][1] = _mm512_fmadd_ps(av[r][1], whi, acc[r][c][1]);
@@ -321,11 +341,18 @@ void dequantize_column512(const NBitsWeight<S>& w, int64_t n, float* out) {
   const int64_t full = w.K / kGroup;
   for (int64_t b = 0, g = 0; g < full; ++b) {
     const __m512 scale = _mm512_set1_ps(scale_of(w, n, b)), zero = _mm512_set1_ps(zero_point_of(w, n, b));
+    const __m512 levels = Bits == 4 ? block_levels(zero, scale) : scale;
     for (const int64_t end = std::min(full, g + w.block_size / kGroup); g < end; ++g) {
-      __m512i lo, hi;
-      unpack_group<Bits>(column, g, lo, hi);
-      _mm512_storeu_ps(out + g * kGroup, dequantize(lo, zero, scale));
-      _mm512_storeu_ps(out + g * kGroup + 16, dequantize(hi, zero, scale));
+      __m512 wlo, whi;
+      if constexpr (Bits == 4) {
+        lookup_group(column, g, levels, wlo, whi);
+      } else {
+        __m512i lo, hi;
+        unpack_group<Bits>(column, g, lo, hi);
+        wlo = dequantize(lo, zero, scale), whi = dequantize(hi, zero, scale);
+      }
+      _mm512_storeu_ps(out + g * kGroup, wlo);
+      _mm512_storeu_ps(out + g * kGroup + 16, whi);
     }
   }
 }
