@@ -458,3 +458,16 @@ TEST_CASE("quick-gelu: a gate x * Sigmoid(g) and a Sigmoid read elsewhere stay, 
   CHECK(count_ops(run(exposed, {"quick-gelu"}), "QuickGelu") == 0);
   CHECK(has_line(explain(exposed, {"quick-gelu"}), "quick-gelu", "'/mlp/Sigmoid': the intermediate 'sig'"));
 }
+
+TEST_CASE("skip-layer-norm: an Add of two constants is no residual and stays, saying so") {
+  // Run alone, before constant folding would fold the sum (the whole optimizer folds it when the
+  // result is small enough, so this reason is reached by large constant sums only).
+  const Model m = model(graph("skip",
+                              {node("Add", {"c1", "c2"}, {"sum"}), node("LayerNormalization", {"sum", "gamma"}, {"n"}, {attr("epsilon", 1e-5f)}),
+                               node("Mul", {"n", "x"}, {"y"})},
+                              {tensor_info("x", DType::Float, {"batch", 3, kH})}, {tensor_info("y", DType::Float, {"batch", 3, kH})},
+                              {{"c1", ramp({1, 3, kH}, 0.1f, 0.2f)}, {"c2", ramp({1, 3, kH}, -0.4f, 0.1f)}, {"gamma", ramp({kH}, 0.5f, 0.1f)}}),
+                        {{"", 17}});
+  CHECK(count_ops(run(m, {"skip-layer-norm"}), "SkipLayerNormalization") == 0);
+  CHECK(has_line(explain(m, {"skip-layer-norm"}), "skip-layer-norm", "adds two constants"));
+}

@@ -1,0 +1,46 @@
+// Graphs ONNX's rules reject still reach the optimizer when a user hands it one (refeval optimize
+// does not run ONNX's checker first): each pass refuses such a match with its reason instead of
+// reading past a tensor's dims.
+#include <doctest/doctest.h>
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include "optimize_test_util.h"
+#include "pass.h"
+#include "shape_inference.h"
+
+using namespace refeval;
+using namespace refeval::build;
+using refeval::testing::count_ops;
+using refeval::testing::ramp;
+
+namespace {
+
+std::vector<std::string> not_fused(Model m, const optimize::Pass& pass) {
+  const optimize::Inference inference = optimize::infer(m);
+  optimize::Explain explain;
+  optimize::PassContext ctx{Registry::builtin(), &inference, &explain};
+  pass.run(m, ctx);
+  CHECK(count_ops(m, "MatMul") == 0);  // nothing rewritten
+  return explain.not_fused;
+}
+
+}  // namespace
+
+TEST_CASE("gemm-reshape: a Gemm whose B is a 3-D constant is refused, named") {
+  // Hugging Face's Conv1D form (Reshape -> Gemm -> Reshape) with B stored (16, 24, 1).
+  const Model m = model(graph("conv1d",
+                              {node("Reshape", {"x", "flat_shape"}, {"flat"}), node("Gemm", {"flat", "w", "b"}, {"h"}, {}, "/c_fc/Gemm"),
+                               node("Reshape", {"h", "out_shape"}, {"y"})},
+                              {tensor_info("x", DType::Float, {2, 6, 16})}, {tensor_info("y", DType::Float, {2, 6, 24})},
+                              {{"flat_shape", Tensor::from_vector<int64_t>({2}, {-1, 16})},
+                               {"out_shape", Tensor::from_vector<int64_t>({3}, {2, 6, 24})},
+                               {"w", ramp({16, 24, 1}, 0.1f, 0.01f)},
+                               {"b", ramp({24}, 0.0f, 0.1f)}}),
+                        {{"", 17}});
+  const std::vector<std::string> lines = not_fused(m, optimize::gemm_reshape_pass());
+  INFO(fmt::format("{}", fmt::join(lines, " | ")));
+  CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.rfind("not fused: gemm-reshape at ", 0) == 0 && l.find("the Gemm's B is not a 2-D constant") != std::string::npos;
+  }));
+}
