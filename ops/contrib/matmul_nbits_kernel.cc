@@ -195,6 +195,98 @@ void fused_row256(const NBitsWeight<S>& w, const float* a, int64_t n0, const flo
   REFEVAL_UNROLL for (int c = 0; c < C; ++c) store(reduce_chains(acc[c]), bias, n0 + c, y + n0 + c);
 }
 
+// Quarter Q of the chains (positions 8Q .. 8Q + 7 of every group) of rows [0, R) x columns
+// [n0, n0 + C), B unpacked into registers; `tail` holds each column's partial last group. A pass
+// per quarter keeps one accumulator per row and column, as many as AVX2's 16 registers hold for up
+// to 4 rows; each pass unpacks only its quarter (for 4 bits: the low or high nibbles of 8 bytes).
+constexpr int64_t kMaxFusedBlocks = 256;  // blocks per column whose parameters the AVX2 row tiles gather first
+
+// Half H of the chains (positions 16H .. 16H + 15 of every group: two of unpack_group's quarters)
+// of rows [0, R) x columns [n0, n0 + C), B unpacked into registers; `tail` holds each column's
+// partial last group, `scales` and `zeros` its blocks' parameters. Two passes over B fit 2 to 4
+// rows in AVX2's 16 registers, where all four quarters of several rows at once would not (one
+// pass per quarter, each fetching the blocks' parameters and A again, was slower still).
+template <int Bits, int R, int C, int H, class S>
+[[gnu::noinline]] void fused_half256(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, const float (*tail)[kGroup],
+                                     const float (*scales)[kMaxFusedBlocks], const float (*zeros)[kMaxFusedBlocks],
+                                     __m256 (&out)[R][C][2]) {
+  const int64_t full = w.K / kGroup;
+  const uint8_t* column[C];
+  REFEVAL_UNROLL for (int c = 0; c < C; ++c) column[c] = blob_of(w, n0 + c, 0);
+  __m256 acc[R][C][2];
+  REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm256_setzero_ps();
+  for (int64_t b = 0, g = 0; g < full; ++b) {
+    __m256 scale[C], zero[C];
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) scale[c] = _mm256_broadcast_ss(&scales[c][b]), zero[c] = _mm256_broadcast_ss(&zeros[c][b]);
+    for (const int64_t end = std::min(full, g + w.block_size / kGroup); g < end; ++g)
+      REFEVAL_UNROLL for (int c = 0; c < C; ++c) {
+        __m256i q[2];
+        if constexpr (Bits == 4) {
+          const uint8_t* p = column[c] + g * 16;
+          REFEVAL_UNROLL for (int i = 0; i < 2; ++i) {
+            const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i)));
+            q[i] = H == 0 ? _mm256_and_si256(bytes, _mm256_set1_epi32(0xF)) : _mm256_srli_epi32(bytes, 4);
+          }
+        } else {
+          REFEVAL_UNROLL for (int i = 0; i < 2; ++i)
+            q[i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(column[c] + g * 32 + 16 * H + 8 * i)));
+        }
+        REFEVAL_UNROLL for (int i = 0; i < 2; ++i) {
+          const __m256 wv = dequantize(q[i], zero[c], scale[c]);
+          REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+            acc[r][c][i] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + g * kGroup + 16 * H + 8 * i), wv, acc[r][c][i]);
+        }
+      }
+  }
+  if (full * kGroup < w.K)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c)
+      REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+        REFEVAL_UNROLL for (int i = 0; i < 2; ++i)
+          acc[r][c][i] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r * lda + full * kGroup + 16 * H + 8 * i),
+                                         _mm256_loadu_ps(tail[c] + 16 * H + 8 * i), acc[r][c][i]);
+  REFEVAL_UNROLL for (int r = 0; r < R; ++r)
+    REFEVAL_UNROLL for (int c = 0; c < C; ++c) out[r][c][0] = acc[r][c][0], out[r][c][1] = acc[r][c][1];
+}
+
+// Rows [0, R) x columns [n0, n0 + C) with 8-lane vectors (4 or 8 bits, blocks of 32 or more).
+template <int Bits, int R, int C, class S>
+void fused_tile256(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, const float* bias, float* y, int64_t ldy) {
+  alignas(32) float tail[C][kGroup];
+  if (w.K % kGroup)
+    for (int c = 0; c < C; ++c) dequantize_group(w, n0 + c, w.K / kGroup, tail[c]);
+  float scales[C][kMaxFusedBlocks], zeros[C][kMaxFusedBlocks];  // once for both passes
+  for (int c = 0; c < C; ++c)
+    for (int64_t b = 0; b < w.k_blocks; ++b) scales[c][b] = scale_of(w, n0 + c, b), zeros[c][b] = zero_point_of(w, n0 + c, b);
+  __m256 low[R][C][2], high[R][C][2];
+  fused_half256<Bits, R, C, 0>(w, a, lda, n0, tail, scales, zeros, low);
+  fused_half256<Bits, R, C, 1>(w, a, lda, n0, tail, scales, zeros, high);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const __m256 v[4] = {low[r][c][0], low[r][c][1], high[r][c][0], high[r][c][1]};
+      store(reduce_chains(v), bias, n0 + c, y + r * ldy + n0 + c);
+    }
+}
+
+template <int Bits, int R, int C, class S>
+void fused_columns256(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, int64_t n1, const float* bias,
+                      float* y, int64_t ldy) {
+  int64_t n = n0;
+  for (; n + C <= n1; n += C) fused_tile256<Bits, R, C>(w, a, lda, n, bias, y, ldy);
+  for (; n < n1; ++n) fused_tile256<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
+}
+
+// 2 to 4 rows with 8-lane vectors.
+template <int Bits, class S>
+void fused256(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, int64_t n0, int64_t n1, const float* bias,
+              float* y) {
+  switch (M) {
+    case 2: return fused_columns256<Bits, 2, 2>(w, a, lda, n0, n1, bias, y, w.N);
+    case 3: return fused_columns256<Bits, 3, 1>(w, a, lda, n0, n1, bias, y, w.N);
+    default: return fused_columns256<Bits, 4, 1>(w, a, lda, n0, n1, bias, y, w.N);
+  }
+}
+
 #if defined(__AVX512F__)
 // Chains 0-15 in lo, 16-31 in hi.
 inline float reduce_chains(__m512 lo, __m512 hi) {
@@ -460,6 +552,8 @@ void vector_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_
     if (n < n1) w.bits == 4 ? fused_row256<4, 1>(w, a, n, bias, y) : fused_row256<8, 1>(w, a, n, bias, y);
     return;
   }
+  if (fusable && M <= 4 && w.k_blocks <= kMaxFusedBlocks)
+    return w.bits == 4 ? fused256<4>(w, a, lda, M, n0, n1, bias, y) : fused256<8>(w, a, lda, M, n0, n1, bias, y);
   tiled(w, a, lda, M, n0, n1, bias, y);
 }
 

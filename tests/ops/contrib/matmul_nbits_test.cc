@@ -242,7 +242,7 @@ TEST_CASE("MatMulNBits: dequantization is exact, (q - zp) * scale per element") 
 }
 
 TEST_CASE("MatMulNBits: bit-identical across thread counts, batch sizes and instruction sets") {
-  // Large enough that two threads split the columns, for the register paths (1 and 3 rows; blocks
+  // Large enough that two threads split the columns, for the register paths (1 to 4 rows; blocks
   // of 32 and 64) and the float-tile path (17, 14 and 9 rows: full tiles and edge tiles; 601
   // columns: an edge tile of columns; blocks of 16, 2-bit weights); K = 260 ends in a partial
   // group of 4. A row computed alone equals the same row within the batch, and every instruction
@@ -256,7 +256,7 @@ TEST_CASE("MatMulNBits: bit-identical across thread counts, batch sizes and inst
         const Inputs in = make_inputs(p);
         const float* a = in.a.data<float>();
         Tensor batch;
-        for (int64_t M : {17, 14, 9, 3, 1}) {
+        for (int64_t M : {17, 14, 9, 4, 3, 2, 1}) {
           Problem q = p;
           q.a_shape = {M, p.K};
           Inputs rows = in;
