@@ -78,9 +78,14 @@ void dequantize_range(const NBitsWeight<S>& w, int64_t n, int64_t k0, int64_t k1
   for (int64_t k = k0; k < k1;) {
     const int64_t stored = k / w.block_size, end = std::min(k1, (stored + 1) * w.block_size);
     const uint8_t* blob = blob_of(w, n, stored);
-    for (; k < end; ++k) {
-      const int64_t b = w.g_idx ? w.g_idx[k] : stored;  // g_idx: another block's parameters
-      out[k - k0] = (float(quantized(blob, w.bits, k % w.block_size)) - zero_point_of(w, n, b)) * scale_of(w, n, b);
+    if (w.g_idx) {  // each k may take another block's parameters
+      for (; k < end; ++k) {
+        const int64_t b = w.g_idx[k];
+        out[k - k0] = (float(quantized(blob, w.bits, k % w.block_size)) - zero_point_of(w, n, b)) * scale_of(w, n, b);
+      }
+    } else {
+      const float zero = zero_point_of(w, n, stored), scale = scale_of(w, n, stored);
+      for (int64_t i = k % w.block_size; k < end; ++k, ++i) out[k - k0] = (float(quantized(blob, w.bits, i)) - zero) * scale;
     }
   }
 }
@@ -92,7 +97,8 @@ void dequantize_group(const NBitsWeight<S>& w, int64_t n, int64_t g, float* out)
   const int64_t k0 = g * kGroup, len = std::min(kGroup, w.K - k0);
   dequantize_range(w, n, k0, k0 + len, natural);
   std::fill(natural + len, natural + kGroup, 0.0f);
-  for (int64_t i = 0; i < kGroup; ++i) out[position_in_group(w.bits, i)] = natural[i];
+  if (w.bits != 4) return (void)std::copy(natural, natural + kGroup, out);
+  for (int64_t j = 0; j < kGroup / 2; ++j) out[j] = natural[2 * j], out[kGroup / 2 + j] = natural[2 * j + 1];  // position_in_group
 }
 
 // Column n in the kernel's order into out[0, Kp), Kp = round_up(K, 32).
