@@ -4,11 +4,14 @@
 // 16 bytes, a mask (the low nibbles: even k) and a shift (the high ones: odd k); for 8 bits two
 // widening loads in k order. Taking 8 values in k order instead cost a broadcast, a variable
 // shift and a mask per 8 (k768 x n3072 at M = 1: 0.31 ms, 7.7 GMAC/s, against ONNX Runtime's
-// 0.19). A's rows are put in that order once per call. Up to 4 rows (AVX-512; 1 on AVX2) unpack
-// B's groups into registers and consume them at once; more rows, g_idx, 2-bit weights and blocks
-// of 16 dequantize 3 columns into a float tile in the same order and reuse it for every row. All
-// paths, and the portable code below them, compute the same values in the same order, so a row's
-// result depends neither on the rows that come with it nor on the CPU.
+// 0.19). A's rows are put in that order once per call.
+//   - Up to 4 rows unpack B's groups into registers and consume them at once: AVX-512 all 32
+//     chains in one pass (4-bit weights looked up from their block's 16 levels), AVX2 one row in
+//     one pass and 2 to 4 rows in two passes of 16 chains.
+//   - More rows, g_idx, 2-bit weights and blocks of 16 dequantize a few columns into a float tile
+//     in the same order and reuse it for every row.
+// All paths, and the portable code below them, compute the same values in the same order, so a
+// row's result depends neither on the rows that come with it nor on the CPU.
 #include "matmul_nbits_kernel.h"
 
 #include <algorithm>
