@@ -44,3 +44,18 @@ TEST_CASE("gemm-reshape: a Gemm whose B is a 3-D constant is refused, named") {
     return l.rfind("not fused: gemm-reshape at ", 0) == 0 && l.find("the Gemm's B is not a 2-D constant") != std::string::npos;
   }));
 }
+
+TEST_CASE("attention: a Softmax without an input is refused, named") {
+  const Model m = model(graph("softmax", {node("Softmax", {}, {"y"}, {attr("axis", int64_t(-1))}, "/attn/Softmax")}, {},
+                              {tensor_info("y", DType::Float, {2, 4})}, {}),
+                        {{"", 17}});
+  const optimize::Inference inference = optimize::infer(m);
+  optimize::Explain explain;
+  optimize::PassContext ctx{Registry::builtin(), &inference, &explain};
+  Model out = m;
+  optimize::attention_pass().run(out, ctx);
+  CHECK(out.graph.nodes.size() == 1);
+  INFO(fmt::format("{}", fmt::join(explain.not_fused, " | ")));
+  CHECK(std::any_of(explain.not_fused.begin(), explain.not_fused.end(),
+                    [](const std::string& l) { return l.find("a Softmax without input or output") != std::string::npos; }));
+}
