@@ -4,7 +4,8 @@
 // that every path runs and is tested on one machine.
 //
 // What follows it: the float GEMM (MatMul, Gemm, Conv: AVX-512 few-row and panel kernels, AVX2
-// tiles, portable loops), MatMulNBits (AVX-512 and AVX2 register and float tiles, portable chains), the vector
+// tiles, portable loops; MatMul and Gemm take the AVX2 tiles on a half-width AVX-512 CPU unless
+// the path was forced), MatMulNBits (AVX-512 and AVX2 register and float tiles, portable chains), the vector
 // math of elementwise ops (glibc's 16- and 8-lane functions, or libm one value at a time), TopK's
 // block test and the strided copies of convolutions. The recurrent cells' vectors, MatMulInteger's
 // int16 tiles and float16 casts keep the build's widest form (the same bits on every path).
@@ -33,6 +34,11 @@ Isa best_isa();
 std::vector<Isa> runnable_isas();
 // Forces a path (nullopt: back to the best); a path above best_isa() is a usage error naming both.
 void force_isa(std::optional<Isa> isa);
+// Whether --isa, REFEVAL_ISA or force_isa chose the path (rather than the CPU).
+bool isa_forced();
+// Whether this CPU runs 512-bit arithmetic as two 256-bit halves (AMD's Zen 4): AVX-512 then
+// brings no more multiply-adds per cycle than AVX2, and kernels may prefer their AVX2 form.
+bool half_width_avx512();
 
 const char* isa_name(Isa isa);  // "avx512", "avx2", "generic"
 // "avx512" / "avx2" / "generic"; a usage error naming the choices otherwise.

@@ -2,6 +2,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <fmt/format.h>
 
@@ -33,11 +38,14 @@ Isa cpu_best() {
   return Isa::Generic;
 }
 
+std::atomic<bool> g_forced{false};
+
 // REFEVAL_ISA, read once, before any kernel asks.
 Isa initial() {
   const Isa best = best_isa();
   const char* env = std::getenv("REFEVAL_ISA");
   if (!env || !*env) return best;
+  g_forced = true;
   const Isa wanted = parse_isa(env);
   if (int(wanted) > int(best))
     fail_usage(fmt::format("REFEVAL_ISA={}: this machine and build run at most {}", env, isa_name(best)));
@@ -69,6 +77,29 @@ void force_isa(std::optional<Isa> isa) {
   if (int(want) > int(best_isa()))
     fail_usage(fmt::format("--isa {}: this machine and build run at most {}", isa_name(want), isa_name(best_isa())));
   current().store(int(want), std::memory_order_relaxed);
+  g_forced = isa.has_value();
+}
+
+bool isa_forced() {
+  current();  // REFEVAL_ISA read
+  return g_forced.load(std::memory_order_relaxed);
+}
+
+bool half_width_avx512() {
+  static const bool half = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (best_isa() != Isa::Avx512 || !__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+    char vendor[12];
+    std::memcpy(vendor, &ebx, 4), std::memcpy(vendor + 4, &edx, 4), std::memcpy(vendor + 8, &ecx, 4);
+    if (std::memcmp(vendor, "AuthenticAMD", 12) != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const unsigned family = ((eax >> 8) & 0xF) + ((eax >> 20) & 0xFF);
+    return family == 0x19;  // Zen 3 and 4; only Zen 4 has AVX-512. Zen 5 (0x1A) runs it full width.
+#else
+    return false;
+#endif
+  }();
+  return half;
 }
 
 const char* isa_name(Isa isa) {

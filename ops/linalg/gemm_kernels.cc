@@ -352,7 +352,8 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks)
                                         : pack_in_order_avx2(trans_b, K_, N_, static_cast<const uint16_t*>(b.raw_data()),
                                                              b.dtype() == DType::Float16 ? StripType::Float16
                                                                                          : StripType::BFloat16)) {
-  if (!narrow() && trans_b && few_row_blocks && in_order_avx512_suits()) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
+  if (!narrow() && trans_b && few_row_blocks && in_order_avx512_suits() && !in_order_avx2_takes_all())
+    small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
   // From now on the kernels read the float strips for products of any number of rows (gemm()
   // below): a weight mapped from its file leaves memory, and is read back from the file only by
   // the rare product that takes B itself (tiny ones, on Eigen).
@@ -379,7 +380,7 @@ uint64_t packing_budget() {
 }
 std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b, bool few_row_blocks = true) {
   // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
-  const uint64_t copies = trans_b && few_row_blocks && in_order_avx512_suits() ? 2 : 1;  // strips, and the transposed B's blocks
+  const uint64_t copies = trans_b && few_row_blocks && in_order_avx512_suits() && !in_order_avx2_takes_all() ? 2 : 1;  // strips, and the transposed B's blocks
   if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.nbytes()) > packing_budget())
     return nullptr;
   return std::make_shared<const ConstantRhs>(b, trans_b, few_row_blocks);
