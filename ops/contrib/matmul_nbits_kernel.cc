@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -120,6 +121,15 @@ inline float reduce_chains(const float* c) {
 }
 
 inline void store(float sum, const float* bias, int64_t n, float* out) { *out = bias ? sum + bias[n] : sum; }
+
+// Columns [n0, n1) in tiles of C, then the rest one at a time: tile(std::integral_constant<int,
+// columns>, first column), so that each tile width is its own instantiation.
+template <int C, class Tile>
+void column_tiles(int64_t n0, int64_t n1, Tile&& tile) {
+  int64_t n = n0;
+  for (; n + C <= n1; n += C) tile(std::integral_constant<int, C>(), n);
+  for (; n < n1; ++n) tile(std::integral_constant<int, 1>(), n);
+}
 
 #if REFEVAL_NBITS_AVX2
 
@@ -280,9 +290,7 @@ void fused_tile256(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t
 template <int Bits, int R, int C, class S>
 void fused_columns256(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, int64_t n1, const float* bias,
                       float* y, int64_t ldy) {
-  int64_t n = n0;
-  for (; n + C <= n1; n += C) fused_tile256<Bits, R, C>(w, a, lda, n, bias, y, ldy);
-  for (; n < n1; ++n) fused_tile256<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
+  column_tiles<C>(n0, n1, [&](auto cols, int64_t n) { fused_tile256<Bits, R, decltype(cols)::value>(w, a, lda, n, bias, y, ldy); });
 }
 
 // 2 to 4 rows with 8-lane vectors.
@@ -395,9 +403,7 @@ void fused_tile512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t
 template <int Bits, int R, int C, class S>
 void fused_columns512(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t n0, int64_t n1, const float* bias,
                       float* y, int64_t ldy) {
-  int64_t n = n0;
-  for (; n + C <= n1; n += C) fused_tile512<Bits, R, C>(w, a, lda, n, bias, y, ldy);
-  for (; n < n1; ++n) fused_tile512<Bits, R, 1>(w, a, lda, n, bias, y, ldy);
+  column_tiles<C>(n0, n1, [&](auto cols, int64_t n) { fused_tile512<Bits, R, decltype(cols)::value>(w, a, lda, n, bias, y, ldy); });
 }
 
 template <int Bits, class S>
@@ -556,10 +562,10 @@ void vector_columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_
     return w.bits == 4 ? fused512<4>(w, a, lda, M, n0, n1, bias, y) : fused512<8>(w, a, lda, M, n0, n1, bias, y);
 #endif
   if (fusable && M == 1) {
-    int64_t n = n0;
-    for (; n + 2 <= n1; n += 2) w.bits == 4 ? fused_row256<4, 2>(w, a, n, bias, y) : fused_row256<8, 2>(w, a, n, bias, y);
-    if (n < n1) w.bits == 4 ? fused_row256<4, 1>(w, a, n, bias, y) : fused_row256<8, 1>(w, a, n, bias, y);
-    return;
+    return column_tiles<2>(n0, n1, [&](auto cols, int64_t n) {
+      constexpr int kCols = decltype(cols)::value;
+      w.bits == 4 ? fused_row256<4, kCols>(w, a, n, bias, y) : fused_row256<8, kCols>(w, a, n, bias, y);
+    });
   }
   if (fusable && M <= 4 && w.k_blocks <= kMaxFusedBlocks)
     return w.bits == 4 ? fused256<4>(w, a, lda, M, n0, n1, bias, y) : fused256<8>(w, a, lda, M, n0, n1, bias, y);

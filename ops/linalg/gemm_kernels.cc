@@ -128,7 +128,6 @@ bool empty_or_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* 
   return true;
 }
 
-
 // B where it lies (K x N, or stored N x K when transposed), copied a panel at a time into the
 // panel kernel's strips of 16 columns.
 class MatrixSource final : public PanelSource {
@@ -343,6 +342,14 @@ PackedStrips PackedWeight::strips() const {
   return {wide.empty() ? nullptr : wide.data(), StripType::Float};
 }
 
+namespace {
+// Whether a constant B gets the AVX-512 small-M kernel's blocks beside its strips: transposed, and
+// the kernel runs here for few rows.
+bool small_m_blocks_read(bool trans_b, bool few_row_blocks) {
+  return trans_b && few_row_blocks && in_order_avx512_suits() && !in_order_avx2_takes_all();
+}
+}  // namespace
+
 std::atomic<uint64_t> g_packs{0};
 std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against packing_budget()
 
@@ -352,8 +359,7 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks)
                                         : pack_in_order_avx2(trans_b, K_, N_, static_cast<const uint16_t*>(b.raw_data()),
                                                              b.dtype() == DType::Float16 ? StripType::Float16
                                                                                          : StripType::BFloat16)) {
-  if (!narrow() && trans_b && few_row_blocks && in_order_avx512_suits() && !in_order_avx2_takes_all())
-    small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
+  if (!narrow() && small_m_blocks_read(trans_b, few_row_blocks)) small_m_blocks_ = pack_small_m(true, K_, N_, b.data<float>());
   // From now on the kernels read the float strips for products of any number of rows (gemm()
   // below): a weight mapped from its file leaves memory, and is read back from the file only by
   // the rare product that takes B itself (tiny ones, on Eigen).
@@ -380,7 +386,7 @@ uint64_t packing_budget() {
 }
 std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b, bool few_row_blocks = true) {
   // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
-  const uint64_t copies = trans_b && few_row_blocks && in_order_avx512_suits() && !in_order_avx2_takes_all() ? 2 : 1;  // strips, and the transposed B's blocks
+  const uint64_t copies = small_m_blocks_read(trans_b, few_row_blocks) ? 2 : 1;  // strips, and the transposed B's blocks
   if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.nbytes()) > packing_budget())
     return nullptr;
   return std::make_shared<const ConstantRhs>(b, trans_b, few_row_blocks);
