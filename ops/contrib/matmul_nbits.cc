@@ -40,6 +40,10 @@ class MatMulNBits : public OpRun {
       ctx.fail(fmt::format("accuracy_level must be 0 to 4, got {}", accuracy_level_));
     if (const int64_t prepacked = ctx.attr<int64_t>("weight_prepacked", 0); prepacked != 0)
       ctx.fail(fmt::format("weight_prepacked = {} (B in a CUDA kernel's own layout) is not supported", prepacked));
+    // A weight no feed replaces is laid out once for the int8 path's kernel; any other, per call.
+    bool constant = ctx.constant_input(1) && ctx.constant_input(2);
+    if (ctx.has_input(3)) constant = constant && ctx.constant_input(3);
+    if (constant) int8_layout_ = std::make_unique<NBitsInt8Cache>();
   }
 
   Values run(const Values& in, RunContext&) override {
@@ -98,10 +102,12 @@ class MatMulNBits : public OpRun {
       const bool int8 = accuracy_level_ == 4 && emulate_accuracy_level() &&
                         ort_int8_path(bits_, block_size_, g_idx != nullptr, w.zero_points != nullptr);
       if constexpr (std::is_same_v<T, float>) {
-        (int8 ? nbits_gemm_int8<T> : nbits_gemm<T>)(w, pa, M, pbias, y.data<float>());
+        if (int8) nbits_gemm_int8<T>(w, pa, M, pbias, y.data<float>(), int8_layout_.get());
+        else nbits_gemm<T>(w, pa, M, pbias, y.data<float>());
       } else {
         std::vector<float> out(size_t(y.size()));
-        (int8 ? nbits_gemm_int8<T> : nbits_gemm<T>)(w, pa, M, pbias, out.data());
+        if (int8) nbits_gemm_int8<T>(w, pa, M, pbias, out.data(), int8_layout_.get());
+        else nbits_gemm<T>(w, pa, M, pbias, out.data());
         T* py = y.data<T>();
         for (size_t i = 0; i < out.size(); ++i) py[i] = T(out[i]);
       }
@@ -135,6 +141,7 @@ class MatMulNBits : public OpRun {
   }
 
   int64_t K_, N_, bits_, block_size_, accuracy_level_;
+  std::unique_ptr<NBitsInt8Cache> int8_layout_;  // null unless B and its parameters are constants
 };
 
 }  // namespace

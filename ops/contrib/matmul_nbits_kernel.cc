@@ -44,26 +44,6 @@ constexpr int64_t kTileColumns = 3;  // columns of the float tile with 8-lane ve
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Block b of column n: its blob, scale and zero point.
-template <class S>
-const uint8_t* blob_of(const NBitsWeight<S>& w, int64_t n, int64_t b) {
-  return w.data + (n * w.k_blocks + b) * (w.block_size * w.bits / 8);
-}
-template <class S>
-float scale_of(const NBitsWeight<S>& w, int64_t n, int64_t b) { return float(w.scales[n * w.k_blocks + b]); }
-template <class S>
-float zero_point_of(const NBitsWeight<S>& w, int64_t n, int64_t b) {
-  if (w.zero_points) return float(w.zero_points[n * w.k_blocks + b]);
-  if (!w.packed_zero_points) return float(1 << (w.bits - 1));
-  const int64_t row = (w.k_blocks * w.bits + 7) / 8, bit = b * w.bits;
-  return float((w.packed_zero_points[n * row + bit / 8] >> (bit % 8)) & ((1 << w.bits) - 1));
-}
-// Value i of a blob: widths 2, 4 and 8 never straddle a byte.
-inline int quantized(const uint8_t* blob, int64_t bits, int64_t i) {
-  const int64_t bit = i * bits;
-  return (blob[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
-}
-
 // Where value i of a group (k = 32 g + i) sits in the kernel's order: for 4 bits the even k (low
 // nibbles) first, then the odd k; otherwise k order.
 inline int64_t position_in_group(int64_t bits, int64_t i) { return bits == 4 ? i % 2 * 16 + i / 2 : i; }
@@ -600,49 +580,6 @@ void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, in
   portable_columns(w, a, lda, M, n0, n1, bias, y);
 }
 
-// A block's values minus its (integer) zero point, for the int8 path.
-template <int Bits>
-void unpack_block(const uint8_t* blob, int64_t block_size, int zero, int16_t* out) {
-#if REFEVAL_NBITS_AVX2
-  if constexpr (Bits != 2)
-    if (active_isa() != Isa::Generic) {  // 16 values at a time: bytes in value order, widened, minus the zero point
-      const __m256i z = _mm256_set1_epi16(int16_t(zero));
-      for (int64_t i = 0; i < block_size; i += 16) {
-        __m128i bytes;
-        if constexpr (Bits == 8) {
-          bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blob + i));
-        } else {
-          const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blob + i / 2)), low = _mm_set1_epi8(0x0F);
-          bytes = _mm_unpacklo_epi8(_mm_and_si128(x, low), _mm_and_si128(_mm_srli_epi16(x, 4), low));
-        }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_sub_epi16(_mm256_cvtepu8_epi16(bytes), z));
-      }
-      return;
-    }
-#endif
-  constexpr int per_byte = 8 / Bits, mask = (1 << Bits) - 1;
-  for (int64_t j = 0; j < block_size / per_byte; ++j)
-    for (int v = 0; v < per_byte; ++v) out[j * per_byte + v] = int16_t(((blob[j] >> (v * Bits)) & mask) - zero);
-}
-
-// The exact integer dot product of two blocks (n a multiple of 16; |products| < 2^15).
-inline int32_t block_dot(const int16_t* x, const int16_t* y, int64_t n) {
-#if REFEVAL_NBITS_AVX2
-  if (active_isa() != Isa::Generic) {
-    __m256i sum = _mm256_setzero_si256();
-    for (int64_t i = 0; i < n; i += 16)
-      sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)),
-                                                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + i))));
-    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-    const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
-  }
-#endif
-  int32_t sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += int32_t(x[i]) * int32_t(y[i]);
-  return sum;
-}
-
 // Enough columns per thread that a split pays for itself (about 64K multiply-adds).
 int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, K * M)); }
 
@@ -665,64 +602,8 @@ void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float*
   parallel_for(w.N, column_grain(w.K, M), [&](int64_t n0, int64_t n1) { columns(w, a, Kp, M, n0, n1, bias, y); });
 }
 
-template <class S>
-void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y) {
-  if (M == 0) return;
-  const int64_t K = w.K, bs = w.block_size, kb = w.k_blocks;
-  // A quantized per (row, block) as MLAS's QuantizeARow_CompInt8 does; zeros beyond K.
-  std::vector<int16_t> qa = scratch_vector<int16_t>(M * kb * bs, "MatMulNBits' int8 A");
-  std::vector<float> scale_a = scratch_vector<float>(M * kb, "MatMulNBits' A scales");
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t b = 0; b < kb; ++b) {
-      const float* in = a + m * K + b * bs;
-      const int64_t len = std::min(bs, K - b * bs);
-      float max_abs = 0.0f;
-      for (int64_t i = 0; i < len; ++i) max_abs = std::max(max_abs, std::fabs(in[i]));
-      scale_a[size_t(m * kb + b)] = max_abs / 127.0f;
-      const float inverse = max_abs != 0.0f ? 127.0f / max_abs : 0.0f;
-      int16_t* out = qa.data() + (m * kb + b) * bs;
-      for (int64_t i = 0; i < len; ++i) {
-        // MLAS converts with saturation: NaN (an infinite or NaN block) becomes -128.
-        const float r = std::nearbyint(in[i] * inverse);
-        out[i] = std::isnan(r) ? int16_t(-128) : int16_t(std::clamp(r, -128.0f, 127.0f));
-      }
-    }
-  parallel_for(w.N, column_grain(K, M), [&](int64_t n0, int64_t n1) {
-    std::vector<int16_t> qb(static_cast<size_t>(kb * bs));  // column n's q - zp
-    std::vector<float> scale_b(static_cast<size_t>(kb));
-    for (int64_t n = n0; n < n1; ++n) {
-      for (int64_t b = 0; b < kb; ++b) {
-        const int zero = int(zero_point_of(w, n, b));
-        switch (w.bits) {
-          case 2: unpack_block<2>(blob_of(w, n, b), bs, zero, qb.data() + b * bs); break;
-          case 4: unpack_block<4>(blob_of(w, n, b), bs, zero, qb.data() + b * bs); break;
-          default: unpack_block<8>(blob_of(w, n, b), bs, zero, qb.data() + b * bs); break;
-        }
-        scale_b[size_t(b)] = scale_of(w, n, b);
-      }
-      for (int64_t m = 0; m < M; ++m) {
-        float acc = 0.0f;
-        for (int64_t b = 0; b < kb; ++b) {
-          const int32_t dot = block_dot(qa.data() + (m * kb + b) * bs, qb.data() + b * bs, bs);
-          acc = std::fma(float(dot), scale_a[size_t(m * kb + b)] * scale_b[size_t(b)], acc);
-        }
-        y[m * w.N + n] = bias ? acc + bias[n] : acc;
-      }
-    }
-  });
-}
-
-bool ort_int8_path(int64_t bits, int64_t block_size, bool has_g_idx, bool float_zero_points) {
-  if (has_g_idx || float_zero_points) return false;
-  if (bits == 2) return block_size >= 32 && block_size <= 128;
-  return block_size >= 16 && block_size <= 256;
-}
-
 template void nbits_gemm(const NBitsWeight<float>&, const float*, int64_t, const float*, float*);
 template void nbits_gemm(const NBitsWeight<float16>&, const float*, int64_t, const float*, float*);
 template void nbits_gemm(const NBitsWeight<bfloat16>&, const float*, int64_t, const float*, float*);
-template void nbits_gemm_int8(const NBitsWeight<float>&, const float*, int64_t, const float*, float*);
-template void nbits_gemm_int8(const NBitsWeight<float16>&, const float*, int64_t, const float*, float*);
-template void nbits_gemm_int8(const NBitsWeight<bfloat16>&, const float*, int64_t, const float*, float*);
 
 }  // namespace refeval::ops::contrib

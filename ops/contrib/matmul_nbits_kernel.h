@@ -3,6 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "refeval/aligned.h"
 
 namespace refeval::ops::contrib {
 
@@ -17,6 +21,27 @@ struct NBitsWeight {
   const S* zero_points = nullptr;               // (N, k_blocks); with neither, 2^(bits - 1)
   const int32_t* g_idx = nullptr;               // the block of each k; null: k / block_size
 };
+
+// Block b of column n: its blob, scale and zero point.
+template <class S>
+inline const uint8_t* blob_of(const NBitsWeight<S>& w, int64_t n, int64_t b) {
+  return w.data + (n * w.k_blocks + b) * (w.block_size * w.bits / 8);
+}
+template <class S>
+inline float scale_of(const NBitsWeight<S>& w, int64_t n, int64_t b) { return float(w.scales[n * w.k_blocks + b]); }
+template <class S>
+inline float zero_point_of(const NBitsWeight<S>& w, int64_t n, int64_t b) {
+  if (w.zero_points) return float(w.zero_points[n * w.k_blocks + b]);
+  if (!w.packed_zero_points) return float(1 << (w.bits - 1));
+  const int64_t row = (w.k_blocks * w.bits + 7) / 8, bit = b * w.bits;
+  return float((w.packed_zero_points[n * row + bit / 8] >> (bit % 8)) & ((1 << w.bits) - 1));
+}
+// Value i of a blob: widths 2, 4 and 8 never straddle a byte.
+inline int quantized(const uint8_t* blob, int64_t bits, int64_t i) {
+  const int64_t bit = i * bits;
+  return (blob[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+}
+
 
 // y (M x N) = a (M x K) · dequant(w)ᵀ + bias (bias may be null), row-major, in float. Weight
 // (n, k) is (float(q) - zp) * scale computed in float, with the zp and scale of block g_idx[k]
@@ -37,12 +62,39 @@ void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float*
 // integer dot products exact, the float sum a chain of fused multiply-adds over the blocks, + bias.
 // MLAS's SIMD kernels order that float sum differently: results differ from ORT's by float
 // rounding. Requires integer zero points (packed or default) and no g_idx.
+// With `cache` (for a B constant while the cache lives), 4-bit weights are laid out once for the
+// CPU's integer dot products (NBitsInt8Cache); the result is the same either way, on every CPU.
+class NBitsInt8Cache;
 template <class S>
-void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y);
+void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const float* bias, float* y,
+                     NBitsInt8Cache* cache = nullptr);
 
 // Whether ORT 1.30's CPU kernel takes its int8 path for accuracy_level 4 (measured on x86-64): 4-
 // and 8-bit weights in blocks of 16 to 256, 2-bit ones in blocks of 32 to 128, integer zero points
 // (packed or default) and no g_idx. Otherwise it dequantizes B to float: the level changes nothing.
 bool ort_int8_path(int64_t bits, int64_t block_size, bool has_g_idx, bool float_zero_points);
+
+// 4-bit B in the layout of the int8 path's dot-product kernel (AVX-512 VNNI): columns in tiles of
+// 16; for each tile, block and 8 values of k (k0 .. k0 + 7 of the block), 64 bytes whose bytes
+// 4i .. 4i + 3 hold column i's values k0 .. k0 + 3 in their low nibbles and k0 + 4 .. k0 + 7 in
+// their high ones, so that one load, a mask and a shift give each 32-bit lane (a column) four
+// consecutive values to multiply with four of A's, broadcast. Then the block's 16 scales and zero
+// points. Columns past N are zeros.
+struct NBitsInt8Tiles {
+  int64_t tiles = 0, k_blocks = 0, block_size = 0;
+  AlignedVector<uint8_t> values;  // tiles x k_blocks x (block_size / 8) x 64
+  AlignedVector<float> scales;    // tiles x k_blocks x 16
+  AlignedVector<uint8_t> zeros;   // tiles x k_blocks x 16
+};
+// The layout of one constant B, made on its first int8 product and kept with the node.
+class NBitsInt8Cache {
+ public:
+  template <class S>
+  std::shared_ptr<const NBitsInt8Tiles> get(const NBitsWeight<S>& w);
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<const NBitsInt8Tiles> tiles_;
+};
 
 }  // namespace refeval::ops::contrib
