@@ -44,6 +44,9 @@ class MatMulNBits : public OpRun {
     bool constant = ctx.constant_input(1) && ctx.constant_input(2);
     if (ctx.has_input(3)) constant = constant && ctx.constant_input(3);
     if (constant) int8_layout_ = std::make_unique<NBitsInt8Cache>();
+    // Laid out now when the int8 path will run (the flag is set before models load), so that the
+    // first run, a prompt's prefill, does not pay for it.
+    if (constant && accuracy_level_ == 4 && emulate_accuracy_level()) lay_out_now(ctx);
   }
 
   Values run(const Values& in, RunContext&) override {
@@ -128,6 +131,24 @@ class MatMulNBits : public OpRun {
     if (t.shape() != Shape{N_, cols} && t.shape() != Shape{N_ * cols})
       fail_runtime(fmt::format("{} has shape {}, expected {} or {}", name, shape_to_string(t.shape()),
                                shape_to_string(Shape{N_, cols}), shape_to_string(Shape{N_ * cols})));
+  }
+  // The int8 layout of constant weights, when they are what run() accepts (else run() says why).
+  void lay_out_now(const NodeContext& ctx) {
+    const int64_t k_blocks = (K_ + block_size_ - 1) / block_size_;
+    const Tensor& b = ctx.constant_input(1)->value;
+    const Tensor& scales = ctx.constant_input(2)->value;
+    const Tensor* zero_points = ctx.has_input(3) ? &ctx.constant_input(3)->value : nullptr;
+    if (ctx.has_input(4) || b.dtype() != DType::UInt8 || b.shape() != Shape{N_, k_blocks, block_size_ * bits_ / 8} ||
+        !Types::contains(scales.dtype()) || scales.size() != N_ * k_blocks ||
+        (zero_points && (zero_points->dtype() != DType::UInt8 || zero_points->size() != N_ * ((k_blocks * bits_ + 7) / 8))))
+      return;
+    visit<Types>(scales.dtype(), [&]<class T>() {
+      NBitsWeight<T> w;
+      w.K = K_, w.N = N_, w.bits = bits_, w.block_size = block_size_, w.k_blocks = k_blocks;
+      w.data = b.data<uint8_t>(), w.scales = scales.data<T>();
+      if (zero_points) w.packed_zero_points = zero_points->data<uint8_t>();
+      if (ort_int8_path(bits_, block_size_, false, false)) int8_layout_->get(w);
+    });
   }
   void check_g_idx(const Tensor& g_idx, int64_t k_blocks) const {
     require_dtype(g_idx, DType::Int32, "g_idx");

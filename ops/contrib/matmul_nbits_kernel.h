@@ -86,9 +86,11 @@ struct NBitsInt8Tiles {
   AlignedVector<float> scales;    // tiles x k_blocks x 16
   AlignedVector<uint8_t> zeros;   // tiles x k_blocks x 16
 };
-// The layout of one constant B, made on its first int8 product and kept with the node.
+// The layout of one constant B, made on its first use and kept with the node.
 class NBitsInt8Cache {
  public:
+  // w's B laid out (at the first call; w must be the same at every call); null when the tile
+  // kernels do not take w on this CPU (then the portable code runs).
   template <class S>
   std::shared_ptr<const NBitsInt8Tiles> get(const NBitsWeight<S>& w);
 
