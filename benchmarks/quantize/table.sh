@@ -5,7 +5,9 @@
 # ratio, mean KL per token, top-1 agreement, as `quantize --tokens` reports them; GPTQ calibrates
 # on those same tokens), and the median decode step of a 32-token prompt + 16 new tokens in
 # refeval (`generate`) and in ONNX Runtime 1.30 (ort/generate_ort.js, graph optimizations at
-# ORT_LEVEL, default all), one thread, with the ratio to the float model's step in each.
+# ORT_LEVEL, default all), one thread, with the ratio to the float model's step in each. "int4 RTN,
+# level 4" is RTN with accuracy_level 4, which ORT runs on its int8 path: refeval runs it with
+# --emulate-accuracy-level (the same arithmetic), its report and its decode step both.
 #   benchmarks/quantize/table.sh [BUILD_DIR]     (REFEVAL_BENCH_DIR, ORT_LEVEL)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +24,7 @@ models=(
 schemes=(
   "float|"
   "int4 RTN|--int4"
+  "int4 RTN, level 4|--int4 --accuracy-level 4|--emulate-accuracy-level"
   "int4 HQQ|--int4 --algo hqq"
   "int4 GPTQ|--int4 --algo gptq"
   "int8 dynamic|--int8 --per-channel"
@@ -31,9 +34,9 @@ schemes=(
 /usr/bin/python3 -c "import numpy as np; np.save('$work/tokens.npy', np.random.default_rng(0).integers(0, 4096, (2, 128)).astype(np.int64))"
 prompt=$(/usr/bin/python3 -c "import numpy as np; print(' '.join(map(str, np.random.default_rng(1).integers(0, 4096, 32))))")
 
-# decode_ms MODEL: refeval's and ORT's median decode step (ms), space-separated.
+# decode_ms MODEL [REFEVAL_FLAG...]: refeval's and ORT's median decode step (ms), space-separated.
 decode_ms() {
-  "$refeval" -q --threads 1 generate "$1" --prompt "$prompt" --new-tokens 16 --json "$work/ref.json" >/dev/null
+  "$refeval" -q --threads 1 "${@:2}" generate "$1" --prompt "$prompt" --new-tokens 16 --json "$work/ref.json" >/dev/null
   (cd "$here/ort" && ORT_THREADS=1 node generate_ort.js "$1" --prompt "$prompt" --new-tokens 16 --json "$work/ort.json" >/dev/null 2>&1) ||
     echo '{"decode_ms": [NaN]}' >"$work/ort.json"
   /usr/bin/python3 -c "
@@ -53,16 +56,17 @@ for entry in "${models[@]}"; do
   [[ -f $dir/model.onnx ]] || /usr/bin/python3 "$here/llm/make_decoder.py" "$dir" "$form" $options >/dev/null
   read -r ref_float ort_float <<<"$(decode_ms "$dir/model.onnx")"
   for scheme in "${schemes[@]}"; do
-    IFS='|' read -r label flags <<<"$scheme"
+    IFS='|' read -r label flags refeval_flags <<<"$scheme"
     if [[ -z $flags ]]; then
       size=$(/usr/bin/python3 -c "import onnx; m = onnx.load('$dir/model.onnx'); print(sum(len(i.raw_data) for i in m.graph.initializer) / 1e6)")
       printf "| %s | float | %.2f | 1 | 0 | 1 | %.3f | 1 | %.3f | 1 |\n" "$name" "$size" "$ref_float" "$ort_float"
       continue
     fi
-    out=$dir/${label// /_}.onnx
+    out=$dir/${label//[ ,]/_}.onnx
     # shellcheck disable=SC2086
-    "$refeval" quantize "$dir/model.onnx" -o "$out" $flags --tokens "$work/tokens.npy" --context 32 >"$work/q.txt"
-    read -r ref_q ort_q <<<"$(decode_ms "$out")"
+    "$refeval" $refeval_flags quantize "$dir/model.onnx" -o "$out" $flags --tokens "$work/tokens.npy" --context 32 >"$work/q.txt"
+    # shellcheck disable=SC2086
+    read -r ref_q ort_q <<<"$(decode_ms "$out" $refeval_flags)"
     /usr/bin/python3 - "$work/q.txt" "$name" "$label" "$ref_q" "$ref_float" "$ort_q" "$ort_float" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
