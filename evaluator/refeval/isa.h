@@ -5,14 +5,16 @@
 //
 // What follows it: the float GEMM (MatMul, Gemm, Conv: AVX-512 few-row and panel kernels, AVX2
 // tiles, portable loops; MatMul and Gemm take the AVX2 tiles on a half-width AVX-512 CPU unless
-// the path was forced), MatMulNBits (AVX-512 and AVX2 register and float tiles, portable chains), the vector
+// the path was forced), MatMulNBits (AVX-512 and AVX2 register and float tiles, portable chains;
+// its int8 path's 4-bit tiles on AVX-512 VNNI or AVX2 integer dot products), the vector
 // math of elementwise ops (glibc's 16- and 8-lane functions, or libm one value at a time), TopK's
 // block test and the strided copies of convolutions. The recurrent cells' vectors, MatMulInteger's
 // int16 tiles and float16 casts keep the build's widest form (the same bits on every path).
 //
 // Which outputs differ: no product (each output of MatMul, Gemm and Conv is one chain of fused
 // multiply-adds over k in order on every path, below 32K multiply-adds all paths use Eigen; each
-// of MatMulNBits is 32 chains summed in one fixed order, matmul_nbits_kernel.h), no integer kernel, TopK, Erf or Sqrt, and Exp not between AVX-512 and AVX2 (glibc's
+// of MatMulNBits is 32 chains summed in one fixed order, matmul_nbits_kernel.h; its int8 path
+// exact integer block sums, then one chain over the blocks), no integer kernel, TopK, Erf or Sqrt, and Exp not between AVX-512 and AVX2 (glibc's
 // 16-lane expf gives the 8-lane one's bits for every float). The portable path's scalar libm
 // differs from glibc's vector functions by at most 2 ulps (Tanh, Sin, Cos), 3 (Exp, Softplus) or
 // 4 (Log, Sigmoid), measured over 2^20 floats in [-20, 20] and (0, 5].

@@ -286,8 +286,11 @@ void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const f
   const QuantizedA q = quantize_a(a, M, K, bs, kb);
   const std::vector<int16_t>& qa = q.values;
   const std::vector<float>& scale_a = q.scales;
-  if (cache ? bool(cache->get(w)) : int8_tiles_suit(w))
-    return int8_tiles_gemm(cache ? *cache->get(w) : lay_out_tiles(w), q, M, w.N, bias, y);
+  if (cache) {
+    if (std::shared_ptr<const NBitsInt8Tiles> tiles = cache->get(w)) return int8_tiles_gemm(*tiles, q, M, w.N, bias, y);
+  } else if (int8_tiles_suit(w)) {
+    return int8_tiles_gemm(lay_out_tiles(w), q, M, w.N, bias, y);
+  }
   parallel_for(w.N, column_grain(K, M), [&](int64_t n0, int64_t n1) {
     std::vector<int16_t> qb(static_cast<size_t>(kb * bs));  // column n's q - zp
     std::vector<float> scale_b(static_cast<size_t>(kb));
