@@ -67,7 +67,8 @@ class GenerateVerb : public Verb {
     if (prompt_text_opt_->count() && tokenizer_.empty()) fail_usage("--prompt-text needs --tokenizer TOKENIZER.json");
     std::optional<tokenizer::Tokenizer> tok;
     if (!tokenizer_.empty()) tok = tokenizer::Tokenizer::load(tokenizer_);
-    profile::ProfiledModel profiled([&] { return open_model(model_); }, registry(g));
+    // Without --profile, nothing reads a weight after MatMul has packed it: each is held once.
+    profile::ProfiledModel profiled([&] { return open_model(model_); }, registry(g), profile_.empty());
     ReferenceEvaluator& ev = profiled.evaluator();
     if (profile_.empty()) ev.remove_observer(profiled.profiler());
     if (memory_ && profile_.empty()) fail_usage("--memory needs --profile FILE.json");

@@ -44,7 +44,9 @@ class RunVerb : public Verb {
   }
 
   int execute(const GlobalOptions& g) override {
-    ReferenceEvaluator ev(open_model(model_), {&registry(g)});
+    // Weights held once unless a trace, a dump or --outputs may show one.
+    const bool release = verbose_ < 2 && dump_dir_.empty() && outputs_.empty();
+    ReferenceEvaluator ev(open_model(model_), {&registry(g), release});
     const auto feeds = make_feeds(ev, inputs_);
     const std::vector<std::string> names = outputs_.empty() ? ev.output_names() : split_list(outputs_);
     TraceObserver trace(verbose_);

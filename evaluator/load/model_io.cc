@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "load/proto_convert.h"
+#include "load/wire_strip.h"
 
 namespace refeval {
 namespace {
@@ -25,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 13;
 constexpr uintmax_t kViewFileBytes = 1 << 20;  // smaller models are copied whole
+constexpr size_t kStripBytes = 4096;           // initializers this large are read from the file
 
 // Parses one message from a file descriptor without protobuf's default size limit.
 template <class Msg>
@@ -61,98 +63,6 @@ Model finish_model(onnx::ModelProto& p, const std::string& base_dir, const std::
   }
 }
 
-// Protobuf's wire format, read without copying: where each raw_data of the main graph's
-// initializers lies in the file (ModelProto.graph = 7, GraphProto.initializer = 5,
-// TensorProto.raw_data = 9), by position, so that large weights become views of the file. Empty
-// when the file is not laid out plainly (the graph given in parts, groups): the weights are then
-// copied from the parsed proto as before.
-class WireScan {
- public:
-  WireScan(const uint8_t* begin, const uint8_t* end) : p_(begin), end_(end) {}
-  // The next field's number and wire type; false at the end or on a malformed tag.
-  bool next(uint32_t& field, uint32_t& type) {
-    uint64_t tag = 0;
-    if (p_ >= end_ || !varint(tag)) return false;
-    field = uint32_t(tag >> 3), type = uint32_t(tag & 7);
-    return true;
-  }
-  // A length-delimited field's payload [begin, end); false if it runs past the end.
-  bool payload(const uint8_t*& begin, const uint8_t*& end) {
-    uint64_t n = 0;
-    if (!varint(n) || n > uint64_t(end_ - p_)) return false;
-    begin = p_, end = p_ + n, p_ += n;
-    return true;
-  }
-  bool skip(uint32_t type) {
-    uint64_t v = 0;
-    const uint8_t *b = nullptr, *e = nullptr;
-    switch (type) {
-      case 0: return varint(v);
-      case 1: return advance(8);
-      case 2: return payload(b, e);
-      case 5: return advance(4);
-      default: return false;  // groups: not in ONNX files
-    }
-  }
-
- private:
-  bool varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      const uint8_t byte = *p_++;
-      v |= uint64_t(byte & 0x7f) << shift;
-      if (!(byte & 0x80)) return true;
-    }
-    return false;
-  }
-  bool advance(size_t n) {
-    if (n > size_t(end_ - p_)) return false;
-    p_ += n;
-    return true;
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
-std::vector<std::optional<proto::FileRange>> initializer_raw_data(const std::shared_ptr<MappedFile>& file) {
-  const uint8_t* base = file->data();
-  WireScan model(base, base + file->size());
-  const uint8_t *graph_begin = nullptr, *graph_end = nullptr;
-  int graphs = 0;
-  for (uint32_t field = 0, type = 0; model.next(field, type);) {
-    if (field == 7 && type == 2) {
-      if (!model.payload(graph_begin, graph_end)) return {};
-      ++graphs;
-    } else if (!model.skip(type)) {
-      return {};
-    }
-  }
-  if (graphs != 1) return {};
-  std::vector<std::optional<proto::FileRange>> ranges;
-  WireScan graph(graph_begin, graph_end);
-  for (uint32_t field = 0, type = 0; graph.next(field, type);) {
-    if (field != 5 || type != 2) {
-      if (!graph.skip(type)) return {};
-      continue;
-    }
-    const uint8_t *tensor_begin = nullptr, *tensor_end = nullptr;
-    if (!graph.payload(tensor_begin, tensor_end)) return {};
-    std::optional<proto::FileRange> raw;
-    WireScan tensor(tensor_begin, tensor_end);
-    for (uint32_t f = 0, t = 0; tensor.next(f, t);) {
-      const uint8_t *b = nullptr, *e = nullptr;
-      if (f == 9 && t == 2) {
-        if (!tensor.payload(b, e)) return {};
-        raw = proto::FileRange{file, int64_t(b - base), int64_t(e - b)};  // the last one counts, as in protobuf
-      } else if (!tensor.skip(t)) {
-        return {};
-      }
-    }
-    ranges.push_back(raw);
-  }
-  return ranges;
-}
-
 bool has_extension(const std::string& path, const char* ext) {
   return fs::path(path).extension() == ext;
 }
@@ -173,12 +83,21 @@ Model load_model(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) fail_model(fmt::format("{}: cannot open the model file", path));
   onnx::ModelProto p;
-  const bool ok = parse_fd(fd, p);
+  // A large file is mapped and parsed without its weights' bytes, which protobuf would copy: they
+  // become views of the file (refeval/file_backed.h) or are copied from it one at a time.
+  std::vector<std::optional<proto::FileRange>> raw_data;
+  bool ok = false, parsed = false;
+  if (fs::file_size(path, ec) >= kViewFileBytes && !ec) {
+    const std::shared_ptr<MappedFile> file = MappedFile::open(path);
+    if (std::optional<wire::Stripped> s = wire::strip_initializer_bytes(file->data(), file->size(), kStripBytes)) {
+      ok = parse_bytes(s->model, p), parsed = true;
+      for (const std::optional<wire::ByteRange>& r : s->raw_data)
+        raw_data.push_back(r ? std::optional(proto::FileRange{file, r->offset, r->length}) : std::nullopt);
+    }
+  }
+  if (!parsed) ok = parse_fd(fd, p);
   ::close(fd);
   if (!ok) fail_model(fmt::format("{}: not a valid ONNX model (the protobuf does not parse; truncated or corrupt file?)", path));
-  // Weights in a large file become views of it (refeval/file_backed.h) rather than copies.
-  std::vector<std::optional<proto::FileRange>> raw_data;
-  if (fs::file_size(path, ec) >= kViewFileBytes && !ec) raw_data = initializer_raw_data(MappedFile::open(path));
   Model m = finish_model(p, fs::path(path).parent_path().string(), path, raw_data.empty() ? nullptr : &raw_data);
   // The parsed copies of the weights are freed by now; give their pages back to the OS (glibc
   // keeps freed heap memory otherwise, and the packed weights would sit beside it).

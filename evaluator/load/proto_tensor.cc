@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -241,29 +242,36 @@ Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::s
     const ExternalBytes e = locate_external(p, base_dir, what, expected);
     if (viewable(dtype, e.offset, expected)) return view_of(mapped(e.path), e.offset, dtype, shape);
   }
-  if (in_file && p.has_raw_data() && p.raw_data().size() == expected && in_file->length == int64_t(expected) &&
-      viewable(dtype, in_file->offset, expected)) {
-    std::string().swap(*p.mutable_raw_data());  // the proto's copy goes; the file's bytes stay
+  // The loader left raw_data in the file (wire_strip.h) when `in_file` is given.
+  if (in_file && !external && in_file->length == int64_t(expected) && viewable(dtype, in_file->offset, expected))
     return view_of(in_file->file, in_file->offset, dtype, shape);
-  }
   Tensor t;
   try {
     t = Tensor(dtype, shape);
   } catch (const Error& e) {
     fail_model(fmt::format("tensor '{}': {}", what, e.what()));
   }
-  if (external || p.has_raw_data()) {
+  if (external || p.has_raw_data() || in_file) {
     if (dtype == DType::String) fail_model(fmt::format("tensor '{}': strings cannot be stored in raw_data", what));
-    std::string bytes = external ? read_external(locate_external(p, base_dir, what, expected), what) : std::move(*p.mutable_raw_data());
-    if (!external) std::string().swap(*p.mutable_raw_data());  // release the proto's copy now
-    if (bytes.size() != expected)
-      fail_model(fmt::format("tensor '{}': raw_data has {} bytes but shape {} of {} needs {}", what, bytes.size(),
+    std::string bytes;
+    std::string_view raw;
+    if (external) {
+      raw = bytes = read_external(locate_external(p, base_dir, what, expected), what);
+    } else if (in_file) {
+      raw = std::string_view(reinterpret_cast<const char*>(in_file->file->data()) + in_file->offset, size_t(in_file->length));
+    } else {
+      raw = bytes = std::move(*p.mutable_raw_data());
+      std::string().swap(*p.mutable_raw_data());  // release the proto's copy now
+    }
+    if (raw.size() != expected)
+      fail_model(fmt::format("tensor '{}': raw_data has {} bytes but shape {} of {} needs {}", what, raw.size(),
                              shape_to_string(shape), dtype_short_name(dtype), expected));
-    if (sub_byte_bits(dtype)) unpack(reinterpret_cast<const uint8_t*>(bytes.data()), t.size(), dtype, static_cast<uint8_t*>(t.raw_data()));
+    if (sub_byte_bits(dtype)) unpack(reinterpret_cast<const uint8_t*>(raw.data()), t.size(), dtype, static_cast<uint8_t*>(t.raw_data()));
     else if (dtype == DType::Bool) {
       auto* out = t.data<bool>();
-      for (size_t i = 0; i < bytes.size(); ++i) out[i] = bytes[i] != 0;
-    } else if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+      for (size_t i = 0; i < raw.size(); ++i) out[i] = raw[i] != 0;
+    } else if (!raw.empty()) std::memcpy(t.raw_data(), raw.data(), raw.size());
+    if (in_file && !external) release_file_pages(raw.data(), raw.size());  // copied: the file's pages may go
     return t;
   }
   from_typed_fields(p, t, what);

@@ -137,6 +137,13 @@ void mark_skippable_folds(Plan& plan) {
                      }) && std::any_of(step.outputs.begin(), step.outputs.end(), [](int s) { return s >= 0; });
 }
 
+bool has_bodies(const Graph& g) {
+  for (const Node& n : g.nodes)
+    for (const Attribute& a : n.attributes)
+      if (a.g || !a.graphs.empty()) return true;
+  return false;
+}
+
 // A node folds when its registration is Deterministic and it has no bodies (which may hold
 // anything).
 bool may_fold(const Node& node, const OpRegistration* reg) {
@@ -217,6 +224,31 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
   for (const auto& init : g.initializers)
     if (!g.find_input(init.name)) constant.insert(scope.lookup(init.name));
 
+  // Initializers the nodes absorb (env.release_initializer): the readers each has left to plan,
+  // and those some reader keeps. A graph with bodies (If, Loop, Scan) keeps them all: a body may
+  // name them.
+  std::map<int, int> unplanned_readers;
+  std::set<int> kept;
+  const bool releasing = env.release_initializer && !parent && !has_bodies(g);
+  if (releasing) {
+    for (const Node& n : g.nodes)
+      for (const auto& in : n.inputs)
+        if (!in.empty() && constant.count(scope.lookup(in))) ++unplanned_readers[scope.lookup(in)];
+    for (const auto& out : g.outputs)
+      if (constant.count(scope.lookup(out.name))) kept.insert(scope.lookup(out.name));
+  }
+  auto release_absorbed = [&](const Step& step) {
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const auto it = unplanned_readers.find(step.inputs[k]);
+      if (it == unplanned_readers.end()) continue;
+      if (!step.absorbed[k]) kept.insert(it->first);
+      if (--it->second > 0 || kept.count(it->first)) continue;
+      auto& slots = plan->initializer_slots;
+      slots.erase(std::remove_if(slots.begin(), slots.end(), [&](const auto& e) { return e.first == it->first; }), slots.end());
+      env.release_initializer(plan->slot_names[size_t(it->first)]);
+    }
+  };
+
   std::vector<int> last_use;
   auto use = [&](int slot, int step) {
     if (slot < 0) return;
@@ -243,6 +275,7 @@ std::shared_ptr<Plan> plan_graph(std::shared_ptr<const Graph> graph, const PlanE
     for (int s : step.inputs) folded_inputs.push_back(s >= 0 && folded.count(s) > 0);
     step.op = make_op(node, g, env, scope, step.id, deterministic, std::move(folded_inputs), step.absorbed);
     step.absorbed.resize(step.inputs.size(), false);
+    if (releasing) release_absorbed(step);
     step.implicit = scope.captured_by_current_node();
     for (const auto& out : node.outputs) step.outputs.push_back(out.empty() ? -1 : scope.define(out));
     step.fold = deterministic && step.implicit.empty() &&

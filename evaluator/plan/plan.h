@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,10 @@ struct PlanEnv {
   const Model* model = nullptr;  // source of model-local functions; may be null
   OpsetMap opsets;
   int function_depth = 0;  // guards against functions that call themselves
+  // When set (EvaluatorOptions::release_packed_weights): called with the name of each initializer
+  // of the main graph as soon as every node reading it has been made and absorbed it
+  // (NodeContext::absorb_input); the plan then holds it no more, and runs come without it.
+  std::function<void(const std::string&)> release_initializer;
 };
 
 // Names visible while planning one graph; a body's scope reaches into its parent's.

@@ -21,6 +21,11 @@ inline constexpr int64_t kLatestOnnxOpset = 28;
 
 struct EvaluatorOptions {
   const Registry* registry = nullptr;  // null: the built-in registry
+  // Weights held once: an initializer that every node reading it took in a form of its own as the
+  // session was made (MatMul's packed strips) is let go, in the evaluator's model() too, whose
+  // copy keeps its type and shape but no values. For a caller that reads no weights through
+  // model() nor asks run() for them (refeval generate and run); observers see such inputs absent.
+  bool release_packed_weights = false;
 };
 
 class ReferenceEvaluator {

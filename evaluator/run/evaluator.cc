@@ -1,12 +1,15 @@
 // ReferenceEvaluator: ties the stages together: a loaded Model, its Plan and the Engine.
 #include "refeval/evaluator.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "run/engine.h"
+#include "values/buffer_cache.h"
 
 namespace refeval {
 
@@ -69,6 +72,14 @@ ReferenceEvaluator::ReferenceEvaluator(Model model, EvaluatorOptions options) : 
   env.registry = impl_->registry;
   env.model = impl_->model.get();
   env.opsets = impl_->model->opsets;
+  if (options.release_packed_weights)
+    env.release_initializer = [model = impl_->model.get()](const std::string& name) {
+      for (Initializer& init : model->graph.initializers)
+        if (init.name == name) init.value = Tensor::view(init.value.dtype(), init.value.shape(), nullptr, nullptr);
+      // The buffer cache would keep the weight for a tensor of its size, and glibc its pages.
+      buffer_cache::free_held();
+      malloc_trim(0);
+    };
   std::shared_ptr<const Graph> graph(impl_->model, &impl_->model->graph);
   const std::string where = impl_->model->path.empty() ? std::string() : impl_->model->path + ": ";
   try {

@@ -34,6 +34,14 @@ void* take(size_t bytes) {
   return p;
 }
 
+void free_held() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  for (auto& [bytes, p] : c.free) std::free(p);
+  c.free.clear();
+  c.held = 0;
+}
+
 void give(void* p, size_t bytes) {
   Cache& c = cache();
   {

@@ -21,6 +21,8 @@ void* take(size_t bytes);
 void give(void* p, size_t bytes);
 // Bytes held now (for tests).
 size_t held_bytes();
+// Frees every kept buffer: after a session let go of weights (whose sizes runs do not reuse).
+void free_held();
 
 // Small buffers (up to kMaxSmallBytes, in steps of 64 bytes, 64-byte aligned): a tensor of a few
 // elements and its reference count, made and freed for nearly every node of a small model.

@@ -259,6 +259,8 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, co
   double_gemm(ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
+  if (!b.holds_source() && (ta || acc || active_isa() == Isa::Generic))
+    throw std::logic_error("gemm: a weight packed for plain products only was asked for another product");
   if (b.narrow()) {
     // float_gemm's first branches: Eigen below kBlasWork, the portable path, then the in-order AVX2
     // kernel wherever it takes M rows, which alone reads the packed strips instead of B.
@@ -353,8 +355,9 @@ bool small_m_blocks_read(bool trans_b, bool few_row_blocks) {
 std::atomic<uint64_t> g_packs{0};
 std::atomic<uint64_t> g_packed_bytes{0};  // the packed panels' bytes, against packing_budget()
 
-ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks)
-    : b_(b), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)), N_(b.dim(trans_b ? 0 : 1)),
+ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks, bool plain_products)
+    : b_(b), source_(b.raw_data()), shape_(b.shape()), dtype_(b.dtype()), trans_b_(trans_b), K_(b.dim(trans_b ? 1 : 0)),
+      N_(b.dim(trans_b ? 0 : 1)),
       packed_(b.dtype() == DType::Float ? pack_in_order_avx2(trans_b, K_, N_, b.data<float>(), !few_row_blocks)
                                         : pack_in_order_avx2(trans_b, K_, N_, static_cast<const uint16_t*>(b.raw_data()),
                                                              b.dtype() == DType::Float16 ? StripType::Float16
@@ -364,6 +367,11 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks)
   // below): a weight mapped from its file leaves memory, and is read back from the file only by
   // the rare product that takes B itself (tiny ones, on Eigen).
   if (!narrow() && packed_.type == StripType::Float && !packed_.wide.empty()) release_file_pages(b.raw_data(), b.nbytes());
+  // Every product of at least one row is then at least kBlasWork multiply-adds: gemm() below
+  // reads the strips for all of them (it checks).
+  if (plain_products && !trans_b && !narrow() && packed_.type == StripType::Float && !packed_.wide.empty() &&
+      K_ * N_ >= kBlasWork)
+    b_ = Tensor();
   g_packs.fetch_add(1, std::memory_order_relaxed);
   g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);
 }
@@ -384,20 +392,21 @@ uint64_t packing_budget() {
   }();
   return budget;
 }
-std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b, bool few_row_blocks = true) {
+std::shared_ptr<const ConstantRhs> packed_within_budget(const Tensor& b, bool trans_b, bool few_row_blocks = true,
+                                                        bool plain_products = false) {
   // (Two sessions made at once may both fit and overshoot by one weight: harmless.)
   const uint64_t copies = small_m_blocks_read(trans_b, few_row_blocks) ? 2 : 1;  // strips, and the transposed B's blocks
   if (g_packed_bytes.load(std::memory_order_relaxed) + copies * uint64_t(b.nbytes()) > packing_budget())
     return nullptr;
-  return std::make_shared<const ConstantRhs>(b, trans_b, few_row_blocks);
+  return std::make_shared<const ConstantRhs>(b, trans_b, few_row_blocks, plain_products);
 }
 }  // namespace
 
-ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b) {
+ConstantRhsCache::ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b, bool plain_products) {
   const Initializer* init = ctx.constant_input(input);
   constant_ = init != nullptr || ctx.folded_input(input);  // a folded one is packed as the first run gives it
   // Packed now, as a session is made, so that the first run (a prompt's prefill) does not pay for it.
-  if (init && suits(init->value, trans_b)) rhs_ = packed_within_budget(init->value, trans_b);
+  if (init && suits(init->value, trans_b)) rhs_ = packed_within_budget(init->value, trans_b, true, plain_products);
 }
 
 bool ConstantRhsCache::suits(const Tensor& b, bool trans_b) {

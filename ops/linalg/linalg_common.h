@@ -124,27 +124,35 @@ PackedWeight pack_in_order_avx2(bool trans_b, int64_t K, int64_t N, const uint16
 // 0.35 ms through OpenBLAS, which packs B on every call, as against 0.06 as a MatMul; now 0.06).
 // gemm() with it gives exactly the bits gemm() gives with B itself: the same kernel in the same
 // summation order, only reading B from elsewhere. It holds B's tensor, so B's memory cannot be
-// freed and handed to another tensor while the panels are keyed by its address.
+// freed and handed to another tensor while the panels are keyed by its address, unless the
+// strips alone serve every product of one that never accumulates nor takes A transposed
+// (`plain_products`: MatMul's), when B is not transposed, float, and large enough that no
+// product of it goes to Eigen: then B is not held, and its owner may let it go
+// (NodeContext::absorb_input), while the strips are used only through the op that made them.
 class ConstantRhs {
  public:
   // few_row_blocks: also the AVX-512 small-M kernel's blocks of a transposed B, which only products
   // that accumulate or take A transposed read once the strips exist (MatMul's never do).
-  ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks = true);
+  ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks = true, bool plain_products = false);
   bool holds(const Tensor& b, bool trans_b) const {
-    return b.raw_data() == b_.raw_data() && b.shape() == b_.shape() && trans_b == trans_b_;
+    return b.raw_data() == source_ && b.shape() == shape_ && trans_b == trans_b_;
   }
   bool trans_b() const { return trans_b_; }
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
-  bool narrow() const { return b_.dtype() != DType::Float; }  // float16 or bfloat16: packed() only
-  const float* data() const { return b_.data<float>(); }
+  bool narrow() const { return dtype_ != DType::Float; }  // float16 or bfloat16: packed() only
+  bool holds_source() const { return b_.defined(); }
+  const float* data() const { return b_.defined() ? b_.data<float>() : nullptr; }
   std::vector<float> widened() const;  // a narrow B's values as floats
   const PackedWeight& packed() const { return packed_; }
   const AlignedVector<float>& small_m_blocks() const { return small_m_blocks_; }
   ~ConstantRhs();
 
  private:
-  Tensor b_;
+  Tensor b_;  // undefined when the strips serve every product alone
+  const void* source_;
+  Shape shape_;
+  DType dtype_;
   bool trans_b_;
   int64_t K_, N_;
   uint64_t bytes() const;  // of the copies made
@@ -171,9 +179,13 @@ void gemm(bool trans_a, int64_t M, const float* a, const ConstantRhs& b, float* 
 // get() returns null and the weight is packed per call, as without the cache.
 class ConstantRhsCache {
  public:
-  ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b);
+  // plain_products: the op's products never accumulate nor take A transposed (ConstantRhs).
+  ConstantRhsCache(const NodeContext& ctx, size_t input, bool trans_b, bool plain_products = false);
   std::shared_ptr<const ConstantRhs> get(const Tensor& b, bool trans_b, bool few_row_blocks = true);
   static bool suits(const Tensor& b, bool trans_b);
+  // The weight packed as the op was made, when its strips serve every product without B (the op
+  // may then absorb B and run without it); null otherwise.
+  std::shared_ptr<const ConstantRhs> self_sufficient() const { return rhs_ && !rhs_->holds_source() ? rhs_ : nullptr; }
 
  private:
   bool constant_;

@@ -33,7 +33,10 @@ void batched(const MatMulShape& s, const C* a, const C* b, C* c) {
 class MatMul : public OpRun {
  public:
   using Types = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint32_t, uint64_t>;
-  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1, false) {
+  explicit MatMul(const NodeContext& ctx) : weight_(ctx, 1, false, true) {
+    // A weight whose strips serve every product: B itself is not needed again (a session that
+    // releases absorbed weights frees it, ReferenceEvaluator's release_packed_weights).
+    if (weight_.self_sufficient()) ctx.absorb_input(1);
     // B = Transpose(W) of a constant W (a tied LM head reading the embedding table): packed from W
     // itself, whose rows are B's columns, so W^T is never made beside the strips.
     if (const Initializer* w = ctx.transposed_constant_input(1);
@@ -45,6 +48,8 @@ class MatMul : public OpRun {
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& a = input_tensor(in, 0);
     if (!has_value(in, 1) && transposed_) return {from_transposed(a, ctx)};
+    if (!has_value(in, 1))
+      if (auto packed = weight_.self_sufficient()) return {from_packed(a, *packed, ctx)};
     const Tensor& b = input_tensor(in, 1);
     if (a.dtype() != b.dtype()) ctx.fail("inputs A and B must have one element type");
     const MatMulShape s = matmul_shape(a.shape(), b.shape());
@@ -75,6 +80,14 @@ class MatMul : public OpRun {
   }
 
  private:
+  // A times the absorbed weight (B released after packing): the kernels and sums of B given.
+  Tensor from_packed(const Tensor& a, const ConstantRhs& b, RunContext& ctx) {
+    if (a.dtype() != DType::Float) ctx.fail("inputs A and B must have one element type");
+    const MatMulShape s = matmul_shape(a.shape(), Shape{b.K(), b.N()});
+    Tensor y = Tensor::uninitialized(a.dtype(), s.out);
+    if (a.size() > 0) gemm(false, a.size() / s.K, a.data<float>(), b, y.data<float>(), false);
+    return y;
+  }
   // A times W^T when the Transpose was skipped: the same kernels and sums as with W^T given.
   Tensor from_transposed(const Tensor& a, RunContext& ctx) {
     const Tensor& w = *transposed_;

@@ -11,6 +11,7 @@
 #include "refeval/limits.h"
 #include "refeval/model_io.h"
 #include "refeval/tensor.h"
+#include "load/wire_strip.h"
 
 namespace {
 
@@ -26,9 +27,25 @@ bool zero_feeds(const refeval::ReferenceEvaluator& ev, std::map<std::string, ref
   return true;
 }
 
+// The wire-level reader that cuts a large file's weights out before protobuf parses it
+// (load_model; its equivalence with protobuf is model_io_test's): on any bytes it ends, every
+// range it gives lies in the input, and it only removes bytes.
+void check_stripped(const uint8_t* data, size_t size) {
+  const auto stripped = refeval::wire::strip_initializer_bytes(data, size, 1);
+  if (!stripped) return;
+  uint64_t cut = 0;
+  for (const auto& r : stripped->raw_data) {
+    if (!r) continue;
+    if (r->offset < 0 || r->length < 0 || uint64_t(r->offset + r->length) > size) __builtin_trap();
+    cut += uint64_t(r->length);
+  }
+  if (stripped->model.size() + cut > size) __builtin_trap();  // enclosing lengths only shrink
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  check_stripped(data, size);
   refeval::set_memory_cap(64 << 20);
   refeval::set_loop_iteration_cap(1000);
   try {

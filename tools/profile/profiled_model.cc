@@ -4,13 +4,13 @@
 
 namespace refeval::profile {
 
-ProfiledModel::ProfiledModel(const std::function<Model()>& load, const Registry& registry) {
+ProfiledModel::ProfiledModel(const std::function<Model()>& load, const Registry& registry, bool release_packed_weights) {
   using Clock = Profiler::Clock;
   const auto load_start = Clock::now();
   Model model = load();
   const auto init_start = Clock::now();
   profiler_.add_session_event("model_loading_uri", load_start, init_start);
-  ev_ = std::make_unique<ReferenceEvaluator>(std::move(model), EvaluatorOptions{&registry});
+  ev_ = std::make_unique<ReferenceEvaluator>(std::move(model), EvaluatorOptions{&registry, release_packed_weights});
   profiler_.add_session_event("session_initialization", init_start, Clock::now());
   ev_->add_observer(&profiler_);
 }

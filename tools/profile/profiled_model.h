@@ -19,7 +19,8 @@ class ProfiledModel {
  public:
   // `load` reads the model; its time is the model_loading_uri span, planning the evaluator's the
   // session_initialization span.
-  ProfiledModel(const std::function<Model()>& load, const Registry& registry);
+  // release_packed_weights: EvaluatorOptions' (for a caller that does not profile).
+  ProfiledModel(const std::function<Model()>& load, const Registry& registry, bool release_packed_weights = false);
 
   const ReferenceEvaluator& evaluator() const { return *ev_; }
   ReferenceEvaluator& evaluator() { return *ev_; }

@@ -201,3 +201,64 @@ TEST_CASE("a model with many weight bytes is saved with external data that loads
   CHECK_FALSE(fs::exists(dir / "inline.onnx.data"));
   fs::remove_all(dir);
 }
+
+namespace {
+// Protobuf's wire format by hand, for files protobuf's own writers would not produce.
+std::string varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) out.push_back(char(uint8_t(v) | 0x80)), v >>= 7;
+  out.push_back(char(v));
+  return out;
+}
+std::string field(uint32_t number, const std::string& payload) { return varint(uint64_t(number) << 3 | 2) + varint(payload.size()) + payload; }
+std::string number(uint32_t field_number, uint64_t v) { return varint(uint64_t(field_number) << 3) + varint(v); }
+std::string float_bytes(const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
+// TensorProto: dims (1), data_type (2) float, name (8), then each raw_data (9) in order.
+std::string tensor_proto(const std::string& name, int64_t n, const std::vector<std::string>& raw_data) {
+  std::string t = number(1, uint64_t(n)) + number(2, 1) + field(8, name);
+  for (const std::string& r : raw_data) t += field(9, r);
+  return t;
+}
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(i % 1000) * scale;
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a large model file is parsed without its weights' bytes: views where aligned, copies elsewhere, as protobuf reads it") {
+  // Initializers of a graph that only lists them, written by hand: the first large and at an
+  // offset that is a multiple of 4 or not (its name's length moves it), one with two raw_data
+  // fields of which protobuf keeps the last (large: read from the file; small: the proto's own),
+  // one small. load_model (files of 1 MB and more take the path that leaves weights in the file)
+  // must give what parse_model (protobuf itself) gives.
+  const size_t big = 300000;  // 1.2 MB
+  const std::vector<float> a = ramp(big, 0.5f), b = ramp(big, 0.25f), c = ramp(64, 2.0f), d = ramp(big / 2, 4.0f);
+  for (const std::string& first_name : {std::string("w"), std::string("wx"), std::string("wxy"), std::string("wxyz")}) {
+    CAPTURE(first_name);
+    std::string graph = field(2, "g");
+    graph += field(5, tensor_proto(first_name, int64_t(big), {float_bytes(a)}));
+    graph += field(5, tensor_proto("last_large", int64_t(big), {float_bytes(c), float_bytes(b)}));
+    graph += field(5, tensor_proto("last_small", 64, {float_bytes(d), float_bytes(c)}));
+    graph += field(5, tensor_proto("small", 64, {float_bytes(c)}));
+    const std::string model = number(1, 8) + field(8, number(2, 17)) + field(7, graph);
+    const fs::path dir = temp_dir();
+    const std::string path = (dir / "hand.onnx").string();
+    write_bytes(path, model);
+    const Model from_file = load_model(path), parsed = parse_model(model, dir.string(), "hand");
+    REQUIRE(from_file.graph.initializers.size() == 4);
+    for (size_t i = 0; i < 4; ++i) {
+      const Tensor &x = from_file.graph.initializers[i].value, &y = parsed.graph.initializers[i].value;
+      CAPTURE(from_file.graph.initializers[i].name);
+      REQUIRE(x.shape() == y.shape());
+      CHECK(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0);
+    }
+    CHECK(from_file.graph.initializers[1].value.data<float>()[999] == b[999]);  // the last raw_data
+    CHECK(from_file.graph.initializers[2].value.size() == 64);
+    // Where the first tensor's bytes lie decides whether it can be viewed as floats.
+    const Tensor& first = from_file.graph.initializers[0].value;
+    const auto offset = model.find(float_bytes(a).substr(0, 64));
+    CHECK(file_backed(first.raw_data(), first.nbytes()) == (offset % 4 == 0));
+    fs::remove_all(dir);
+  }
+}
