@@ -25,6 +25,7 @@ benchmarks=(
   "The HTML viewer at LLM scale|show/scale.sh"
   "Two threads with the other core quiet and busy, against ONNX Runtime|threads/busy_core.sh"
   "A Qwen2-0.5B-shaped decoder, float32 and int4, against ONNX Runtime|llm/qwen2_0_5b.sh"
+  "Peak memory against the weights, refeval and ONNX Runtime, one thread|llm/memory_heldout.sh"
   "MatMulNBits alone (int4, block 32, symmetric) against ONNX Runtime's float path, one thread|nbits/bench_nbits.sh"
   "MatMulNBits at accuracy_level 4 against ONNX Runtime's int8 path, one thread (refeval with --emulate-accuracy-level)|LEVEL=4 EMULATE=1 nbits/bench_nbits.sh"
   "What each quantize scheme costs and gains on two decoders, in refeval and ONNX Runtime|quantize/table.sh"

@@ -1,6 +1,7 @@
 // TensorProto <-> Tensor, following numpy_helper.to_array: raw_data is little-endian; without it
 // each type has its typed field; sub-byte types are packed low bits first; external data is read
 // from a file next to the model.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -270,8 +271,17 @@ Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::s
     else if (dtype == DType::Bool) {
       auto* out = t.data<bool>();
       for (size_t i = 0; i < raw.size(); ++i) out[i] = raw[i] != 0;
-    } else if (!raw.empty()) std::memcpy(t.raw_data(), raw.data(), raw.size());
-    if (in_file && !external) release_file_pages(raw.data(), raw.size());  // copied: the file's pages may go
+    } else {
+      // From the file a few MB at a time, each part's pages given back once copied: a table of
+      // 98 MB is not resident twice.
+      constexpr size_t kPart = size_t(4) << 20;
+      for (size_t at = 0; at < raw.size(); at += kPart) {
+        const size_t n = std::min(kPart, raw.size() - at);
+        std::memcpy(static_cast<char*>(t.raw_data()) + at, raw.data() + at, n);
+        if (in_file && !external) release_file_pages(raw.data() + at, n);
+      }
+    }
+    if (in_file && !external) release_file_pages(raw.data(), raw.size());
     return t;
   }
   from_typed_fields(p, t, what);
