@@ -32,6 +32,10 @@
 namespace refeval::cli {
 namespace {
 
+bool has_gemm(const Model& m) {
+  return std::any_of(m.graph.nodes.begin(), m.graph.nodes.end(), [](const Node& n) { return n.op_type == "Gemm" && n.domain.empty(); });
+}
+
 int64_t weight_bytes(const Model& m) {
   int64_t bytes = 0;
   for (const Initializer& i : m.graph.initializers) bytes += i.value.nbytes();
@@ -101,7 +105,7 @@ class QuantizeVerb : public Verb {
             ->check(CLI::IsMember({"rtn", "hqq", "gptq"})),
         sub->add_flag("--embeddings", int4_options_.embeddings,
                       "with --int4: also Gather tables [vocab, hidden] (embeddings) to GatherBlockQuantized, blocks along hidden")};
-    sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul nodes (by name, or every node of an op type) to leave in float, e.g. the LM head");
+    sub->add_option("--exclude", exclude_, "NODE|OP,...: MatMul (and with --int4 Gemm) nodes, by name or every node of an op type, to leave in float, e.g. the LM head");
     sub->add_option("--input-set", input_set_dirs_,
                     "DIR: an input set (NAME.npy or input_K.pb files) to calibrate and measure on, instead of random sets; repeatable");
     sub->add_option("--random-sets", random_sets_, "N: input sets generated from seeds --seed .. --seed + N - 1 to measure the loss on (default 3)")
@@ -162,7 +166,8 @@ class QuantizeVerb : public Verb {
                             int8_options_.per_channel ? "per column" : "per tensor", int8_options_.reduce_range ? ", 7-bit" : "");
     save_model(q.model, out_);
     if (!int4_options_.embeddings || q.quantized.size() + q.skipped.size() + size_t(q.computed_products) > 0)
-      fmt::print("quantized {} of {} MatMul nodes with a weight to {}: {}\n", q.quantized.size(), q.quantized.size() + q.skipped.size(), what, out_);
+      fmt::print("quantized {} of {} {} nodes with a weight to {}: {}\n", q.quantized.size(), q.quantized.size() + q.skipped.size(),
+                 int4_ && has_gemm(original) ? "MatMul and Gemm" : "MatMul", what, out_);
     for (const auto& [node, why] : q.skipped) fmt::print("  not quantized: '{}': {}\n", node, why);
     if (q.computed_products) fmt::print("  {} MatMul nodes multiply two computed values (attention): no weight\n", q.computed_products);
     if (int4_options_.embeddings)

@@ -63,6 +63,7 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   std::map<std::string, std::vector<std::string>> made;  // B -> the MatMulNBits inputs 1.. written for it
   std::set<std::string> tables;  // the float tables rewritten, dropped below when nothing else reads them
   std::set<std::string> tied;    // tables a tied LM head read through a Transpose, likewise
+  std::set<std::string> stored_transposed;  // Gemm weights read with transB, likewise
   auto is_table = [&](const Node& n) {
     return o.embeddings && n.op_type == "Gather" && n.domain.empty() && n.inputs.size() == 2 && g.find_initializer(n.inputs[0]) &&
            !g.find_input(n.inputs[0]) && !o.exclude.count(n.name) && !o.exclude.count(n.op_type);
@@ -119,13 +120,18 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
     }
     return names;
   };
-  auto nbits = [&](const Node& n, const std::vector<std::string>& names, int64_t K, int64_t N) {
+  // bias: a Gemm's C, MatMulNBits' input 5 (after zero points and g_idx, which may be absent).
+  auto nbits = [&](const Node& n, const std::vector<std::string>& names, int64_t K, int64_t N, const std::string& bias = "") {
     Node q;
     q.name = n.name.empty() ? "" : n.name + "_Q4";
     q.op_type = "MatMulNBits";
     q.domain = "com.microsoft";
     q.inputs = {n.inputs[0]};
     q.inputs.insert(q.inputs.end(), names.begin(), names.end());
+    if (!bias.empty()) {
+      q.inputs.resize(5);
+      q.inputs.push_back(bias);
+    }
     q.outputs = n.outputs;
     q.attributes = {build::attr("K", K), build::attr("N", N), build::attr("bits", int64_t(4)),
                     build::attr("block_size", o.block_size)};
@@ -134,9 +140,26 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
   };
   std::vector<Node> views;  // Reshapes of shared tables, written first (they read initializers only)
   for (Node& n : g.nodes) {
-    if (n.op_type != "MatMul" || !n.domain.empty()) continue;
+    if ((n.op_type != "MatMul" && n.op_type != "Gemm") || !n.domain.empty()) continue;
     if (o.exclude.count(n.name) || o.exclude.count(n.op_type)) {
       r.skipped.emplace_back(n.name, "excluded by --exclude");
+      continue;
+    }
+    if (n.op_type == "Gemm") {  // Hugging Face's Conv1D (GPT-2): x · W + b, W [K, N], or W stored [N, K] with transB
+      if (std::string why = gemm_refusal(g, n); !why.empty()) {
+        r.skipped.emplace_back(n.name, why);
+        continue;
+      }
+      const Tensor& b = g.find_initializer(n.inputs[1])->value;
+      const Attribute* t = n.find_attribute("transB");
+      const bool trans_b = t && t->i != 0;
+      const int64_t K = trans_b ? b.dim(1) : b.dim(0), N = trans_b ? b.dim(0) : b.dim(1);
+      auto& names = made[n.inputs[1] + (trans_b ? "_T" : "")];
+      if (names.empty())
+        names = quantize_weight(trans_b ? transposed(b).data() : b.data<float>(), K, N, n.inputs[0], n.inputs[1] + (trans_b ? "_T" : ""));
+      if (trans_b) stored_transposed.insert(n.inputs[1]);
+      r.quantized.push_back(n.name);
+      n = nbits(n, names, K, N, n.inputs.size() > 2 ? n.inputs[2] : "");
       continue;
     }
     if (const Initializer* e = tied_table(g, n)) {
@@ -186,7 +209,8 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
              t.inputs.size() == 1 && g.find_initializer(t.inputs[0]);
     });
     reads = values_read(g);
-    std::erase_if(g.initializers, [&](const Initializer& i) { return (made.count(i.name) || tables.count(i.name) || tied.count(i.name)) && !reads.count(i.name); });
+    std::erase_if(g.initializers, [&](const Initializer& i) { return (made.count(i.name) || tables.count(i.name) || tied.count(i.name) || stored_transposed.count(i.name)) &&
+                                                      !reads.count(i.name); });
     r.model.opsets.emplace("com.microsoft", 1);
   }
   return r;

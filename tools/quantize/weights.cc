@@ -30,6 +30,28 @@ std::string weight_refusal(const Graph& g, const Node& n) {
   return "";
 }
 
+std::string gemm_refusal(const Graph& g, const Node& n) {
+  auto attr = [&](const char* name, double otherwise) {
+    const Attribute* a = n.find_attribute(name);
+    return !a ? otherwise : a->type == AttrType::Float ? double(a->f) : double(a->i);
+  };
+  if (n.inputs.size() < 2 || n.outputs.size() != 1) return "not a Gemm of A and B";
+  if (attr("transA", 0) != 0) return "A is transposed (transA = 1)";
+  if (attr("alpha", 1) != 1 || attr("beta", 1) != 1)
+    return fmt::format("alpha {} and beta {} scale the product and C (MatMulNBits has neither)", attr("alpha", 1), attr("beta", 1));
+  Node as_matmul = n;
+  as_matmul.inputs.resize(2);
+  if (std::string why = weight_refusal(g, as_matmul); !why.empty()) return why;
+  if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+    const Tensor& b = g.find_initializer(n.inputs[1])->value;
+    const int64_t N = attr("transB", 0) != 0 ? b.dim(0) : b.dim(1);
+    const Initializer* c = g.find_initializer(n.inputs[2]);
+    if (!c || g.find_input(n.inputs[2]) || c->value.dtype() != DType::Float || c->value.shape() != Shape{N})
+      return fmt::format("C '{}' is not a float bias [{}] (MatMulNBits' bias)", n.inputs[2], N);
+  }
+  return "";
+}
+
 bool multiplies_computed_values(const Graph& g, const Node& n) {
   return n.inputs.size() == 2 && !g.find_initializer(n.inputs[1]) && !g.find_input(n.inputs[1]);
 }

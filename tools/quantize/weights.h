@@ -14,7 +14,7 @@ namespace refeval::quantize {
 
 struct QuantizeResult {
   Model model;
-  std::vector<std::string> quantized;                        // the MatMul nodes rewritten
+  std::vector<std::string> quantized;                        // the MatMul (and Gemm) nodes rewritten
   std::vector<std::pair<std::string, std::string>> skipped;  // (node, why) of the other MatMuls with an initializer B or excluded
   int64_t computed_products = 0;  // MatMuls whose B is computed (attention's products): no weight to quantize
   std::vector<std::string> tables;  // Gather nodes of embedding tables rewritten (--int4 --embeddings)
@@ -28,6 +28,9 @@ void require_quantized(const QuantizeResult& r, const std::string& path);
 
 // Why MatMul node n of g has no weight to quantize, or "" when its B is one.
 std::string weight_refusal(const Graph& g, const Node& n);
+// Why Gemm node n of g cannot be a MatMul by a weight plus a bias (transA 0, alpha and beta 1, B a
+// weight as for MatMul, C absent or a float [N]), or "" when it can.
+std::string gemm_refusal(const Graph& g, const Node& n);
 // Whether n's B is computed by the graph (attention's products): no weight, nothing to say.
 bool multiplies_computed_values(const Graph& g, const Node& n);
 // The table E when MatMul n's B is Transpose(E) (perm absent or [1, 0]) of a 2-D float

@@ -137,6 +137,7 @@ def main():
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         check(attrs == {"K": 69, "N": 7, "bits": 4, "block_size": block}, f"{label}: MatMulNBits attributes {attrs}")
         ort_agrees(q, label, work, block)
+    gemm(rng, work)
     embeddings(rng, work)
     tied_head(rng, work)
     language_model(work)
@@ -155,6 +156,49 @@ def main():
     check(r.returncode == 2 and "no MatMul to quantize" in r.stderr, "nothing to quantize: exit 2 with the reason")
     shutil.rmtree(work)
     finish()
+
+
+def gemm(rng, work):
+    """Gemm as Hugging Face's Conv1D writes it (GPT-2: x · W + b, W [K, N]) and as a Linear with
+    W stored [N, K] (transB = 1) becomes MatMulNBits with C as its bias: W's blocks equal the
+    reference's (W transposed for transB), the float W and its Gemm are gone, ORT runs the model as
+    refeval does; a Gemm that scales (alpha 0.5) is left alone with its reason. On the GPT-2 test
+    decoder every projection is quantized (8 Gemms and the LM head)."""
+    K, N = 96, 40
+    w, wt = weights(rng, K, N), weights(rng, K, N)
+    bias = rng.standard_normal(N).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x2", "Wc", "bc"], ["c1"], name="conv1d"),
+             helper.make_node("Gemm", ["x2", "Wl", "bc"], ["c2"], name="linear", transB=1),
+             helper.make_node("Gemm", ["x2", "Wc"], ["c3"], name="halved", alpha=0.5)]
+    graph = helper.make_graph(nodes, "gemm", [helper.make_tensor_value_info("x2", TensorProto.FLOAT, ["rows", K])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, ["rows", N]) for o in ("c1", "c2", "c3")],
+                              [numpy_helper.from_array(w, "Wc"), numpy_helper.from_array(np.ascontiguousarray(wt.T), "Wl"),
+                               numpy_helper.from_array(bias, "bc")])
+    src, out = work / "gemm.onnx", work / "gemm_q.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    r = run("quantize", src, "-o", out, "--int4", "--runs", 0)
+    check(r.returncode == 0 and "quantized 2 of 3 MatMul and Gemm nodes" in r.stdout, f"gemm: 2 of 3 quantized ({r.stdout.strip()[:300]})")
+    check("'halved': alpha 0.5" in r.stdout, "gemm: the scaling Gemm named with its reason")
+    q = onnx.load(out)
+    inits = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+    for name, key in (("conv1d", "Wc"), ("linear", "Wl_T")):
+        data, scales, zps = rtn_reference(w if name == "conv1d" else wt, 32, False)
+        check(np.array_equal(inits[key + "_Q4"], data) and inits[key + "_scales"].tobytes() == scales.tobytes() and
+              np.array_equal(inits[key + "_zero_points"], zps), f"gemm: {name}'s blocks equal the reference")
+        node = next(n for n in q.graph.node if n.name == name + "_Q4")
+        check(node.op_type == "MatMulNBits" and list(node.input)[5:] == ["bc"], f"gemm: {name} is MatMulNBits with bias 'bc'")
+    check("Wl" not in inits and [n.op_type for n in q.graph.node].count("Gemm") == 1, "gemm: the transposed float W and its Gemm are gone")
+    import fixture
+    fixture.OUT = work / "ort"
+    x = rng.standard_normal((5, K)).astype(np.float32)
+    folder = fixture.write_case("int4", "gemm", q, {"x2": x})
+    # Two sums of K products in different orders, then the bias: 2 (K + 1) eps sum_k |a_k| max |w|.
+    bound = 2 * (K + 1) * np.finfo(np.float32).eps * np.abs(x).sum(axis=1).max() * max(np.abs(w).max(), np.abs(wt).max())
+    r = run("test", folder, "--rtol", 0, "--atol", f"{bound:.3g}")
+    check(r.returncode == 0, f"gemm: ORT's outputs equal refeval's within {bound:.3g} ({(r.stdout + r.stderr).strip()[-300:]})")
+    gpt2 = SRC / "tests" / "data" / "optimize" / "hf_gpt2_past_opset17" / "model.onnx"
+    r = run("quantize", gpt2, "-o", work / "gpt2_q4.onnx", "--int4", "--runs", 0)
+    check("quantized 9 of 9 MatMul and Gemm nodes" in r.stdout, f"gemm: the GPT-2 decoder's 8 Gemms and LM head ({r.stdout.strip()[:200]})")
 
 
 def embeddings(rng, work):
