@@ -73,6 +73,7 @@ class FunctionCall final : public OpRun {
     PlanEnv inner = env;
     for (const auto& [d, v] : f.opsets) inner.opsets[d] = v;
     inner.function_depth = env.function_depth + 1;
+    inner.release_initializer = nullptr;  // the main graph's alone
     body_ = plan_graph(body, inner, nullptr, id + "/" + f.name + "/");
   }
   Values run(const Values& inputs, RunContext& ctx) override {
