@@ -233,14 +233,14 @@ bool vnni() {
 void int8_tiles_gemm(const NBitsInt8Tiles& t, const QuantizedA& q, int64_t M, int64_t N, const float* bias, float* y) {
   using Tile = void (*)(const NBitsInt8Tiles&, int64_t, const int8_t*, const int32_t*, const float*, int64_t, const float*,
                         int64_t, float*);
-  Tile kernels[4] = {};
+  Tile kernels[4] = {};  // kernels[r - 1] takes r rows
+  int64_t rows_per_call = 0;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  if (vnni()) kernels[0] = int8_tile<1>, kernels[1] = int8_tile<2>, kernels[2] = int8_tile<3>, kernels[3] = int8_tile<4>;
+  if (vnni()) kernels[0] = int8_tile<1>, kernels[1] = int8_tile<2>, kernels[2] = int8_tile<3>, kernels[3] = int8_tile<4>, rows_per_call = 4;
 #endif
 #if REFEVAL_NBITS_AVX2
-  if (!kernels[0]) kernels[0] = int8_tile_avx2<1>, kernels[1] = int8_tile_avx2<2>, kernels[2] = int8_tile_avx2<2>, kernels[3] = int8_tile_avx2<2>;
+  if (!rows_per_call) kernels[0] = int8_tile_avx2<1>, kernels[1] = int8_tile_avx2<2>, rows_per_call = 2;  // 16 registers
 #endif
-  const int64_t rows_per_call = kernels[3] == kernels[1] ? 2 : 4;
   const int64_t kb = t.k_blocks, bs = t.block_size;
   std::vector<int8_t> qa(q.values.size());
   std::vector<int32_t> sum_a(size_t(M * kb), 0);
