@@ -27,6 +27,18 @@ class MappedFile {
   size_t size_;
 };
 
+// An aligned buffer of `bytes` for a tensor copied out of a mapped file: one whose offset there is
+// not a multiple of its element size cannot be viewed as its type (load). The buffer remembers
+// where the bytes lie, for readers that move bytes (Gather of rows) and may read them there
+// instead, so that a session can let the copy go.
+std::shared_ptr<void> file_copy_buffer(size_t bytes, std::shared_ptr<MappedFile> file, int64_t offset);
+// Where the copy starting at `data` came from; file null when `data` starts no such copy.
+struct FileBytes {
+  std::shared_ptr<MappedFile> file;
+  int64_t offset = 0;
+};
+FileBytes copied_from(const void* data);
+
 // Whether [data, data + n) lies in a mapped model file.
 bool file_backed(const void* data, size_t n);
 // Lets the OS drop the whole pages of [data, data + n) from memory when they lie in a mapped file

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -32,7 +34,33 @@ bool inside_mapping(uintptr_t begin, size_t n) {
 
 const uintptr_t kPage = uintptr_t(sysconf(_SC_PAGESIZE));
 
+// The live file copies, start -> where their bytes lie.
+std::mutex g_copies_mutex;
+std::map<uintptr_t, FileBytes> g_copies;
+
 }  // namespace
+
+std::shared_ptr<void> file_copy_buffer(size_t bytes, std::shared_ptr<MappedFile> file, int64_t offset) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  {
+    std::lock_guard lock(g_copies_mutex);
+    g_copies[uintptr_t(p)] = FileBytes{std::move(file), offset};
+  }
+  return std::shared_ptr<void>(p, [](void* q) {
+    {
+      std::lock_guard lock(g_copies_mutex);
+      g_copies.erase(uintptr_t(q));
+    }
+    std::free(q);
+  });
+}
+
+FileBytes copied_from(const void* data) {
+  std::lock_guard lock(g_copies_mutex);
+  auto it = g_copies.find(uintptr_t(data));
+  return it == g_copies.end() ? FileBytes{} : it->second;
+}
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
