@@ -259,25 +259,25 @@ Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::s
     if (viewable(dtype, e.offset, expected)) return view_of(mapped(e.path), e.offset, dtype, shape);
   }
   // The loader left raw_data in the file (wire_strip.h) when `in_file` is given.
-  if (in_file && !external && in_file->length == int64_t(expected) && viewable(dtype, in_file->offset, expected))
-    return view_of(in_file->file, in_file->offset, dtype, shape);
-  if (in_file && !external && in_file->length == int64_t(expected) && dtype != DType::String && dtype != DType::Bool &&
-      !sub_byte_bits(dtype) && expected > 0)
-    return copy_of(*in_file, dtype, shape);
+  const FileRange* left = external ? nullptr : in_file;
+  if (left && left->length == int64_t(expected)) {
+    if (viewable(dtype, left->offset, expected)) return view_of(left->file, left->offset, dtype, shape);
+    if (dtype != DType::String && dtype != DType::Bool && !sub_byte_bits(dtype) && expected > 0) return copy_of(*left, dtype, shape);
+  }
   Tensor t;
   try {
     t = Tensor(dtype, shape);
   } catch (const Error& e) {
     fail_model(fmt::format("tensor '{}': {}", what, e.what()));
   }
-  if (external || p.has_raw_data() || in_file) {
+  if (external || p.has_raw_data() || left) {
     if (dtype == DType::String) fail_model(fmt::format("tensor '{}': strings cannot be stored in raw_data", what));
     std::string bytes;
     std::string_view raw;
     if (external) {
       raw = bytes = read_external(locate_external(p, base_dir, what, expected), what);
-    } else if (in_file) {
-      raw = std::string_view(reinterpret_cast<const char*>(in_file->file->data()) + in_file->offset, size_t(in_file->length));
+    } else if (left) {
+      raw = std::string_view(reinterpret_cast<const char*>(left->file->data()) + left->offset, size_t(left->length));
     } else {
       raw = bytes = std::move(*p.mutable_raw_data());
       std::string().swap(*p.mutable_raw_data());  // release the proto's copy now
@@ -290,7 +290,7 @@ Tensor to_tensor(onnx::TensorProto& p, const std::string& base_dir, const std::s
       auto* out = t.data<bool>();
       for (size_t i = 0; i < raw.size(); ++i) out[i] = raw[i] != 0;
     } else if (!raw.empty()) std::memcpy(t.raw_data(), raw.data(), raw.size());
-    if (in_file && !external) release_file_pages(raw.data(), raw.size());
+    if (left) release_file_pages(raw.data(), raw.size());
     return t;
   }
   from_typed_fields(p, t, what);

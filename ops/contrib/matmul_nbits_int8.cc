@@ -95,9 +95,6 @@ QuantizedA quantize_a(const float* a, int64_t M, int64_t K, int64_t bs, int64_t 
   return q;
 }
 
-// Enough columns per thread that a split pays for itself (about 64K multiply-adds).
-int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, K * M)); }
-
 // 4-bit B in NBitsInt8Tiles' layout (matmul_nbits_kernel.h).
 template <class S>
 NBitsInt8Tiles lay_out_tiles(const NBitsWeight<S>& w) {
@@ -245,8 +242,7 @@ void int8_tiles_gemm(const NBitsInt8Tiles& t, const QuantizedA& q, int64_t M, in
   std::vector<int8_t> qa(q.values.size());
   std::vector<int32_t> sum_a(size_t(M * kb), 0);
   for (size_t i = 0; i < qa.size(); ++i) qa[i] = int8_t(q.values[i]), sum_a[i / size_t(bs)] += q.values[i];
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, 16 * kb * bs * M));
-  parallel_for(t.tiles, grain, [&](int64_t first, int64_t last) {
+  parallel_for(t.tiles, std::max<int64_t>(1, nbits_column_grain(kb * bs, M) / 16), [&](int64_t first, int64_t last) {
     for (int64_t tile = first; tile < last; ++tile)
       for (int64_t m = 0; m < M; m += rows_per_call) {
         const int64_t rows = std::min(rows_per_call, M - m);
@@ -291,7 +287,7 @@ void nbits_gemm_int8(const NBitsWeight<S>& w, const float* a, int64_t M, const f
   } else if (int8_tiles_suit(w)) {
     return int8_tiles_gemm(lay_out_tiles(w), q, M, w.N, bias, y);
   }
-  parallel_for(w.N, column_grain(K, M), [&](int64_t n0, int64_t n1) {
+  parallel_for(w.N, nbits_column_grain(K, M), [&](int64_t n0, int64_t n1) {
     std::vector<int16_t> qb(static_cast<size_t>(kb * bs));  // column n's q - zp
     std::vector<float> scale_b(static_cast<size_t>(kb));
     for (int64_t n = n0; n < n1; ++n) {

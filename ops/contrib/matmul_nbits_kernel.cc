@@ -580,9 +580,6 @@ void columns(const NBitsWeight<S>& w, const float* a, int64_t lda, int64_t M, in
   portable_columns(w, a, lda, M, n0, n1, bias, y);
 }
 
-// Enough columns per thread that a split pays for itself (about 64K multiply-adds).
-int64_t column_grain(int64_t K, int64_t M) { return std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, K * M)); }
-
 }  // namespace
 
 
@@ -599,7 +596,7 @@ void nbits_gemm(const NBitsWeight<S>& w, const float* a, int64_t M, const float*
         ordered[size_t(m * Kp + k / kGroup * kGroup + position_in_group(w.bits, k % kGroup))] = a[m * w.K + k];
     a = ordered.data();
   }
-  parallel_for(w.N, column_grain(w.K, M), [&](int64_t n0, int64_t n1) { columns(w, a, Kp, M, n0, n1, bias, y); });
+  parallel_for(w.N, nbits_column_grain(w.K, M), [&](int64_t n0, int64_t n1) { columns(w, a, Kp, M, n0, n1, bias, y); });
 }
 
 template void nbits_gemm(const NBitsWeight<float>&, const float*, int64_t, const float*, float*);

@@ -2,6 +2,7 @@
 // with B's blocks dequantized on the fly, never materialised as a whole float matrix.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,12 @@ inline int quantized(const uint8_t* blob, int64_t bits, int64_t i) {
   return (blob[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
 }
 
+
+// Columns per thread for an M-row product over K that makes a split pay for itself (about 64K
+// multiply-adds each).
+inline int64_t nbits_column_grain(int64_t K, int64_t M) {
+  return std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, K * M));
+}
 
 // y (M x N) = a (M x K) · dequant(w)ᵀ + bias (bias may be null), row-major, in float. Weight
 // (n, k) is (float(q) - zp) * scale computed in float, with the zp and scale of block g_idx[k]

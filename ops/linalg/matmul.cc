@@ -47,9 +47,10 @@ class MatMul : public OpRun {
   }
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& a = input_tensor(in, 0);
-    if (!has_value(in, 1) && transposed_) return {from_transposed(a, ctx)};
-    if (!has_value(in, 1))
+    if (!has_value(in, 1)) {  // B absorbed: read from what was made of it
+      if (transposed_) return {from_transposed(a, ctx)};
       if (auto packed = weight_.self_sufficient()) return {from_packed(a, *packed, ctx)};
+    }
     const Tensor& b = input_tensor(in, 1);
     if (a.dtype() != b.dtype()) ctx.fail("inputs A and B must have one element type");
     const MatMulShape s = matmul_shape(a.shape(), b.shape());

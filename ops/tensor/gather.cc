@@ -67,7 +67,7 @@ class Gather : public OpRun {
     Shape out = ind.shape();
     out.insert(out.end(), t.shape.begin() + 1, t.shape.end());
     Tensor y = Tensor::uninitialized(t.dtype, out);
-    const size_t row = y.size() == 0 ? 0 : size_t(shape_size(Shape(t.shape.begin() + 1, t.shape.end()))) * dtype_size(t.dtype);
+    const size_t row = size_t(shape_size(Shape(t.shape.begin() + 1, t.shape.end()))) * dtype_size(t.dtype);
     const char* base = reinterpret_cast<const char*>(t.source.file->data()) + t.source.offset;
     char* dst = static_cast<char*>(y.raw_data());
     for (int64_t i : idx) {

@@ -154,9 +154,9 @@ QuantizeResult quantize_int4(const Model& model, const Int4Options& o) {
       const Attribute* t = n.find_attribute("transB");
       const bool trans_b = t && t->i != 0;
       const int64_t K = trans_b ? b.dim(1) : b.dim(0), N = trans_b ? b.dim(0) : b.dim(1);
-      auto& names = made[n.inputs[1] + (trans_b ? "_T" : "")];
-      if (names.empty())
-        names = quantize_weight(trans_b ? transposed(b).data() : b.data<float>(), K, N, n.inputs[0], n.inputs[1] + (trans_b ? "_T" : ""));
+      const std::string base = n.inputs[1] + (trans_b ? "_T" : "");
+      auto& names = made[base];
+      if (names.empty()) names = quantize_weight(trans_b ? transposed(b).data() : b.data<float>(), K, N, n.inputs[0], base);
       if (trans_b) stored_transposed.insert(n.inputs[1]);
       r.quantized.push_back(n.name);
       n = nbits(n, names, K, N, n.inputs.size() > 2 ? n.inputs[2] : "");
