@@ -47,6 +47,11 @@ namespace {
 std::atomic<uint64_t> g_fast_calls{0};
 
 constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which Eigen hands over
+// ... or from which B has this many values and few rows read it: a decode step streams such a
+// weight from memory (a key or value projection, 768 x 256), which Eigen's one-thread product read
+// at 11-13 GB/s and the in-order kernel reads at the memory's bandwidth, split over the threads
+// (benchmarks/blas/streamed_weights.sh).
+constexpr int64_t kStreamedWeight = int64_t(1) << 16;
 
 // OpenBLAS runs on one thread, in fixed blocks of C, 1024 columns when C is wider than tall, else
 // 128 rows, every call of one shape: the blocks depend on the shape only, never on the thread
@@ -113,8 +118,14 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
   else run(A, B);
 }
 
+// Whether Eigen takes a float product: a small one, unless an in-order kernel streams its B.
+bool eigen_takes(bool ta, int64_t M, int64_t N, int64_t K) {
+  if (M * N * K >= kBlasWork) return false;
+  return ta || N * K < kStreamedWeight || active_isa() == Isa::Generic || !in_order_avx2_takes(M);
+}
+
 // What every product does first: nothing when C is empty, zeros (or C as it is) when there is no
-// k to sum over, Eigen below kBlasWork. true when that was all.
+// k to sum over, Eigen for a small one (eigen_takes). true when that was all.
 template <class T>
 bool empty_or_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c, bool acc) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
@@ -123,7 +134,11 @@ bool empty_or_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* 
     if (!acc) std::fill(c, c + M * N, T(0));
     return true;
   }
-  if (M * N * K >= kBlasWork) return false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!eigen_takes(ta, M, N, K)) return false;
+  } else if (M * N * K >= kBlasWork) {
+    return false;
+  }
   eigen_gemm(ta, tb, M, N, K, a, b, c, acc);
   return true;
 }
@@ -259,12 +274,12 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, co
   double_gemm(ta, tb, M, N, K, a, b, c, acc);
 }
 void gemm(bool ta, int64_t M, const float* a, const ConstantRhs& b, float* c, bool acc) {
-  if (!b.holds_source() && (ta || acc || active_isa() == Isa::Generic))
+  if (!b.holds_source() && (ta || acc || active_isa() == Isa::Generic || eigen_takes(ta, M, b.N(), b.K())))
     throw std::logic_error("gemm: a weight packed for plain products only was asked for another product");
   if (b.narrow()) {
-    // float_gemm's first branches: Eigen below kBlasWork, the portable path, then the in-order AVX2
-    // kernel wherever it takes M rows, which alone reads the packed strips instead of B.
-    const bool strips_read = M * b.N() * b.K() >= kBlasWork && active_isa() != Isa::Generic && in_order_avx2_takes(M);
+    // float_gemm's first branches: Eigen for small products, the portable path, then the in-order
+    // AVX2 kernel wherever it takes M rows, which alone reads the packed strips instead of B.
+    const bool strips_read = !eigen_takes(ta, M, b.N(), b.K()) && active_isa() != Isa::Generic && in_order_avx2_takes(M);
     if (strips_read)
       return float_gemm(ta, b.trans_b(), M, b.N(), b.K(), a, nullptr, c, acc, b.packed().strips());
     const std::vector<float> wide = b.widened();
@@ -367,10 +382,11 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks, boo
   // below): a weight mapped from its file leaves memory, and is read back from the file only by
   // the rare product that takes B itself (tiny ones, on Eigen).
   if (!narrow() && packed_.type == StripType::Float && !packed_.wide.empty()) release_file_pages(b.raw_data(), b.nbytes());
-  // Every product of at least one row is then at least kBlasWork multiply-adds: gemm() below
-  // reads the strips for all of them (it checks).
+  // Eigen then takes no product of it (a streamed weight's few-row ones go to the in-order
+  // kernel, the others are of kBlasWork multiply-adds or more): gemm() below reads the strips for
+  // all of them (it checks).
   if (plain_products && !trans_b && !narrow() && packed_.type == StripType::Float && !packed_.wide.empty() &&
-      K_ * N_ >= kBlasWork)
+      K_ * N_ >= kStreamedWeight)
     b_ = Tensor();
   g_packs.fetch_add(1, std::memory_order_relaxed);
   g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);
