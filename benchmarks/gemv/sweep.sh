@@ -11,13 +11,16 @@
 # the worst bandwidth fraction among weights of 64 MiB or more (smaller ones sit partly in cache).
 #   benchmarks/gemv/sweep.sh [BUILD_DIR]     (REPEAT=20, ROUNDS=3, THREADS=1, SHAPES=12, SEED=1,
 #                                             MAX_MB=1024, FILTER=regex, KINDS="matmul",
-#                                             REFEVAL_BENCH_DIR)
+#                                             STREAMED=0, REFEVAL_BENCH_DIR)
 # Shapes MxKxN: the named ones below (FILTER, an extended regex, keeps those it matches; random
 # ones are not filtered), then SHAPES drawn by make_gemv.py --draw from SEED: M in {1, 2, 4, 8}, K
 # and N log-uniform in [256, 160000], every other one odd, the weight at most MAX_MB MiB. KINDS
 # (separated by spaces or commas): matmul (MatMul, W (K, N)), gemm (Gemm transB=1, W (N, K)), f16
 # (a float16 W widened by Cast before the MatMul), half (MatMul in float16: X, W and Y); the
-# weight bytes of f16 and half are the float16 ones. The models are kept in
+# weight bytes of f16 and half are the float16 ones. STREAMED=COUNT replaces all of these by COUNT
+# small weights (make_gemv.py --draw-small: 64 KiB to 1 MiB, M 1 or 2), each product chained over
+# 128 MiB of its own weights (make_gemv.py --chain): a decode step's key and value projections,
+# which come from memory, not cache; the row's times are per chain. The models are kept in
 # REFEVAL_BENCH_DIR/gemv (about 6 GB for the default sweep). Needs Debian's python3-onnx and
 # numpy, a C compiler with OpenMP, and npm (onnxruntime-node into benchmarks/ort on first use).
 set -euo pipefail
@@ -48,11 +51,16 @@ named=(
   4x2048x32000   # TinyLlama-1.1B's LM head, 4 sequences
 )
 shapes=()
-for s in "${named[@]}"; do
-  if [[ -z ${FILTER:-} || $s =~ $FILTER ]]; then shapes+=("$s named"); fi
-done
-while read -r s; do shapes+=("$s drawn"); done \
-  < <(/usr/bin/python3 "$here/gemv/make_gemv.py" --draw "${SHAPES:-12}" --seed "${SEED:-1}" --max-mb "${MAX_MB:-1024}")
+if ((${STREAMED:-0} > 0)); then
+  while read -r s; do shapes+=("$s streamed"); done \
+    < <(/usr/bin/python3 "$here/gemv/make_gemv.py" --draw-small "$STREAMED" --seed "${SEED:-1}")
+else
+  for s in "${named[@]}"; do
+    if [[ -z ${FILTER:-} || $s =~ $FILTER ]]; then shapes+=("$s named"); fi
+  done
+  while read -r s; do shapes+=("$s drawn"); done \
+    < <(/usr/bin/python3 "$here/gemv/make_gemv.py" --draw "${SHAPES:-12}" --seed "${SEED:-1}" --max-mb "${MAX_MB:-1024}")
+fi
 
 bw_exe=$work/read_bandwidth
 [[ $bw_exe -nt $here/gemv/read_bandwidth.c ]] || cc -O3 -march=native -fopenmp "$here/gemv/read_bandwidth.c" -o "$bw_exe"
@@ -75,10 +83,10 @@ for entry in "${shapes[@]}"; do
   read -r shape from <<<"$entry"
   IFS=x read -r M K N <<<"$shape"
   for kind in "${kinds[@]}"; do
-    dir=$work/$kind-$shape
-    [[ -f $dir/model.onnx ]] || /usr/bin/python3 "$here/gemv/make_gemv.py" "$dir" --M "$M" --K "$K" --N "$N" --kind "$kind"
-    bytes=$((K * N * 4))
-    if [[ $kind == f16 || $kind == half ]]; then bytes=$((K * N * 2)); fi
+    dir=$work/$kind-$shape chain=()
+    if [[ $from == streamed ]]; then dir+=-streamed chain=(--chain 128); fi
+    [[ -f $dir/weight_bytes ]] || /usr/bin/python3 "$here/gemv/make_gemv.py" "$dir" --M "$M" --K "$K" --N "$N" --kind "$kind" "${chain[@]}"
+    bytes=$(<"$dir/weight_bytes")
     ort=() ours=() ratio=() bws=()
     for ((r = 0; r < rounds; ++r)); do
       bws+=("$("$bw_exe" "$threads")")

@@ -288,6 +288,10 @@ bool in_order_avx2_takes(int64_t M) {
   return in_order_avx2_takes_all() || (M <= kStripRowsOnAvx512 && active_isa() == Isa::Avx512);
 }
 
+bool in_order_avx2_takes_anywhere(int64_t M) {
+  return M <= kStripRowsOnAvx512 && (in_order_avx2_suits() || active_isa() == Isa::Avx512);
+}
+
 // On a CPU whose 512-bit arithmetic runs as two halves (AMD's Zen 4) these tiles won at every row
 // count of a seeded sweep of packed-weight products (M 6 to 96, K 512-2048, N 768-4096: 1.05-2x
 // the AVX-512 kernels' speed; M = 256 even), so they take every product there, unless the path was

@@ -47,11 +47,11 @@ namespace {
 std::atomic<uint64_t> g_fast_calls{0};
 
 constexpr int64_t kBlasWork = int64_t(1) << 18;  // M * N * K from which Eigen hands over
-// ... or from which B has this many values and few rows read it: a decode step streams such a
-// weight from memory (a key or value projection, 768 x 256), which Eigen's one-thread product read
-// at 11-13 GB/s and the in-order kernel reads at the memory's bandwidth, split over the threads
-// (benchmarks/blas/streamed_weights.sh).
-constexpr int64_t kStreamedWeight = int64_t(1) << 16;
+// ... or from which B has this many values (64 KiB) and few rows read it: a decode step streams
+// such a weight from memory (a key or value projection, 768 x 256), which Eigen's one-thread
+// product read at 11-13 GB/s, the in-order kernel at twice that, split over the threads
+// (benchmarks/gemv/sweep.sh with STREAMED). Weights in cache run as fast either way.
+constexpr int64_t kStreamedWeight = int64_t(1) << 14;
 
 // OpenBLAS runs on one thread, in fixed blocks of C, 1024 columns when C is wider than tall, else
 // 128 rows, every call of one shape: the blocks depend on the shape only, never on the thread
@@ -118,10 +118,11 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, c
   else run(A, B);
 }
 
-// Whether Eigen takes a float product: a small one, unless an in-order kernel streams its B.
+// Whether Eigen takes a float product: a small one, unless the in-order kernel streams its B for
+// few rows, which it does on every CPU with AVX2 (AVX-512 and AVX2 give the same bits).
 bool eigen_takes(bool ta, int64_t M, int64_t N, int64_t K) {
   if (M * N * K >= kBlasWork) return false;
-  return ta || N * K < kStreamedWeight || active_isa() == Isa::Generic || !in_order_avx2_takes(M);
+  return ta || N * K < kStreamedWeight || !in_order_avx2_takes_anywhere(M);
 }
 
 // What every product does first: nothing when C is empty, zeros (or C as it is) when there is no
@@ -382,11 +383,10 @@ ConstantRhs::ConstantRhs(const Tensor& b, bool trans_b, bool few_row_blocks, boo
   // below): a weight mapped from its file leaves memory, and is read back from the file only by
   // the rare product that takes B itself (tiny ones, on Eigen).
   if (!narrow() && packed_.type == StripType::Float && !packed_.wide.empty()) release_file_pages(b.raw_data(), b.nbytes());
-  // Eigen then takes no product of it (a streamed weight's few-row ones go to the in-order
-  // kernel, the others are of kBlasWork multiply-adds or more): gemm() below reads the strips for
-  // all of them (it checks).
+  // Every product of at least one row is then at least kBlasWork multiply-adds: gemm() below
+  // reads the strips for all of them (it checks).
   if (plain_products && !trans_b && !narrow() && packed_.type == StripType::Float && !packed_.wide.empty() &&
-      K_ * N_ >= kStreamedWeight)
+      K_ * N_ >= kBlasWork)
     b_ = Tensor();
   g_packs.fetch_add(1, std::memory_order_relaxed);
   g_packed_bytes.fetch_add(bytes(), std::memory_order_relaxed);

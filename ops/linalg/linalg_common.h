@@ -70,6 +70,7 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
 bool in_order_avx2_suits();  // whether gemm_in_order_avx2 runs on this CPU at every row count
 bool in_order_avx2_takes(int64_t M);  // whether it takes M rows here (AVX-512 CPUs give it few-row products)
 bool in_order_avx2_takes_all();  // whatever the rows (AVX2 CPUs; AVX-512 ones running it at half width)
+bool in_order_avx2_takes_anywhere(int64_t M);  // whether it takes M rows on every CPU with AVX2
 // The portable path's in-order product (gemm_in_order_portable.cc): the same chains, the same bits.
 void gemm_in_order_portable(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, const float* b, float* c, bool accumulate);
 // A right operand B (K x N) that is never stored whole (a convolution's im2col matrix): fill()

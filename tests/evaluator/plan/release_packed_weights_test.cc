@@ -24,8 +24,8 @@ Tensor weight(int64_t k, int64_t n, float scale) {
   return tensor<float>({k, n}, v);
 }
 
-// y = ((x W1) W2 + W2[0]) W3: W1 read by one MatMul, W2 by a MatMul and a Gather, W3 too small for
-// its strips to serve a one-row product (Eigen's).
+// y = ((x W1) W2 + W2[0]) W3: W1 read by one MatMul, W2 by a MatMul and a Gather, W3 of fewer than
+// 2^18 values, whose small products of a few rows may go to Eigen.
 Model model() {
   const std::vector<Initializer> inits = {{"W1", weight(512, 512, 0.01f)}, {"W2", weight(512, 512, 0.02f)},
                                           {"W3", weight(512, 64, 0.03f)}, {"row", tensor<int64_t>({1}, {0})}};
@@ -45,7 +45,7 @@ TEST_CASE("release_packed_weights: a weight only packing MatMuls read is let go;
   CHECK((value_of("W1").raw_data() == nullptr) == packs);
   CHECK(value_of("W1").shape() == Shape{512, 512});  // its type and shape stay for the model's readers
   CHECK(value_of("W2").raw_data() != nullptr);        // a Gather reads it too
-  CHECK(value_of("W3").raw_data() != nullptr);        // a one-row product of it goes to Eigen, which reads it
+  CHECK(value_of("W3").raw_data() != nullptr);        // Eigen reads it for a small product
   CHECK(kept.model().graph.find_initializer("W1")->value.raw_data() != nullptr);
   for (int64_t rows : {1, 3, 40}) {
     CAPTURE(rows);

@@ -38,9 +38,9 @@ std::vector<float> fma_chains(int64_t M, int64_t N, int64_t K, const std::vector
 }
 
 // Eigen's small products (gemm_kernels.cc): below 2^18 multiply-adds, unless an in-order kernel
-// takes a few-row product of a weight of 2^16 values or more.
+// takes a few-row product of a weight of 2^14 values or more.
 bool takes_no_eigen(int64_t M, int64_t N, int64_t K) {
-  return M * N * K >= (int64_t(1) << 18) || (N * K >= (int64_t(1) << 16) && ops::in_order_avx2_takes(M));
+  return M * N * K >= (int64_t(1) << 18) || (N * K >= (int64_t(1) << 14) && ops::in_order_avx2_takes_anywhere(M));
 }
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
@@ -53,8 +53,9 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
   testing::for_each_isa([&](Isa) {
     struct Shape3 { int64_t N, K; };
     // 517 columns: five full 96-column blocks and one of 37 (a partial vector); 301 and 771 rows of
-    // B: one pass, and four 256-deep passes with a partial one.
-    const Shape3 shapes[] = {{517, 301}, {97, 771}, {2304, 768}};
+    // B: one pass, and four 256-deep passes with a partial one. 97 x 201 and 61 x 129: weights just
+    // above and below the 2^14 values from which one-row products stream them.
+    const Shape3 shapes[] = {{517, 301}, {97, 771}, {2304, 768}, {97, 201}, {61, 129}};
     for (const Shape3& sh : shapes)
       for (int64_t M : {1, 2, 7, 8, 32, 33, 128})
         for (bool trans_b : {false, true})
@@ -82,7 +83,7 @@ TEST_CASE("ConstantRhs: packed products are bit-identical to gemm() with B itsel
               // Where an in-order kernel takes the product, both are its chains: the AVX2 one at every
               // row count (on AVX-512 CPUs up to 4 rows), the AVX-512 small-M one with B transposed or
               // not. Eigen takes products of fewer than 2^18 multiply-adds, but not the one-row
-              // products of a weight of 2^16 values or more (517 x 301: a streamed weight).
+              // products of a weight of 2^14 values or more (517 x 301: a streamed weight).
               if ((ops::in_order_avx2_takes(M) || ops::gemm_small_m_suits(M, N, K)) && takes_no_eigen(M, N, K))
                 CHECK(same_bits(packed, fma_chains(M, N, K, a, bv, trans_b, c0)));
             }
