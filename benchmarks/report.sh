@@ -7,7 +7,7 @@
 # Run it on a quiet machine: the file is only replaced when every benchmark succeeded. To add a
 # benchmark, add "title|script relative to benchmarks/" to the list (VAR=value words before the
 # script set its variables); the script gets BUILD_DIR as its argument and prints markdown on stdout.
-# ONLY=TEXT runs only the benchmarks whose script path contains TEXT; the other sections (and the
+# ONLY=TEXT runs only the benchmarks whose command (settings and script path) contains TEXT; the other sections (and the
 # header) are kept from the current file, and each section run says its own commit and date.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +17,8 @@ out=$here/RESULTS.md
 
 benchmarks=(
   "Few-row float products (a decode step's weight streaming) against ONNX Runtime, one thread|gemv/sweep.sh"
+  "Small weights streamed at a decode step (key and value projections, each product chained over 128 MiB of its own weights) against ONNX Runtime, one thread|STREAMED=8 gemv/sweep.sh"
+  "Small weights streamed at a decode step, two threads on both sides|STREAMED=8 THREADS=2 gemv/sweep.sh"
   "Gemm with transB and float16 weights against ONNX Runtime, one thread: Gemm with W stored (N, K) (gemm), a float16 W cast to float before the MatMul (f16), a float16 model's MatMul (half)|KINDS=gemm,f16,half SHAPES=4 SEED=2 gemv/sweep.sh"
   "Decode steps of held-out decoders against ONNX Runtime|llm/decode_heldout.sh"
   "Encoders: refeval optimize against ONNX Runtime's own optimizer|encoders/compare.sh"
@@ -57,7 +59,7 @@ for entry in "${benchmarks[@]}"; do
   IFS='|' read -r title command <<<"$entry"
   read -ra words <<<"$command"
   settings=("${words[@]:0:${#words[@]}-1}") script=${words[-1]}
-  if [[ -n $only && $script != *"$only"* ]]; then  # the section as it is
+  if [[ -n $only && $command != *"$only"* ]]; then  # the section as it is
     awk -v t="## $title" '$0 == t {on = 1} on && /^## / && $0 != t {exit} on {line[++n] = $0}
       END { while (n > 0 && line[n] == "") n--; if (n) print ""; for (i = 1; i <= n; i++) print line[i] }' "$out" >>"$tmp"
     continue
