@@ -124,7 +124,13 @@ while read -r folder family past opset; do
         case $family in
           bart) check "$folder: self- and cross-attention fused in both layers (cross K/V given as past)" test "$(count MultiHeadAttention)" -eq 4
             check "$folder: 7 LayerNorm-family nodes" test "$(sum EmbedLayerNormalization SkipLayerNormalization LayerNormalization)" -eq 7 ;;
-          *) check "$folder: attention fused in both layers" test "$(sum Attention MultiHeadAttention)" -eq 2 ;;
+          *) check "$folder: attention fused in both layers" test "$(sum Attention MultiHeadAttention GroupQueryAttention)" -eq 2 ;;
+        esac
+        # Keys and values repeated for grouped-query heads (repeat_kv) after a per-layer past:
+        # GroupQueryAttention on the Nkv heads (its ORT run above checks it against torch).
+        case $folder in
+          hf_llama_opset17 | mistral_like* | mistral_sliding* | gemma_like* | phi3_like*)
+            check "$folder: grouped-query attention as GroupQueryAttention in both layers" test "$(count GroupQueryAttention)" -eq 2 ;;
         esac
         case $family in
           gpt2) check "$folder: 5 LayerNorm-family nodes" test "$(sum LayerNormalization SkipLayerNormalization)" -eq 5

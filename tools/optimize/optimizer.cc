@@ -116,11 +116,12 @@ void import_microsoft(Model& m) {
 }
 
 // A later round's --explain into the first's: the fused counts add up, and each pass's refusals
-// are the ones the last round that ran it gave (what it fused meanwhile is no longer refused).
+// are the ones the last round that gave it candidates gave (what it fused meanwhile is no longer
+// refused; a note on the form it wrote stays, named by the node written).
 void merge_later_round(Explain& into, const Explain& later) {
-  std::set<std::string> passes_run;
+  std::set<std::string> passes_run;  // ... that saw candidates: a pass that saw none keeps its earlier notes
   for (const Explain::PassCount& c : later.counts) {
-    passes_run.insert(c.pass);
+    if (c.candidates > 0) passes_run.insert(c.pass);
     auto it = std::find_if(into.counts.begin(), into.counts.end(), [&](const auto& e) { return e.pass == c.pass; });
     if (it == into.counts.end()) into.counts.push_back(c);
     else it->fused += c.fused;

@@ -1643,6 +1643,44 @@ def att_keys_repeated_values_not():
     return a.out(a.merge(a.softmax(s, v)))
 
 
+def grouped_with_past(seed, heads, head, mask=lambda a, s: s):
+    """Grouped-query attention of a decoder step: `heads` query heads of `head` over one key and
+    value head, each appended to its per-layer past (B, 1, P, head), a present output, and
+    repeated to `heads` (repeat_kv) for the product; `mask` applied to the scaled scores."""
+    a = Att(seed)
+    g = a.g
+    q = a.split(a.proj(name="q"), shape=(0, 0, heads, head))
+    def cached(name):
+        new = a.split(a.proj(width=head, name=name), shape=(0, 0, 1, head))
+        kv = g.op("Concat", [g.input(f"past_{name}", F32, ["batch", 1, "past", head]), new], axis=2)
+        g.output(kv)
+        u = g.op("Unsqueeze", [kv, g.ints("axis", [2])])
+        e = g.op("Expand", [u, g.ints("expand", [1, 1, heads, 1, 1])])
+        return g.op("Reshape", [e, g.ints("repeat_shape", [0, heads, -1, head])])
+    k, v = cached("k"), cached("v")
+    s = g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])]), g.const("sqrt_head", np.sqrt(head))])
+    y = g.op("Reshape", [g.op("Transpose", [a.softmax(mask(a, s), v)], perm=[0, 2, 1, 3]), g.ints("merge_shape", [0, 0, D])])
+    return a.out(y)
+
+
+@case("ort", "not GroupQueryAttention: head size 4 (ORT's CPU kernel needs a multiple of 8)", "--dim past=3")
+def att_grouped_heads_of_4():
+    # Four query heads of 4 over one cached key/value head: MultiHeadAttention on the repeats.
+    return grouped_with_past(204, 4, 4)
+
+
+@case("ort", "not GroupQueryAttention: a key padding mask without a causal one", "--dim past=3")
+def att_grouped_padding_only():
+    # Two query heads of 8 over one cached key/value head, a key padding mask and no causal one
+    # (a prefix language model's step): MultiHeadAttention on the repeats with the raw mask.
+    def padding(a, s):
+        am = a.g.input("attention_mask", I64, ["batch", "total"])
+        keep = a.g.op("Unsqueeze", [a.g.op("Cast", [am], to=F32), a.g.ints("axes", [1, 2])])
+        hide = a.g.op("Mul", [a.g.op("Sub", [a.g.const("one", 1.0), keep]), a.g.const("min", -3.4e38)])
+        return a.g.op("Add", [s, hide])
+    return grouped_with_past(205, NH, HD, padding)
+
+
 @case("ort", "do not have Q's 2 heads of 8")
 def att_shared_memory_one_head():
     # Memory keys and values shared by the batch (batch 1, one head), expanded over the batch of 2

@@ -146,6 +146,20 @@ std::string escaping(const GraphIndex& g, const std::set<int>& used, const std::
   return "";
 }
 
+// Why grouped-query attention `f` cannot be GroupQueryAttention (empty: it can). ORT's operator
+// reads per-layer pasts (B, Nkv, P, h) that the new keys follow; its CPU kernel wants head sizes
+// that are multiples of 8. Causal (query s of S sees keys j <= P + s) or not (causal=0), it takes
+// any additive mask as attention_bias.
+// (The reader's repeats are of 3-D projections split into heads, N = Nkv x repeats.)
+std::string gqa_refusal(const GraphIndex& g, const Found& f, const std::string& mask_index) {
+  if (f.k.past.empty() || !f.k.concat || !f.v.concat || !graph_input(g, f.k.past) || !graph_input(g, f.v.past))
+    return "no per-layer past to append to";
+  if (f.k.repeated_bsnh) return "the keys are repeated in (B, T, N, h), between transposes of the cache";
+  if (f.q.heads.h % 8 != 0) return fmt::format("head size {} (ORT's CPU kernel needs a multiple of 8)", f.q.heads.h);
+  if (!mask_index.empty()) return "a key padding mask without a causal one to build GroupQueryAttention's bias with";
+  return "";
+}
+
 }  // namespace
 
 Pass attention_pass() {
@@ -253,6 +267,35 @@ Pass attention_pass() {
               shared_sums[key] = {sum, one_row};
               mask.bias = sum, mask.bias_one_row = one_row;
               return true;
+            };
+            // GroupQueryAttention's seqlens_k (B) and total_sequence_length (scalar), both int32,
+            // for rows of the whole length T = P + S: from the first layer's query projection
+            // (B, S, D) and past (B, Nkv, P, h), values of the graph as it was (so they stay if that
+            // layer is not fused after all), shared by the layers whose past has the same length
+            // (per layer when the length is not known).
+            std::map<std::string, std::pair<std::string, std::string>> shared_total;
+            auto shared_lengths = [&](const std::string& query, const std::string& past) {
+              const std::vector<Dim>* pd = index.dims(past);
+              const Dim* d = pd && pd->size() == 4 ? &(*pd)[2] : nullptr;
+              const std::string key = d && d->fixed() ? std::to_string(d->value) : d && !d->param.empty() ? d->param : past;
+              if (auto it = shared_total.find(key); it != shared_total.end()) return it->second;
+              const std::string base = names.node("/GroupQueryLengths");
+              auto value = [&](const std::string& what) { return names.value(base + "/" + what); };
+              auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& what, std::vector<Attribute> a = {}) {
+                const std::string out = value(what);
+                shared_nodes.push_back(make_node(op, "", std::move(in), {out}, std::move(a), names.node(base + "/" + op)));
+                return out;
+              };
+              auto dim = [&](const std::string& x, int64_t axis, const std::string& what) {
+                return add("Shape", {x}, what, {build::attr("start", axis), build::attr("end", axis + 1)});
+              };
+              const std::string one = value("one");
+              new_inits.push_back({one, Tensor::from_vector<int32_t>({1}, {1})});
+              const std::string total = add("Cast", {add("Add", {dim(past, 2, "past_length"), dim(query, 1, "new_length")}, "total64")}, "total",
+                                            {build::attr("to", int64_t(DType::Int32))});
+              const std::string last = add("Sub", {total, one}, "last");
+              const std::string seqlens = add("Expand", {last, dim(query, 0, "batch")}, "seqlens_k");
+              return shared_total[key] = {seqlens, add("Squeeze", {total}, "total_sequence_length")};
             };
             for (int si = 0; si < int(g.nodes.size()); ++si) {
               const Node& sm = g.nodes[size_t(si)];
@@ -438,7 +481,27 @@ Pass attention_pass() {
                 };
                 std::vector<std::string> inputs = {three_d(f->q, N), "", "", "", mask_index, f->mask.bias, "", ""};
                 std::vector<std::string> outputs = {y};
-                if (!f->k.repeated.empty()) {
+                const std::string no_gqa = ctx.cpu_forms && !f->k.repeated.empty() ? gqa_refusal(index, *f, mask_index) : "";
+                const bool gqa = ctx.cpu_forms && !f->k.repeated.empty() && no_gqa.empty();
+                if (gqa) {
+                  // --forms cpu, grouped-query with a past: GroupQueryAttention reads the Nkv key and
+                  // value heads as they are and writes the presents itself, so the repeats (an Expand
+                  // copying the whole cache N / Nkv times a step) and the past Concats go. Every row's
+                  // length is the whole total (seqlens_k = total - 1): padding, and causality when the
+                  // export computes it into its mask, stay in the bias, with causal=0.
+                  const int64_t kv_heads = f->k.heads.N;
+                  const auto [seqlens, total] = shared_lengths(f->q.heads.x, f->k.past);
+                  std::vector<std::string> gqa_inputs = {inputs[0], three_d(f->k, kv_heads), f->v.heads.x, f->k.past, f->v.past, seqlens, total,
+                                                         "", "", "", f->mask.bias};
+                  while (gqa_inputs.back().empty()) gqa_inputs.pop_back();
+                  std::vector<Attribute> gqa_attrs = {build::attr("num_heads", N), build::attr("kv_num_heads", kv_heads),
+                                                      build::attr("causal", int64_t(f->mask.causal))};
+                  if (std::fabs(f->scale * std::sqrt(double(h)) - 1) > 1e-6) gqa_attrs.push_back(build::attr("scale", float(f->scale)));
+                  inputs = std::move(gqa_inputs), attrs = std::move(gqa_attrs), outputs = {y, f->k.present, f->v.present};
+                  used.insert({int(f->k.concat - g.nodes.data()), int(f->v.concat - g.nodes.data())});
+                } else if (!f->k.repeated.empty()) {
+                  if (ctx.cpu_forms && ctx.explain)  // named by the fused node: the Softmax goes
+                    ctx.explain->add("attention", scope, "MultiHeadAttention over the repeated keys, not GroupQueryAttention: " + no_gqa);
                   // Grouped-query: the repeated (B, N, T, h) keys and values; everything that
                   // computes them (past Concats read as presents, rotation, repeats) stays, and
                   // what only fed the product goes with dead-code removal.
@@ -470,7 +533,7 @@ Pass attention_pass() {
                     }
                   }
                 }
-                nodes.push_back(make_node("MultiHeadAttention", "com.microsoft", inputs, outputs, attrs, scope));
+                nodes.push_back(make_node(gqa ? "GroupQueryAttention" : "MultiHeadAttention", "com.microsoft", inputs, outputs, attrs, scope));
               }
               if (f->mask.bias_one_row) {
                 Node& fused = *std::find_if(nodes.rbegin(), nodes.rend(), [](const Node& n) { return n.domain == "com.microsoft" && n.op_type.find("Attention") != std::string::npos; });
@@ -488,7 +551,7 @@ Pass attention_pass() {
                   shared_nodes.push_back(make_node("Expand", "", {f->mask.bias, rows}, {expanded}, {}, names.node(base + "/Expand")));
                   shared_rows[f->mask.bias] = expanded;
                 }
-                fused.inputs[5] = shared_rows.at(f->mask.bias);
+                fused.inputs[fused.op_type == "GroupQueryAttention" ? 10 : 5] = shared_rows.at(f->mask.bias);
               }
               if (f->output_seq_first) {
                 const std::string sbd = names.value(scope + "/output_sbd");
