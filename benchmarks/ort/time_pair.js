@@ -57,12 +57,18 @@ async function timed(session, feeds, repeat) {
       scale = Math.max(scale, Math.abs(Number(x[i])));
     }
   }
+  // Each session has its own intra-op threads, which spin for a while after their last work: a
+  // pause before each block lets the other session's go idle, so that at two threads they do not
+  // take the core the timed session's second thread needs.
+  const settle = () => new Promise(resolve => setTimeout(resolve, 30));
   const ta = [], tb = [], ratios = [];
   for (let r = 0; r < Number(rounds); ++r) {
     // the order within a round alternates too (a cache warmed by one model favours the other)
     const first = r % 2;
     const t = [0, 0];
+    await settle();
     t[first] = await timed(sessions[first], feeds, Number(repeat));
+    await settle();
     t[1 - first] = await timed(sessions[1 - first], feeds, Number(repeat));
     ta.push(t[0]), tb.push(t[1]), ratios.push(t[1] / t[0]);
   }
