@@ -10,8 +10,10 @@
 #include <fmt/format.h>
 
 #include "refeval/dispatch.h"
+#include "refeval/elementwise.h"
 #include "refeval/op_run.h"
 #include "refeval/tensor.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops {
 
@@ -44,7 +46,8 @@ inline std::vector<int64_t> dense_strides(const Shape& s) {
 }
 
 // out[i0..in] = src[offset + sum(i_k * strides[k])] for every index of out_shape, row-major.
-// Strides may be zero (broadcast) or negative (reversed slices).
+// Strides may be zero (broadcast) or negative (reversed slices). Large copies split their rows
+// across threads (a decode step's Expand of the KV cache for repeated heads).
 template <class W>
 void strided_copy(const W* src, int64_t offset, const std::vector<int64_t>& strides, const Shape& out_shape, W* dst) {
   // Drop size-1 dims and merge dims that are contiguous in the source.
@@ -63,28 +66,36 @@ void strided_copy(const W* src, int64_t offset, const std::vector<int64_t>& stri
   if (dims.empty()) { dst[0] = src[offset]; return; }
   const size_t outer = dims.size() - 1;
   const int64_t n = dims.back(), s = st.back();
-  std::vector<int64_t> idx(outer, 0);
-  int64_t off = offset;
-  while (true) {
-    const W* p = src + off;
-    if (s == 1) for (int64_t i = 0; i < n; ++i) dst[i] = p[i];
-    else for (int64_t i = 0; i < n; ++i) dst[i] = p[i * s];
-    dst += n;
-    size_t d = outer;
-    while (true) {
-      if (d == 0) return;
-      --d;
-      off += st[d];
-      if (++idx[d] < dims[d]) break;
-      off -= st[d] * dims[d];
-      idx[d] = 0;
+  int64_t rows = 1;
+  for (size_t d = 0; d < outer; ++d) rows *= dims[d];
+  // Rows [first, last) of the output, from the source offset of row `first`.
+  auto copy_rows = [&](int64_t first, int64_t last) {
+    std::vector<int64_t> idx(outer, 0);
+    int64_t off = offset;
+    for (size_t d = outer, r = size_t(first); d-- > 0;) {
+      idx[d] = int64_t(r % size_t(dims[d]));
+      r /= size_t(dims[d]);
+      off += idx[d] * st[d];
     }
-  }
+    W* out = dst + first * n;
+    for (int64_t row = first; row < last; ++row, out += n) {
+      const W* p = src + off;
+      if (s == 1) for (int64_t i = 0; i < n; ++i) out[i] = p[i];
+      else for (int64_t i = 0; i < n; ++i) out[i] = p[i * s];
+      for (size_t d = outer; d-- > 0;) {
+        off += st[d];
+        if (++idx[d] < dims[d]) break;
+        off -= st[d] * dims[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  parallel_for(rows, std::max<int64_t>(1, kParallelElements / n), copy_rows);
 }
 
 // A new tensor of out_shape read from `x` through strides and offset (in elements).
 inline Tensor strided_view_copy(const Tensor& x, int64_t offset, const std::vector<int64_t>& strides, const Shape& out_shape) {
-  Tensor y(x.dtype(), out_shape);
+  Tensor y = Tensor::uninitialized(x.dtype(), out_shape);  // strided_copy writes every element
   visit_by_width(x.dtype(), [&]<class W>() { strided_copy<W>(raw_as<W>(x), offset, strides, out_shape, raw_as<W>(y)); });
   return y;
 }

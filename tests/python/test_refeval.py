@@ -207,7 +207,7 @@ def test_optimize_a_llama_export_and_read_why(tmp_path):
     out = refeval.optimize(os.path.join(folder, "model.onnx"), tmp_path / "opt.onnx")
     assert out["model_type"] == "llama"
     ops = out["operators"]
-    assert ops["MultiHeadAttention"] == 2 and ops["RotaryEmbedding"] == 4 and "Softmax" not in ops and "Neg" not in ops
+    assert ops["GroupQueryAttention"] == 2 and ops["RotaryEmbedding"] == 4 and "Softmax" not in ops and "Neg" not in ops
     assert out["candidates"]["attention"] == (2, 2)
     standard = refeval.optimize(os.path.join(folder, "model.onnx"), tmp_path / "std.onnx", target="onnx")
     assert standard["operators"]["RMSNormalization"] == 5 and "SimplifiedLayerNormalization" not in standard["operators"]
