@@ -491,7 +491,7 @@ Pass attention_pass() {
                   // export computes it into its mask, stay in the bias, with causal=0.
                   const int64_t kv_heads = f->k.heads.N;
                   const auto [seqlens, total] = shared_lengths(f->q.heads.x, f->k.past);
-                  std::vector<std::string> gqa_inputs = {inputs[0], three_d(f->k, kv_heads), f->v.heads.x, f->k.past, f->v.past, seqlens, total,
+                  std::vector<std::string> gqa_inputs = {inputs[0], three_d(f->k, kv_heads), batch_first(f->v.heads.x), f->k.past, f->v.past, seqlens, total,
                                                          "", "", "", f->mask.bias};
                   while (gqa_inputs.back().empty()) gqa_inputs.pop_back();
                   std::vector<Attribute> gqa_attrs = {build::attr("num_heads", N), build::attr("kv_num_heads", kv_heads),
