@@ -14,7 +14,9 @@
 #            --repeat REPEAT` against ort/bench_ort.js, the median of REPEAT runs;
 #   resnet18 torchvision's ResNet-18, batch 1 (vision/make_torchvision.py), the same way.
 # The decoder's ids are checked equal in both runtimes (the ids column). Prints a Markdown table
-# per case, rows quiet and busy.
+# per case, rows quiet and busy. Under the decode table, the machine's read bandwidth in the quiet
+# rounds at 1 and 2 threads (gemv/read_bandwidth.c): a decode step streams its weights, so its
+# 2t/1t cannot go below the bandwidths' ratio once one thread reads at the one-thread bandwidth.
 #   benchmarks/threads/busy_core.sh [BUILD_DIR]     (ROUNDS=3, REPEAT=10, BUSY_CPU, MODES="quiet busy",
 #                                                   CASES="decode gpt2 resnet18" (decode gives
 #                                                   prefill too), REFEVAL_BENCH_DIR)
@@ -36,6 +38,9 @@ llama=$work/heldout-llama-12x768-mlp2048
 [[ -f $work/gpt2-small-opset17-seq32/model.onnx ]] ||
   /usr/bin/python3 "$here/gpt2/make_gpt2.py" "$work/gpt2-small-opset17-seq32" --opset 17 --seq 32 >/dev/null 2>&1
 [[ -f $work/resnet18/model.onnx ]] || /usr/bin/python3 "$here/vision/make_torchvision.py" "$work/resnet18" resnet18 >/dev/null 2>&1
+bw_exe=$work/read_bandwidth
+[[ $bw_exe -nt $here/gemv/read_bandwidth.c ]] || cc -O3 -march=native -fopenmp "$here/gemv/read_bandwidth.c" -o "$bw_exe"
+declare -a bw1 bw2  # the quiet rounds' read bandwidths, GB/s
 prompt=$(/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(0); print(' '.join(map(str, r.integers(0, 96, 32))))")
 tmp=$(mktemp -d)
 
@@ -86,6 +91,7 @@ for ((r = 0; r < rounds; ++r)); do
   for ((m = 0; m < ${#modes[@]}; ++m)); do
     mode=${modes[(m + r) % ${#modes[@]}]}
     [[ $mode == busy ]] && start_busy
+    [[ $mode == quiet ]] && bw1+=("$("$bw_exe" 1)") && bw2+=("$("$bw_exe" 2)")
     for case in "${cases[@]}"; do
       for ((c = 0; c < 4; ++c)); do
         read -r runtime threads <<<"${configs[(c + r) % 4]}"
@@ -138,4 +144,17 @@ for case in "${shown[@]}"; do
       "$(median ${t["$mode|$case|ort|1"]})" "$(median ${t["$mode|$case|ort|2"]})" "$(gain "$mode" "$case" ort)" \
       "$([[ $case == decode ]] && echo " ${ids[$mode]} |")"
   done
+  if [[ $case == decode && ${#bw1[@]} -gt 0 ]]; then
+    b1=$(median "${bw1[@]}") b2=$(median "${bw2[@]}")
+    streamed=$(/usr/bin/python3 -c "
+import onnx
+m = onnx.load('$llama/model.onnx', load_external_data=False)
+w = {i.name: len(i.raw_data) for i in m.graph.initializer}
+print(sum(w.get(n.input[1], 0) for n in m.graph.node if n.op_type == 'MatMul'))")
+    echo
+    awk -v b1="$b1" -v b2="$b2" -v w="$streamed" -v r1="$(median ${t["quiet|decode|ref|1"]})" -v r2="$(median ${t["quiet|decode|ref|2"]})" \
+        -v o1="$(median ${t["quiet|decode|ort|1"]})" -v o2="$(median ${t["quiet|decode|ort|2"]})" 'BEGIN {
+      printf "The step reads %.0f MB of MatMul weights. The quiet machine read %.1f GB/s on one thread and %.1f on two (gemv/read_bandwidth.c, the rounds'"'"' median): a floor of %.3f for a step that streams its weights at the one-thread bandwidth. Weights per step time, 1t / 2t: refeval %.1f / %.1f GB/s, ORT %.1f / %.1f.\n",
+        w / 1e6, b1, b2, b1 / b2, w / r1 / 1e6, w / r2 / 1e6, w / o1 / 1e6, w / o2 / 1e6 }'
+  fi
 done
