@@ -289,11 +289,12 @@ Pass attention_pass() {
               auto dim = [&](const std::string& x, int64_t axis, const std::string& what) {
                 return add("Shape", {x}, what, {build::attr("start", axis), build::attr("end", axis + 1)});
               };
-              const std::string one = value("one");
-              new_inits.push_back({one, Tensor::from_vector<int32_t>({1}, {1})});
+              // total - 1 as an Add of -1: a Sub would read as a rotation's candidate to --explain
+              const std::string minus_one = value("minus_one");
+              new_inits.push_back({minus_one, Tensor::from_vector<int32_t>({1}, {-1})});
               const std::string total = add("Cast", {add("Add", {dim(past, 2, "past_length"), dim(query, 1, "new_length")}, "total64")}, "total",
                                             {build::attr("to", int64_t(DType::Int32))});
-              const std::string last = add("Sub", {total, one}, "last");
+              const std::string last = add("Add", {total, minus_one}, "last");
               const std::string seqlens = add("Expand", {last, dim(query, 0, "batch")}, "seqlens_k");
               return shared_total[key] = {seqlens, add("Squeeze", {total}, "total_sequence_length")};
             };
