@@ -146,6 +146,31 @@ std::string escaping(const GraphIndex& g, const std::set<int>& used, const std::
   return "";
 }
 
+// Nodes the layers share, named under one base ("/CausalPaddingBias/..."): value(what) names an
+// output there, add(op, inputs, what, attributes) appends a node writing it and returns its name.
+class SharedBuilder {
+ public:
+  SharedBuilder(NameGen& names, std::vector<Node>& nodes, const std::string& base)
+      : names_(names), nodes_(nodes), base_(names.node(base)) {}
+  std::string value(const std::string& what) { return names_.value(base_ + "/" + what); }
+  std::string add(const std::string& op, std::vector<std::string> in, const std::string& what, std::vector<Attribute> a = {}) {
+    const std::string out = value(what);
+    nodes_.push_back(make_node(op, "", std::move(in), {out}, std::move(a), names_.node(base_ + "/" + op)));
+    return out;
+  }
+
+ private:
+  NameGen& names_;
+  std::vector<Node>& nodes_;
+  std::string base_;
+};
+
+// What layers whose values have the same length on an axis share a computation by: that dim's
+// size or symbol, else (unknown) the value's own name.
+std::string length_key(const Dim* d, const std::string& value) {
+  return d && d->fixed() ? std::to_string(d->value) : d && !d->param.empty() ? d->param : value;
+}
+
 // Why grouped-query attention `f` cannot be GroupQueryAttention (empty: it can). ORT's operator
 // reads per-layer pasts (B, Nkv, P, h) that the new keys follow; its CPU kernel wants head sizes
 // that are multiples of 8. Causal (query s of S sees keys j <= P + s) or not (causal=0), it takes
@@ -199,38 +224,31 @@ Pass attention_pass() {
               if (!past.empty()) {
                 const std::vector<Dim>* pd = index.dims(past);
                 if (!pd || int64_t(pd->size()) <= past_axis) return std::nullopt;
-                const Dim& d = (*pd)[size_t(past_axis)];
-                past_dim = d.fixed() ? std::to_string(d.value) : d.param.empty() ? past : d.param;
+                past_dim = length_key(&(*pd)[size_t(past_axis)], past);
               }
               const std::string key = fmt::format("{}|{}|{}|{}", f.mask.causal_buffer, f.mask.padding_value, past_dim, f.mask.causal_filler);
               if (auto it = shared_bias.find(key); it != shared_bias.end()) return it->second;
-              const std::string base = names.node("/CausalPaddingBias");
-              auto value = [&](const std::string& what) { return names.value(base + "/" + what); };
-              auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& what, std::vector<Attribute> a = {}) {
-                const std::string out = value(what);
-                shared_nodes.push_back(make_node(op, "", std::move(in), {out}, std::move(a), names.node(base + "/" + op)));
-                return out;
-              };
+              SharedBuilder b(names, shared_nodes, "/CausalPaddingBias");
               auto ints_init = [&](const std::string& what, std::vector<int64_t> v) {
-                const std::string n = value(what);
+                const std::string n = b.value(what);
                 new_inits.push_back({n, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)});
                 return n;
               };
               std::string keep = f.mask.causal_buffer;
               if (f.mask.causal_buffer_sliced) {
-                const std::string total = add("Slice", {add("Shape", {f.mask.padding_input}, "mask_shape"), ints_init("one", {1}), ints_init("two", {2})}, "total");
+                const std::string total = b.add("Slice", {b.add("Shape", {f.mask.padding_input}, "mask_shape"), ints_init("one", {1}), ints_init("two", {2})}, "total");
                 const std::string start = past.empty() ? ints_init("zero", {0})
-                                                       : add("Slice", {add("Shape", {past}, "past_shape"), ints_init("past_axis", {past_axis}),
+                                                       : b.add("Slice", {b.add("Shape", {past}, "past_shape"), ints_init("past_axis", {past_axis}),
                                                                        ints_init("past_axis_end", {past_axis + 1})}, "past_length");
-                const std::string starts = add("Concat", {start, ints_init("zero_col", {0})}, "starts", {build::attr("axis", int64_t(0))});
-                const std::string ends = add("Concat", {total, total}, "ends", {build::attr("axis", int64_t(0))});
-                keep = add("Slice", {keep, starts, ends, ints_init("axes", {2, 3})}, "causal_block");
+                const std::string starts = b.add("Concat", {start, ints_init("zero_col", {0})}, "starts", {build::attr("axis", int64_t(0))});
+                const std::string ends = b.add("Concat", {total, total}, "ends", {build::attr("axis", int64_t(0))});
+                keep = b.add("Slice", {keep, starts, ends, ints_init("axes", {2, 3})}, "causal_block");
               }
-              if (buffer->dtype() != DType::Bool) keep = add("Cast", {keep}, "keep", {build::attr("to", int64_t(DType::Bool))});
-              const std::string fill = value("filler");
+              if (buffer->dtype() != DType::Bool) keep = b.add("Cast", {keep}, "keep", {build::attr("to", int64_t(DType::Bool))});
+              const std::string fill = b.value("filler");
               new_inits.push_back({fill, from_doubles(mtype->dtype, {}, {std::max(f.mask.causal_filler, -3.4028234663852886e38)})});
-              const std::string hidden = add("Add", {f.mask.padding_value, fill}, "hidden");
-              const std::string bias = add("Where", {keep, f.mask.padding_value, hidden}, "bias");
+              const std::string hidden = b.add("Add", {f.mask.padding_value, fill}, "hidden");
+              const std::string bias = b.add("Where", {keep, f.mask.padding_value, hidden}, "bias");
               return shared_bias[key] = bias;
             };
             // The sum of additive mask terms as one (B|1, N|1, S|1, T) bias, shared by the layers
@@ -276,27 +294,20 @@ Pass attention_pass() {
             std::map<std::string, std::pair<std::string, std::string>> shared_total;
             auto shared_lengths = [&](const std::string& query, const std::string& past) {
               const std::vector<Dim>* pd = index.dims(past);
-              const Dim* d = pd && pd->size() == 4 ? &(*pd)[2] : nullptr;
-              const std::string key = d && d->fixed() ? std::to_string(d->value) : d && !d->param.empty() ? d->param : past;
+              const std::string key = length_key(pd && pd->size() == 4 ? &(*pd)[2] : nullptr, past);
               if (auto it = shared_total.find(key); it != shared_total.end()) return it->second;
-              const std::string base = names.node("/GroupQueryLengths");
-              auto value = [&](const std::string& what) { return names.value(base + "/" + what); };
-              auto add = [&](const std::string& op, std::vector<std::string> in, const std::string& what, std::vector<Attribute> a = {}) {
-                const std::string out = value(what);
-                shared_nodes.push_back(make_node(op, "", std::move(in), {out}, std::move(a), names.node(base + "/" + op)));
-                return out;
-              };
+              SharedBuilder b(names, shared_nodes, "/GroupQueryLengths");
               auto dim = [&](const std::string& x, int64_t axis, const std::string& what) {
-                return add("Shape", {x}, what, {build::attr("start", axis), build::attr("end", axis + 1)});
+                return b.add("Shape", {x}, what, {build::attr("start", axis), build::attr("end", axis + 1)});
               };
               // total - 1 as an Add of -1: a Sub would read as a rotation's candidate to --explain
-              const std::string minus_one = value("minus_one");
+              const std::string minus_one = b.value("minus_one");
               new_inits.push_back({minus_one, Tensor::from_vector<int32_t>({1}, {-1})});
-              const std::string total = add("Cast", {add("Add", {dim(past, 2, "past_length"), dim(query, 1, "new_length")}, "total64")}, "total",
+              const std::string total = b.add("Cast", {b.add("Add", {dim(past, 2, "past_length"), dim(query, 1, "new_length")}, "total64")}, "total",
                                             {build::attr("to", int64_t(DType::Int32))});
-              const std::string last = add("Add", {total, minus_one}, "last");
-              const std::string seqlens = add("Expand", {last, dim(query, 0, "batch")}, "seqlens_k");
-              return shared_total[key] = {seqlens, add("Squeeze", {total}, "total_sequence_length")};
+              const std::string last = b.add("Add", {total, minus_one}, "last");
+              const std::string seqlens = b.add("Expand", {last, dim(query, 0, "batch")}, "seqlens_k");
+              return shared_total[key] = {seqlens, b.add("Squeeze", {total}, "total_sequence_length")};
             };
             for (int si = 0; si < int(g.nodes.size()); ++si) {
               const Node& sm = g.nodes[size_t(si)];
@@ -540,17 +551,13 @@ Pass attention_pass() {
                 Node& fused = *std::find_if(nodes.rbegin(), nodes.rend(), [](const Node& n) { return n.domain == "com.microsoft" && n.op_type.find("Attention") != std::string::npos; });
                 // attention_bias has a row per query: (.., 1, T) expanded to (.., S, T), once per bias.
                 if (!shared_rows.count(f->mask.bias)) {
-                  const std::string base = names.node("/AttentionBiasRows");
-                  auto value = [&](const std::string& what) { return names.value(base + "/" + what); };
-                  const std::string one = value("one"), ones = value("ones");
+                  SharedBuilder b(names, shared_nodes, "/AttentionBiasRows");
+                  const std::string one = b.value("one"), ones = b.value("ones");
                   new_inits.push_back({one, Tensor::from_vector<int64_t>({1}, {1})});
                   new_inits.push_back({ones, Tensor::from_vector<int64_t>({2}, {1, 1})});
-                  const std::string S = value("S"), rows = value("rows"), expanded = value("bias");
-                  shared_nodes.push_back(make_node("Shape", "", {fused.inputs[0]}, {S}, {build::attr("start", int64_t(1)), build::attr("end", int64_t(2))},
-                                                   names.node(base + "/Shape")));
-                  shared_nodes.push_back(make_node("Concat", "", {ones, S, one}, {rows}, {build::attr("axis", int64_t(0))}, names.node(base + "/Concat")));
-                  shared_nodes.push_back(make_node("Expand", "", {f->mask.bias, rows}, {expanded}, {}, names.node(base + "/Expand")));
-                  shared_rows[f->mask.bias] = expanded;
+                  const std::string S = b.add("Shape", {fused.inputs[0]}, "S", {build::attr("start", int64_t(1)), build::attr("end", int64_t(2))});
+                  const std::string rows = b.add("Concat", {ones, S, one}, "rows", {build::attr("axis", int64_t(0))});
+                  shared_rows[f->mask.bias] = b.add("Expand", {f->mask.bias, rows}, "bias");
                 }
                 fused.inputs[fused.op_type == "GroupQueryAttention" ? 10 : 5] = shared_rows.at(f->mask.bias);
               }
