@@ -65,6 +65,38 @@ assert [(t["name"], t["producer"], t["last_reader"]) for t in r["at_peak"]] == [
     ("C", "big", "if"), ("Y", "if", "Mul_5"), ("A", "relu", "if"), ("E", "early", "(graph output)"), ("cond", "(graph input)", "if")], r["at_peak"]
 PY
 
+# report --by memory in each format on the same If: the CSV timeline is that table, --top keeps
+# the largest tensors, Markdown fences the summary, and the page draws a column per node (the
+# peak's marked) and lists the tensors alive there.
+"$refeval" report $work/if.json --by memory --format csv --runs 1:2 >$work/if.csv
+check "if: --format csv is the hand-worked timeline" diff - $work/if.csv <<'CSV'
+index,node,op_type,live_bytes
+0,relu,Relu,32769
+1,big,Tile,98305
+2,dead,Cast,106497
+3,early,Neg,114689
+4,if,If,131073
+5,Mul_5,Mul,81920
+CSV
+expect 0 "^alive at the peak \(2 of 5 tensors\):" "" -- report $work/if.json --by memory --top 2 --runs 1:2
+check "if: --top 2 keeps C and Y, the two largest" bash -c "grep -qE '^C +65536 ' $work/out && grep -qE '^Y +32768 ' $work/out && ! grep -qE '^A ' $work/out"
+expect 0 '^\| C \| 65536 \| 0\.06 \| 50\.0% \| big \| if \|$' "" -- report $work/if.json --by memory --format md --runs 1:2
+check "if: --format md fences the summary" bash -c "[[ \$(head -1 $work/out) == '\`\`\`' ]] && grep -q '^peak: 0.13 MiB of activations at if' $work/out"
+"$refeval" -q report $work/if.json --by memory --format html --runs 1:2 -o $work/if.html
+check "if: the page's timeline is the hand-worked one, the If marked, and its table the tensors alive there" \
+  $py - $work/if.html <<'PY'
+import re, sys
+page = open(sys.argv[1]).read()
+columns = re.findall(r'<rect class="(live|live peak)"[^>]*><title>(\S+) \((\w+)\): [0-9.]+ MiB \((\d+) bytes\)</title>', page)
+assert [(node, int(b)) for _, node, _, b in columns] == [
+    ("relu", 32769), ("big", 98305), ("dead", 106497), ("early", 114689), ("if", 131073), ("Mul_5", 81920)], columns
+assert [node for kind, node, _, _ in columns if kind == "live peak"] == ["if"], columns
+assert "<h1>Memory: " in page and "peak 0.13 MiB at if</text>" in page
+table = page[page.index('id="at-peak"'):]
+rows = re.findall(r'<tr><td class="l">([^<]*)</td><td>(\d+)</td>', table)
+assert rows == [("C", "65536"), ("Y", "32768"), ("A", "16384"), ("E", "16384"), ("cond", "1")], rows
+PY
+
 # The held-out decoder: 12 layers of 768, 12 heads over 4 KV heads, MLP 2048, vocabulary 32000;
 # a prefill of 32 token ids, the past KV empty.
 $py $data/make_fixtures.py $work decoder >/dev/null || exit 1
@@ -73,6 +105,44 @@ decoder=(-q profile $work/decoder/model.onnx --input input_ids=$work/decoder/inp
          --dim sequence_length=32 --dim total_sequence_length=32 --dim past_sequence_length=0)
 expect 0 "^peak: .* MiB of activations at " "" -- "${decoder[@]}" --repeat 3 -o $work/decoder.json --memory
 check_profile decoder $work/decoder/model.onnx
+
+# --depth: the peak per name scope is the oracle's highest live bytes among the scope's nodes.
+"$refeval" report $work/decoder.json --by memory --depth 2 --format json --runs 1:2 >$work/decoder.scopes.json
+check "decoder: --depth 2 gives each scope the oracle's highest live bytes, at one of its nodes" \
+  $py - $work/decoder.scopes.json $work/decoder.oracle1.json <<'PY'
+import json, sys
+report, oracle = (json.load(open(p)) for p in sys.argv[1:])
+def scope(node):  # the first two name scopes: "/model/layers.3/mlp/Mul" is in model/layers.3
+    parts = [p for p in node.split("/")[:-1] if p]
+    return "/".join(parts[:2]) if parts else "(no scope)"
+peaks = {}
+for t in oracle["timeline"]:
+    peaks[scope(t["node"])] = max(peaks.get(scope(t["node"]), 0), t["live_bytes"])
+assert [s["scope"] for s in report["scopes"]] == list(peaks), [s["scope"] for s in report["scopes"]]
+for s in report["scopes"]:
+    assert abs(s["peak_bytes"] - peaks[s["scope"]]) <= 0.01 * peaks[s["scope"]] and scope(s["node"]) == s["scope"], s
+PY
+
+# --compare: two profiles' figures side by side (the If before, the decoder after), against
+# their oracles; the page holds both memory sections.
+"$refeval" report $work/if.json --by memory --compare $work/decoder.json --format json --runs 1:2 >$work/compare.json
+"$refeval" report $work/if.json --by memory --compare $work/decoder.json --runs 1:2 >$work/compare.txt
+"$refeval" -q report $work/if.json --by memory --compare $work/decoder.json --format html --runs 1:2 -o $work/compare.html
+check "compare: the peaks, their ratio and the peak nodes are the oracles'" \
+  $py - $work/compare.json $work/compare.txt $work/compare.html $work/if.oracle1.json $work/decoder.oracle1.json <<'PY'
+import json, re, sys
+report, text, page = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), open(sys.argv[3]).read()
+before, after = (json.load(open(p)) for p in sys.argv[4:])
+assert report["before"]["peak_bytes"] == before["peak_bytes"] == 131073, report["before"]["peak_bytes"]
+assert abs(report["after"]["peak_bytes"] - after["peak_bytes"]) <= 0.01 * after["peak_bytes"]
+assert abs(report["peak_ratio"] - after["peak_bytes"] / before["peak_bytes"]) <= 0.01 * report["peak_ratio"]
+assert re.search(r"^memory: \S+if\.json -> \S+decoder\.json$", text, re.M), text[:200]
+assert re.search(rf"^peak node +if +{re.escape(after['peak_node'])}$", text, re.M)
+assert re.search(rf"^nodes +6 +{len(after['timeline'])}$", text, re.M)
+assert text.index("before, alive at its peak:") < text.index("after, alive at its peak:")
+assert "<h1>Memory compared: " in page and page.count("<h2>Memory</h2>") == 2
+assert f'<tr><td class="l">peak node</td><td>if</td><td>{after["peak_node"]}</td>' in page
+PY
 
 # ResNet-18 (torchvision, random weights) at batch 1 and 2: the peak doubles with the batch.
 if $py -c "import torch, torchvision" 2>/dev/null; then
@@ -134,6 +204,52 @@ assert len(decode) == 5 and all(a < b for a, b in zip(decode, decode[1:])), deco
 assert len({b - a for a, b in zip(decode, decode[1:])}) == 1, decode  # one token's keys and values each step
 PY
 check "generate: a valid Chrome trace" $py $data/check_trace.py $work/gen.json
+
+# The generation loop's reports: per step, the peak (the oracle's, for each run) and the KV cache
+# (the trace's model_run figures) in the memory report and its page; the profile page adds the
+# latency per step, the KV cache's growth and an op table per phase, each from the trace's events.
+for run in 0 1 2 3 4 5; do
+  $oracle $src/tests/data/ort/decoders_torch/b1/model.onnx $work/gen.json --run $run --json $work/gen.oracle$run.json --quiet >/dev/null
+done
+"$refeval" report $work/gen.json --by memory --format json >$work/gen.memory.json
+"$refeval" report $work/gen.json --by memory >$work/gen.memory.txt
+"$refeval" -q report $work/gen.json --by memory --format html -o $work/gen.memory.html
+"$refeval" -q report $work/gen.json --format html -o $work/gen.html
+check "generate: the memory report's steps and pages are the trace's runs and the oracle's peaks" \
+  $py - $work/gen.json $work/gen.memory.json $work/gen.memory.txt $work/gen.memory.html $work/gen.html $work <<'PY'
+import json, re, sys
+events, report = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+text, memory_page, page = (open(p).read() for p in sys.argv[3:6])
+runs = sorted((e for e in events if e["name"] == "model_run"), key=lambda e: e["ts"])
+oracles = [json.load(open(f"{sys.argv[6]}/gen.oracle{k}.json")) for k in range(len(runs))]
+assert [r["phase"] for r in report["runs"]] == ["prefill"] + ["decode"] * 5
+for k, (run, got, oracle) in enumerate(zip(runs, report["runs"], oracles)):
+    assert (got["run"], got["phase"], got["step"], got["kv_cache_bytes"]) == (k, run["args"]["phase"], run["args"]["step"], run["args"]["kv_cache_bytes"]), got
+    assert abs(got["peak_bytes"] - oracle["peak_bytes"]) <= 0.01 * oracle["peak_bytes"] and got["peak_node"] == oracle["peak_node"], (got, oracle["peak_node"])
+    mib = lambda b: f"{b / 2**20:.2f}"
+    assert re.search(rf"^ +{k} +{got['phase']} +{got['step']} +{mib(got['peak_bytes'])} +{re.escape(got['peak_node'])} +{mib(got['kv_cache_bytes'])}$", text, re.M), k
+    assert f"<title>step {k} ({got['phase']}): peak activations {mib(got['peak_bytes'])} MiB at {got['peak_node']}</title>" in memory_page, k
+    assert f"<title>step {k} ({got['phase']}): KV cache {mib(got['kv_cache_bytes'])} MiB</title>" in memory_page, k
+    # the profile page: latency and KV cache columns per step, the prefill in its own colour
+    kind = "prefill" if k == 0 else "decode"
+    assert re.search(rf'<rect class="{kind}"[^>]*><title>step {k} \({got["phase"]}\): {run["dur"] / 1000:.3f} ms</title>', page), k
+    assert re.search(rf'<rect class="{kind}"[^>]*><title>step {k} \({got["phase"]}\): {got["kv_cache_bytes"] / 2**20:.3f} MiB</title>', page), k
+assert "<h2>Generation</h2>" in page and "Latency per decode step (ms)" in page and "<h2>Memory</h2>" in page
+nodes = [e for e in events if e.get("cat") == "Node"]
+for phase in ("prefill", "decode"):
+    inside = [r for r in runs if r["args"]["phase"] == phase]
+    calls = {}
+    for e in nodes:
+        if any(r["ts"] <= e["ts"] < r["ts"] + r["dur"] for r in inside):
+            calls[e["args"]["op_name"]] = calls.get(e["args"]["op_name"], 0) + 1
+    wall = sum(r["dur"] for r in inside) / 1000
+    plural = "" if len(inside) == 1 else "s"
+    assert f"<h2>Phase {phase} ({len(inside)} run{plural}, {wall:.3f} ms)</h2>" in page, phase
+    table = page[page.index(f'id="ops-{phase}"'):]
+    table = table[:table.index("</table>")]
+    rows = dict(re.findall(r"<tr><td>(\w+)</td><td>[0-9.]+</td><td>(\d+)</td>", table))
+    assert {op: int(n) for op, n in rows.items()} == calls, (phase, rows, calls)
+PY
 expect 2 "" "error: --memory needs --profile FILE.json" -- generate $src/tests/data/ort/decoders_torch/b1/model.onnx --prompt-len 4 --memory
 # A profile recorded without --memory has no live bytes to report: one line, exit 2.
 "$refeval" -q profile $work/if_capture.onnx --input X=$work/X.npy --input cond=$work/cond.npy --repeat 1 -o $work/plain.json >/dev/null
