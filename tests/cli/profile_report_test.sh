@@ -45,6 +45,41 @@ expect 0 "^op_type,before_ms,before_count,after_ms,after_count,delta_ms,speedup,
 expect 0 "" "report written to $work/r.md" -- report $fixtures/ort-1.30-linreg-disabled.json --format md -o $work/r.md
 check "-o writes the file" grep -q "| Add |" $work/r.md
 
+# --format html: the per-op table and each op type's calls are the independent totals; --compare's
+# page gives per-run times and calls (the totals over the 3 runs) with what vanished and appeared,
+# then both profiles' timelines, calls and node tables side by side.
+"$refeval" -q report $fixtures/ort-1.30-linreg-disabled.json --format html -o $work/single.html
+"$refeval" -q report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json --format html -o $work/compare.html
+check "html: the op table, the calls per op type and the comparison are the independent totals" \
+  python3 - $work/single.html $work/compare.html $fixtures/ort-1.30-linreg-disabled.json $fixtures/ort-1.30-linreg-all.json \
+  $src/tests/tools/profile/ort_profile_totals.py <<'PY'
+import csv, io, re, subprocess, sys
+single, compare = (open(p).read() for p in sys.argv[1:3])
+def totals(path):
+    out = subprocess.run([sys.executable, sys.argv[5], path], capture_output=True, text=True, check=True).stdout
+    return {r["op_type"]: (float(r["total_ms"]), int(r["count"])) for r in csv.DictReader(io.StringIO(out))}
+before, after = totals(sys.argv[3]), totals(sys.argv[4])
+ops = single[single.index('id="ops"'):]
+rows = re.findall(r"<tr><td>(\w+)</td><td>([0-9.]+)</td><td>(\d+)</td>", ops[:ops.index("</table>")])
+assert {op: (float(ms), int(n)) for op, ms, n in rows} == before, rows
+for op, (ms, n) in before.items():
+    calls = single[single.index(f'<details data-op="{op}">'):]
+    calls = calls[:calls.index("</details>")]
+    assert f"<summary>{op} &mdash; {n} calls, {ms:.3f} ms</summary>" in calls, op
+    assert len(re.findall(r"<tr><td>[1-3]</td>", calls)) == n, op
+table = compare[compare.index('id="compare"'):]
+rows = re.findall(r"<tr><td>(\w+)</td><td>([0-9.]+)</td><td>([0-9.]+)</td><td>([0-9.]+)</td><td>([0-9.]+)</td><td>[-+0-9.]+</td><td>[0-9.x]*</td><td>(\w*)</td>",
+                  table[:table.index("</table>")])
+assert sorted(r[0] for r in rows) == sorted(set(before) | set(after)), rows
+for op, b_ms, b_n, a_ms, a_n, status in rows:
+    (tb, nb), (ta, na) = before.get(op, (0, 0)), after.get(op, (0, 0))
+    assert abs(float(b_ms) - tb / 3) <= 0.001 and abs(float(a_ms) - ta / 3) <= 0.001, (op, b_ms, a_ms)
+    assert (float(b_n), float(a_n)) == (nb / 3, na / 3), (op, b_n, a_n)
+    assert status == ("vanished" if op not in after else "appeared" if op not in before else ""), (op, status)
+assert compare.count('<table class="rows" id="nodes">') == 2 and compare.count('<figure class="timeline">') == 2
+assert re.search(r"<h2>Before: \S+ort-1\.30-linreg-disabled\.json</h2>", compare) and re.search(r"<h2>After: \S+ort-1\.30-linreg-all\.json</h2>", compare)
+PY
+
 # --by scope: time per name scope of a torch export (2 Llama layers), equal to the independent totals;
 # deeper scopes split a layer into attention and MLP; each row names its costliest node.
 llama=$src/tests/data/optimize/hf_llama_opset17
