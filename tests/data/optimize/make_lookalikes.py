@@ -1017,6 +1017,18 @@ def rope_table_squeeze_all():
     return r.model(r.apply(r.gathered(table=tabs[0]), r.gathered(table=tabs[1])))
 
 
+@case("ort", "the cos/sin table gathered from 'Squeeze_out' is 3-D, not (max_pos, h)", "--fill position_ids=0")
+def rope_table_squeezed_once():
+    # cos_cached (1, 1, max_pos, h)[:, :, :seq_len].squeeze(1): the batch axis of 1 stays, so
+    # cos[position_ids] indexes it (only position 0 runs) instead of the table's rows.
+    r = Rope(127, x_shape=(1, 2, 2, H), pos_shape=(1, 2))
+    cos, sin = rope_tables()
+    tabs = [r.g.op("Squeeze", [r.g.op("Slice", [r.table(f"{w}_cached", t.reshape(1, 1, MAX_POS, H)), r.g.ints("zero", [0]),
+                                                seq_len(r), r.g.ints("axis", [2])]), r.g.ints("axis", [1])])
+            for w, t in (("cos", cos), ("sin", sin))]
+    return r.model(r.apply(r.gathered(table=tabs[0]), r.gathered(table=tabs[1])))
+
+
 @case("ort", "does not slice the cos/sin table's rows from 0", POS + " --dim seq=5")
 def rope_table_rows_from_1():
     # fairseq-style positions counted from 1: the table's rows cut to [1, S + 1) before the Gather.
