@@ -1693,6 +1693,26 @@ def att_grouped_padding_only():
     return grouped_with_past(205, NH, HD, padding)
 
 
+@case("ort", "'Concat_out' is not the Transpose of a head split", "--dim past=3")
+def att_values_shared_by_layers():
+    # Values shared across layers (SVFormer-style): the second layer attends with its own queries
+    # and cached keys over the first layer's cached values. The first layer fuses and writes the
+    # value present; the second would need the nodes the first took, which the pass says in its
+    # first round (pass_guards_test checks it); --explain keeps the next round's reason, where the
+    # values are the fused node's output.
+    a = Att(215)
+    g = a.g
+    def cached(name, x=None):
+        kv = g.op("Concat", [g.input(f"past_{name}", F32, ["batch", NH, "past", HD]), a.split(a.proj(x, name=name))], axis=2)
+        g.output(kv)
+        return kv
+    v = cached("v")
+    def layer(x, n):
+        q, k = a.split(a.proj(x, name=f"q{n}")), cached(f"k{n}", x)
+        return a.merge(a.softmax(a.scores(q, g.op("Transpose", [k], perm=[0, 1, 3, 2])), v))
+    return a.out(layer(layer(None, 1), 2))
+
+
 @case("ort", "do not have Q's 2 heads of 8")
 def att_shared_memory_one_head():
     # Memory keys and values shared by the batch (batch 1, one head), expanded over the batch of 2
@@ -1817,6 +1837,24 @@ def att_scores_viewed_four_heads():
                                                                                      g.ints("end", [3])])], axis=0)])
     ctx = g.op("MatMul", [g.op("Softmax", [s_], axis=-1), v])
     return a.out(a.merge(ctx, shape=(0, 0, 4 * HD)), width=4 * HD)
+
+
+@case("ort", "the padding mask of '/Add_3' has other heads than the scores", "--fill attention_mask=1")
+def att_padding_rows_of_other_heads():
+    # GPT-NeoX-style 3-D heads (B*N, S, h), batch 2 x 2 heads, with a key padding mask of one row
+    # repeated over 4 heads and merged to (4, 1, T): the 4 rows broadcast against the scores' 4
+    # (batch, head) rows, but as 1 x 4, not 2 x 2.
+    a = Att(216, x_shape=(2, 6, D))
+    g = a.g
+    three = lambda v: g.op("Reshape", [v, g.ints("bn_shape", [4, -1, HD])])
+    q, k, v = (three(a.split(a.proj(name=n))) for n in ("q", "k", "v"))
+    s_ = a.scores(q, g.op("Transpose", [k], perm=[0, 2, 1]))
+    keep = g.op("Cast", [g.input("attention_mask", I64, [1, 6])], to=F32)
+    hide = g.op("Mul", [g.op("Sub", [g.const("one", 1.0), keep]), g.const("min", -3.4e38)])
+    rows = g.op("Expand", [g.op("Unsqueeze", [hide, g.ints("axes", [1, 2])]), g.ints("heads_4", [1, 4, 1, 6])])
+    s_ = g.op("Add", [s_, g.op("Reshape", [rows, g.ints("rows_shape", [4, 1, 6])])])
+    ctx = g.op("Reshape", [g.op("MatMul", [g.op("Softmax", [s_], axis=-1), v]), g.ints("heads_shape", [2, NH, 6, HD])])
+    return a.out(a.merge(ctx))
 
 
 @case("ort", "V is rotated", "--fill position_ids=3")
