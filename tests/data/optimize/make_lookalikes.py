@@ -1857,6 +1857,22 @@ def att_padding_rows_of_other_heads():
     return a.out(a.merge(ctx))
 
 
+@case("ort", "'/Reshape_8' reshapes the scores other than (B*N, S, T) <-> (B, N, S, T)")
+def att_scores_batch_and_heads_merged():
+    # 3-D heads (B*N, S, h) of batch 2 x 2 heads multiplied as one batch of 4 heads (1, 4, S, h),
+    # the scores viewed back to (4, S, T) for the softmax and the context to (2, 2, S, h): the
+    # scores' view takes 4 heads where the context's takes 2.
+    a = Att(217, x_shape=(2, "seq", D))
+    g = a.g
+    three = lambda v: g.op("Reshape", [v, g.ints("bn_shape", [4, -1, HD])])
+    four = lambda v: g.op("Reshape", [v, g.ints("one_batch", [1, 4, -1, HD])])
+    q, k, v = (three(a.split(a.proj(name=n))) for n in ("q", "k", "v"))
+    s4 = a.scores(four(q), g.op("Transpose", [four(k)], perm=[0, 1, 3, 2]))
+    rows = g.op("Concat", [g.ints("rows", [4]), g.op("Slice", [g.op("Shape", [s4]), g.ints("start", [2]), g.ints("end", [4])])], axis=0)
+    ctx = g.op("MatMul", [g.op("Softmax", [g.op("Reshape", [s4, rows])], axis=-1), v])
+    return a.out(a.merge(g.op("Reshape", [ctx, g.ints("heads_shape", [2, NH, -1, HD])])))
+
+
 @case("ort", "V is rotated", "--fill position_ids=3")
 def att_values_rotated():
     # RoPE applied to the values too (q, k and v rotated alike).
