@@ -94,7 +94,10 @@ fails 1 "node 'add' (Add): input 1 is required but missing" -- run "$m/add_missi
 fails 1 "node 'add' (Add): input 0 must be a tensor but is a sequence" -- run "$m/add_of_a_sequence.onnx"
 fails 1 "node 'add' (Add): element type string is not supported (supported: float, double, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, uint64)" -- \
   run "$m/add_of_strings.onnx"
+fails 1 "node 'neg' (Neg): input 'Z' was not produced by the node that should compute it" -- run "$m/reads_relu_second_output.onnx"
+fails 1 "value 'Z' was not produced" -- run "$m/relu_with_two_outputs.onnx" --outputs Z
 # Feeds (--input NAME=FILE): the file must hold the kind of value the input declares, and match it.
+fails 2 "cannot open '$m/no_such.npy'" -- run "$m/identity.onnx" --input "X=$m/no_such.npy"
 fails 2 "$m/junk.pb: not a valid TensorProto" -- run "$m/identity.onnx" --input "X=$m/junk.pb"
 fails 2 "$m/junk.pb: not a valid SequenceProto" -- run "$m/sequence_input.onnx" --input "X=$m/junk.pb"
 fails 2 "$m/junk.pb: not a valid OptionalProto" -- run "$m/optional_input.onnx" --input "X=$m/junk.pb"
@@ -172,7 +175,20 @@ bpe_dropout.json|model (BPE): dropout 0.1 is not supported (random merges are fo
 bpe_merge_three_tokens.json|model (BPE): merge "a b c" (rank 0) is not two tokens separated by one space
 bpe_merge_a_number.json|model (BPE): merge 7 (rank 0) is neither "a b" nor ["a", "b"]
 bpe_unk_not_in_vocab.json|model (BPE): unk_token '[UNK]' is not in the vocabulary
+bpe_merge_unknown_token.json|model (BPE): merge "a x" (rank 0): 'x' is not in the vocabulary
+normalizer_precompiled.json|normalizer: normalizer type 'Precompiled' is not supported (supported: BertNormalizer, Sequence, NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Strip, Replace, Prepend, ByteLevel)
+model_unigram.json|model: model type 'Unigram' is not supported (supported: BPE, WordPiece, WordLevel)
+pre_tokenizer_unicode_scripts.json|pre_tokenizer: pre_tokenizer type 'UnicodeScripts' is not supported (supported: ByteLevel, Split, Sequence, Metaspace, BertPreTokenizer, Whitespace, WhitespaceSplit, Punctuation, Digits, CharDelimiterSplit)
+decoder_ctc.json|decoder: decoder type 'CTC' is not supported (supported: ByteLevel, ByteFallback, Fuse, Replace, Strip, Metaspace, WordPiece, BPEDecoder, Sequence)
 CASES
+deep="normalizer$(printf '.normalizers[0]%.0s' {1..64})"
+fails 2 "$m/normalizers_65_deep.json: $deep: Sequence steps nested more than 64 deep" -- tokenize "$m/normalizers_65_deep.json" --text hi
+expect 2 "" "^refeval: error: $m/cut_short.json: not a tokenizer.json: \[json.exception.parse_error" -- tokenize "$m/cut_short.json" --text hi
+expect 2 "" "^refeval: error: $m/regex_unclosed.json: pre_tokenizer \(Split\): pattern \"\(a\": missing closing parenthesis" -- tokenize "$m/regex_unclosed.json" --text hi
+fails 2 "$m/no_such.json: cannot open the tokenizer file" -- tokenize "$m/no_such.json" --text hi
+fails 2 "$m/wordpiece_unk_missing.json: token id 7 is not in the vocabulary (1 ids)" -- tokenize "$m/wordpiece_unk_missing.json" --decode --text "0 7"
+printf 'a\xffb' >"$m/not_utf8.txt"
+fails 2 "the text is not valid UTF-8 (byte 1 of 3)" -- tokenize "$m/wordpiece_unk_missing.json" --file "$m/not_utf8.txt"
 fails 2 "'there' is not in the vocabulary and the unknown token '[UNK]' is not either" -- tokenize "$m/wordpiece_unk_missing.json" --text "hi there"
 # Profiles read by report.
 profile=$(dirname "$0")/../data/profiles/ort-1.30-linreg-disabled.json

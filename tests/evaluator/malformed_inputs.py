@@ -139,6 +139,11 @@ def models():
                                      inputs=[helper.make_tensor_value_info("X", FLOAT, [2, 3])],
                                      initializers=[numpy_helper.from_array(np.ones(4, np.float32), "W")]))
 
+    # Relu has one output: a second one is never computed.
+    save("relu_with_two_outputs.onnx", model([helper.make_node("Relu", ["X"], ["Y", "Z"], name="relu")]))
+    save("reads_relu_second_output.onnx", model([helper.make_node("Relu", ["X"], ["R", "Z"], name="relu"),
+                                                 helper.make_node("Neg", ["Z"], ["Y"], name="neg")]))
+
     local = ("local", 1)
     calls_itself = helper.make_function("local", "f", ["x"], ["y"], [helper.make_node("f", ["x"], ["y"], domain="local")],
                                         [helper.make_opsetid("", 17), helper.make_opsetid(*local)])
@@ -257,6 +262,17 @@ def tokenizers():
     bpe("bpe_merge_three_tokens.json", ["a b c"])
     bpe("bpe_merge_a_number.json", [7])
     bpe("bpe_unk_not_in_vocab.json", [], unk_token="[UNK]")
+    write("cut_short.json", '{"model": {"type": "WordLevel", ')
+    tok("normalizer_precompiled.json", normalizer={"type": "Precompiled"})
+    tok("model_unigram.json", model={"type": "Unigram", "vocab": []})
+    tok("pre_tokenizer_unicode_scripts.json", pre_tokenizer={"type": "UnicodeScripts"})
+    tok("decoder_ctc.json", decoder={"type": "CTC"})
+    tok("regex_unclosed.json", pre_tokenizer={"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated"})
+    deep = {"type": "Lowercase"}
+    for _ in range(65):
+        deep = {"type": "Sequence", "normalizers": [deep]}
+    tok("normalizers_65_deep.json", normalizer=deep)
+    bpe("bpe_merge_unknown_token.json", ["a x"])
     tok("wordpiece_unk_missing.json", model={"type": "WordPiece", "vocab": {"hi": 0}, "unk_token": "[UNK]",
                                              "continuing_subword_prefix": "##", "max_input_chars_per_word": 100})
 
