@@ -9,6 +9,7 @@
 
 #include "../linalg/linalg_common.h"
 #include "conv_common.h"
+#include "refeval/elementwise.h"
 #include "refeval/registry.h"
 
 namespace refeval::ops {
@@ -66,19 +67,19 @@ class Conv : public OpRun {
  private:
   template <class C>
   static void forward(const ConvGeometry& g, const C* x, const C* w, const C* b, C* y) {
-    bool done = conv_depthwise_2d(g, x, w, y);
-    if constexpr (std::is_same_v<C, float>) done = done || conv_by_panels(g, x, w, y);
-    if (!done)
+    if constexpr (std::is_same_v<C, float>)
+      if (conv_by_panels(g, x, w, b, y)) return;  // (the bias added there)
+    if (!conv_depthwise_2d(g, x, w, y))
       conv_by_gemm(g, x, w, y, [](int64_t M, int64_t N, int64_t K, const C* pa, const C* pb, C* pc) {
         gemm(false, false, M, N, K, pa, pb, pc, false);
       });
+    if (!b) return;
     const int64_t out_n = g.out_size();
-    if (b)
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t m = 0; m < g.M; ++m) {
-          C* row = y + (n * g.M + m) * out_n;
-          for (int64_t i = 0; i < out_n; ++i) row[i] += b[m];
-        }
+    parallel_for(g.N * g.M, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(out_n, 1)),
+                 [&](int64_t first, int64_t last) {
+                   for (int64_t r = first; r < last; ++r)
+                     for (C *row = y + r * out_n, *end = row + out_n; row < end; ++row) *row += b[r % g.M];
+                 });
   }
 
   ConvAttrs attrs_;

@@ -202,8 +202,9 @@ void col2im(const ConvGeometry& g, int64_t channels, const T* col, T* x) {
 // read (conv_panels.cc). Each output is one chain of fused multiply-adds over (channel, tap) in
 // order from zero; without AVX-512 that is also conv_by_gemm's bits through gemm(). false, doing
 // nothing, for small products (gemm() takes Eigen), CPUs without AVX2, 0-D convolutions and,
-// without AVX-512, where gemm() reads X directly (1x1 kernels, unit strides, no padding).
-bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, float* y);
+// without AVX-512, where gemm() reads X directly (1x1 kernels, unit strides, no padding). With b,
+// Y gets b added, each output its sum plus b[m], by the thread that computed it.
+bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, const float* b, float* y);
 
 // Floor division (Python's //), for padding arithmetic that may be negative.
 inline int64_t floor_div(int64_t a, int64_t b) {

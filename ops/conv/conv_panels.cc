@@ -13,6 +13,8 @@
 
 #include "../linalg/linalg_common.h"
 #include "conv_common.h"
+#include "refeval/elementwise.h"
+#include "refeval/threads.h"
 
 namespace refeval::ops {
 namespace {
@@ -58,29 +60,34 @@ class Im2colPanels final : public PanelSource {
   }
 
   // Writes the image's channels into the buffer, every padded element once: its border zero.
-  void set_image(const float* x) {
+  // Channels are split among the threads (ResNet-18's first layers copy 0.9 MB per call).
+  void set_image(const float* image) {
+    parallel_for(channels_, std::max<int64_t>(1, kParallelElements / plane_), [&](int64_t first, int64_t last) {
+      for (int64_t c = first; c < last; ++c) set_channel(image + c * g_.in_size(), padded_ + slack_ + c * plane_);
+    });
+  }
+
+  void set_channel(const float* x, float* dst) const {
     const size_t D = g_.in.size(), L = D - 1;
     const int64_t row = g_.in[L], before = g_.pad_begin[L], after = g_.pad_end[L], lines = plane_ / pdims_[L];
     std::vector<int64_t> i(D, 0);  // padded coordinates of the line (the last one unused)
-    float* dst = padded_ + slack_;
-    for (int64_t c = 0; c < channels_; ++c)
-      for (int64_t r = 0; r < lines; ++r) {
-        bool inside = true;
-        for (size_t d = 0; d < L; ++d) inside = inside && i[d] >= g_.pad_begin[d] && i[d] < g_.pad_begin[d] + g_.in[d];
-        if (inside) {
-          std::fill_n(dst, before, 0.f);
-          std::copy_n(x, row, dst + before);
-          std::fill_n(dst + before + row, after, 0.f);
-          x += row;
-        } else {
-          std::fill_n(dst, pdims_[L], 0.f);
-        }
-        dst += pdims_[L];
-        for (size_t d = L; d-- > 0;) {
-          if (++i[d] < pdims_[d]) break;
-          i[d] = 0;
-        }
+    for (int64_t r = 0; r < lines; ++r) {
+      bool inside = true;
+      for (size_t d = 0; d < L; ++d) inside = inside && i[d] >= g_.pad_begin[d] && i[d] < g_.pad_begin[d] + g_.in[d];
+      if (inside) {
+        std::fill_n(dst, before, 0.f);
+        std::copy_n(x, row, dst + before);
+        std::fill_n(dst + before + row, after, 0.f);
+        x += row;
+      } else {
+        std::fill_n(dst, pdims_[L], 0.f);
       }
+      dst += pdims_[L];
+      for (size_t d = L; d-- > 0;) {
+        if (++i[d] < pdims_[d]) break;
+        i[d] = 0;
+      }
+    }
   }
 
   __attribute__((target("avx2,fma"))) void fill(int64_t k0, int64_t depth, int64_t n0, int64_t width,
@@ -190,7 +197,7 @@ class ImagePanels final : public PanelSource {
 
 }  // namespace
 
-bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, float* y) {
+bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, const float* b, float* y) {
   const int64_t Cg = g.C / g.group, Mg = g.M / g.group, K = g.kernel_size() * Cg, out_n = g.out_size();
   bool direct = true;
   for (size_t d = 0; d < g.in.size(); ++d)
@@ -205,14 +212,14 @@ bool conv_by_panels(const ConvGeometry& g, const float* x, const float* w, float
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t grp = 0; grp < g.group; ++grp)
         gemm_panels(Mg, out_n, K, w + grp * Mg * K, ImagePanels(x + (n * g.C + grp * Cg) * out_n, out_n),
-                    y + (n * g.M + grp * Mg) * out_n);
+                    y + (n * g.M + grp * Mg) * out_n, b ? b + grp * Mg : nullptr);
     return true;
   }
   Im2colPanels panels(g, Cg);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t grp = 0; grp < g.group; ++grp) {
       panels.set_image(x + (n * g.C + grp * Cg) * g.in_size());
-      gemm_panels(Mg, out_n, K, w + grp * Mg * K, panels, y + (n * g.M + grp * Mg) * out_n);
+      gemm_panels(Mg, out_n, K, w + grp * Mg * K, panels, y + (n * g.M + grp * Mg) * out_n, b ? b + grp * Mg : nullptr);
     }
   return true;
 }

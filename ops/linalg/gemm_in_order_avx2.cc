@@ -376,13 +376,13 @@ bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const f
 }
 
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
-                        bool accumulate) {
+                        bool accumulate, const float* row_bias) {
   if (!in_order_avx2_suits()) return false;
   for_each_panel(M, N, K, 6, b, [&](int64_t m0, int64_t rows, int64_t n0, int64_t width, int64_t k0, int64_t depth,
                                     const float* panel) {
     strips_block(rows, N, K, depth, a + m0 * K + k0, panel, kStrip * depth, c + m0 * N, n0, width,
                  accumulate || k0 > 0, true);
-  });
+  }, row_bias, c);
   return true;
 }
 

@@ -300,14 +300,15 @@ bool gemm_panels_suits(int64_t M, int64_t N, int64_t K) {
   // Below kBlasWork float_gemm takes Eigen, which a product this small suits better.
   return M * N * K >= kBlasWork && (in_order_avx2_suits() || in_order_avx512_suits());
 }
-void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c) {
+void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
+                 const float* row_bias) {
   g_fast_calls.fetch_add(1, std::memory_order_relaxed);
-  if (!gemm_panels_avx512(M, N, K, a, b, c, false)) gemm_in_order_avx2(M, N, K, a, b, c, false);
+  if (!gemm_panels_avx512(M, N, K, a, b, c, false, row_bias)) gemm_in_order_avx2(M, N, K, a, b, c, false, row_bias);
 }
 uint64_t blas_gemm_calls() { return g_fast_calls.load(); }
 
 void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const PanelSource& b,
-                    const PanelProduct& product) {
+                    const PanelProduct& product, const float* row_bias, float* c) {
   constexpr int64_t kBlockCols = 96, kDepth = 256;
   // Every element is the same chain however the work is split.
   const int64_t blocks = (N + kBlockCols - 1) / kBlockCols, groups = (M + row_tile - 1) / row_tile;
@@ -324,6 +325,9 @@ void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const Pan
         b.fill(k0, depth, n0, width, panel.data());
         product(m0, rows, n0, width, k0, depth, panel.data());
       }
+      if (row_bias)
+        for (int64_t m = m0; m < m0 + rows; ++m)
+          for (float *y = c + m * N + n0, *end = y + width; y < end; ++y) *y += row_bias[m];
     }
   });
 }

@@ -45,12 +45,12 @@ void panel_product(int64_t M, int64_t width, int64_t depth, const float* a, int6
 bool in_order_avx512_suits() { return active_isa() == Isa::Avx512; }
 
 bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
-                        bool accumulate) {
+                        bool accumulate, const float* row_bias) {
   if (!in_order_avx512_suits()) return false;
   for_each_panel(M, N, K, kTileRows, b, [&](int64_t m0, int64_t rows, int64_t n0, int64_t width, int64_t k0,
                                         int64_t depth, const float* panel) {
     panel_product(rows, width, depth, a + m0 * K + k0, K, panel, c + m0 * N, N, n0, accumulate || k0 > 0);
-  });
+  }, row_bias, c);
   return true;
 }
 

@@ -88,27 +88,32 @@ class PanelSource {
 // before the kernel reads it: the same bits as gemm_in_order_avx2 on b written out whole, with no
 // copy of b in memory. false, doing nothing, on CPUs the kernel does not run on.
 bool gemm_in_order_avx2(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
-                        bool accumulate);
+                        bool accumulate, const float* row_bias = nullptr);
 // The work of both kernels' PanelSource products: C's columns in blocks of 96 and, with fewer
 // blocks than threads (ResNet-18's 7 x 7 outputs are one block), its rows in parts of a multiple
 // of row_tile, each part on one thread gathering its own panels of b, 256 rows of k (k0 up) x the
 // block's `width` columns from n0, into a buffer kept per thread (a fresh one would fault in its
-// pages on every call); product(m0, rows, n0, width, k0, depth, panel) follows each fill.
+// pages on every call); product(m0, rows, n0, width, k0, depth, panel) follows each fill. With
+// row_bias, c's rows [m0, m0 + rows) x columns [n0, n0 + width) then get row_bias[m] added on the
+// same thread, while they are in cache: each element the product's sum plus the bias, as a second
+// pass over c would give, with no second pass.
 using PanelProduct = std::function<void(int64_t m0, int64_t rows, int64_t n0, int64_t width, int64_t k0,
                                         int64_t depth, const float* panel)>;
 void for_each_panel(int64_t M, int64_t N, int64_t K, int64_t row_tile, const PanelSource& b,
-                    const PanelProduct& product);
+                    const PanelProduct& product, const float* row_bias = nullptr, float* c = nullptr);
 // The same on AVX-512 CPUs (gemm_panels_avx512.cc), every element one in-order chain of fused
 // multiply-adds from zero (from C's value with `accumulate`); false, doing nothing, on other CPUs.
 bool gemm_panels_avx512(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
-                        bool accumulate);
+                        bool accumulate, const float* row_bias = nullptr);
 bool in_order_avx512_suits();  // whether gemm_panels_avx512 runs on this CPU
 // Whether this CPU has one of the two in-order panel kernels and the product is large enough for
 // them (gemm()'s threshold for its own kernels); then gemm_panels computes c = a b with b from a
 // PanelSource, each element one chain of fused multiply-adds over k in order from zero: gemm()'s
 // bits on b written out, on either kernel.
 bool gemm_panels_suits(int64_t M, int64_t N, int64_t K);
-void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c);
+// With row_bias, c[m, n] = (a b)[m, n] + row_bias[m] (a convolution's bias).
+void gemm_panels(int64_t M, int64_t N, int64_t K, const float* a, const PanelSource& b, float* c,
+                 const float* row_bias = nullptr);
 
 // B (K x N, or stored N x K when trans_b) in gemm_in_order_avx2's strips (PackedStrips), in the
 // narrowest exact type; empty on CPUs the kernel does not run on. release_read: a transposed B

@@ -150,20 +150,24 @@ TEST_CASE("Conv float panel path: the oracle's values, conv_by_gemm's bits, the 
       CHECK(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), outs[0].nbytes()) == 0);
 
       std::vector<float> by_panels(size_t(shape_size(ys))), by_gemm(by_panels.size());
-      const bool panels = ops::conv_by_panels(g, x.data(), w.data(), by_panels.data());
+      const bool panels = ops::conv_by_panels(g, x.data(), w.data(), b.data(), by_panels.data());
       // Every case is large enough; CPUs without AVX2 take conv_by_gemm, as do 1x1 unit-stride
       // unpadded ones without AVX-512 (gemm() reads X in place on the in-order AVX2 kernel).
       const bool direct = shape_size(g.kernel) == 1 && c.strides == std::vector<int64_t>(c.strides.size(), 1) &&
                           c.pads == std::vector<int64_t>(c.pads.size(), 0);
       CHECK(panels == (ops::in_order_avx512_suits() || (ops::in_order_avx2_suits() && !direct)));
       if (!panels) continue;
-      const std::vector<float> chains = fma_chains(c, x, w);
+      // Each output is its chain, then plus the bias (added by the thread that computed it).
+      std::vector<float> chains = fma_chains(c, x, w);
+      const int64_t out_n = g.out_size();
+      for (size_t i = 0; i < chains.size(); ++i) chains[i] += b[size_t(int64_t(i) / out_n % g.M)];
       CHECK(std::memcmp(by_panels.data(), chains.data(), chains.size() * sizeof(float)) == 0);
       if (!ops::in_order_avx2_suits()) continue;  // with AVX-512 gemm() of many rows is OpenBLAS's
       ops::conv_by_gemm(g, x.data(), w.data(), by_gemm.data(),
                         [](int64_t M, int64_t N, int64_t K, const float* a, const float* bm, float* cm) {
                           ops::gemm(false, false, M, N, K, a, bm, cm, false);
                         });
+      for (size_t i = 0; i < by_gemm.size(); ++i) by_gemm[i] += b[size_t(int64_t(i) / out_n % g.M)];
       CHECK(std::memcmp(by_panels.data(), by_gemm.data(), by_gemm.size() * sizeof(float)) == 0);
     }
   });
@@ -176,8 +180,8 @@ TEST_CASE("Conv panel path declines what it does not cover") {
     std::vector<float> y(size_t(128 * 28 * 28));
     PanelCase c{"1x1, unit strides, no padding: gemm() reads X itself", {1, 64, 28, 28}, {128, 64, 1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
     // (taken on AVX-512, where gemm() of many rows would be OpenBLAS's: a case above)
-    CHECK(ops::conv_by_panels(geometry(c, {1, 128, 28, 28}), x.data(), w.data(), y.data()) == ops::in_order_avx512_suits());
+    CHECK(ops::conv_by_panels(geometry(c, {1, 128, 28, 28}), x.data(), w.data(), nullptr, y.data()) == ops::in_order_avx512_suits());
     PanelCase small{"a product below gemm()'s kernel threshold", {1, 2, 8, 8}, {4, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}};
-    CHECK_FALSE(ops::conv_by_panels(geometry(small, {1, 4, 8, 8}), x.data(), w.data(), y.data()));
+    CHECK_FALSE(ops::conv_by_panels(geometry(small, {1, 4, 8, 8}), x.data(), w.data(), nullptr, y.data()));
   });
 }
