@@ -90,10 +90,16 @@ TEST_CASE("pattern: --explain says why a candidate did not match") {
   const Graph input = scaled_sum({node("Mul", {"x", "half"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
   MatchFailure failure;
   CHECK(why(kHalfSum, input).find("input 0 of 'z' (Mul) ('x') is not computed by a node; the pattern has Add there") != std::string::npos);
-  // a Split with its sizes, where the pattern has the data only
-  const Graph sized = scaled_sum({node("Split", {"x", "half"}, {"a", "b"})}, {tensor_info("a", DType::Float, {2})});
+  // a Split with its sizes, where the pattern has the data only: at the root no pattern node is
+  // bound yet, so --explain has nothing deeper to say than that no pattern reaches it ...
+  const Graph sized = scaled_sum({node("Split", {"x", "half"}, {"a", "b"}, {}, "/split")}, {tensor_info("a", DType::Float, {2})});
   CHECK_FALSE(match(Pattern{{{"sp", "Split", {cap("v")}}}}, GraphIndex(sized), 0, {false}, &failure));
   CHECK(failure.why.find("has 2 inputs, the pattern 1") != std::string::npos);
+  // ... below the root, the candidate's line names the node with too many inputs
+  const Graph negated = scaled_sum({node("Split", {"x", "half"}, {"a", "b"}, {}, "/split"), node("Neg", {"a"}, {"z"}, {}, "/neg")},
+                                   {tensor_info("z", DType::Float, {2})});
+  const Pattern negated_half{{{"sp", "Split", {cap("v")}}, {"out", "Neg", {node("sp")}}}};
+  CHECK(why(negated_half, negated) == "not fused: test at '/neg': '/split' (Split) has 2 inputs, the pattern 1\n");
   // a pattern whose Neg no path from the root reaches: a defect of the pattern, named as such
   const Graph scaled = scaled_sum({node("Mul", {"x", "half"}, {"z"})}, {tensor_info("z", DType::Float, {4})});
   const Pattern lonely{{{"neg", "Neg", {cap("a")}}, {"out", "Mul", {cap("v"), val(0.5)}}}};
