@@ -252,19 +252,19 @@ Pass attention_pass() {
               return shared_bias[key] = bias;
             };
             // The sum of additive mask terms as one (B|1, N|1, S|1, T) bias, shared by the layers
-            // that add the same terms; false when a term's shape is unknown.
+            // that add the same terms. Every term's shape is known: the reader takes a bias or a
+            // padding value only with its dims.
             std::map<std::string, std::pair<std::string, bool>> shared_sums;  // terms -> (sum, one row)
             auto summed_bias = [&](const std::vector<std::string>& terms, Mask& mask) {
               const std::string key = fmt::format("{}", fmt::join(terms, "|"));
               if (auto it = shared_sums.find(key); it != shared_sums.end()) {
                 mask.bias = it->second.first, mask.bias_one_row = it->second.second;
-                return true;
+                return;
               }
               size_t rank = 0;
               bool one_row = true;
               for (const std::string& t : terms) {
                 const std::vector<Dim>* d = index.dims(t);
-                if (!d) return false;
                 rank = std::max(rank, d->size());
                 one_row = one_row && d->size() == 4 && (*d)[2].fixed() && (*d)[2].value == 1;
               }
@@ -284,7 +284,6 @@ Pass attention_pass() {
               }
               shared_sums[key] = {sum, one_row};
               mask.bias = sum, mask.bias_one_row = one_row;
-              return true;
             };
             // GroupQueryAttention's seqlens_k (B) and total_sequence_length (scalar), both int32,
             // for rows of the whole length T = P + S: from the first layer's query projection
@@ -356,10 +355,7 @@ Pass attention_pass() {
               if (!terms.empty()) {
                 if (!f->mask.bias.empty()) terms.push_back(f->mask.bias);
                 if (!f->mask.padding_value.empty()) terms.push_back(f->mask.padding_value), f->mask.padding_input.clear();
-                if (!summed_bias(terms, f->mask)) {
-                  refuse(sm, fmt::format("the shapes of the added masks ({}) are not all known", fmt::join(terms, ", ")));
-                  continue;
-                }
+                summed_bias(terms, f->mask);
               }
               std::vector<Attribute> attrs = {build::attr("num_heads", N)};
               if (f->mask.causal) attrs.push_back(build::attr("unidirectional", int64_t(1)));
@@ -399,11 +395,7 @@ Pass attention_pass() {
                   continue;
                 }
                 // bias = Where(cond, 0, filler) (or the reverse), 4-D (.., 1, S, T) by Unsqueeze.
-                const ValueType* st = index.type(sm.inputs[0]);
-                if (!st || st->kind != ValueType::Kind::Tensor) {
-                  refuse(sm, "the scores' element type is unknown");
-                  continue;
-                }
+                const ValueType* st = index.type(sm.inputs[0]);  // a tensor's: the reader took the scores only with their shape
                 const std::string zero = names.value(scope + "/mask_zero"), fill = names.value(scope + "/mask_filler");
                 new_inits.push_back({zero, from_doubles(st->dtype, {}, {0.0})});
                 new_inits.push_back({fill, from_doubles(st->dtype, {}, {std::max(f->mask.where_filler, -3.4028234663852886e38)})});

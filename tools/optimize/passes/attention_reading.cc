@@ -781,7 +781,6 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     return why = fmt::format("the scores or heads are viewed with {} heads, the projections split {}", std::max(f.view_heads, r.viewed_heads), N), std::nullopt;
   if (f.mask.bias_heads != 1 && f.mask.bias_heads != N) return why = fmt::format("the bias '{}' has {} heads, not 1 or {}", f.mask.bias, f.mask.bias_heads, N), std::nullopt;
   if (f.output_seq_first && f.merged_width != N * q->heads.h) return why = "the context is not merged to N*h", std::nullopt;
-  if (f.scores_rank == 3 && !q->heads.seq_first && !f.view_heads && !r.viewed_heads) return why = "the 3-D heads are not views of 4-D ones", std::nullopt;
   f.q = *q, f.k = *k, f.v = *v;
   r.use(qk);
   f.used.insert(r.used.begin(), r.used.end());

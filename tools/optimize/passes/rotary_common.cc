@@ -332,10 +332,8 @@ std::optional<Outer> trace_outer(const GraphIndex& g, const std::string& v, std:
     std::vector<int64_t> perm = ints_attr(*n, "perm");
     if (perm.empty())
       for (int64_t k = int64_t(o->roles.size()) - 1; k >= 0; --k) perm.push_back(k);
-    if (perm.size() != o->roles.size()) {
-      why = fmt::format("'{}' has a perm of {} axes for a {}-D value", n->name, perm.size(), o->roles.size());
-      return std::nullopt;
-    }
+    // perm has one axis per role: inference types the Transpose (checked above) only for a perm
+    // of its input's rank, which the roles follow.
     std::vector<char> roles;
     for (const int64_t k : perm) {
       if (k < 0 || k >= int64_t(o->roles.size())) return std::nullopt;
@@ -513,9 +511,8 @@ Tensor computed_cache(const GraphIndex& g, const Trig& t, DType dtype) {
 
 std::optional<Replacement> fuse(const Match& m, RewriteContext& ctx, CacheMap& caches, const Rotation& r) {
   const GraphIndex& g = ctx.index;
-  const std::vector<Dim>* x = g.dims(r.x);
+  const std::vector<Dim>* x = g.dims(r.x);  // known 4-D: every caller checked its dims first
   const ValueType* xt = g.type(r.x);
-  if (!x || x->size() != 4 || !xt) return ctx.refuse(fmt::format("the rotated value '{}' is not known to be 4-D", r.x));
   if (xt->dtype != DType::Float && xt->dtype != DType::Float16)
     return ctx.refuse(fmt::format("the rotated value is {}; RotaryEmbedding takes float or float16", dtype_onnx_name(xt->dtype)));
   const Dim& hd = (*x)[3];

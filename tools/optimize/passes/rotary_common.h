@@ -40,7 +40,7 @@ struct Rotation {
 };
 
 // The RotaryEmbedding (with its caches, made once per source in `caches`) that computes `r`, or
-// the refusal on ctx.
+// the refusal on ctx. The callers check that r.x is known 4-D.
 std::optional<Replacement> fuse(const Match& m, RewriteContext& ctx, CacheMap& caches, const Rotation& r);
 
 // Rotations written pair by pair (rotary_pairs.cc): how many it fused.
