@@ -17,7 +17,9 @@ enum class ErrorKind {
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  // Out of line (evaluator/values/error.cc): with REFEVAL_ERROR_LOG set, every message is also
+  // appended to that file, so a script can tell which of the library's messages tests produce.
+  Error(ErrorKind kind, const std::string& message);
   ErrorKind kind() const { return kind_; }
  private:
   ErrorKind kind_;

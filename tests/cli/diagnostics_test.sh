@@ -200,5 +200,7 @@ fails 2 "--phase: no run of phase 'prefill' (phases are tagged by refeval genera
 fails 2 "$profile: no memory figures in the runs read: record the profile with \`refeval profile --memory\` (or \`refeval generate --profile F --memory\`)" -- \
   report "$profile" --by memory
 fails 2 "'bogus' is not an instruction set: avx512, avx2 or generic" -- --isa bogus ops
+# A shared library that is not a refeval plugin (the C math library, present wherever glibc is).
+fails 2 "custom-op library 'libm.so.6' does not export refeval_register_ops" -- --custom-ops libm.so.6 ops
 
 finish
