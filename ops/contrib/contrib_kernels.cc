@@ -12,31 +12,6 @@
 
 namespace refeval::ops::contrib {
 
-std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm) {
-  const size_t r = shape.size();
-  std::vector<int64_t> in_strides(r, 1);
-  for (size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * shape[d];
-  Shape out_shape(r);
-  std::vector<int64_t> strides(r);  // input stride of each output dimension
-  for (size_t d = 0; d < r; ++d) {
-    out_shape[d] = shape[perm[d]];
-    strides[d] = in_strides[perm[d]];
-  }
-  std::vector<double> out(v.size());
-  std::vector<int64_t> idx(r, 0);
-  int64_t off = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = v[size_t(off)];
-    for (size_t d = r; d-- > 0;) {
-      off += strides[d];
-      if (++idx[d] < out_shape[d]) break;
-      off -= strides[d] * out_shape[d];
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
 namespace {
 // The sum of n values in eight interleaved partial sums: vectorised (a single running sum is a
 // chain of dependent adds, 4 cycles each), and as accurate.
