@@ -71,12 +71,11 @@ class Pool {
   void run(int64_t n, int64_t chunks, const Body& body) {
     body_.store(&body, std::memory_order_relaxed);
     n_.store(n, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     error_ = nullptr;
     failed_.store(false, std::memory_order_relaxed);
     const uint32_t epoch = epoch_.load(std::memory_order_relaxed) + 1;
-    claim_.store(uint64_t(epoch) << 32, std::memory_order_release);
+    claim_.store(uint64_t(epoch) << 32 | uint64_t(chunks) << 16, std::memory_order_release);
     epoch_.store(epoch);
     if (sleeping_.load() > 0) epoch_.notify_all();
     work(epoch);
@@ -89,17 +88,21 @@ class Pool {
 
  private:
   // Claims and runs the chunks of `epoch` until none is left. A claim is a compare-exchange of
-  // (epoch, next chunk): one that succeeds proves the job read before it is still this epoch's,
-  // since the caller publishes the next job only after every chunk of this one has finished.
+  // the word (epoch, chunk count, next chunk): one that succeeds on a chunk below the count proves
+  // the job still open (its chunk unfinished, the caller cannot have published the next), so
+  // the body and range read after it are this job's. (With the count read beside the word, a
+  // thread late from the previous job could read the next job's larger count before the caller
+  // published its word, claim one chunk past the old job's end, and run it with the new body: a
+  // chunk too many counted as done, the caller returning while one still ran, then a hang.)
   void work(uint32_t epoch) {
     for (;;) {
       uint64_t claim = claim_.load(std::memory_order_acquire);
       if (uint32_t(claim >> 32) != epoch) return;
-      const Body* body = body_.load(std::memory_order_relaxed);
-      const int64_t n = n_.load(std::memory_order_relaxed), chunks = chunks_.load(std::memory_order_relaxed);
-      const int64_t chunk = int64_t(claim & 0xffffffffu);
+      const int64_t chunks = int64_t(claim >> 16 & 0xffff), chunk = int64_t(claim & 0xffff);
       if (chunk >= chunks) return;
       if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
+      const Body* body = body_.load(std::memory_order_relaxed);
+      const int64_t n = n_.load(std::memory_order_relaxed);
       if (!failed_.load(std::memory_order_relaxed)) {
         try {
           (*body)(n * chunk / chunks, n * (chunk + 1) / chunks);
@@ -130,9 +133,9 @@ class Pool {
 
   std::vector<std::thread> threads_;
   std::atomic<uint32_t> epoch_{0};  // the futex idle threads sleep on
-  std::atomic<uint64_t> claim_{0};  // epoch << 32 | the next chunk to claim
+  std::atomic<uint64_t> claim_{0};  // epoch << 32 | chunk count << 16 | the next chunk to claim
   std::atomic<const Body*> body_{nullptr};
-  std::atomic<int64_t> n_{0}, chunks_{0};
+  std::atomic<int64_t> n_{0};
   std::atomic<int> done_{0};  // chunks finished; an int, so that waiting on it is a plain futex
   std::atomic<int> sleeping_{0};
   std::atomic<bool> failed_{false}, stop_{false};
@@ -164,7 +167,7 @@ void parallel_for_split(int64_t n, int64_t grain, const Body& body) {
     g_pool.reset();
     g_pool = std::make_unique<Pool>(thread_count() - 1);
   }
-  const int64_t chunks = std::min<int64_t>(n / std::max<int64_t>(grain, 1), threads * kChunksPerThread);
+  const int64_t chunks = std::min<int64_t>({n / std::max<int64_t>(grain, 1), threads * kChunksPerThread, 0xffff});
   t_in_parallel = true;
   try {
     g_pool->run(n, chunks, body);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -60,6 +61,43 @@ TEST_CASE("parallel_for: a pool thread stalled in its first chunk leaves the res
     else if (!stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   });
   CHECK(by_caller >= 800 - 200);  // all but the stalled chunk (at most a quarter of the range on two threads)
+  set_thread_count(1);
+}
+
+TEST_CASE("parallel_for: back-to-back small jobs with idle gaps each cover their range once, never hang") {
+  // Jobs of 1-13 chunks in a row, the caller pausing 40-70 us now and then so that the pool
+  // thread goes to sleep and wakes late: a thread still claiming in the previous job when the
+  // next is published must not take a chunk of it. (A pool that read the chunk count apart from
+  // the claimed word ran a chunk too many within a few seconds and then hung: the watchdog
+  // turns that into a failure instead of a stuck suite.)
+  set_thread_count(2);
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 300 && !finished; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!finished) {
+      std::fputs("parallel_for stress: no progress for 30 s, the pool hangs\n", stderr);
+      std::_Exit(1);
+    }
+  });
+  std::vector<std::atomic<int>> count(16);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  int64_t wrong = 0, jobs = 0;
+  for (; std::chrono::steady_clock::now() < until && wrong == 0; ++jobs) {
+    const int64_t n = 1 + jobs % 13;
+    for (auto& c : count) c.store(0);
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) count[size_t(i)].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) wrong += count[size_t(i)].load() != 1;
+    if (jobs % 3 == 0) {
+      const auto resume = std::chrono::steady_clock::now() + std::chrono::microseconds(40 + jobs % 30);
+      while (std::chrono::steady_clock::now() < resume) {}
+    }
+  }
+  finished = true;
+  watchdog.join();
+  CAPTURE(jobs);
+  CHECK(wrong == 0);
   set_thread_count(1);
 }
 
