@@ -93,14 +93,17 @@ py::object to_python(const Value& v) {
 
 Tensor numpy_to_tensor(const py::handle& obj, const std::string& name) {
   py::module_ np = py::module_::import("numpy");
-  py::array arr = np.attr("ascontiguousarray")(obj);
+  // asarray, not ascontiguousarray: the latter makes a 0-d array (a scalar input) 1-D.
+  py::array arr = np.attr("asarray")(obj, py::arg("order") = "C");
   const std::string dname = py::str(arr.dtype().attr("name"));
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
   const char kind = arr.dtype().kind();
   if (kind == 'U' || kind == 'S' || kind == 'O') {
     Tensor t(DType::String, shape);
     py::list flat = arr.attr("ravel")().attr("tolist")();
-    for (size_t i = 0; i < flat.size(); ++i) t.data<std::string>()[i] = py::str(flat[i]);
+    // ONNX strings are bytes: numpy's bytes_ ('S') as they are, text as UTF-8.
+    for (size_t i = 0; i < flat.size(); ++i)
+      t.data<std::string>()[i] = py::isinstance<py::bytes>(flat[i]) ? std::string(py::bytes(flat[i])) : std::string(py::str(flat[i]));
     return t;
   }
   DType dt = dname == "bool" ? DType::Bool : dtype_from_name(dname);

@@ -52,6 +52,18 @@ def test_strings_from_str_and_object_arrays_come_back_as_objects():
         assert y.dtype == object and y.shape == x.shape and y.tolist() == x.tolist()
 
 
+def test_a_bytes_array_is_its_bytes_not_their_repr():
+    (y,) = refeval.ReferenceEvaluator(identity(TensorProto.STRING)).run(None, {"x": np.array([b"a", b"bc"])})
+    assert y.tolist() == ["a", "bc"]  # not "b'a'"
+
+
+@pytest.mark.parametrize("x,elem_type", [(np.array(True), TensorProto.BOOL), (np.float32(2.5), TensorProto.FLOAT),
+                                         (np.array(7, np.int64), TensorProto.INT64)], ids=["bool", "float32", "int64"])
+def test_a_scalar_stays_0_d(x, elem_type):
+    (y,) = refeval.ReferenceEvaluator(identity(elem_type)).run(None, {"x": x})
+    assert y.shape == () and y.dtype == np.asarray(x).dtype and y.item() == np.asarray(x).item()
+
+
 def test_an_empty_tensor_keeps_its_shape_and_dtype():
     (y,) = refeval.ReferenceEvaluator(identity(TensorProto.FLOAT)).run(None, {"x": np.zeros((0, 4), np.float32)})
     assert y.dtype == np.float32 and y.shape == (0, 4)
