@@ -145,6 +145,20 @@ std::string fresh(std::set<std::string>& used, const std::string& base) {
 }
 }  // namespace
 
+void own_bodies(Graph& g) {
+  for (Node& n : g.nodes)
+    for (Attribute& a : n.attributes) {
+      if (a.g) {
+        a.g = std::make_shared<Graph>(*a.g);
+        own_bodies(*a.g);
+      }
+      for (std::shared_ptr<Graph>& body : a.graphs) {
+        body = std::make_shared<Graph>(*body);
+        own_bodies(*body);
+      }
+    }
+}
+
 std::string NameGen::value(const std::string& base) { return fresh(values_, base); }
 std::string NameGen::node(const std::string& base) { return fresh(nodes_, base); }
 

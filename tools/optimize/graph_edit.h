@@ -27,6 +27,10 @@ void topological_sort(Graph& g);
 // side effects: none in ONNX) and initializers nothing reads. Returns the nodes removed.
 int remove_dead(Graph& g);
 
+// Gives every body of g's nodes (If/Loop/Scan graphs, at any depth) a copy of its own: a Graph
+// copied by value shares its bodies with the original, whose caller must not see them edited.
+void own_bodies(Graph& g);
+
 // A name not used by any value or node of `g` yet, from `base` ("base", "base_1", ...); remembers it.
 class NameGen {
  public:

@@ -8,6 +8,7 @@
 
 #include "refeval/error.h"
 #include "refeval/evaluator.h"
+#include "graph_edit.h"
 #include "model_type.h"
 #include "opset_convert.h"
 #include "ort_cpu_forms.h"
@@ -219,6 +220,7 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
 }
 
 OptimizeResult optimize_once(Model model, const Registry& registry, const OptimizeOptions& options) {
+  own_bodies(model.graph);  // the passes edit bodies in place: the caller's model keeps its own
   if (!options.model_type.empty()) {
     std::vector<std::string> known;
     for (const auto& [type, family] : model_types()) known.push_back(type);

@@ -154,4 +154,8 @@ TEST_CASE("graph_edit: optimize renames a fused value inside the If bodies that 
   const Node& if_node = producer_of(out.graph, "y");
   CHECK(if_node.attributes[0].g->nodes[0].inputs == std::vector<std::string>{"x"});
   CHECK(if_node.attributes[1].g->nodes[0].inputs == std::vector<std::string>{"x"});
+  // The model given to optimize is untouched: its bodies still read 'back'.
+  const Node& given_if = producer_of(m.graph, "y");
+  CHECK(given_if.attributes[0].g->nodes[0].inputs == std::vector<std::string>{"back"});
+  CHECK(given_if.attributes[1].g->nodes[0].inputs == std::vector<std::string>{"back"});
 }
