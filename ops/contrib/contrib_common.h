@@ -59,9 +59,6 @@ inline std::vector<int64_t> to_int64s(const Tensor& t, const std::string& name) 
   });
 }
 
-// Row-major values of shape `shape` transposed by `perm` (output dim d is input dim perm[d]).
-std::vector<double> permute(const std::vector<double>& v, const Shape& shape, const std::vector<size_t>& perm);
-
 // One row of normalize_rows: the n values of `row` normalised into y, each computed in double and
 // rounded once to Out (float or double); beta may be null. Returns the row's mean (0 when rms)
 // and inv_std. The float32 kernels call it row by row from a small double buffer instead of
