@@ -24,6 +24,12 @@ TEST_CASE("a plugin built for another API version is refused, naming both versio
   CHECK(reg.list().size() == Registry::builtin().list().size());  // it registered nothing
 }
 
+TEST_CASE("a plugin whose registration fails is a usage error naming it and its status") {
+  Registry reg(&Registry::builtin(), "plugin");
+  CHECK_THROWS_WITH_AS(load_plugin(reg, REFEVAL_FAILING_PLUGIN),
+                       doctest::Contains("refeval_test_failing_register.so' failed to register its operators (status -3)"), Error);
+}
+
 TEST_CASE("a missing library or one without the entry point is a usage error naming it") {
   Registry reg(&Registry::builtin(), "plugin");
   try {
