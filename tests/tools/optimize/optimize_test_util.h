@@ -64,15 +64,24 @@ inline Model optimized(const Model& m, std::set<std::string> passes = {}, const 
   return out;
 }
 
+// The "not fused" lines an --explain run collected, one per line.
+inline std::string not_fused_lines(const optimize::Explain& explain) {
+  std::string lines;
+  for (const std::string& l : explain.not_fused) lines += l + "\n";
+  return lines;
+}
+
 // The "not fused" lines `--explain` gives when only `passes` run on `m`, one per line.
 inline std::string refusals(const Model& m, std::set<std::string> passes) {
   optimize::OptimizeOptions o;
   o.only = std::move(passes);
   o.explain = true;
-  const optimize::OptimizeResult r = optimize::optimize(m, Registry::builtin(), o);
-  std::string lines;
-  for (const std::string& l : r.explain.not_fused) lines += l + "\n";
-  return lines;
+  return not_fused_lines(optimize::optimize(m, Registry::builtin(), o).explain);
+}
+
+// A float value's declared type, as these tests' graphs give their inputs and outputs.
+inline ValueInfo f32(const std::string& name, std::vector<build::DimSpec> dims) {
+  return build::tensor_info(name, DType::Float, std::move(dims));
 }
 
 }  // namespace refeval::testing

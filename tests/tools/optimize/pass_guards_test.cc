@@ -11,6 +11,7 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::f32;
 using refeval::testing::ramp;
 
 namespace {
@@ -20,14 +21,10 @@ std::string not_fused(Model m, const optimize::Pass& pass, const optimize::Infer
   optimize::Explain explain;
   optimize::PassContext ctx{Registry::builtin(), &inference, &explain};
   pass.run(m, ctx);
-  std::string lines;
-  for (const std::string& l : explain.not_fused) lines += l + "\n";
-  return lines;
+  return testing::not_fused_lines(explain);
 }
 
 std::string not_fused(const Model& m, const optimize::Pass& pass) { return not_fused(m, pass, optimize::infer(m)); }
-
-ValueInfo f32(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Float, std::move(dims)); }
 
 }  // namespace
 

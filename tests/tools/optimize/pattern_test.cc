@@ -3,6 +3,7 @@
 // --explain gives for a candidate that does not match.
 #include <doctest/doctest.h>
 
+#include "optimize_test_util.h"
 #include "pattern.h"
 #include "rewrite.h"
 #include "test_util.h"
@@ -82,9 +83,7 @@ TEST_CASE("pattern: --explain says why a candidate did not match") {
     Explain explain;
     const Rewrite r{"test", {p}, [](const Match&, RewriteContext&) -> std::optional<Replacement> { return std::nullopt; }};
     CHECK(apply(r, m, nullptr, &explain, "test") == 0);
-    std::string lines;
-    for (const std::string& l : explain.not_fused) lines += l + "\n";
-    return lines;
+    return testing::not_fused_lines(explain);
   };
   // the Mul's operand is a graph input, where the pattern wants an Add's output
   const Graph input = scaled_sum({node("Mul", {"x", "half"}, {"z"})}, {tensor_info("z", DType::Float, {4})});

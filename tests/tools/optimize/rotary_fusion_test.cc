@@ -334,8 +334,7 @@ void check_refused(const Form& f, const std::string& reason) {
   const Model out = rotary(m, false, &explain);
   CHECK(count_ops(out, "RotaryEmbedding") == 0);
   check_equivalent(m, out);
-  std::string lines;
-  for (const std::string& l : explain.not_fused) lines += l + "\n";
+  const std::string lines = testing::not_fused_lines(explain);
   CHECK_MESSAGE(lines.find("not fused: rotary-embedding at") != std::string::npos, lines);
   CHECK_MESSAGE(lines.find(reason) != std::string::npos, lines);
 }

@@ -10,11 +10,10 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::f32;
 using refeval::testing::ramp;
 
 namespace {
-
-ValueInfo f32(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Float, std::move(dims)); }
 
 Node ms(const std::string& op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs) {
   return node(op, std::move(in), std::move(out), std::move(attrs), op, "com.microsoft");
@@ -33,9 +32,7 @@ std::string explained(const Model& m) {
   CHECK(optimize::to_standard_ops_pass().run(out, ctx) == 0);
   CHECK(count_ops(out, m.graph.nodes.front().op_type) == 1);
   CHECK(out.opsets.count("com.microsoft") == 1);
-  std::string lines;
-  for (const std::string& l : explain.not_fused) lines += l + "\n";
-  return lines;
+  return testing::not_fused_lines(explain);
 }
 
 // MultiHeadAttention over q, k, v (1, 3, 8), 2 heads of 4; `extra` inputs after the value.

@@ -10,6 +10,7 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::f32;
 using refeval::testing::ramp;
 
 namespace {
@@ -64,7 +65,6 @@ const Node& only(const Model& m, const std::string& op) {
   return *std::find_if(m.graph.nodes.begin(), m.graph.nodes.end(), [&](const Node& n) { return n.op_type == op; });
 }
 
-ValueInfo f32(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Float, std::move(dims)); }
 ValueInfo i64(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Int64, std::move(dims)); }
 
 }  // namespace
