@@ -63,14 +63,16 @@ class Im2colPanels final : public PanelSource {
   // Channels are split among the threads (ResNet-18's first layers copy 0.9 MB per call).
   void set_image(const float* image) {
     parallel_for(channels_, std::max<int64_t>(1, kParallelElements / plane_), [&](int64_t first, int64_t last) {
-      for (int64_t c = first; c < last; ++c) set_channel(image + c * g_.in_size(), padded_ + slack_ + c * plane_);
+      std::vector<int64_t> line(g_.in.size(), 0);
+      for (int64_t c = first; c < last; ++c) set_channel(image + c * g_.in_size(), padded_ + slack_ + c * plane_, line);
     });
   }
 
-  void set_channel(const float* x, float* dst) const {
-    const size_t D = g_.in.size(), L = D - 1;
+  // i: the padded coordinates of the line (the last one unused), zeros on entry and again on
+  // return (the count wraps after the channel's last line).
+  void set_channel(const float* x, float* dst, std::vector<int64_t>& i) const {
+    const size_t L = g_.in.size() - 1;
     const int64_t row = g_.in[L], before = g_.pad_begin[L], after = g_.pad_end[L], lines = plane_ / pdims_[L];
-    std::vector<int64_t> i(D, 0);  // padded coordinates of the line (the last one unused)
     for (int64_t r = 0; r < lines; ++r) {
       bool inside = true;
       for (size_t d = 0; d < L; ++d) inside = inside && i[d] >= g_.pad_begin[d] && i[d] < g_.pad_begin[d] + g_.in[d];
