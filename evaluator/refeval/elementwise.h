@@ -6,6 +6,7 @@
 // Narrow floats are widened to float before the lambda and rounded back after (compute_t).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -31,9 +32,20 @@ class BroadcastWalker {
   BroadcastWalker(const Shape& out, const std::array<const Shape*, N>& ins);
   // f(out_offset, in_offsets, inner_count, inner_strides): a run of `inner_count` outputs starting
   // at out_offset; input k starts at in_offsets[k] and advances by inner_strides[k] (0 or 1).
-  template <class F> void for_each_run(F&& f) const;
+  template <class F> void for_each_run(F&& f) const { for_each_run(0, rows(), f); }
+  // The same runs split by rows across the evaluator's threads: each run is one thread's, and its
+  // elements are computed as for_each_run computes them.
+  template <class F> void parallel_for_each_run(F&& f) const {
+    const int64_t inner = dims_.empty() ? 1 : dims_.back();
+    parallel_for(rows(), std::max<int64_t>(1, kParallelElements / std::max<int64_t>(inner, 1)),
+                 [&](int64_t first, int64_t last) { for_each_run(first, last, f); });
+  }
 
  private:
+  // Runs [first, last) of the rows() runs of dims_.back() outputs each, in row-major order.
+  template <class F> void for_each_run(int64_t first, int64_t last, F&& f) const;
+  int64_t rows() const;
+
   std::vector<int64_t> dims_;                 // merged output dims, outermost first
   std::vector<std::array<int64_t, N>> strides_;  // per merged dim, per input
 };
@@ -69,10 +81,18 @@ BroadcastWalker<N>::BroadcastWalker(const Shape& out, const std::array<const Sha
 }
 
 template <size_t N>
-template <class F>
-void BroadcastWalker<N>::for_each_run(F&& f) const {
+int64_t BroadcastWalker<N>::rows() const {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < dims_.size(); ++d) rows *= dims_[d];
   for (int64_t d : dims_)
-    if (d == 0) return;
+    if (d == 0) return 0;
+  return rows;
+}
+
+template <size_t N>
+template <class F>
+void BroadcastWalker<N>::for_each_run(int64_t first, int64_t last, F&& f) const {
+  if (first >= last) return;
   if (dims_.empty()) {
     std::array<int64_t, N> zero{};
     f(int64_t(0), zero, int64_t(1), zero);
@@ -81,23 +101,25 @@ void BroadcastWalker<N>::for_each_run(F&& f) const {
   const size_t outer = dims_.size() - 1;
   const int64_t inner = dims_.back();
   const std::array<int64_t, N>& inner_strides = strides_.back();
+  // Row `first`'s index along each outer dim and each input's offset there.
   std::vector<int64_t> idx(outer, 0);
   std::array<int64_t, N> off{};
-  int64_t out_off = 0;
-  while (true) {
+  for (size_t d = outer, rest = size_t(first); d-- > 0;) {
+    idx[d] = int64_t(rest % size_t(dims_[d]));
+    rest /= size_t(dims_[d]);
+    for (size_t k = 0; k < N; ++k) off[k] += idx[d] * strides_[d][k];
+  }
+  for (int64_t row = first, out_off = first * inner;;) {
     f(out_off, off, inner, inner_strides);
+    if (++row == last) return;
     out_off += inner;
-    size_t d = outer;
-    while (d > 0) {
-      --d;
+    for (size_t d = outer; d-- > 0;) {
       ++idx[d];
       for (size_t k = 0; k < N; ++k) off[k] += strides_[d][k];
       if (idx[d] < dims_[d]) break;
       for (size_t k = 0; k < N; ++k) off[k] -= strides_[d][k] * dims_[d];
       idx[d] = 0;
-      if (d == 0) return;
     }
-    if (outer == 0) return;
   }
 }
 
@@ -143,7 +165,7 @@ Tensor map_binary(const Tensor& a, const Tensor& b, F&& f) {
     });
     return z;
   }
-  BroadcastWalker<2>(z.shape(), {&a.shape(), &b.shape()}).for_each_run(run);
+  BroadcastWalker<2>(z.shape(), {&a.shape(), &b.shape()}).parallel_for_each_run(run);
   return z;
 }
 

@@ -40,7 +40,7 @@ class Where : public OpRun {
       const W* py = static_cast<const W*>(y.raw_data());
       W* po = static_cast<W*>(out.raw_data());
       BroadcastWalker<3>(out.shape(), {&c.shape(), &x.shape(), &y.shape()})
-          .for_each_run([&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
+          .parallel_for_each_run([&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
             const bool* rc = pc + off[0];
             const W *rx = px + off[1], *ry = py + off[2];
             switch (s[0] | s[1] << 1 | s[2] << 2) {

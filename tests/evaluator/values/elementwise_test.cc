@@ -12,9 +12,15 @@ TEST_CASE("broadcast shapes follow numpy") {
   CHECK_THROWS_WITH_AS(broadcast_shapes({{2, 3}, {4}}), doctest::Contains("(2, 3), (4,) cannot be broadcast"), Error);
 }
 
-TEST_CASE("map_binary matches a literal index computation on mixed broadcasts") {
-  const Shape shapes[][2] = {{{2, 3, 4}, {3, 1}}, {{1, 3, 1}, {2, 1, 4}}, {{4}, {}}, {{2, 1}, {2, 1}}, {{3, 0}, {1}}};
+TEST_CASE("map_binary matches a literal index computation on mixed broadcasts, on one thread and two") {
+  // The last three are split by rows across two threads (more outputs than kParallelElements),
+  // the first starting mid-way along its outer dimensions.
+  const Shape shapes[][2] = {{{2, 3, 4}, {3, 1}}, {{1, 3, 1}, {2, 1, 4}}, {{4}, {}}, {{2, 1}, {2, 1}}, {{3, 0}, {1}},
+                             {{40, 5, 300}, {5, 1}}, {{40000, 1}, {1, 3}}, {{1, 32, 2304}, {2304}}};
+  for (int threads : {1, 2})
   for (const auto& pair : shapes) {
+    set_thread_count(threads);
+    CAPTURE(threads);
     Tensor a(DType::Int64, pair[0]), b(DType::Int64, pair[1]);
     for (int64_t i = 0; i < a.size(); ++i) a.data<int64_t>()[i] = i;
     for (int64_t i = 0; i < b.size(); ++i) b.data<int64_t>()[i] = 1000 * i;
@@ -33,4 +39,5 @@ TEST_CASE("map_binary matches a literal index computation on mixed broadcasts") 
       REQUIRE(z.data<int64_t>()[flat] == a.data<int64_t>()[offset(pair[0], idx)] + b.data<int64_t>()[offset(pair[1], idx)]);
     }
   }
+  set_thread_count(1);
 }
