@@ -1,0 +1,237 @@
+// The attention passes on exporter forms and look-alikes their other tests do not feed. First the
+// split-qkv pass, which writes packed q/k/v projections as three: GPT-NeoX's heads interleaving
+// q, k and v (a (B, S, N, 3h) view cut by Slices or one Split), timm's
+// reshape(B, S, 3, N, h).permute(2, 0, 3, 1, 4) unbound by Split + Squeeze or Gather, and
+// MixFormer's view(B, S, 3, N, h)[:, :, j]; each near miss stays one product. x is (B, S, 16)
+// with B and S dynamic, 2 heads of 8; every result is checked against the original with the
+// evaluator (optimized(), optimize_test_util.h).
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "optimize_test_util.h"
+
+using namespace refeval;
+using namespace refeval::build;
+using refeval::testing::count_ops;
+using refeval::testing::optimized;
+using refeval::testing::ramp;
+
+namespace {
+
+constexpr int64_t kHeads = 2, kHead = 8, kHidden = kHeads * kHead;
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+
+Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
+
+// A graph under construction on x (B, S, 16); outputs named by out().
+class G {
+ public:
+  explicit G(int opset = 17) : opset_(opset) {}
+  std::string add(const std::string& op, std::vector<std::string> in, std::vector<Attribute> a = {}, int outputs = 1, std::string name = "") {
+    const std::string base = op + "_" + std::to_string(nodes_.size());
+    std::vector<std::string> out;
+    for (int k = 0; k < outputs; ++k) out.push_back(base + (k ? "_" + std::to_string(k) : ""));
+    nodes_.push_back(node(op, std::move(in), out, std::move(a), name == "-" ? "" : name.empty() ? "/" + base : name));
+    return out[0];
+  }
+  std::string c(Tensor t) {
+    const std::string name = "c" + std::to_string(inits_.size());
+    inits_.push_back({name, std::move(t)});
+    return name;
+  }
+  void input(ValueInfo v) { inputs_.push_back(std::move(v)); }
+  void out(const std::string& v) { outputs_.push_back({v, ValueType::tensor_of_unknown_rank(DType::Float)}); }
+  Model model() {
+    std::vector<ValueInfo> in = {testing::f32("x", {"batch", "seq", kHidden})};
+    in.insert(in.end(), inputs_.begin(), inputs_.end());
+    return refeval::build::model(graph("qkv", nodes_, in, outputs_, inits_), {{"", opset_}});
+  }
+
+ private:
+  int opset_;
+  std::vector<Node> nodes_;
+  std::vector<Initializer> inits_;
+  std::vector<ValueInfo> inputs_, outputs_;
+};
+
+// The packed product x W (+ b) of 3 * 16 columns.
+struct Packed {
+  bool bias = true;
+  bool bias_first = false;    // Add(b, x W)
+  bool runtime_bias = false;  // b a graph input: not a constant projection
+  bool runtime_w = false;     // W a graph input
+};
+
+std::string packed(G& g, const Packed& p) {
+  const std::string w = p.runtime_w ? "W" : g.c(ramp({kHidden, 3 * kHidden}, -0.4f, 0.035f));
+  if (p.runtime_w) g.input(testing::f32("W", {kHidden, 3 * kHidden}));
+  const std::string y = g.add("MatMul", {"x", w});
+  if (!p.bias) return y;
+  const std::string b = p.runtime_bias ? "b" : g.c(ramp({3 * kHidden}, -0.3f, 0.03f));
+  if (p.runtime_bias) g.input(testing::f32("b", {3 * kHidden}));
+  return g.add("Add", p.bias_first ? std::vector<std::string>{b, y} : std::vector<std::string>{y, b});
+}
+
+// GPT-NeoX: the product viewed as (B, S, N, 3h), q/k/v cut from the last axis by `cut`.
+enum class NeoxCut { Slices, SlicesAxis3Step1, SplitSizes, SplitAttribute, SplitNumOutputs, SplitUneven, SliceStep2, SliceAxis2, SliceOffHead };
+
+Model neox(NeoxCut cut, Packed p = {}, std::vector<int64_t> view = {0, 0, kHeads, 3 * kHead}) {
+  const int opset = cut == NeoxCut::SplitAttribute ? 11 : cut == NeoxCut::SplitNumOutputs ? 18 : 17;
+  G g(opset);
+  const std::string v = g.add("Reshape", {packed(g, p), g.c(ints(view))});
+  const int64_t h = view[3] / 3;
+  const auto slice = [&](int64_t start, int64_t end, std::vector<std::string> extra = {}, std::string name = "") {
+    std::vector<std::string> in = {v, g.c(ints({start})), g.c(ints({end}))};
+    for (std::string& e : extra) in.push_back(e);
+    if (in.size() == 3) in.push_back(g.c(ints({-1})));
+    return g.add("Slice", in, {}, 1, name);
+  };
+  switch (cut) {
+    case NeoxCut::Slices:  // the third Slice unnamed: its parts are named after its output
+      g.out(slice(0, h)), g.out(slice(h, 2 * h)), g.out(slice(2 * h, kBig, {}, "-"));
+      break;
+    case NeoxCut::SlicesAxis3Step1:  // axis 3 and an explicit step of 1
+      for (int64_t j = 0; j < 3; ++j) g.out(slice(j * h, (j + 1) * h, {g.c(ints({3})), g.c(ints({1}))}));
+      break;
+    case NeoxCut::SliceStep2:  // x[..., 0:16:2]: every other column, not q
+      g.out(slice(0, 2 * h, {g.c(ints({-1})), g.c(ints({2}))}));
+      break;
+    case NeoxCut::SliceAxis2:  // a cut of the heads axis
+      g.out(slice(0, 1, {g.c(ints({2}))}));
+      break;
+    case NeoxCut::SliceOffHead:  // x[..., 4:12]: straddles q and k
+      g.out(slice(h / 2, h / 2 + h));
+      break;
+    case NeoxCut::SplitSizes:
+    case NeoxCut::SplitUneven: {
+      const std::vector<int64_t> sizes = cut == NeoxCut::SplitSizes ? std::vector<int64_t>{h, h, h} : std::vector<int64_t>{h / 2, h, h + h / 2};
+      const std::string q = g.add("Split", {v, g.c(ints(sizes))}, {attr("axis", int64_t(-1))}, 3);
+      g.out(q), g.out(q + "_1"), g.out(q + "_2");
+      break;
+    }
+    case NeoxCut::SplitAttribute: {  // opset 11: the sizes in the split attribute
+      const std::string q = g.add("Split", {v}, {attr("axis", int64_t(3)), attr("split", std::vector<int64_t>{h, h, h})}, 3);
+      g.out(q), g.out(q + "_1"), g.out(q + "_2");
+      break;
+    }
+    case NeoxCut::SplitNumOutputs: {  // opset 18: equal parts by num_outputs
+      const std::string q = g.add("Split", {v}, {attr("axis", int64_t(-1)), attr("num_outputs", int64_t(3))}, 3);
+      g.out(q), g.out(q + "_1"), g.out(q + "_2");
+      break;
+    }
+  }
+  return g.model();
+}
+
+// timm's unbind of the (3, B, N, S, h) permuted view, or MixFormer's view[:, :, j].
+enum class Unbind { SplitSqueeze, SplitSqueezeAll, GatherVector, OtherPerm, MixFormerAxisMinus3, MixFormerFirst, MixFormerNegativeIndex, MixFormerRuntimeIndex };
+
+Model unbound(Unbind form, std::vector<int64_t> view = {0, 0, 3, kHeads, kHead}) {
+  G g;
+  const std::string v = g.add("Reshape", {packed(g, {}), g.c(ints(view))});
+  switch (form) {
+    case Unbind::SplitSqueeze:  // q, k, v = qkv.unbind(0) as Split + Squeeze
+    case Unbind::SplitSqueezeAll:  // squeeze() without axes: it would drop a batch of 1 as well
+    case Unbind::OtherPerm: {
+      const std::vector<int64_t> perm = form == Unbind::OtherPerm ? std::vector<int64_t>{2, 0, 1, 3, 4} : std::vector<int64_t>{2, 0, 3, 1, 4};
+      const std::string t = g.add("Transpose", {v}, {attr("perm", perm)});
+      const std::string s = g.add("Split", {t, g.c(ints({1, 1, 1}))}, {attr("axis", int64_t(0))}, 3);
+      const std::string axes = g.c(ints({0}));
+      for (const std::string& part : {s, s + "_1", s + "_2"})
+        g.out(form == Unbind::SplitSqueezeAll ? g.add("Squeeze", {part}) : g.add("Squeeze", {part, axes}));
+      break;
+    }
+    case Unbind::GatherVector: {  // qkv[[0]]: a (1, B, N, S, h) slice, not a part
+      const std::string t = g.add("Transpose", {v}, {attr("perm", std::vector<int64_t>{2, 0, 3, 1, 4})});
+      g.out(g.add("Gather", {t, g.c(ints({0}))}, {attr("axis", int64_t(0))}));
+      break;
+    }
+    case Unbind::MixFormerAxisMinus3:
+      for (int64_t j = 0; j < 3; ++j) g.out(g.add("Gather", {v, g.c(Tensor::scalar<int64_t>(j))}, {attr("axis", int64_t(-3))}));
+      break;
+    case Unbind::MixFormerFirst:  // q = qkv[:, :, 0] alone
+      g.out(g.add("Gather", {v, g.c(Tensor::scalar<int64_t>(0))}, {attr("axis", int64_t(2))}));
+      break;
+    case Unbind::MixFormerNegativeIndex:  // qkv[:, :, -1]: v, read from the end
+      g.out(g.add("Gather", {v, g.c(Tensor::scalar<int64_t>(-1))}, {attr("axis", int64_t(2))}));
+      break;
+    case Unbind::MixFormerRuntimeIndex:
+      g.input(tensor_info("j", DType::Int64, {}));
+      g.out(g.add("Gather", {v, "j"}, {attr("axis", int64_t(2))}));
+      break;
+  }
+  return g.model();
+}
+
+// The products after the pass: 3 when split, 1 when the packed one stayed.
+int products(const Model& m) { return count_ops(optimized(m, {"split-qkv"}), "MatMul"); }
+
+// The parts the pass cut from an unbound product: a Slice of its columns each (the graphs have none).
+int parts(const Model& m) { return count_ops(optimized(m, {"split-qkv"}), "Slice"); }
+
+}  // namespace
+
+TEST_CASE("split-qkv: GPT-NeoX's interleaved heads cut by Slices or one Split (sizes input, attribute or num_outputs) become three products") {
+  struct Case {
+    const char* name;
+    NeoxCut cut;
+    Packed packed;
+  };
+  const std::vector<Case> cases = {
+      {"three Slices, one unnamed", NeoxCut::Slices, {}},
+      {"Slices of axis 3 with step 1", NeoxCut::SlicesAxis3Step1, {}},
+      {"Split sizes input", NeoxCut::SplitSizes, {}},
+      {"Split sizes attribute (opset 11)", NeoxCut::SplitAttribute, {}},
+      {"Split num_outputs (opset 18)", NeoxCut::SplitNumOutputs, {}},
+      {"bias added first: Add(b, x W)", NeoxCut::Slices, {.bias_first = true}},
+      {"no bias", NeoxCut::SplitSizes, {.bias = false}},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    const Model out = optimized(neox(c.cut, c.packed), {"split-qkv"});
+    CHECK(count_ops(out, "MatMul") == 3);
+    CHECK(count_ops(out, "Add") == (c.packed.bias ? 3 : 0));
+    CHECK(count_ops(out, "Split") + count_ops(out, "Slice") == 0);
+    CHECK(count_ops(out, "Reshape") == 3);
+  }
+}
+
+TEST_CASE("split-qkv: cuts that are not q, k and v, or a projection that is not constant, stay one product") {
+  CHECK(products(neox(NeoxCut::SplitUneven)) == 1);                    // split([4, 8, 12])
+  CHECK(products(neox(NeoxCut::SliceStep2)) == 1);                     // every other column
+  CHECK(products(neox(NeoxCut::SliceAxis2)) == 1);                     // the heads axis
+  CHECK(products(neox(NeoxCut::SliceOffHead)) == 1);                   // [4, 12): half of q, half of k
+  CHECK(products(neox(NeoxCut::Slices, {.runtime_bias = true})) == 1); // the bias an input
+  CHECK(products(neox(NeoxCut::Slices, {.runtime_w = true})) == 1);    // the weights an input
+  // (B, S, 3, 16): 3h = 16 is not three head sizes
+  CHECK(products(neox(NeoxCut::Slices, {}, {0, 0, 3, kHidden})) == 1);
+}
+
+// The unbound parts become Slices of the packed product's columns (as an attention's packed
+// projection reads them), each viewed as heads.
+TEST_CASE("split-qkv: timm's permuted view unbound by Split + Squeeze becomes three column Slices, transposed to heads") {
+  const Model out = optimized(unbound(Unbind::SplitSqueeze), {"split-qkv"});
+  CHECK(count_ops(out, "Slice") == 3);
+  CHECK(count_ops(out, "Transpose") == 3);  // each part (B, S, N, h) -> (B, N, S, h)
+  CHECK(count_ops(out, "Split") + count_ops(out, "Squeeze") == 0);
+}
+
+TEST_CASE("split-qkv: MixFormer's view[:, :, j] gathered on axis -3 becomes three column Slices, untransposed") {
+  const Model out = optimized(unbound(Unbind::MixFormerAxisMinus3), {"split-qkv"});
+  CHECK(count_ops(out, "Slice") == 3);
+  CHECK(count_ops(out, "Transpose") + count_ops(out, "Gather") == 0);
+}
+
+TEST_CASE("split-qkv: unbinds that are not the three parts of a (B, S, 3, N, h) view stay") {
+  CHECK(parts(unbound(Unbind::SplitSqueezeAll)) == 0);         // squeeze() of every unit axis
+  CHECK(parts(unbound(Unbind::GatherVector)) == 0);            // qkv[[0]]
+  CHECK(parts(unbound(Unbind::OtherPerm)) == 0);               // permute(2, 0, 1, 3, 4): (3, B, S, N, h)
+  CHECK(parts(unbound(Unbind::MixFormerNegativeIndex)) == 0);  // qkv[:, :, -1]
+  CHECK(parts(unbound(Unbind::MixFormerRuntimeIndex)) == 0);   // an index only known at run time
+  // q of a (B, S, 3, N, h) view is split off; of a (B, S, 2, 3, 8) view it is not q
+  CHECK(parts(unbound(Unbind::MixFormerFirst)) == 1);
+  CHECK(parts(unbound(Unbind::MixFormerFirst, {0, 0, 2, 3, kHead})) == 0);
+  CHECK(parts(unbound(Unbind::MixFormerAxisMinus3, {0, 0, 3, 4, 4})) == 3);  // (3, 4, 4) is 48 too: 4 heads of 4
+}
