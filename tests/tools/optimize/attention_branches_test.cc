@@ -235,3 +235,153 @@ TEST_CASE("split-qkv: unbinds that are not the three parts of a (B, S, 3, N, h) 
   CHECK(parts(unbound(Unbind::MixFormerFirst, {0, 0, 2, 3, kHead})) == 0);
   CHECK(parts(unbound(Unbind::MixFormerAxisMinus3, {0, 0, 3, 4, 4})) == 3);  // (3, 4, 4) is 48 too: 4 heads of 4
 }
+
+// ---- attention ----
+// BERT's self-attention on x (B, S, 16): q, k and v by three biased products split into 2 heads
+// of 8, softmax(q k^T / sqrt(8) + masks) v, the heads merged back.
+namespace {
+
+// The additive mask terms of the scores.
+enum class Mask {
+  None,
+  Keeps,         // BERT: (1 - float(mask)) * -10000 of a (B, T) int64 mask whose 1 keeps a key
+  HidesInt,      // float(mask) * -10000: 1 hides a key, an int64 mask (torch's key_padding_mask as integers)
+  TwoBiases,     // two constant (S, T) position biases, summed
+};
+
+struct Att {
+  DimSpec batch = "batch";
+  DimSpec seq = "seq";
+  Mask mask = Mask::None;
+  float scale = 0;  // a Mul by this instead of the Div by sqrt(8)
+  bool scale_first = false;  // Mul(scale, scores)
+  float q_scale = 0;         // q_proj(x) * q_scale before the head split (BART, CLIP)
+  bool q_scale_first = false;  // Mul(q_scale, q_proj(x))
+  int64_t softmax_axis = -1;
+  bool scores_output = false;  // the scaled scores also a graph output
+};
+
+Model bert(const Att& a) {
+  G g;
+  const auto heads = [&](const std::string& w, std::vector<int64_t> perm, float scale = 0) {
+    std::string p = g.add("Add", {g.add("MatMul", {"x", w}), g.c(ramp({kHidden}, -0.1f, 0.01f))});
+    if (scale) {
+      const std::string c = g.c(Tensor::scalar<float>(scale));
+      p = g.add("Mul", a.q_scale_first ? std::vector<std::string>{c, p} : std::vector<std::string>{p, c});
+    }
+    return g.add("Transpose", {g.add("Reshape", {p, g.c(ints({0, 0, kHeads, kHead}))})}, {attr("perm", perm)});
+  };
+  const std::string q = heads(g.c(ramp({kHidden, kHidden}, -0.2f, 0.02f)), {0, 2, 1, 3}, a.q_scale);
+  const std::string k = heads(g.c(ramp({kHidden, kHidden}, 0.2f, -0.015f)), {0, 2, 3, 1});
+  const std::string v = heads(g.c(ramp({kHidden, kHidden}, -0.1f, 0.01f)), {0, 2, 1, 3});
+  std::string s = g.add("MatMul", {q, k});
+  if (a.scale) {
+    const std::string c = g.c(Tensor::scalar<float>(a.scale));
+    s = g.add("Mul", a.scale_first ? std::vector<std::string>{c, s} : std::vector<std::string>{s, c});
+  } else {
+    s = g.add("Div", {s, g.c(Tensor::scalar<float>(std::sqrt(float(kHead))))});
+  }
+  if (a.scores_output) g.out(s);
+  switch (a.mask) {
+    case Mask::None:
+      break;
+    case Mask::Keeps:
+    case Mask::HidesInt: {
+      g.input(tensor_info("mask", DType::Int64, {a.batch, a.seq}));
+      std::string m = g.add("Cast", {g.add("Unsqueeze", {"mask", g.c(ints({1, 2}))})}, {attr("to", int64_t(DType::Float))});
+      if (a.mask == Mask::Keeps) m = g.add("Sub", {g.c(Tensor::scalar<float>(1)), m});
+      s = g.add("Add", {s, g.add("Mul", {m, g.c(Tensor::scalar<float>(-10000))})});
+      break;
+    }
+    case Mask::TwoBiases:
+      s = g.add("Add", {g.add("Add", {s, g.c(ramp({a.seq.value, a.seq.value}, -0.5f, 0.1f))}), g.c(ramp({a.seq.value, a.seq.value}, 0.3f, -0.05f))});
+      break;
+  }
+  const std::string ctx = g.add("MatMul", {g.add("Softmax", {s}, {attr("axis", a.softmax_axis)}, 1, "/attn/Softmax"), v});
+  g.out(g.add("Reshape", {g.add("Transpose", {ctx}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}), g.c(ints({0, 0, kHidden}))}));
+  Model m = g.model();
+  m.graph.inputs[0] = testing::f32("x", {a.batch, a.seq, kHidden});
+  return m;
+}
+
+// The attention pass alone on `m`, checked against the original on `feeds` (ramp_feeds with the
+// mask, if any, replaced by `mask` (3, 3): a padding mask holds 0 and 1 only).
+Model fused(const Model& m, std::vector<int64_t> mask = {}) {
+  optimize::OptimizeOptions o;
+  o.forms = "all";
+  o.only = {"attention"};
+  Model out = optimize::optimize(m, Registry::builtin(), o).model;
+  std::map<std::string, Value> feeds = testing::ramp_feeds(m);
+  if (!mask.empty()) feeds.insert_or_assign("mask", Tensor::from_vector<int64_t>({3, 3}, mask));
+  fusion::CheckOptions check;
+  check.repeat = 1;
+  check.tolerance.atol = 1e-5;
+  CHECK_MESSAGE(optimize::verify(m, out, Registry::builtin(), feeds, check).equivalent(), "the optimized model differs from the original");
+  return out;
+}
+
+const Node& attention_node(const Model& m) {
+  const auto it = std::find_if(m.graph.nodes.begin(), m.graph.nodes.end(), [](const Node& n) { return n.op_type.find("Attention") != std::string::npos; });
+  REQUIRE(it != m.graph.nodes.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("attention: a padding mask whose 1 keeps a key, or an int64 one whose 1 hides it (cast to bool, negated), is ORT's mask_index") {
+  // BERT's (1 - mask) * -10000: the mask itself, as int32
+  const Model keeps = fused(bert({.mask = Mask::Keeps}), {1, 1, 1, 1, 1, 0, 1, 0, 0});
+  CHECK(count_ops(keeps, "Attention") == 1);
+  CHECK(count_ops(keeps, "Not") == 0);
+  // mask * -10000 of an int64 mask: Not(Cast(mask, bool)), as int32
+  const Model hides = fused(bert({.mask = Mask::HidesInt}), {0, 0, 0, 0, 0, 1, 0, 1, 1});
+  CHECK(count_ops(hides, "Attention") == 1);
+  CHECK(count_ops(hides, "Not") == 1);
+  CHECK(count_ops(hides, "Cast") == 2);
+  CHECK(attention_node(hides).inputs[3] == "mask_int32");
+}
+
+TEST_CASE("attention: two constant (S, T) position biases become one summed bias, unsqueezed to 4-D") {
+  const Model out = fused(bert({.batch = 2, .seq = 3, .mask = Mask::TwoBiases}));
+  CHECK(count_ops(out, "Attention") == 1);
+  CHECK(count_ops(out, "Add") == 1);
+  CHECK(count_ops(out, "Unsqueeze") == 1);
+  const Node& att = attention_node(out);
+  REQUIRE(att.inputs.size() == 6);
+  CHECK(att.inputs[5].find("bias_4d") != std::string::npos);
+}
+
+TEST_CASE("attention: a scale on the query projection (either operand of its Mul) joins the fused scale; a negative one stays outside") {
+  for (const bool first : {false, true}) {
+    CAPTURE(first);
+    const Model out = fused(bert({.q_scale = 0.5f, .q_scale_first = first}));
+    REQUIRE(count_ops(out, "Attention") == 1);
+    CHECK(count_ops(out, "Mul") == 0);
+    CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
+  }
+  // q_proj(x) * -0.5: not a scale the operators take; the product stays as MultiHeadAttention's query
+  const Model negative = fused(bert({.q_scale = -0.5f}));
+  CHECK(count_ops(negative, "MultiHeadAttention") == 1);
+  CHECK(count_ops(negative, "Mul") == 1);
+}
+
+TEST_CASE("attention: Softmax over axis 3 of the 4-D scores is over the keys") {
+  CHECK(count_ops(fused(bert({.softmax_axis = 3})), "Attention") == 1);
+}
+
+TEST_CASE("attention: scaled scores that are also a graph output stay, explained") {
+  const Model m = bert({.scores_output = true});
+  CHECK(testing::refusals(m, {"attention"}) == "not fused: attention at '/attn/Softmax': the scores 'Div_13' are read elsewhere\n");
+  CHECK(count_ops(fused(m), "Softmax") == 1);
+}
+
+// MISSED FORM (attention_reading.cc:598): the scale between the product and the Softmax is read
+// only as Mul(scores, c); `0.25 * scores` exports Mul(c, scores), refused as "'/Mul_13' (Mul)
+// between the product and the Softmax" (the projection's scale, attention_reading.cc:765, takes
+// either operand).
+TEST_CASE("attention: Mul(scale, scores) with the constant first fuses like Mul(scores, scale)" * doctest::may_fail()) {
+  const Model out = fused(bert({.scale = 0.25f, .scale_first = true}));
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.25));
+}
+
