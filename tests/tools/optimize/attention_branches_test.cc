@@ -385,3 +385,32 @@ TEST_CASE("attention: Mul(scale, scores) with the constant first fuses like Mul(
   CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.25));
 }
 
+
+namespace {
+
+// MultiHeadAttention (2 heads of 8) on q, k and v cut from one biased (B, S, 48) product by one
+// Split of the last axis, its sizes given as `how`: "attribute" (opset 11-12), "num_outputs"
+// (opset 18) or "equal" (no sizes: equal parts, opset 13).
+Model mha_on_split(const std::string& how) {
+  G g(how == "attribute" ? 11 : how == "num_outputs" ? 18 : 13);
+  std::vector<Attribute> a = {attr("axis", int64_t(-1))};
+  if (how == "attribute") a.push_back(attr("split", std::vector<int64_t>{kHidden, kHidden, kHidden}));
+  if (how == "num_outputs") a.push_back(attr("num_outputs", int64_t(3)));
+  const std::string q = g.add("Split", {packed(g, {})}, a, 3);
+  g.out(g.add("MultiHeadAttention", {q, q + "_1", q + "_2"}, {attr("num_heads", kHeads)}));
+  Model m = g.model();
+  m.graph.nodes.back().domain = "com.microsoft";
+  m.opsets["com.microsoft"] = 1;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("mha-projections: a packed product split by the split attribute, num_outputs or equal parts becomes three products (--forms cpu)") {
+  for (const std::string how : {"attribute", "num_outputs", "equal"}) {
+    CAPTURE(how);
+    const Model cpu = optimized(mha_on_split(how), {"mha-projections"}, "", "cpu");
+    CHECK(count_ops(cpu, "MatMul") == 3);
+    CHECK(count_ops(cpu, "Split") + count_ops(cpu, "Add") == 0);
+  }
+}
