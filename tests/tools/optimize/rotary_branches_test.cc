@@ -336,3 +336,21 @@ TEST_CASE("rotary: x * cos on another value than the rotated one stays, explaine
   check_refused(m, "does not multiply the rotated value 'q'");
 }
 
+
+TEST_CASE("rotary: halves by opset 11's Split attribute, or Slices bounded by Shape(q)[3] / 2 unfolded, fuse") {
+  {  // torch.chunk at opset 11: Split(q, split = [4, 4])
+    G g(11);
+    const std::string x1 = g.add("Split", {"q"}, {attr("axis", int64_t(-1)), attr("split", std::vector<int64_t>{kHalf, kHalf})}, 2), x2 = x1 + "_1";
+    const std::string rot = g.add("Concat", {g.add("Neg", {x2}), x1}, {attr("axis", int64_t(-1))});
+    check_fused(g.model(g.add("Add", {g.add("Mul", {"q", g.gathered(true, kHead)}), g.add("Mul", {rot, g.gathered(false, kHead)})})), 0);
+  }
+  {  // x[..., : x.shape[-1] // 2]: the bound computed from the shape, known to inference without constant folding
+    G g;
+    const std::string h = g.add("Gather", {g.add("Shape", {"q"}), g.c(Tensor::scalar<int64_t>(3))}, {attr("axis", int64_t(0))});
+    const std::string half = g.unsqueeze(g.add("Div", {h, g.c(Tensor::scalar<int64_t>(2))}), {0});
+    const std::string x1 = g.add("Slice", {"q", g.c(ints({0})), half, g.c(ints({-1}))});
+    const std::string x2 = g.add("Slice", {"q", half, g.c(ints({kBig})), g.c(ints({-1}))});
+    const std::string rot = g.add("Concat", {g.add("Neg", {x2}), x1}, {attr("axis", int64_t(-1))});
+    check_fused(g.model(g.add("Add", {g.add("Mul", {"q", g.gathered(true, kHead)}), g.add("Mul", {rot, g.gathered(false, kHead)})})), 0);
+  }
+}
