@@ -259,21 +259,33 @@ struct Att {
   bool q_scale_first = false;  // Mul(q_scale, q_proj(x))
   int64_t softmax_axis = -1;
   bool scores_output = false;  // the scaled scores also a graph output
+  std::vector<int64_t> view = {0, 0, kHeads, kHead};  // the head split's target
+  float head_scale = 0;        // q's heads scaled between the split and the transpose, Mul(head_scale, split)
+  bool stacked_past = false;   // ORT's (2, B, N, P, h) past, read by Gather(past, 0 or 1, axis 0)
 };
 
 Model bert(const Att& a) {
   G g;
-  const auto heads = [&](const std::string& w, std::vector<int64_t> perm, float scale = 0) {
+  const auto heads = [&](const std::string& w, std::vector<int64_t> perm, float scale = 0, float head_scale = 0) {
     std::string p = g.add("Add", {g.add("MatMul", {"x", w}), g.c(ramp({kHidden}, -0.1f, 0.01f))});
     if (scale) {
       const std::string c = g.c(Tensor::scalar<float>(scale));
       p = g.add("Mul", a.q_scale_first ? std::vector<std::string>{c, p} : std::vector<std::string>{p, c});
     }
-    return g.add("Transpose", {g.add("Reshape", {p, g.c(ints({0, 0, kHeads, kHead}))})}, {attr("perm", perm)});
+    std::string split = g.add("Reshape", {p, g.c(ints(a.view))});
+    if (head_scale) split = g.add("Mul", {g.c(Tensor::scalar<float>(head_scale)), split});
+    return g.add("Transpose", {split}, {attr("perm", perm)});
   };
-  const std::string q = heads(g.c(ramp({kHidden, kHidden}, -0.2f, 0.02f)), {0, 2, 1, 3}, a.q_scale);
-  const std::string k = heads(g.c(ramp({kHidden, kHidden}, 0.2f, -0.015f)), {0, 2, 3, 1});
-  const std::string v = heads(g.c(ramp({kHidden, kHidden}, -0.1f, 0.01f)), {0, 2, 1, 3});
+  const std::string q = heads(g.c(ramp({kHidden, kHidden}, -0.2f, 0.02f)), {0, 2, 1, 3}, a.q_scale, a.head_scale);
+  std::string k = heads(g.c(ramp({kHidden, kHidden}, 0.2f, -0.015f)), a.stacked_past ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1});
+  std::string v = heads(g.c(ramp({kHidden, kHidden}, -0.1f, 0.01f)), {0, 2, 1, 3});
+  if (a.stacked_past) {  // K = Concat(past[0], k, 2), V = Concat(past[1], v, 2), then K^T
+    g.input(testing::f32("past", {2, a.batch, kHeads, "past_seq", kHead}));
+    const auto past = [&](int64_t i) { return g.add("Gather", {"past", g.c(Tensor::scalar<int64_t>(i))}, {attr("axis", int64_t(0))}); };
+    k = g.add("Concat", {past(0), k}, {attr("axis", int64_t(2))});
+    v = g.add("Concat", {past(1), v}, {attr("axis", int64_t(2))});
+    k = g.add("Transpose", {k}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})});
+  }
   std::string s = g.add("MatMul", {q, k});
   if (a.scale) {
     const std::string c = g.c(Tensor::scalar<float>(a.scale));
@@ -413,4 +425,22 @@ TEST_CASE("mha-projections: a packed product split by the split attribute, num_o
     CHECK(count_ops(cpu, "MatMul") == 3);
     CHECK(count_ops(cpu, "Split") + count_ops(cpu, "Add") == 0);
   }
+}
+
+TEST_CASE("attention: head splits written view(B, S, -1, h) or view(B, S, N, -1), and a scale between the split and the transpose, fuse") {
+  CHECK(count_ops(fused(bert({.view = {0, 0, -1, kHead}})), "Attention") == 1);
+  CHECK(count_ops(fused(bert({.view = {0, 0, kHeads, -1}})), "Attention") == 1);
+  // Transpose(0.5 * view(q), 0 2 1 3): the scale joins the fused one
+  const Model scaled = fused(bert({.head_scale = 0.5f}));
+  REQUIRE(count_ops(scaled, "Attention") == 1);
+  CHECK(attention_node(scaled).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
+}
+
+TEST_CASE("attention: ORT's stacked past read by Gather, with separate projections, is refused, named") {
+  // Concat(past[0], k) and Concat(past[1], v) of a (2, B, N, P, h) past: MultiHeadAttention takes
+  // per-layer past inputs, and only a packed projection becomes ORT's Attention with the stack.
+  const Model m = bert({.stacked_past = true});
+  CHECK(testing::refusals(m, {"attention"}) ==
+        "not fused: attention at '/attn/Softmax': the past keys and values are not graph inputs (ORT's stacked past is not supported here)\n");
+  CHECK(count_ops(fused(m), "Softmax") == 1);
 }
