@@ -41,6 +41,7 @@ class G {
     return name;
   }
   void input(ValueInfo v) { inputs_.push_back(std::move(v)); }
+  std::string unsqueeze0(const std::string& v) { return add("Unsqueeze", {v, c(ints({0}))}); }
   void out(const std::string& v) { outputs_.push_back({v, ValueType::tensor_of_unknown_rank(DType::Float)}); }
   Model model() {
     std::vector<ValueInfo> in = {testing::f32("x", {"batch", "seq", kHidden})};
@@ -262,12 +263,18 @@ struct Att {
   std::vector<int64_t> view = {0, 0, kHeads, kHead};  // the head split's target
   float head_scale = 0;        // q's heads scaled between the split and the transpose, Mul(head_scale, split)
   bool stacked_past = false;   // ORT's (2, B, N, P, h) past, read by Gather(past, 0 or 1, axis 0)
+  bool packed = false;         // q, k and v split from one (B, S, 48) biased product
+  bool present = false;        // with stacked_past: present = Concat(Unsqueeze(K, 0), Unsqueeze(V, 0), 0) an output
 };
 
 Model bert(const Att& a) {
   G g;
+  std::string qkv;  // the packed projection's three parts
+  if (a.packed) qkv = g.add("Split", {packed(g, {}), g.c(ints({kHidden, kHidden, kHidden}))}, {attr("axis", int64_t(-1))}, 3);
+  int part = 0;
   const auto heads = [&](const std::string& w, std::vector<int64_t> perm, float scale = 0, float head_scale = 0) {
-    std::string p = g.add("Add", {g.add("MatMul", {"x", w}), g.c(ramp({kHidden}, -0.1f, 0.01f))});
+    std::string p = a.packed ? qkv + (part ? "_" + std::to_string(part) : "") : g.add("Add", {g.add("MatMul", {"x", w}), g.c(ramp({kHidden}, -0.1f, 0.01f))});
+    ++part;
     if (scale) {
       const std::string c = g.c(Tensor::scalar<float>(scale));
       p = g.add("Mul", a.q_scale_first ? std::vector<std::string>{c, p} : std::vector<std::string>{p, c});
@@ -284,6 +291,7 @@ Model bert(const Att& a) {
     const auto past = [&](int64_t i) { return g.add("Gather", {"past", g.c(Tensor::scalar<int64_t>(i))}, {attr("axis", int64_t(0))}); };
     k = g.add("Concat", {past(0), k}, {attr("axis", int64_t(2))});
     v = g.add("Concat", {past(1), v}, {attr("axis", int64_t(2))});
+    if (a.present) g.out(g.add("Concat", {g.unsqueeze0(k), g.unsqueeze0(v)}, {attr("axis", int64_t(0))}));
     k = g.add("Transpose", {k}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})});
   }
   std::string s = g.add("MatMul", {q, k});
@@ -443,4 +451,16 @@ TEST_CASE("attention: ORT's stacked past read by Gather, with separate projectio
   CHECK(testing::refusals(m, {"attention"}) ==
         "not fused: attention at '/attn/Softmax': the past keys and values are not graph inputs (ORT's stacked past is not supported here)\n");
   CHECK(count_ops(fused(m), "Softmax") == 1);
+}
+
+TEST_CASE("attention: ORT's GPT-2 with a stacked past read by Gather and a packed projection becomes Attention with the stacked present") {
+  // past[0] and past[1] by Gather (ORT's gpt2_helper writes Split + Squeeze as well); present =
+  // stack([K, V]) an output, written by the fused node.
+  const Model out = fused(bert({.stacked_past = true, .packed = true, .present = true}));
+  REQUIRE(count_ops(out, "Attention") == 1);
+  const Node& att = attention_node(out);
+  REQUIRE(att.inputs.size() >= 5);
+  CHECK(att.inputs[4] == "past");
+  CHECK(att.outputs.size() == 2);
+  CHECK(count_ops(out, "Gather") + count_ops(out, "Concat") + count_ops(out, "Unsqueeze") == 0);
 }
