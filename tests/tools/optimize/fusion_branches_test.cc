@@ -307,3 +307,111 @@ TEST_CASE("transpose-sandwich: a tree through Sub, Mul by a vector and a Slice w
   // Softmax over the last axis is row-wise in truth, but not one of the pass's known operators.
   CHECK(transposes(optimized(tree(node("Softmax", {"d"}, {"s"}, {attr("axis", int64_t(-1))})), {"transpose-sandwich"})) == 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// embed-layer-norm
+
+namespace {
+
+// Embedding sums over the tables word (100, 8), pos (16, 8) and seg (2, 8): `nodes` compute "sum"
+// from the ids, then LayerNormalization(sum, gamma, beta) (the `norm` node when given).
+Model embeddings(std::vector<Node> nodes, std::vector<ValueInfo> inputs, std::vector<Initializer> inits = {}, std::optional<Node> norm = std::nullopt) {
+  inits.push_back({"word", ramp({100, 8}, -0.5f, 0.05f)});
+  inits.push_back({"pos", ramp({16, 8}, 0.3f, -0.02f)});
+  inits.push_back({"seg", ramp({2, 8}, -0.1f, 0.03f)});
+  inits.push_back({"gamma", ramp({8}, 0.8f, 0.05f)});
+  inits.push_back({"beta", ramp({8}, -0.1f, 0.02f)});
+  nodes.push_back(norm ? *norm : node("LayerNormalization", {"sum", "gamma", "beta"}, {"y"}, {attr("epsilon", 1e-12f)}, "/LayerNorm"));
+  return model(graph("emb", std::move(nodes), std::move(inputs), {f32(nodes.back().outputs[0], {})}, std::move(inits)), {{"", 17}, {"com.microsoft", 1}});
+}
+
+Node gather(const std::string& table, const std::string& ids, const std::string& out) { return node("Gather", {table, ids}, {out}, {}, "/Gather_" + table); }
+ValueInfo i64(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Int64, std::move(dims)); }
+
+}  // namespace
+
+TEST_CASE("embed-layer-norm: constant positions of a fixed length, zeros of ConstantOfShape as segments, and no beta") {
+  // A batch-2 export with the sequence fixed at 3: position ids folded to the constant [[0, 1, 2]]
+  // (the operator's default), or [[2, 3, 4]] (RoBERTa's offset, passed as position_ids).
+  for (const bool offset : {false, true}) {
+    CAPTURE(offset);
+    const Model m = embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), node("Add", {"w", "p"}, {"sum"})}, {i64("ids", {2, 3})},
+                               {{"positions", Tensor::from_vector<int64_t>({1, 3}, offset ? std::vector<int64_t>{2, 3, 4} : std::vector<int64_t>{0, 1, 2})}});
+    const Model out = optimized(m, {"embed-layer-norm"});
+    REQUIRE(count_ops(out, "EmbedLayerNormalization") == 1);
+    const Node& e = *std::find_if(out.graph.nodes.begin(), out.graph.nodes.end(), [](const Node& n) { return n.op_type == "EmbedLayerNormalization"; });
+    CHECK(e.inputs.size() == (offset ? 9u : 7u));
+  }
+  // token_type_ids = ConstantOfShape(Shape(ids)) of 0 (HF's buffered zeros when none are given):
+  // the segment row 0 is folded into the position table. Positions from Range(0, S).
+  std::vector<Node> nodes = {node("Shape", {"ids"}, {"ids_shape"}), node("ConstantOfShape", {"ids_shape"}, {"types"}, {attr("value", Tensor::from_vector<int64_t>({1}, {0}))}),
+                             node("Gather", {"ids_shape", "one"}, {"S"}, {attr("axis", int64_t(0))}), node("Range", {"zero", "S", "one"}, {"positions"}),
+                             gather("word", "ids", "w"), gather("pos", "positions", "p"), gather("seg", "types", "t"), node("Add", {"w", "t"}, {"wt"}),
+                             node("Add", {"wt", "p"}, {"sum"})};
+  const std::vector<Initializer> scalars = {{"zero", Tensor::scalar<int64_t>(0)}, {"one", Tensor::scalar<int64_t>(1)}};
+  const Model zeros = optimized(embeddings(nodes, {i64("ids", {"batch", "seq"})}, scalars), {"embed-layer-norm"});
+  REQUIRE(count_ops(zeros, "EmbedLayerNormalization") == 1);
+  CHECK(count_ops(zeros, "Gather") == 0);  // the positions are the operator's default: their Range goes too
+  CHECK(count_ops(zeros, "ConstantOfShape") == 0);
+  CHECK(zeros.graph.find_initializer("pos_with_segment_0") != nullptr);
+  // LayerNormalization(sum, gamma) without beta: a zero beta is written for the operator.
+  std::vector<Node> plain = {gather("word", "ids", "w"), gather("pos", "positions", "p"), node("Add", {"w", "p"}, {"sum"})};
+  const Model no_beta = optimized(embeddings(plain, {i64("ids", {"batch", "seq"}), i64("positions", {"batch", "seq"})}, {},
+                                             node("LayerNormalization", {"sum", "gamma"}, {"y"}, {}, "/LayerNorm")),
+                                  {"embed-layer-norm"});
+  CHECK(count_ops(no_beta, "EmbedLayerNormalization") == 1);
+}
+
+TEST_CASE("embed-layer-norm: look-alikes are refused, each named") {
+  const std::string pass = "embed-layer-norm";
+  auto at = [&](const std::string& reason) { return line(pass, "/LayerNorm", reason); };
+  const ValueInfo ids = i64("ids", {"batch", "seq"}), positions = i64("positions", {"batch", "seq"}), types = i64("types", {"batch", "seq"});
+  const Node wp = node("Add", {"w", "p"}, {"sum"});
+  // Four lookups: word, position, segment and a second word-sized table (a language embedding).
+  CHECK(why(embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), gather("seg", "types", "t"), gather("lang", "ids", "l"),
+                        node("Add", {"w", "p"}, {"a"}), node("Add", {"t", "l"}, {"b"}), node("Add", {"a", "b"}, {"sum"})},
+                       {ids, positions, types}, {{"lang", ramp({100, 8}, 0.1f, 0.01f)}}),
+            pass) == at("4 table lookups are summed, more than word, position and segment"));
+  // The word ids shifted by one first: no lookup reads a graph input.
+  CHECK(why(embeddings({node("Add", {"ids", "one"}, {"ids1"}), gather("word", "ids1", "w"), gather("pos", "ids1", "p"), wp}, {ids},
+                       {{"one", Tensor::scalar<int64_t>(1)}}),
+            pass) == at("no lookup is indexed by a graph input (the token ids)"));
+  // Two tables sliced to their first rows (tf2onnx's positions, twice).
+  CHECK(why(embeddings({gather("word", "ids", "w"), node("Slice", {"pos", "zero1", "three1"}, {"p"}), node("Slice", {"seg", "zero1", "three1"}, {"t"}),
+                        node("Add", {"w", "p"}, {"a"}), node("Add", {"a", "t"}, {"sum"})},
+                       {i64("ids", {"batch", 3})}, {{"zero1", Tensor::from_vector<int64_t>({1}, {0})}, {"three1", Tensor::from_vector<int64_t>({1}, {3})}}),
+            pass) == at("two sliced tables"));
+  // A position table of another width (16, 4).
+  Model narrow = embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), wp}, {ids, positions});
+  for (Initializer& i : narrow.graph.initializers)
+    if (i.name == "pos") i.value = ramp({16, 4}, 0.3f, -0.02f);
+  CHECK(why(narrow, pass) == at("the tables differ in width or type, or are not float32/float16"));
+  // 1-D token ids (one unbatched sequence).
+  CHECK(why(embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), wp}, {i64("ids", {"seq"}), i64("positions", {"seq"})}), pass) ==
+        at("the token ids 'ids' are not known to be (B, S)"));
+  // Segment ids of one column, broadcast over the sequence.
+  CHECK(why(embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), gather("seg", "types", "t"), node("Add", {"w", "p"}, {"a"}),
+                        node("Add", {"a", "t"}, {"sum"})},
+                       {ids, positions, i64("types", {"batch", 1})}),
+            pass) == at("the segment ids 'types' are not known to have the token ids' shape"));
+  // The first 5 position rows for a sequence of symbolic length.
+  CHECK(why(embeddings({gather("word", "ids", "w"), node("Slice", {"pos", "zero1", "five1"}, {"p"}), wp}, {ids},
+                       {{"zero1", Tensor::from_vector<int64_t>({1}, {0})}, {"five1", Tensor::from_vector<int64_t>({1}, {5})}}),
+            pass) == at("the position rows 'p' are not known to be as many as the tokens"));
+  // Position ids of 2 rows for a batch of any size.
+  CHECK(why(embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), wp}, {ids, i64("positions", {2, "seq"})}), pass) ==
+        at("the position ids 'positions' are not (B, S) or (1, S) of the token ids' S"));
+  // gamma of 2-D shape (1, 8), and a norm from axis 1.
+  Model wide_gamma = embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), wp}, {ids, positions});
+  for (Initializer& i : wide_gamma.graph.initializers)
+    if (i.name == "gamma") i.value = ramp({1, 8}, 0.8f, 0.05f);
+  CHECK(why(wide_gamma, pass) == at("gamma or beta is not a 1-D constant over the hidden size"));
+  CHECK(why(embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), wp}, {ids, positions}, {},
+                       node("LayerNormalization", {"sum", "gamma", "beta"}, {"y"}, {attr("axis", int64_t(1))}, "/LayerNorm")),
+            pass) == at("the norm starts at axis 1, not the hidden axis"));
+  // SkipLayerNormalization(word + position, segment, gamma, beta, bias).
+  CHECK(why(embeddings({gather("word", "ids", "w"), gather("pos", "positions", "p"), gather("seg", "types", "t"), wp}, {ids, positions, types},
+                       {{"bias", ramp({8}, 0.0f, 0.01f)}},
+                       node("SkipLayerNormalization", {"sum", "t", "gamma", "beta", "bias"}, {"y"}, {}, "/LayerNorm", "com.microsoft")),
+            pass) == at("the SkipLayerNormalization also adds a bias"));
+}
