@@ -426,14 +426,16 @@ namespace {
 
 // MultiHeadAttention (2 heads of 8) on q, k and v cut from one biased (B, S, 48) product by one
 // Split of the last axis, its sizes given as `how`: "attribute" (opset 11-12), "num_outputs"
-// (opset 18) or "equal" (no sizes: equal parts, opset 13).
-Model mha_on_split(const std::string& how) {
+// (opset 18), "equal" (no sizes: equal parts, opset 13) or "runtime" (a graph input).
+Model mha_on_split(const std::string& how, Packed p = {}, bool bias_2d = false) {
   G g(how == "attribute" ? 11 : how == "num_outputs" ? 18 : 13);
   std::vector<Attribute> a = {attr("axis", int64_t(-1))};
   if (how == "attribute") a.push_back(attr("split", std::vector<int64_t>{kHidden, kHidden, kHidden}));
   if (how == "num_outputs") a.push_back(attr("num_outputs", int64_t(3)));
-  const std::string q = g.add("Split", {packed(g, {})}, a, 3);
-  g.out(g.add("MultiHeadAttention", {q, q + "_1", q + "_2"}, {attr("num_heads", kHeads)}));
+  std::vector<std::string> in = {bias_2d ? g.add("Add", {packed(g, {.bias = false}), g.c(ramp({1, 3 * kHidden}, -0.3f, 0.03f))}) : packed(g, p)};
+  if (how == "runtime") g.input(tensor_info("sizes", DType::Int64, {3})), in.push_back("sizes");
+  const std::string q = g.add("Split", in, a, 3);
+  g.out(g.add("MultiHeadAttention", {q, q + "_1", q + "_2"}, {attr("num_heads", kHeads)}, 1, "/mha"));
   Model m = g.model();
   m.graph.nodes.back().domain = "com.microsoft";
   m.opsets["com.microsoft"] = 1;
@@ -502,4 +504,15 @@ TEST_CASE("attention: grouped-query keys after per-layer pasts become GroupQuery
 TEST_CASE("attention: grouped-query attention with a dynamic query length computes a 3-token step after a past at batch 3" * doctest::may_fail()) {
   const Model out = fused(bert({.scale = 0.25f, .grouped = true}), {}, "cpu");
   CHECK(count_ops(out, "Softmax") + count_ops(out, "GroupQueryAttention") + count_ops(out, "MultiHeadAttention") == 1);
+}
+
+TEST_CASE("mha-projections: the bias added first fuses; split sizes known only at run time, or a 2-D bias, stay, explained") {
+  CHECK(count_ops(optimized(mha_on_split("equal", {.bias_first = true}), {"mha-projections"}, "", "cpu"), "MatMul") == 3);  // Add(b, x W)
+  // sizes fed at run time: the parts' columns are not known
+  Model runtime = mha_on_split("runtime");
+  CHECK(testing::refusals(runtime, {"mha-projections"}) ==
+        "not fused: mha-projections at '/mha': 'Split_2' is not MatMul(x, W) [+ b] [sliced on the last axis] with a constant 2-D W and 1-D b\n");
+  // a (1, 48) bias: not the 1-D bias MultiHeadAttention's bias input holds
+  CHECK(testing::refusals(mha_on_split("equal", {}, true), {"mha-projections"}) ==
+        "not fused: mha-projections at '/mha': 'Split_2' is not MatMul(x, W) [+ b] [sliced on the last axis] with a constant 2-D W and 1-D b\n");
 }
