@@ -8,6 +8,7 @@
 #include "model_type.h"
 #include "opset_convert.h"
 #include "optimize_test_util.h"
+#include "refeval/compute_vector.h"
 #include "shape_inference.h"
 
 using namespace refeval;
@@ -206,4 +207,88 @@ TEST_CASE("convert_opset: an empty axes list, a list of graphs, and the opsets i
   CHECK_THROWS_WITH_AS(optimize::convert_opset(no_onnx, Registry::builtin(), 23), doctest::Contains("from ai.onnx opset 0"), Error);
   // The same opset: nothing to do.
   CHECK(converted(relu, 17).graph.nodes[0].op_type == "Relu");
+}
+
+// ---------------------------------------------------------------------------------------------
+// --target onnx (passes/standard_ops.cc): forms the standard-ops tests do not write
+
+namespace {
+
+// The standard-ops pass alone on `m`; returns the model and the first refusal ("" if none).
+std::pair<Model, std::string> to_standard(const Model& m) {
+  const optimize::Inference inference = optimize::infer(m);
+  optimize::PassContext ctx{Registry::builtin(), &inference, nullptr};
+  Model out = m;
+  optimize::to_standard_ops_pass().run(out, ctx);
+  return {out, ctx.unconverted.empty() ? "" : ctx.unconverted.front().second};
+}
+
+// Rewritten without a refusal and equivalent to the original (float16 rounds: 1e-3).
+Model standard(const Model& m, double atol = 1e-5) {
+  auto [out, why] = to_standard(m);
+  CHECK(why.empty());
+  for (const Node& n : out.graph.nodes) CHECK_MESSAGE(n.domain.empty(), n.describe());
+  fusion::CheckOptions check;
+  check.repeat = 1;
+  check.tolerance.atol = atol;
+  check.tolerance.rtol = atol;
+  check.sets.edge_cases = false;
+  std::map<std::string, Value> feeds = testing::ramp_feeds(m);  // float32; float16 inputs get the same values rounded
+  for (const ValueInfo* in : m.graph.feed_inputs())
+    if (in->type.dtype == DType::Float16) feeds[in->name] = from_doubles(DType::Float16, feeds[in->name].tensor().shape(), to_doubles(feeds[in->name].tensor()));
+  CHECK_MESSAGE(optimize::verify(m, out, Registry::builtin(), feeds, check).equivalent(), "the standard model differs");
+  return out;
+}
+
+Model ms_one(Node n, std::vector<ValueInfo> inputs, std::vector<ValueInfo> outputs, std::vector<Initializer> inits = {}) {
+  n.domain = "com.microsoft";
+  n.name = n.op_type;
+  return model(graph("g", {std::move(n)}, std::move(inputs), std::move(outputs), std::move(inits)), {{"", 17}, {"com.microsoft", 1}});
+}
+
+}  // namespace
+
+TEST_CASE("standard-ops: float16 QuickGelu and FusedMatMul scale in the input's type; a vector operand's transpose is itself") {
+  // CLIP exported in float16: the alpha constant is cast like x (CastLike), not float.
+  const ValueInfo h = tensor_info("x", DType::Float16, {"batch", 3, 8});
+  const Model quick = standard(ms_one(node("QuickGelu", {"x"}, {"y"}, {attr("alpha", 1.702f)}), {h}, {tensor_info("y", DType::Float16, {"batch", 3, 8})}), 2e-3);
+  CHECK(testing::count_ops(quick, "CastLike") == 1);
+  const Model fm = standard(ms_one(node("FusedMatMul", {"x", "w"}, {"y"}, {attr("alpha", 0.5f)}), {h, tensor_info("w", DType::Float16, {8, 4})},
+                                   {tensor_info("y", DType::Float16, {"batch", 3, 4})}),
+                            2e-3);
+  CHECK(testing::count_ops(fm, "CastLike") == 1);
+  // FusedMatMul(a, v, transB = 1) with v a vector: no Transpose.
+  const Model vec = standard(ms_one(node("FusedMatMul", {"a", "v"}, {"y"}, {attr("transB", int64_t(1))}), {f32("a", {2, 3, 4}), f32("v", {4})}, {f32("y", {2, 3})}));
+  CHECK(testing::count_ops(vec, "Transpose") == 0);
+  CHECK(testing::count_ops(vec, "MatMul") == 1);
+}
+
+TEST_CASE("standard-ops: ORT's com.microsoft LayerNormalization becomes ONNX's as it is") {
+  const Model m = ms_one(node("LayerNormalization", {"x", "gamma", "beta"}, {"y"}, {attr("epsilon", 1e-6f), attr("axis", int64_t(-1))}), {f32("x", {2, 3, 8})},
+                         {f32("y", {2, 3, 8})}, {{"gamma", ramp({8}, 0.5f, 0.1f)}, {"beta", ramp({8}, -0.2f, 0.05f)}});
+  auto [out, why] = to_standard(m);
+  CHECK(why.empty());
+  REQUIRE(out.graph.nodes.size() == 1);
+  CHECK(out.graph.nodes[0].op_type == "LayerNormalization");
+  CHECK(out.graph.nodes[0].domain.empty());
+  CHECK(out.graph.nodes[0].find_attribute("epsilon")->f == doctest::Approx(1e-6f));
+  CHECK(out.opsets.count("com.microsoft") == 0);
+}
+
+TEST_CASE("standard-ops: a transposed operand of unknown rank, a rotation of unknown width and ORT's (B, 1) dummy mask are refused") {
+  // transA over an input of unknown rank.
+  const auto [unknown, why_rank] = to_standard(ms_one(node("FusedMatMul", {"a", "w"}, {"y"}, {attr("transA", int64_t(1))}),
+                                                      {tensor_info_unknown_rank("a", DType::Float)}, {f32("y", {})}, {{"w", ramp({8, 4}, 0, 0.1f)}}));
+  CHECK(why_rank.find("transA is set and the rank of 'a' is unknown") != std::string::npos);
+  // 3-D RotaryEmbedding without num_heads, of a symbolic hidden size.
+  const auto [rope, why_rope] = to_standard(ms_one(node("RotaryEmbedding", {"x", "pos", "cos", "sin"}, {"y"}),
+                                                   {f32("x", {"batch", "seq", "hidden"}), tensor_info("pos", DType::Int64, {"batch", "seq"})}, {f32("y", {})},
+                                                   {{"cos", ramp({16, 4}, 0.9f, -0.01f)}, {"sin", ramp({16, 4}, 0.1f, 0.01f)}}));
+  CHECK(why_rope.find("num_heads is not given and the input's hidden size or the cache width is unknown") != std::string::npos);
+  // MultiHeadAttention with a (B, 1) key padding mask (ORT's placeholder).
+  const auto [mha, why_mask] = to_standard(ms_one(node("MultiHeadAttention", {"q", "k", "v", "", "mask"}, {"y"}, {attr("num_heads", int64_t(2))}),
+                                                  {f32("q", {"batch", 3, 8}), f32("k", {"batch", 3, 8}), f32("v", {"batch", 3, 8}),
+                                                   tensor_info("mask", DType::Int32, {"batch", 1})},
+                                                  {f32("y", {"batch", 3, 8})}));
+  CHECK(why_mask.find("key_padding_mask 'mask' has shape (B, 1), ORT's dummy mask") != std::string::npos);
 }
