@@ -120,3 +120,17 @@ f = with_rotary(problem(1, 1, 4, 2, 16, [3], 4, P=3), 8)
 f["value"], f["past_value"] = 1 + np.abs(f["value"]) % 1, 1 + np.abs(f["past_value"]) % 1
 case("float16_decode_rotary", {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in f.items()},
      do_rotary=1, **heads)
+
+# float16 prompts (S > 1: refeval's blocked path, in double): packed, with a bias over batch rows
+# and softcap, a chunk after a past, a window. Without rotary, where ORT rounds the rotated queries
+# and keys to half (1 half ulp apart in an output).
+def half(f):
+    return {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in f.items()}
+
+
+case("float16_prompt_packed_b2", half(problem(2, 4, 4, 2, 16, [3, 3], 4, packed=True)), **heads)
+f = problem(2, 3, 4, 2, 16, [2, 2], 3)
+f["attention_bias"] = rand(1, 4, 3, 3)
+case("float16_prompt_bias_softcap_b2", half(f), softcap=2.0, **heads)
+case("float16_chunk_after_past", half(problem(1, 3, 4, 2, 16, [5], 6, P=3)), **heads)
+case("float16_prompt_window_b2", half(problem(2, 5, 4, 2, 16, [4, 4], 5)), local_window_size=2, **heads)

@@ -1,6 +1,7 @@
 // com.microsoft Attention: a hand-computed one-head case under every mask_index form,
 // unidirectional, past/present concatenation, attention_bias, and agreement with the GPT-2
 // subgraph (MatMul, Add, Split, Reshape, Transpose, MatMul, Div, Where, Softmax, MatMul) it fuses.
+#include "refeval/compute_vector.h"
 #include "test_util.h"
 
 using namespace refeval;
@@ -111,4 +112,55 @@ TEST_CASE("Attention errors name the input and the expected shape") {
                        doctest::Contains("not 3 equal parts"), Error);
   CHECK_THROWS_WITH_AS(run_node(node("Attention", {"x", "w"}, {"y"}, {}, "attn", "com.microsoft"), {kX, kW}),
                        doctest::Contains("num_heads"), Error);
+}
+
+namespace {
+Tensor to_half(const Tensor& t) { return from_doubles(DType::Float16, t.shape(), to_doubles(t)); }
+}  // namespace
+
+TEST_CASE("Attention in float16 (computed in double): no bias, the Megatron and dummy masks, present") {
+  // The hand-computed head of the first test case, in half (its values are exact there); outputs
+  // held to half's rounding (2^-11 relative).
+  const Tolerance half_ulp{1e-3, 1e-3};
+  const Tensor x = to_half(kX), w = to_half(kW);
+  check_equal(attention({"x", "w"}, {x, w}, {})[0], to_half(kBoth), half_ulp);
+  check_equal(attention({"x", "w", "", "mask"}, {x, w, Value(), tensor<int32_t>({1, 1, 3, 3}, {1, 0, 0, 1, 1, 0, 1, 1, 1})}, {})[0],
+              to_half(tensor<float>({1, 2, 2}, {1, 2, 2.3395231f, 3.3395231f})), half_ulp);
+  check_equal(attention({"x", "w", "", "mask"}, {x, w, Value(), tensor<int32_t>({1, 1}, {0})}, {})[0], to_half(kBoth), half_ulp);
+  // bias on V's columns, and present = stack(K, V) without a past
+  const Values out = attention({"x", "w", "b"}, {x, w, to_half(tensor<float>({6}, {0, 0, 0, 0, 1, -1}))}, {}, {"y", "present"});
+  REQUIRE(out.size() == 2);
+  check_equal(out[0], to_half(tensor<float>({1, 2, 2}, {2.6604769f, 1.6604769f, 3.3395231f, 2.3395231f})), half_ulp);
+  check_equal(out[1], to_half(tensor<float>({2, 1, 1, 2, 2}, {1, 0, 0, 1, 2, 1, 4, 3})));
+}
+
+TEST_CASE("Attention refuses what it does not implement and sizes that do not fit") {
+  auto with = [&](std::vector<Attribute> attrs, std::vector<std::string> ins = {"x", "w"}, Values feeds = {kX, kW},
+                  std::vector<std::string> outs = {"y"}) { return attention(std::move(ins), std::move(feeds), std::move(attrs), std::move(outs)); };
+  using Sizes = std::vector<int64_t>;
+  const std::string A = "node 'attn' (com.microsoft:Attention): ";
+  // qkv_hidden_sizes: three positive sizes, Q's equal to K's, each a multiple of num_heads (1 here, 2 below)
+  for (const Sizes& sizes : {Sizes{2, 2}, Sizes{2, 3, 2}, Sizes{0, 0, 2}, Sizes{2, 2, 0}}) {
+    CAPTURE(sizes.size());
+    CHECK_THROWS_WITH_AS(with({attr("qkv_hidden_sizes", sizes)}), (A + "qkv_hidden_sizes must be three positive sizes with Q's equal to K's").c_str(), Error);
+  }
+  CHECK_THROWS_WITH_AS(run_node(node("Attention", {"x", "w"}, {"y"}, {attr("num_heads", int64_t(2)), attr("qkv_hidden_sizes", Sizes{2, 2, 3})}, "attn",
+                                     "com.microsoft"), {kX, kW}),
+                       (A + "qkv_hidden_sizes 3 is not a multiple of num_heads 2").c_str(), Error);
+  CHECK_THROWS_WITH_AS(with({attr("past_present_share_buffer", int64_t(1))}), (A + "past_present_share_buffer=1 is not supported").c_str(), Error);
+  CHECK_THROWS_WITH_AS(with({attr("do_rotary", int64_t(1))}), (A + "do_rotary=1 is not supported").c_str(), Error);
+  CHECK_THROWS_WITH_AS(with({}, {"x", "w", "", "", "", "", "psl"}, {kX, kW, Value(), Value(), Value(), Value(), tensor<int32_t>({1}, {0})}), (A + "input past_sequence_length (buffer sharing) is not supported").c_str(),
+                       Error);
+  // qkv_hidden_sizes 2, 2, 4 wants 8 columns; with them, past and present need V's size equal to K's
+  CHECK_THROWS_WITH_AS(with({attr("qkv_hidden_sizes", Sizes{2, 2, 4})}), (A + "weights has 6 columns, expected 8 (qkv_hidden_sizes)").c_str(), Error);
+  const Tensor w8 = tensor<float>({2, 8}, std::vector<float>(16, 0.5f));
+  CHECK_THROWS_WITH_AS(with({attr("qkv_hidden_sizes", Sizes{2, 2, 4})}, {"x", "w", "", "", "past"},
+                            {kX, w8, Value(), Value(), tensor<float>({2, 1, 1, 1, 2}, {0, 0, 0, 0})}),
+                       (A + "past needs equal hidden sizes for Q, K and V").c_str(), Error);
+  CHECK_THROWS_WITH_AS(with({attr("qkv_hidden_sizes", Sizes{2, 2, 4})}, {"x", "w"}, {kX, w8}, {"y", "present"}), (A + "output present needs equal hidden sizes for K and V").c_str(), Error);
+  // past: the input's element type and rank 5
+  CHECK_THROWS_WITH_AS(with({}, {"x", "w", "", "", "past"}, {kX, kW, Value(), Value(), tensor<double>({2, 1, 1, 1, 2}, {0, 0, 0, 0})}), (A + "past has element type double, expected float").c_str(),
+                       Error);
+  CHECK_THROWS_WITH_AS(with({}, {"x", "w", "", "", "past"}, {kX, kW, Value(), Value(), tensor<float>({2, 1, 1, 2}, {0, 0, 0, 0})}), (A + "past has shape (2, 1, 1, 2), expected (2, 1, 1, past_sequence_length, 2)").c_str(),
+                       Error);
 }

@@ -290,3 +290,45 @@ TEST_CASE("DecoderMaskedMultiHeadAttention errors name the input") {
                                 {tensor<float>({2, 1, 8}, s.q), tensor<float>({2, 1, 6}, wave(12, 1.f)), tensor<float>({2, 1, 8}, s.v)}),
                        doctest::Contains("key has shape (2, 1, 6), expected (2, 1, 8)"), Error);
 }
+
+TEST_CASE("DecoderMaskedMultiHeadAttention refusals: one exact line each") {
+  const std::string A = "node 'd' (com.microsoft:DecoderMaskedMultiHeadAttention): ";
+  auto dmmha = [](std::vector<std::string> ins, std::vector<Attribute> attrs = {}, std::vector<std::string> outs = {"y"}) {
+    attrs.push_back(attr("num_heads", int64_t(2)));
+    return node("DecoderMaskedMultiHeadAttention", std::move(ins), std::move(outs), std::move(attrs), "d", "com.microsoft");
+  };
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  const Tensor q = zeros({2, 1, 8}), past = zeros({2, 2, 3, 4});
+  const std::vector<Attribute> shared = {attr("past_present_share_buffer", int64_t(1))};
+  struct Case { std::string message; Node n; Values feeds; };
+  const Case cases[] = {
+      {"key and value must be given together", dmmha({"q", "k"}), {q, q}},
+      {"value has shape (2, 1, 7), expected (2, 1, a multiple of 2)", dmmha({"q", "k", "v"}), {q, q, zeros({2, 1, 7})}},
+      {"query's hidden size 9 is not a multiple of num_heads 2", dmmha({"q", "k", "v"}), {zeros({2, 1, 9}), zeros({2, 1, 9}), q}},
+      {"packed QKV query has width 8, expected 3 * num_heads * head_size", dmmha({"q"}), {q}},
+      {"past_key and past_value must be given together", dmmha({"q", "k", "v", "", "", "pk"}), {q, q, q, Value(), Value(), past}},
+      {"past_present_share_buffer=1 needs past_key and past_value", dmmha({"q", "k", "v"}, shared), {q, q, q}},
+      {"past_sequence_length must have one element, got shape (2,)", dmmha({"q", "k", "v", "", "", "pk", "pv", "psl"}, shared),
+       {q, q, q, Value(), Value(), past, past, tensor<int32_t>({2}, {1, 1})}},
+      {"past_sequence_length -1 is outside [0, 3) (the rows of past_key)", dmmha({"q", "k", "v", "", "", "pk", "pv", "psl"}, shared),
+       {q, q, q, Value(), Value(), past, past, tensor<int32_t>({1}, {-1})}},
+      {"beam_width 0 does not divide the batch 2", dmmha({"q", "k", "v", "", "", "", "", "", "bw"}),
+       {q, q, q, Value(), Value(), Value(), Value(), Value(), tensor<int32_t>({1}, {0})}},
+      {"cache_indirection needs past_present_share_buffer=1", dmmha({"q", "k", "v", "", "", "pk", "pv", "", "", "ci"}),
+       {q, q, q, Value(), Value(), past, past, Value(), Value(), tensor<int32_t>({2, 1, 3}, std::vector<int32_t>(6, 0))}},
+      {"cache_indirection holds beam -1 at (0, 0, 0); beam_width is 1", dmmha({"q", "k", "v", "", "", "pk", "pv", "psl", "", "ci"}, shared),
+       {q, q, q, Value(), Value(), past, past, tensor<int32_t>({1}, {2}), Value(), tensor<int32_t>({2, 1, 3}, {-1, 0, 0, 0, 0, 0})}},
+      // cross attention (4-D key and value)
+      {"query's hidden size 9 is not a multiple of num_heads 2", dmmha({"q", "k", "v"}), {zeros({2, 1, 9}), past, past}},
+      {"key has shape (2, 1, 3, 4), expected (2, 2, L, 4)", dmmha({"q", "k", "v"}), {q, zeros({2, 1, 3, 4}), past}},
+      {"value has shape (2, 2, 2, 4), expected (2, 2, 3, hv)", dmmha({"q", "k", "v"}), {q, past, zeros({2, 2, 2, 4})}},
+      {"cross attention (4-D key) has no present_key or present_value outputs", dmmha({"q", "k", "v"}, {}, {"y", "", "present_value"}),
+       {q, past, past}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(run_node(c.n, c.feeds), (A + c.message).c_str(), Error);
+  }
+  CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q"}, {"y"}, {attr("num_heads", int64_t(0))}, "d", "com.microsoft"), {q}),
+                       (A + "num_heads must be positive, got 0").c_str(), Error);
+}

@@ -451,3 +451,86 @@ TEST_CASE("GroupQueryAttention errors name the tensor or attribute") {
                                 1),
                        doctest::Contains("head_sink has shape (2,), expected (4,)"), Error);
 }
+
+TEST_CASE("GroupQueryAttention refusals: one exact line each") {
+  const std::string A = "node 'gqa' (com.microsoft:GroupQueryAttention): ";
+  const Problem ok = random_problem({.B = 2, .S = 1, .P = 3, .total = 4, .seqlens = {3, 2}}, 90);
+  auto fails = [&](Problem p, const std::string& message, std::vector<Attribute> extra = {}) {
+    CAPTURE(message);
+    CHECK_THROWS_WITH_AS(run_gqa(p, DType::Float, std::move(extra)), (A + message).c_str(), Error);
+  };
+  // attributes
+  fails(random_problem(with(ok, [](Problem& p) { p.Nkv = 0; }), 93), "num_heads 4 and kv_num_heads 0 must be positive");
+  fails(with(ok, [](Problem& p) { p.softcap = -1; }), "softcap -1 is negative");
+  fails(ok, "local_window_size -2 must be -1 (off) or >= 0", {attr("local_window_size", int64_t(-2))});
+  fails(ok, "qk_output 3 is not 0, 1 (before softmax) or 2 (after)", {attr("qk_output", int64_t(3))});
+  fails(ok, "qk_norm_epsilon 0 must be positive", {attr("qk_norm_epsilon", 0.0f)});
+  fails(with(ok, [](Problem& p) { p.qk_output = 1; }), "qk_output is not supported with sliding_window_cache=1",
+        {attr("local_window_size", int64_t(2)), attr("sliding_window_cache", int64_t(1))});
+  // the window-sized cache needs a past of at least the window, new keys and no attention_bias
+  const Problem windowed = random_problem({.B = 1, .S = 1, .P = 3, .total = 4, .seqlens = {3}}, 91);
+  const std::vector<Attribute> window3 = {attr("local_window_size", int64_t(3)), attr("sliding_window_cache", int64_t(1))};
+  fails(random_problem({.B = 1, .S = 1, .total = 1, .seqlens = {0}}, 92), "sliding_window_cache=1 needs past_key and past_value (the window-sized cache)",
+        window3);
+  fails(windowed, "past_key holds 3 rows, fewer than local_window_size 4",
+        {attr("local_window_size", int64_t(4)), attr("sliding_window_cache", int64_t(1))});
+  fails(with(windowed, [](Problem& p) { p.bias = std::vector<double>(4, 0.0), p.bias_shape = {1, 1, 1, 4}; }),
+        "attention_bias is not supported with sliding_window_cache=1", window3);
+  // lengths, rotary and norms
+  fails(random_problem({.B = 4, .S = 1, .P = 3, .total = 4, .seqlens = {3, 3, 3, 3}, .seqlens_shape = {2, 2}}, 95),
+        "seqlens_k has shape (2, 2), expected (4) (extra size-1 dims allowed)");
+  fails(with(ok, [](Problem& p) { p.total = 0, p.seqlens = {-1, -1}; }), "total_sequence_length 0 must be positive");
+  fails(with(ok, [](Problem& p) { p.half = 2, p.position_ids = {-1, 2}; }), "position -1 is outside cos_cache's 16 rows");
+  fails(with(ok, [](Problem& p) { p.bias = std::vector<double>(24, 0.0), p.bias_shape = {2, 3, 1, 4}; }),
+        "attention_bias has shape (2, 3, 1, 4), expected (2 or 1, 4 or 1, 1, 4)");
+  fails(with(ok, [](Problem& p) { p.bias = std::vector<double>(24, 0.0), p.bias_shape = {3, 2, 1, 4}; }),
+        "attention_bias has shape (3, 2, 1, 4), expected (2 or 1, 4 or 1, 1, 4)");
+  // ... and a bias of every batch row and head is read per row and head (the oracle's indexing)
+  check_problem(with(ok, [](Problem& p) { p.bias = random_values(32, 94), p.bias_shape = {2, 4, 1, 4}; }));
+
+  // inputs given without their partner, or of the wrong shape
+  auto gqa_node = [](std::vector<std::string> inputs, std::vector<Attribute> extra = {}) {
+    extra.push_back(attr("num_heads", int64_t(4)));
+    extra.push_back(attr("kv_num_heads", int64_t(2)));
+    return node("GroupQueryAttention", std::move(inputs), {"o", "pk_out", "pv_out"}, std::move(extra), "gqa", "com.microsoft");
+  };
+  auto zeros = [](Shape s) { return floats(s, std::vector<double>(size_t(shape_size(s)), 0.0)); };
+  const Tensor sk = tensor<int32_t>({1}, {0}), total = Tensor::scalar<int32_t>(1), q = zeros({1, 1, 16}), kv = zeros({1, 1, 8});
+  struct Case { std::string message; Node n; Values feeds; };
+  const Case cases[] = {
+      {"key and value must be given together (or both absent for packed QKV)", gqa_node({"q", "k", "", "", "", "sk", "t"}),
+       {q, kv, Value(), Value(), Value(), sk, total}},
+      {"query has width 18, not a multiple of num_heads 4", gqa_node({"q", "k", "v", "", "", "sk", "t"}),
+       {zeros({1, 1, 18}), kv, kv, Value(), Value(), sk, total}},
+      {"key has shape (1, 2, 8), expected (1, 1 or 0, 8)", gqa_node({"q", "k", "v", "", "", "sk", "t"}),
+       {q, zeros({1, 2, 8}), zeros({1, 2, 8}), Value(), Value(), sk, total}},
+      {"past_key and past_value must be given together", gqa_node({"q", "k", "v", "pk", "", "sk", "t"}),
+       {q, kv, kv, zeros({1, 2, 1, 4}), Value(), sk, total}},
+      {"key and value of length 0 need past_key and past_value to hold the keys", gqa_node({"q", "k", "v", "", "", "sk", "t"}),
+       {q, zeros({1, 0, 8}), zeros({1, 0, 8}), Value(), Value(), sk, total}},
+      {"sliding_window_cache=1 needs new keys (key of length 0 is a KV-shared layer)",
+       gqa_node({"q", "k", "v", "pk", "pv", "sk", "t"}, {attr("local_window_size", int64_t(1)), attr("sliding_window_cache", int64_t(1))}),
+       {q, zeros({1, 0, 8}), zeros({1, 0, 8}), zeros({1, 2, 2, 4}), zeros({1, 2, 2, 4}), sk, total}},
+      {"total_sequence_length has shape (2,), expected a scalar", gqa_node({"q", "k", "v", "", "", "sk", "t"}),
+       {q, kv, kv, Value(), Value(), sk, tensor<int32_t>({2}, {1, 1})}},
+      {"q_norm_weight and k_norm_weight must be given together",
+       gqa_node({"q", "k", "v", "", "", "sk", "t", "", "", "", "", "", "", "", "qn"}),
+       {q, kv, kv, Value(), Value(), sk, total, Value(), Value(), Value(), Value(), Value(), Value(), Value(), zeros({4})}},
+      {"do_rotary=1 needs cos_cache and sin_cache", gqa_node({"q", "k", "v", "", "", "sk", "t"}, {attr("do_rotary", int64_t(1))}),
+       {q, kv, kv, Value(), Value(), sk, total}},
+      {"cos_cache has shape (4, 0), expected 1 to 2 columns (rotary dim / 2)",
+       gqa_node({"q", "k", "v", "", "", "sk", "t", "c", "s"}, {attr("do_rotary", int64_t(1))}),
+       {q, kv, kv, Value(), Value(), sk, total, zeros({4, 0}), zeros({4, 0})}},
+      {"position_ids has shape (1, 0), expected (1, >= 1)",
+       gqa_node({"q", "k", "v", "", "", "sk", "t", "c", "s", "p"}, {attr("do_rotary", int64_t(1))}),
+       {q, kv, kv, Value(), Value(), sk, total, zeros({4, 2}), zeros({4, 2}), tensor<int64_t>({1, 0}, {})}},
+      {"output 3 (output_qk) needs qk_output 1 (before softmax) or 2 (after)",
+       node("GroupQueryAttention", {"q", "k", "v", "", "", "sk", "t"}, {"o", "", "", "qk"},
+            {attr("num_heads", int64_t(4)), attr("kv_num_heads", int64_t(2))}, "gqa", "com.microsoft"),
+       {q, kv, kv, Value(), Value(), sk, total}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(run_node(c.n, c.feeds, 1), (A + c.message).c_str(), Error);
+  }
+}

@@ -142,3 +142,36 @@ TEST_CASE("contrib (Simplified)LayerNormalization float32 matches a double oracl
         }
       }
 }
+
+TEST_CASE("contrib LayerNormalization without B, in float16, statistics in double; refusals one line each") {
+  // x rows (1, 2, 3) and (4, 4, 4): means 2 and 4, variances 2/3 and 0, epsilon 0.
+  const Tensor x = tensor<float>({2, 3}, {1, 2, 3, 4, 4, 4});
+  const double r = std::sqrt(1.5);  // 1 / sqrt(2/3)
+  const Node no_b = node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv"},
+                         {attr("epsilon", 1e-3f), attr("stash_type", int64_t(11))}, "ln");
+  const Values out = run_node(no_b, {x, tensor<float>({3}, {1, 2, 1})}, 13);
+  const double eps = double(1e-3f), inv0 = 1 / std::sqrt(2.0 / 3 + eps), inv1 = 1 / std::sqrt(eps);  // epsilon is a float attribute
+  check_equal(out[0], tensor<float>({2, 3}, {float(-inv0), 0, float(inv0), 0, 0, 0}));
+  check_equal(out[1], tensor<double>({2, 1}, {2, 4}));
+  check_equal(out[2], tensor<double>({2, 1}, {inv0, inv1}), {1e-12, 0});
+  // float16 X with a float16 scale and B: Y is float16, computed in double and rounded once
+  const Tensor xh = tensor<float16>({1, 3}, {float16(1.0f), float16(2.0f), float16(3.0f)});
+  const Tensor y = run_node(node("LayerNormalization", {"x", "scale", "b"}, {"y"}, {attr("epsilon", 0.0f)}, "ln"),
+                            {xh, tensor<float16>({3}, {float16(2.0f), float16(2.0f), float16(2.0f)}),
+                             tensor<float16>({3}, {float16(1.0f), float16(1.0f), float16(1.0f)})},
+                            13)[0].tensor();
+  check_equal(y, tensor<float16>({1, 3}, {float16(float(1 - 2 * r)), float16(1.0f), float16(float(1 + 2 * r))}), {1e-3, 0});
+  // SimplifiedLayerNormalization's second output is InvStdDev: 1 / sqrt(mean(x^2)) = 1 / sqrt(14/3)
+  const Values rms = run_node(node("SimplifiedLayerNormalization", {"x", "scale"}, {"y", "inv"}, {attr("epsilon", 0.0f)}, "ln"),
+                              {tensor<float>({1, 3}, {1, 2, 3}), tensor<float>({3}, {1, 1, 1})}, 13);
+  check_equal(rms[1], tensor<float>({1, 1}, {float(1 / std::sqrt(14.0 / 3))}));
+
+  const std::string A = "node 'ln' (LayerNormalization): ";
+  const Tensor scale = tensor<float>({3}, {1, 1, 1});
+  CHECK_THROWS_WITH_AS(run_node(node("LayerNormalization", {"x", "scale"}, {"y"}, {attr("epsilon", -1.0f)}, "ln"), {x, scale}, 13),
+                       (A + "epsilon -1 is negative").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("LayerNormalization", {"x", "scale"}, {"y"}, {attr("axis", int64_t(-3))}, "ln"), {x, scale}, 13),
+                       (A + "axis -3 is out of range for X of rank 2").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("LayerNormalization", {"x", "scale", "b"}, {"y"}, {}, "ln"), {x, scale, tensor<double>({3}, {0, 0, 0})}, 13),
+                       (A + "B has element type double, expected float").c_str(), Error);
+}

@@ -488,3 +488,29 @@ TEST_CASE("MatMulNBits errors name the problem") {
   bad_attr({attr("K", 0), N, bits, bs}, "K and N must be positive");
   bad_attr({N, bits, bs}, "K");
 }
+
+TEST_CASE("MatMulNBits: float16 and bfloat16 A through every kernel path, with and without bias") {
+  // The narrow types widen A, the scales and the bias to float and take the float kernels of
+  // their own instantiation: one row (fused row kernel), 3 rows (fused up to 4), 7 (the float
+  // tile); blocks of 16 (quarter blocks) and of 32 and 128 (whole groups); K odd or not.
+  testing::for_each_isa([&](Isa) {
+    const Zp kinds[] = {Zp::None, Zp::Packed, Zp::Unpacked};
+    int i = 0;
+    for (DType t : {DType::Float16, DType::BFloat16})
+      for (int64_t bits : {2, 4, 8})
+        for (int64_t bs : {16, 32, 128})
+          for (int64_t M : {1, 3, 7}) {
+            Problem p;
+            p.dtype = t, p.bits = bits, p.bs = bs, p.K = 2 * bs + (i % 2 ? 9 : 32), p.N = 13, p.a_shape = {M, p.K};
+            p.zp = kinds[i % 3], p.bias = (i / 3) % 2 == 0, p.seed = uint32_t(500 + i++);
+            CAPTURE(dtype_short_name(t));
+            CAPTURE(bits);
+            CAPTURE(bs);
+            CAPTURE(M);
+            CAPTURE(p.K);
+            CAPTURE(int(p.zp));
+            CAPTURE(p.bias);
+            check_against_oracle(p);
+          }
+  });
+}

@@ -216,3 +216,24 @@ TEST_CASE("MoE errors name the problem") {
   CHECK_THROWS_WITH_AS(run_moe({x, r, w1, Value(), tensor<float>({2, 2, 4}, std::vector<float>(16, 1))}, k1),
                        doctest::Contains("fc1_experts_weights has shape (2, 3, 2), expected (2, 4, 2)"), Error);
 }
+
+TEST_CASE("MoE refusals: one exact line each") {
+  const std::string A = "node 'moe' (com.microsoft:MoE): ";
+  const Tensor x = tensor<float>({1, 2}, {1, 2}), r = tensor<float>({1, 2}, {0, 1});
+  const Tensor w1 = tensor<float>({2, 3, 2}, std::vector<float>(12, 1)), w2 = tensor<float>({2, 2, 3}, std::vector<float>(12, 1));
+  const std::vector<Attribute> k1{attr("k", int64_t(1))};
+  CHECK_THROWS_WITH_AS(run_moe({x, r, w1, Value(), w2}, {attr("k", int64_t(1)), attr("swiglu_limit", -1.0f)}),
+                       (A + "swiglu_limit must be >= 0, got -1").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_moe({x, r, tensor<float>({2, 6}, std::vector<float>(12, 1)), Value(), w2}, k1),
+                       (A + "fc1_experts_weights must have rank 3, got shape (2, 6)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_moe({x, r, w1, Value(), tensor<float>({2, 6}, std::vector<float>(12, 1))}, k1),
+                       (A + "fc2_experts_weights must have rank 3, got shape (2, 6)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_moe({x, r, w1, Value(), w2, Value(), tensor<float>({6, 2}, std::vector<float>(12, 1))}, k1),
+                       (A + "fc3_experts_weights must have rank 3, got shape (6, 2)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_moe({tensor<float>({1, 0}, {}), tensor<float>({0, 2}, {}), w1, Value(), w2}, k1),
+                       (A + "input's hidden size must be at least 1").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_moe({x, r, w1, Value(), tensor<float>({2, 1, 3}, std::vector<float>(6, 1))}, k1),
+                       (A + "fc2_experts_weights has shape (2, 1, 3), which does not hold (experts, hidden 2, inter) weights").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_moe({tensor<float>({2}, {1, 2}), r, w1, Value(), w2}, k1), (A + "input must have rank 2 to 3, got shape (2,)").c_str(),
+                       Error);
+}

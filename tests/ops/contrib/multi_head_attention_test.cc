@@ -163,3 +163,60 @@ TEST_CASE("MultiHeadAttention errors name the input and the expected shape") {
                        doctest::Contains("past_key and past_value must be given together"), Error);
   CHECK_THROWS_WITH_AS(mha({"q", "k", "v"}, {kQ, kQ, kV}, {}, {"y", "", "", "qk"}), doctest::Contains("output qk is not supported"), Error);
 }
+
+namespace {
+Tensor to_half(const Tensor& t) { return from_doubles(DType::Float16, t.shape(), to_doubles(t)); }
+}  // namespace
+
+TEST_CASE("MultiHeadAttention in float16 (computed in double): the same head from every input layout, with a bias") {
+  // The first test case's head in half (exact there), V's bias (0, 0 | 1, -1) swapping its
+  // outputs' order as in the second; held to half's rounding.
+  const Tensor bias = to_half(tensor<float>({6}, {0, 0, 0, 0, 1, -1}));
+  const Tensor want = to_half(tensor<float>({1, 2, 2}, {2.6604769f, 1.6604769f, 3.3395231f, 2.3395231f}));
+  const Tensor q = to_half(kQ), v = to_half(kV);
+  struct Case { const char* what; std::vector<std::string> ins; Values feeds; };
+  const Case cases[] = {
+      {"separate (B, L, D)", {"q", "k", "v", "b"}, {q, q, v, bias}},
+      {"packed QKV", {"qkv", "", "", "b"}, {to_half(tensor<float>({1, 2, 1, 3, 2}, {1, 0, 1, 0, 1, 2, 0, 1, 0, 1, 3, 4})), Value(), Value(), bias}},
+      {"packed KV", {"q", "kv", "", "b"}, {q, to_half(tensor<float>({1, 2, 1, 2, 2}, {1, 0, 1, 2, 0, 1, 3, 4})), Value(), bias}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    check_equal(mha(c.ins, c.feeds)[0], want, {1e-3, 1e-3});
+  }
+  // BNSH key and value take no bias of their own: V's part of the bias is not added
+  check_equal(mha({"q", "k", "v"}, {q, to_half(tensor<float>({1, 1, 2, 2}, {1, 0, 0, 1})), to_half(tensor<float>({1, 1, 2, 2}, {1, 2, 3, 4}))})[0],
+              to_half(kBoth), {1e-3, 1e-3});
+}
+
+TEST_CASE("MultiHeadAttention refuses inputs of the wrong form, one line each") {
+  const std::string A = "node 'mha' (com.microsoft:MultiHeadAttention): ";
+  const Tensor qkv = tensor<float>({1, 2, 1, 3, 2}, std::vector<float>(12, 0)), kv = tensor<float>({1, 2, 1, 2, 2}, std::vector<float>(8, 0));
+  const Tensor bnsh = tensor<float>({1, 1, 2, 2}, {1, 0, 0, 1});
+  struct Case { const char* message; std::vector<std::string> ins; Values feeds; };
+  const Case cases[] = {
+      {"packed QKV query (rank 5) takes no key or value", {"qkv", "k"}, {qkv, kQ}},
+      {"query has shape (1, 2, 1, 2, 2), expected (B, S, 1, 3, h)", {"qkv"}, {kv}},
+      {"packed KV key (rank 5) takes no value", {"q", "kv", "v"}, {kQ, kv, kV}},
+      {"key has shape (1, 2, 1, 2, 3), expected (1, L, 1, 2, 2)", {"q", "kv"}, {kQ, tensor<float>({1, 2, 1, 2, 3}, std::vector<float>(12, 0))}},
+      {"key has shape (1, 1, 2, 3), expected (1, 1, L, 2)", {"q", "k", "v"}, {kQ, tensor<float>({1, 1, 2, 3}, std::vector<float>(6, 0)), bnsh}},
+      {"value must have rank 4, got shape (1, 2, 2)", {"q", "k", "v"}, {kQ, bnsh, kV}},
+      {"value has shape (1, 1, 3, 2), expected (1, 1, 2, hv)", {"q", "k", "v"}, {kQ, bnsh, tensor<float>({1, 1, 3, 2}, std::vector<float>(6, 0))}},
+      {"past_key cannot be combined with key and value in (B, N, L, h) form", {"q", "k", "v", "", "", "", "pk", "pv"},
+       {kQ, bnsh, bnsh, Value(), Value(), Value(), bnsh, bnsh}},
+      {"value has shape (1, 3, 2), expected (1, 2, a multiple of 1)", {"q", "k", "v"}, {kQ, kQ, tensor<float>({1, 3, 2}, std::vector<float>(6, 0))}},
+      {"query's hidden size 3 is not a multiple of num_heads 2", {"q", "k", "v"}, {tensor<float>({1, 1, 3}, {0, 0, 0}), kQ, kV}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(mha(c.ins, c.feeds, {}, {"y"}, std::string(c.message).find("num_heads 2") != std::string::npos ? 2 : 1),
+                         (A + c.message).c_str(), Error);
+  }
+  // buffer sharing and beam search inputs are refused when the node is made
+  for (const char* extra : {"psl", "ci"}) {
+    CAPTURE(extra);
+    std::vector<std::string> ins = {"q", "k", "v", "", "", "", "", "", std::string(extra) == "psl" ? "psl" : ""};
+    if (std::string(extra) == "ci") ins.push_back("ci");
+    CHECK_THROWS_WITH_AS(mha(ins, {kQ, kQ, kV}), (A + "inputs past_sequence_length and cache_indirection are not supported").c_str(), Error);
+  }
+}
