@@ -31,14 +31,16 @@ fi
 
 # The npm oracles the tests run against, so the README's test command runs every test CI runs:
 # ONNX Runtime (pinned in benchmarks/ort/package.json; its install script would download GPU
-# binaries, skipped) and Hugging Face's tokenizers.js with the test vocabularies
-# (tests/data/tokenizers/package.json). Node.js from Debian when the machine has none.
+# binaries, skipped), Hugging Face's tokenizers.js with the test vocabularies
+# (tests/data/tokenizers/package.json), and the Unicode data the tokenizer's tables are generated
+# from (scripts/unicode/package.json; a test regenerates them). Node.js from Debian when the
+# machine has none.
 cd "$(dirname "$0")/.."
 if ! command -v npm >/dev/null; then
   echo "install-deps: installing nodejs npm"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
 fi
-for dir in benchmarks/ort tests/data/tokenizers; do
+for dir in benchmarks/ort tests/data/tokenizers scripts/unicode; do
   if [[ ! -d $dir/node_modules ]] || [[ $dir/package.json -nt $dir/node_modules ]]; then
     echo "install-deps: npm install in $dir"
     (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --loglevel=error)

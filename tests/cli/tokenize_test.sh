@@ -7,9 +7,11 @@
 #   on hand-picked hard cases and seeded generated texts (texts.js), refeval's ids equal those of
 #   Hugging Face's tokenizers.js (oracle.js), --decode of them equals its decoded text, and for
 #   GPT-2 the original text byte for byte. A BERT variant takes the other normalizers and
-#   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json). The texts take
-#   characters new in Unicode 15 (\p{L}, \p{N}, \p{P}, \p{S} follow utf8proc's Unicode 15, not
-#   PCRE2's Unicode 14); none newer (node's tables are Unicode 16 and later). Needs node
+#   pre-tokenizers tokenizers.js shares with the Rust library (bert_variants.json), and GPT-2's
+#   vocabulary behind a Lowercase normalizer (byte-level ids show each code point's lowercase). The
+#   texts take characters new in Unicode 15, 16 and 17 (categories, White_Space and lowercase
+#   follow tools/tokenizer/unicode_tables.inc, Unicode 17, not PCRE2's Unicode 14 nor utf8proc's
+#   15), those of 16 and 17 only when node's Unicode is 17 or newer (texts.js). Needs node
 #   and tests/data/tokenizers/node_modules (`npm install` there, as scripts/install-deps.sh does); without them
 #   this part is skipped with a note.
 # - By expected values: single_word (tokenizers.js ignores it), the Metaspace decoder, the Split
@@ -173,9 +175,13 @@ if ! command -v node >/dev/null || [[ ! -d $data/node_modules/@huggingface/token
   exit
 fi
 node $data/make_tokenizer_json.js "$work/tok" >/dev/null || { echo "FAIL: make_tokenizer_json.js"; exit 1; }
+node -e '
+const t = require(process.argv[1]);
+t.normalizer = { type: "Lowercase" };
+require("fs").writeFileSync(process.argv[2], JSON.stringify(t));' "$work/tok/gpt2.json" "$work/tok/gpt2_lowercase.json"
 node $data/texts.js "$seed" "$generated" "$work/texts"
 texts=("$work"/texts/*.txt)
-for name in gpt2 gpt2_llama3_split gpt2_deepseek3_split llama2 llama2_metaspace bert bert_variants; do
+for name in gpt2 gpt2_lowercase gpt2_llama3_split gpt2_deepseek3_split llama2 llama2_metaspace bert bert_variants; do
   tok=$work/tok/$name.json
   mkdir -p "$work/$name"
   for f in "${texts[@]}"; do

@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 #include <pcre2.h>
-#include <utf8proc.h>
 
 #include "unicode.h"
 
@@ -24,26 +23,22 @@ struct Regex::Code {
 
 namespace {
 
-// General categories from utf8proc (Unicode 15) rather than PCRE2's own tables (Unicode 14 in
+// General categories from unicode.h's tables (Unicode 17) rather than PCRE2's own (Unicode 14 in
 // Debian's 10.42): \p{X} for a general category X becomes a class with the same code points as
-// utf8proc's X (category_class below). Other properties (Alphabetic, White_Space, Join_Control,
-// scripts such as \p{Han}) are not in utf8proc and stay PCRE2's.
-// A mask has bit c set for each utf8proc_category_t c it takes.
+// the table's X (category_class below). Other properties (Alphabetic, White_Space, Join_Control,
+// scripts such as \p{Han}) are not in the tables and stay PCRE2's.
+using enum Category;
+// A mask has bit c set for each Category c it takes.
 using CategoryMask = uint32_t;
-constexpr CategoryMask bit(utf8proc_category_t c) { return CategoryMask(1) << c; }
-constexpr CategoryMask kLetter = bit(UTF8PROC_CATEGORY_LU) | bit(UTF8PROC_CATEGORY_LL) | bit(UTF8PROC_CATEGORY_LT) |
-                                 bit(UTF8PROC_CATEGORY_LM) | bit(UTF8PROC_CATEGORY_LO);
-constexpr CategoryMask kCased = bit(UTF8PROC_CATEGORY_LU) | bit(UTF8PROC_CATEGORY_LL) | bit(UTF8PROC_CATEGORY_LT);
-constexpr CategoryMask kMark = bit(UTF8PROC_CATEGORY_MN) | bit(UTF8PROC_CATEGORY_MC) | bit(UTF8PROC_CATEGORY_ME);
-constexpr CategoryMask kNumber = bit(UTF8PROC_CATEGORY_ND) | bit(UTF8PROC_CATEGORY_NL) | bit(UTF8PROC_CATEGORY_NO);
-constexpr CategoryMask kPunctuation = bit(UTF8PROC_CATEGORY_PC) | bit(UTF8PROC_CATEGORY_PD) | bit(UTF8PROC_CATEGORY_PS) |
-                                      bit(UTF8PROC_CATEGORY_PE) | bit(UTF8PROC_CATEGORY_PI) | bit(UTF8PROC_CATEGORY_PF) |
-                                      bit(UTF8PROC_CATEGORY_PO);
-constexpr CategoryMask kSymbol = bit(UTF8PROC_CATEGORY_SM) | bit(UTF8PROC_CATEGORY_SC) | bit(UTF8PROC_CATEGORY_SK) |
-                                 bit(UTF8PROC_CATEGORY_SO);
-constexpr CategoryMask kSeparator = bit(UTF8PROC_CATEGORY_ZS) | bit(UTF8PROC_CATEGORY_ZL) | bit(UTF8PROC_CATEGORY_ZP);
-constexpr CategoryMask kOther = bit(UTF8PROC_CATEGORY_CC) | bit(UTF8PROC_CATEGORY_CF) | bit(UTF8PROC_CATEGORY_CO) |
-                                bit(UTF8PROC_CATEGORY_CN) | bit(UTF8PROC_CATEGORY_CS);
+constexpr CategoryMask bit(Category c) { return CategoryMask(1) << int(c); }
+constexpr CategoryMask kLetter = bit(Lu) | bit(Ll) | bit(Lt) | bit(Lm) | bit(Lo);
+constexpr CategoryMask kCased = bit(Lu) | bit(Ll) | bit(Lt);
+constexpr CategoryMask kMark = bit(Mn) | bit(Mc) | bit(Me);
+constexpr CategoryMask kNumber = bit(Nd) | bit(Nl) | bit(No);
+constexpr CategoryMask kPunctuation = bit(Pc) | bit(Pd) | bit(Ps) | bit(Pe) | bit(Pi) | bit(Pf) | bit(Po);
+constexpr CategoryMask kSymbol = bit(Sm) | bit(Sc) | bit(Sk) | bit(So);
+constexpr CategoryMask kSeparator = bit(Zs) | bit(Zl) | bit(Zp);
+constexpr CategoryMask kOther = bit(Cc) | bit(Cf) | bit(Co) | bit(Cn) | bit(Cs);
 
 // The names Oniguruma gives the general categories, short and long, as normalized below. Cs alone
 // is left to PCRE2: UTF-8 has no surrogates, and PCRE2 refuses them in a class (they are left out
@@ -54,41 +49,41 @@ struct CategoryName {
 };
 const CategoryName kCategoryNames[] = {
     {"l", kLetter}, {"letter", kLetter}, {"lc", kCased}, {"l&", kCased}, {"casedletter", kCased},
-    {"lu", bit(UTF8PROC_CATEGORY_LU)}, {"uppercaseletter", bit(UTF8PROC_CATEGORY_LU)},
-    {"ll", bit(UTF8PROC_CATEGORY_LL)}, {"lowercaseletter", bit(UTF8PROC_CATEGORY_LL)},
-    {"lt", bit(UTF8PROC_CATEGORY_LT)}, {"titlecaseletter", bit(UTF8PROC_CATEGORY_LT)},
-    {"lm", bit(UTF8PROC_CATEGORY_LM)}, {"modifierletter", bit(UTF8PROC_CATEGORY_LM)},
-    {"lo", bit(UTF8PROC_CATEGORY_LO)}, {"otherletter", bit(UTF8PROC_CATEGORY_LO)},
+    {"lu", bit(Lu)}, {"uppercaseletter", bit(Lu)},
+    {"ll", bit(Ll)}, {"lowercaseletter", bit(Ll)},
+    {"lt", bit(Lt)}, {"titlecaseletter", bit(Lt)},
+    {"lm", bit(Lm)}, {"modifierletter", bit(Lm)},
+    {"lo", bit(Lo)}, {"otherletter", bit(Lo)},
     {"m", kMark}, {"mark", kMark}, {"combiningmark", kMark},
-    {"mn", bit(UTF8PROC_CATEGORY_MN)}, {"nonspacingmark", bit(UTF8PROC_CATEGORY_MN)},
-    {"mc", bit(UTF8PROC_CATEGORY_MC)}, {"spacingmark", bit(UTF8PROC_CATEGORY_MC)},
-    {"me", bit(UTF8PROC_CATEGORY_ME)}, {"enclosingmark", bit(UTF8PROC_CATEGORY_ME)},
+    {"mn", bit(Mn)}, {"nonspacingmark", bit(Mn)},
+    {"mc", bit(Mc)}, {"spacingmark", bit(Mc)},
+    {"me", bit(Me)}, {"enclosingmark", bit(Me)},
     {"n", kNumber}, {"number", kNumber},
-    {"nd", bit(UTF8PROC_CATEGORY_ND)}, {"decimalnumber", bit(UTF8PROC_CATEGORY_ND)},
-    {"nl", bit(UTF8PROC_CATEGORY_NL)}, {"letternumber", bit(UTF8PROC_CATEGORY_NL)},
-    {"no", bit(UTF8PROC_CATEGORY_NO)}, {"othernumber", bit(UTF8PROC_CATEGORY_NO)},
+    {"nd", bit(Nd)}, {"decimalnumber", bit(Nd)},
+    {"nl", bit(Nl)}, {"letternumber", bit(Nl)},
+    {"no", bit(No)}, {"othernumber", bit(No)},
     {"p", kPunctuation}, {"punctuation", kPunctuation},
-    {"pc", bit(UTF8PROC_CATEGORY_PC)}, {"connectorpunctuation", bit(UTF8PROC_CATEGORY_PC)},
-    {"pd", bit(UTF8PROC_CATEGORY_PD)}, {"dashpunctuation", bit(UTF8PROC_CATEGORY_PD)},
-    {"ps", bit(UTF8PROC_CATEGORY_PS)}, {"openpunctuation", bit(UTF8PROC_CATEGORY_PS)},
-    {"pe", bit(UTF8PROC_CATEGORY_PE)}, {"closepunctuation", bit(UTF8PROC_CATEGORY_PE)},
-    {"pi", bit(UTF8PROC_CATEGORY_PI)}, {"initialpunctuation", bit(UTF8PROC_CATEGORY_PI)},
-    {"pf", bit(UTF8PROC_CATEGORY_PF)}, {"finalpunctuation", bit(UTF8PROC_CATEGORY_PF)},
-    {"po", bit(UTF8PROC_CATEGORY_PO)}, {"otherpunctuation", bit(UTF8PROC_CATEGORY_PO)},
+    {"pc", bit(Pc)}, {"connectorpunctuation", bit(Pc)},
+    {"pd", bit(Pd)}, {"dashpunctuation", bit(Pd)},
+    {"ps", bit(Ps)}, {"openpunctuation", bit(Ps)},
+    {"pe", bit(Pe)}, {"closepunctuation", bit(Pe)},
+    {"pi", bit(Pi)}, {"initialpunctuation", bit(Pi)},
+    {"pf", bit(Pf)}, {"finalpunctuation", bit(Pf)},
+    {"po", bit(Po)}, {"otherpunctuation", bit(Po)},
     {"s", kSymbol}, {"symbol", kSymbol},
-    {"sm", bit(UTF8PROC_CATEGORY_SM)}, {"mathsymbol", bit(UTF8PROC_CATEGORY_SM)},
-    {"sc", bit(UTF8PROC_CATEGORY_SC)}, {"currencysymbol", bit(UTF8PROC_CATEGORY_SC)},
-    {"sk", bit(UTF8PROC_CATEGORY_SK)}, {"modifiersymbol", bit(UTF8PROC_CATEGORY_SK)},
-    {"so", bit(UTF8PROC_CATEGORY_SO)}, {"othersymbol", bit(UTF8PROC_CATEGORY_SO)},
+    {"sm", bit(Sm)}, {"mathsymbol", bit(Sm)},
+    {"sc", bit(Sc)}, {"currencysymbol", bit(Sc)},
+    {"sk", bit(Sk)}, {"modifiersymbol", bit(Sk)},
+    {"so", bit(So)}, {"othersymbol", bit(So)},
     {"z", kSeparator}, {"separator", kSeparator},
-    {"zs", bit(UTF8PROC_CATEGORY_ZS)}, {"spaceseparator", bit(UTF8PROC_CATEGORY_ZS)},
-    {"zl", bit(UTF8PROC_CATEGORY_ZL)}, {"lineseparator", bit(UTF8PROC_CATEGORY_ZL)},
-    {"zp", bit(UTF8PROC_CATEGORY_ZP)}, {"paragraphseparator", bit(UTF8PROC_CATEGORY_ZP)},
+    {"zs", bit(Zs)}, {"spaceseparator", bit(Zs)},
+    {"zl", bit(Zl)}, {"lineseparator", bit(Zl)},
+    {"zp", bit(Zp)}, {"paragraphseparator", bit(Zp)},
     {"c", kOther}, {"other", kOther},
-    {"cc", bit(UTF8PROC_CATEGORY_CC)}, {"control", bit(UTF8PROC_CATEGORY_CC)},
-    {"cf", bit(UTF8PROC_CATEGORY_CF)}, {"format", bit(UTF8PROC_CATEGORY_CF)},
-    {"co", bit(UTF8PROC_CATEGORY_CO)}, {"privateuse", bit(UTF8PROC_CATEGORY_CO)},
-    {"cn", bit(UTF8PROC_CATEGORY_CN)}, {"unassigned", bit(UTF8PROC_CATEGORY_CN)},
+    {"cc", bit(Cc)}, {"control", bit(Cc)},
+    {"cf", bit(Cf)}, {"format", bit(Cf)},
+    {"co", bit(Co)}, {"privateuse", bit(Co)},
+    {"cn", bit(Cn)}, {"unassigned", bit(Cn)},
 };
 
 // A property name as Oniguruma compares them: case aside, spaces, '-' and '_' ignored.
@@ -107,18 +102,21 @@ CategoryMask category_mask(std::string_view name) {
   return 0;
 }
 
-// The code points 0..0x10FFFF as runs of one utf8proc category, built once per process.
+// The code points 0..0x10FFFF as runs of one category: the table's ranges, Cn between them.
 struct CategoryRun {
   int32_t first;
-  utf8proc_category_t category;
+  Category category;
 };
 const std::vector<CategoryRun>& category_runs() {
   static const std::vector<CategoryRun> runs = [] {
     std::vector<CategoryRun> r;
-    for (int32_t cp = 0; cp <= 0x10FFFF; ++cp) {
-      const auto c = utf8proc_category(cp);
-      if (r.empty() || r.back().category != c) r.push_back({cp, c});
+    int32_t next = 0;  // the first code point no run has yet
+    for (const auto& range : category_ranges()) {
+      if (range.first > next) r.push_back({next, Cn});
+      r.push_back({range.first, range.category});
+      next = range.last + 1;
     }
+    if (next <= 0x10FFFF) r.push_back({next, Cn});
     return r;
   }();
   return runs;
@@ -142,7 +140,7 @@ const std::string& explicit_class(CategoryMask mask, bool complement) {
   };
   for (size_t i = 0; i < runs.size(); ++i) {
     const int32_t first = runs[i].first, last = i + 1 < runs.size() ? runs[i + 1].first - 1 : 0x10FFFF;
-    const bool in = runs[i].category != UTF8PROC_CATEGORY_CS && (((mask >> runs[i].category) & 1) != 0) != complement;
+    const bool in = runs[i].category != Cs && (((mask >> int(runs[i].category)) & 1) != 0) != complement;
     if (in && open < 0) open = first;
     if (!in) close(first - 1);
     if (i + 1 == runs.size()) close(last);
@@ -150,20 +148,20 @@ const std::string& explicit_class(CategoryMask mask, bool complement) {
   return out;
 }
 
-// PCRE2's names of utf8proc's categories (utf8proc_category_t order), and of their groups.
+// PCRE2's names of the categories (Category order), and of their groups.
 const char* const kPcre2Names[] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps",
                                    "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"};
-constexpr int kCategories = 30;
 const CategoryName kPcre2Groups[] = {{"L", kLetter}, {"L&", kCased}, {"M", kMark}, {"N", kNumber}, {"P", kPunctuation},
                                      {"S", kSymbol},  {"Z", kSeparator}, {"C", kOther}};
 
-// The code points PCRE2's tables put in another general category than utf8proc (Unicode 15)
-// does, with PCRE2's category: those new since PCRE2's Unicode (Cn there; 4,489 from 14 to 15)
-// and any whose category changed. Found once per process by PCRE2 itself: each utf8proc category's
-// code points, as one text, searched for those PCRE2 gives another category. Only assigned code
-// points outside private use are looked at (Unicode never unassigns one, and private use is fixed).
-const std::vector<std::pair<int32_t, utf8proc_category_t>>& pcre2_disagreements() {
-  static const std::vector<std::pair<int32_t, utf8proc_category_t>> found = [] {
+// The code points PCRE2's tables put in another general category than unicode.h's (Unicode 17)
+// do, with PCRE2's category: those new since PCRE2's Unicode (Cn there; 15,104 from 14 to 17)
+// and any whose category changed (U+0295 Ll to Lo, U+1171E Mn to Mc). Found once per process by
+// PCRE2 itself: each category's code points, as one text, searched for those PCRE2 gives another
+// category. Only assigned code points outside private use are looked at (Unicode never unassigns
+// one, and private use is fixed).
+const std::vector<std::pair<int32_t, Category>>& pcre2_disagreements() {
+  static const std::vector<std::pair<int32_t, Category>> found = [] {
     auto compile = [](const std::string& pattern) {
       int error = 0;
       PCRE2_SIZE offset = 0;
@@ -183,14 +181,11 @@ const std::vector<std::pair<int32_t, utf8proc_category_t>>& pcre2_disagreements(
     for (size_t i = 0; i < runs.size(); ++i) {
       const auto c = runs[i].category;
       // unassigned, surrogates, and private use (its code points are fixed by Unicode) left out
-      if (c == UTF8PROC_CATEGORY_CN || c == UTF8PROC_CATEGORY_CS || c == UTF8PROC_CATEGORY_CO) continue;
+      if (c == Cn || c == Cs || c == Co) continue;
       const int32_t last = i + 1 < runs.size() ? runs[i + 1].first - 1 : 0x10FFFF;
-      for (int32_t cp = runs[i].first; cp <= last; ++cp) {
-        utf8proc_uint8_t buf[4];
-        texts[c].append(reinterpret_cast<const char*>(buf), size_t(utf8proc_encode_char(cp, buf)));
-      }
+      for (int32_t cp = runs[i].first; cp <= last; ++cp) append_utf8(texts[int(c)], cp);
     }
-    std::vector<std::pair<int32_t, utf8proc_category_t>> out;
+    std::vector<std::pair<int32_t, Category>> out;
     for (int c = 0; c < kCategories; ++c) {
       if (texts[c].empty()) continue;
       const auto other = compile(fmt::format("\\P{{{}}}", kPcre2Names[c]));
@@ -202,7 +197,7 @@ const std::vector<std::pair<int32_t, utf8proc_category_t>>& pcre2_disagreements(
         const int32_t cp = next_code_point(texts[c], at, &length);
         const int rc = pcre2_match(category_of.get(), subject + at, length, 0, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
         if (rc < 2) throw std::logic_error(fmt::format("PCRE2 gives U+{:04X} no general category", cp));
-        out.emplace_back(cp, utf8proc_category_t(rc - 2));  // group k + 1 is category k
+        out.emplace_back(cp, Category(rc - 2));  // group k + 1 is category k
         start = at + length;
       }
     }
@@ -212,10 +207,10 @@ const std::vector<std::pair<int32_t, utf8proc_category_t>>& pcre2_disagreements(
   return found;
 }
 
-// The inside of a PCRE2 class taking the code points of utf8proc's categories in `mask`. Where
-// PCRE2's tables only lack code points (new in Unicode 15), PCRE2's own properties plus those
+// The inside of a PCRE2 class taking the code points of the table's categories in `mask`. Where
+// PCRE2's tables only lack code points (new since Unicode 14), PCRE2's own properties plus those
 // code points: \p{L}\x{11f04}-\x{11f10}... (a property is one table look-up, where a long list of
-// ranges is tried one by one). Where PCRE2 has code points of the mask that utf8proc does not
+// ranges is tried one by one). Where PCRE2 has code points of the mask that the table does not
 // (a changed category, or Cn in the mask), the explicit ranges. Made once per mask.
 const std::string& category_class(CategoryMask mask) {
   static std::mutex mutex;
@@ -226,13 +221,13 @@ const std::string& category_class(CategoryMask mask) {
   std::string& out = it->second;
   std::vector<int32_t> added;
   for (const auto& [cp, pcre2_category] : pcre2_disagreements()) {
-    const bool in_pcre2 = (mask >> pcre2_category) & 1, in_utf8proc = (mask >> utf8proc_category(cp)) & 1;
-    if (in_pcre2 && !in_utf8proc) return out = explicit_class(mask, false);
-    if (in_utf8proc && !in_pcre2) added.push_back(cp);
+    const bool in_pcre2 = (mask >> int(pcre2_category)) & 1, in_table = (mask >> int(general_category(cp))) & 1;
+    if (in_pcre2 && !in_table) return out = explicit_class(mask, false);
+    if (in_table && !in_pcre2) added.push_back(cp);
   }
-  CategoryMask left = mask & ~bit(UTF8PROC_CATEGORY_CS);
+  CategoryMask left = mask & ~bit(Cs);
   for (const auto& g : kPcre2Groups)
-    if ((left & g.mask & ~bit(UTF8PROC_CATEGORY_CS)) == (g.mask & ~bit(UTF8PROC_CATEGORY_CS))) {
+    if ((left & g.mask & ~bit(Cs)) == (g.mask & ~bit(Cs))) {
       out += fmt::format("\\p{{{}}}", g.name);
       left &= ~g.mask;
     }
@@ -250,12 +245,12 @@ const std::string& category_class(CategoryMask mask) {
 }  // namespace
 
 std::string oniguruma_to_pcre2(const std::string& p) {
-  // Oniguruma's \w: Alphabetic (PCRE2's table: utf8proc has no such property; its letters and
-  // letter numbers, which Alphabetic takes, are added so a Unicode 15 letter is a word character
+  // Oniguruma's \w: Alphabetic (PCRE2's table: unicode.h has no such property; its letters and
+  // letter numbers, which Alphabetic takes, are added so a Unicode 17 letter is a word character
   // too), marks, decimal digits, connector punctuation, Join_Control.
   static const std::string kWord =
       R"(\p{Alphabetic})" +
-      category_class(kLetter | bit(UTF8PROC_CATEGORY_NL) | kMark | bit(UTF8PROC_CATEGORY_ND) | bit(UTF8PROC_CATEGORY_PC)) +
+      category_class(kLetter | bit(Nl) | kMark | bit(Nd) | bit(Pc)) +
       R"(\p{Join_Control})";
   std::string out;
   bool in_class = false;
@@ -275,8 +270,8 @@ std::string oniguruma_to_pcre2(const std::string& p) {
         case 'W': out += in_class ? std::string(R"(\W)") : "[^" + kWord + "]"; break;
         case 'h': out += in_class ? "0-9A-Fa-f" : "[0-9A-Fa-f]"; break;
         case 'H': out += in_class ? std::string(R"(\H)") : "[^0-9A-Fa-f]"; break;
-        case 'd': category(bit(UTF8PROC_CATEGORY_ND), false); break;  // Unicode's decimal digits, as PCRE2's \d with UCP
-        case 'D': category(bit(UTF8PROC_CATEGORY_ND), true); break;
+        case 'd': category(bit(Nd), false); break;  // Unicode's decimal digits, as PCRE2's \d with UCP
+        case 'D': category(bit(Nd), true); break;
         case 'p':
         case 'P': {
           // \p{Name}, \p{^Name} (Oniguruma's negation), \pL (PCRE2's one-letter form)

@@ -1,5 +1,6 @@
 #include "unicode.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -93,39 +94,64 @@ std::string utf8_lossy(std::string_view bytes) {
 }
 
 namespace {
-utf8proc_category_t category(int32_t cp) { return utf8proc_category(cp); }
+
+using enum Category;
+struct CodePointRange {
+  int32_t first, last;
+};
+struct LowercaseRun {
+  int32_t first, last, step, delta;
+};
+struct LowercaseExpansion {
+  int32_t first;  // the code point
+  int32_t to[3];  // 0 past the end
+};
+#include "unicode_tables.inc"
+
+// The entry of a table sorted by `first` whose first <= cp, or nullptr.
+template <typename T, size_t N>
+const T* entry_at_or_before(const T (&table)[N], int32_t cp) {
+  const T* it = std::upper_bound(table, table + N, cp, [](int32_t c, const T& e) { return c < e.first; });
+  return it == table ? nullptr : it - 1;
+}
+
 }  // namespace
 
+Category general_category(int32_t cp) {
+  const CategoryRange* r = entry_at_or_before(kCategoryRanges, cp);
+  return r && cp <= r->last ? r->category : Cn;
+}
+
+std::span<const CategoryRange> category_ranges() { return kCategoryRanges; }
+
 bool is_white_space(int32_t cp) {
-  if ((cp >= 0x09 && cp <= 0x0D) || cp == 0x85) return true;
-  const auto c = category(cp);
-  return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL || c == UTF8PROC_CATEGORY_ZP;
+  const CodePointRange* r = entry_at_or_before(kWhiteSpace, cp);
+  return r && cp <= r->last;
 }
 
 bool is_numeric(int32_t cp) {
-  const auto c = category(cp);
-  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+  const auto c = general_category(cp);
+  return c == Nd || c == Nl || c == No;
 }
 
 bool is_bert_punctuation(int32_t cp) {
   if ((cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) || (cp >= 0x7B && cp <= 0x7E))
     return true;
-  const auto c = category(cp);
-  return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
+  const auto c = general_category(cp);
+  return c >= Pc && c <= Po;
 }
 
 bool is_other(int32_t cp) {
-  const auto c = category(cp);
-  return c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CN || c == UTF8PROC_CATEGORY_CO ||
-         c == UTF8PROC_CATEGORY_CS;
+  const auto c = general_category(cp);
+  return c == Cc || c == Cf || c == Cn || c == Co || c == Cs;
 }
 
 bool is_mark(int32_t cp) {
-  const auto c = category(cp);
-  return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME;
+  const auto c = general_category(cp);
+  return c == Mn || c == Mc || c == Me;
 }
 
-bool is_mark_nonspacing(int32_t cp) { return category(cp) == UTF8PROC_CATEGORY_MN; }
+bool is_mark_nonspacing(int32_t cp) { return general_category(cp) == Mn; }
 
 std::string normalize(std::string_view s, NormalForm form) {
   int options = UTF8PROC_STABLE;
@@ -147,9 +173,15 @@ std::string lowercase(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0, n = 0; i < s.size(); i += n) {
-    const int32_t cp = next_code_point(s, i, &n);
-    if (cp == 0x130) out += "i\xCC\x87";  // the one code point whose full lowercase is two (SpecialCasing.txt)
-    else append_utf8(out, cp < 0 ? 0xFFFD : utf8proc_tolower(cp));
+    int32_t cp = next_code_point(s, i, &n);
+    if (cp < 0) cp = 0xFFFD;
+    if (const LowercaseExpansion* e = entry_at_or_before(kLowercaseExpansions, cp); e && e->first == cp) {
+      for (const int32_t to : e->to)
+        if (to) append_utf8(out, to);
+      continue;
+    }
+    const LowercaseRun* r = entry_at_or_before(kLowercaseRuns, cp);
+    append_utf8(out, r && cp <= r->last && (cp - r->first) % r->step == 0 ? cp + r->delta : cp);
   }
   return out;
 }

@@ -1,13 +1,11 @@
 // tokenizer.json's regular expressions (tools/tokenizer/regex.cc): general categories follow
-// utf8proc's Unicode 15, not PCRE2 10.42's own Unicode 14 tables, outside and inside [...] classes,
-// negated or not; other properties stay PCRE2's.
+// tools/tokenizer/unicode.h's Unicode 17 tables, not PCRE2 10.42's own Unicode 14 ones, outside
+// and inside [...] classes, negated or not; other properties stay PCRE2's. And the tables' lowercase.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <utf8proc.h>
 
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
@@ -35,6 +33,15 @@ const std::string kKawiSign = utf8(0x11F00);              // Mn
 const std::string kKaktovik = utf8(0x1D2C0);              // No
 const std::string kCyrillicModifier = utf8(0x1E030);      // Lm
 const std::string kLatinSmall = utf8(0x1DF25);            // Ll
+// Characters new in Unicode 16 and 17 (unassigned in utf8proc 2.8's Unicode 15)
+const std::string kGarayCapital = utf8(0x10D50);  // Lu, GARAY CAPITAL LETTER A (16)
+const std::string kGaraySmall = utf8(0x10D70);    // Ll, its lowercase
+const std::string kGarayDigits = utf8(0x10D40) + utf8(0x10D41) + utf8(0x10D42) + utf8(0x10D43);  // Nd
+const std::string kBeriaCapital = utf8(0x16EA0);  // Lu, BERIA ERFE CAPITAL LETTER ARKAB (17)
+const std::string kBeriaSmall = utf8(0x16EBB);    // Ll, its lowercase
+const std::string kFingerprint = utf8(0x1FAC6);   // So (16)
+const std::string kRiyal = utf8(0x20C1);          // Sc, SAUDI RIYAL SIGN (17)
+const std::string kPharyngeal = utf8(0x295);      // ʕ: Ll in PCRE2's Unicode 14, Lo since Unicode 16
 
 }  // namespace
 
@@ -58,6 +65,45 @@ TEST_CASE("tokenizer regex: \\p{X} outside a class follows Unicode 15") {
   CHECK(pieces(R"(\p{other_symbol})", kPinkHeart) == Pieces{kPinkHeart});
   CHECK(pieces(R"(\p{Decimal Number}+)", kKawiDigits) == Pieces{kKawiDigits});
   CHECK(pieces(R"(\p{^L}+)", "ab" + kPinkHeart + kKawi + ".") == Pieces{kPinkHeart, "."});
+}
+
+TEST_CASE("tokenizer regex: \\p{X} follows Unicode 16 and 17") {
+  CHECK(pieces(R"(\p{Lu})", kGaraySmall + kGarayCapital) == Pieces{kGarayCapital});
+  CHECK(pieces(R"(\p{Ll})", kGarayCapital + kGaraySmall) == Pieces{kGaraySmall});
+  CHECK(pieces(R"(\p{Lu}\p{Ll}+)", "." + kBeriaCapital + kBeriaSmall + kBeriaSmall) == Pieces{kBeriaCapital + kBeriaSmall + kBeriaSmall});
+  CHECK(pieces(R"(\p{L}+)", kGarayDigits + kGarayCapital + kGaraySmall) == Pieces{kGarayCapital + kGaraySmall});
+  CHECK(find_all(R"(\p{N}{1,3})", kGarayDigits) == Matches{{0, 12}, {12, 16}});
+  CHECK(pieces(R"(\d+)", "x" + kGarayDigits) == Pieces{kGarayDigits});
+  CHECK(pieces(R"( ?[\p{P}\p{S}]+)", "x " + kFingerprint + kRiyal) == Pieces{" " + kFingerprint + kRiyal});
+  CHECK(pieces(R"(\w+)", "." + kGarayCapital + kGarayDigits + ".") == Pieces{kGarayCapital + kGarayDigits});
+  // a category that lost a code point: PCRE2's \p{Ll} has ʕ, so the class is written out in full
+  CHECK(pieces(R"(\p{Ll})", kPharyngeal) == Pieces{});
+  CHECK(pieces(R"(\p{Lo})", kPharyngeal) == Pieces{kPharyngeal});
+  CHECK(pieces(R"([\p{Ll}]+)", "a" + kPharyngeal + "b") == Pieces{"a", "b"});
+  CHECK(oniguruma_to_pcre2(R"(\p{Ll})").find(R"(\p{)") == std::string::npos);
+}
+
+TEST_CASE("tokenizer unicode: categories, White_Space and lowercase follow Unicode 17") {
+  CHECK(general_category(0x10D50) == Category::Lu);
+  CHECK(general_category(0x10D70) == Category::Ll);
+  CHECK(general_category(0x295) == Category::Lo);
+  CHECK(general_category(0x10D8A) == Category::Cn);  // unassigned in Garay's block
+  CHECK(is_numeric(0x10D40));
+  CHECK(is_bert_punctuation(0x16D6D));  // KIRAT RAI SIGN YUPI (Po, 16)
+  CHECK(!is_other(0x1FAC6));
+  CHECK(is_mark_nonspacing(0x11F5A));  // KAWI SIGN NUKTA (Mn, 16)
+  CHECK(lowercase(kGarayCapital) == kGaraySmall);
+  CHECK(lowercase(kBeriaCapital + "A" + kGaraySmall) == kBeriaSmall + "a" + kGaraySmall);
+  CHECK(lowercase(utf8(0xA7CB)) == utf8(0x264));  // LATIN CAPITAL LETTER RAMS HORN (16)
+  CHECK(lowercase(utf8(0x130)) == "i\xCC\x87");  // SpecialCasing.txt: i and U+0307
+  CHECK(lowercase(utf8(0x1E9E) + utf8(0x3A3) + utf8(0x1F88)) == utf8(0xDF) + utf8(0x3C3) + utf8(0x1F80));  // ẞ Σ ᾈ: ß σ ᾀ
+  CHECK(lowercase(utf8(0x100) + utf8(0x101) + utf8(0x102)) == utf8(0x101) + utf8(0x101) + utf8(0x103));  // a run of step 2
+  // \s stays PCRE2's White_Space (unchanged since Unicode 6.3): the same code points as the table's
+  const Regex space = Regex::oniguruma(R"(\A\s\z)");
+  int wrong = 0;
+  for (int32_t cp = 0; cp <= 0x10FFFF; ++cp)
+    if ((cp < 0xD800 || cp > 0xDFFF) && space.find_all(utf8(cp)).empty() == is_white_space(cp)) ++wrong;
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("tokenizer regex: \\P{X} and [^...] follow Unicode 15") {
@@ -84,18 +130,14 @@ TEST_CASE("tokenizer regex: categories inside [...] follow Unicode 15") {
   CHECK(pieces(R"([^\w\s]+)", kKawi + " " + kPinkHeart) == Pieces{kPinkHeart});
 }
 
-TEST_CASE("tokenizer regex: the explicit classes agree with utf8proc, other properties stay PCRE2's") {
+TEST_CASE("tokenizer regex: the explicit classes agree with the tables, other properties stay PCRE2's") {
   // A sample of all code points (surrogates aside) against each category, and its negation in and
   // out of a class
-  const std::vector<std::pair<const char*, std::vector<utf8proc_category_t>>> categories = {
-      {"L", {UTF8PROC_CATEGORY_LU, UTF8PROC_CATEGORY_LL, UTF8PROC_CATEGORY_LT, UTF8PROC_CATEGORY_LM, UTF8PROC_CATEGORY_LO}},
-      {"N", {UTF8PROC_CATEGORY_ND, UTF8PROC_CATEGORY_NL, UTF8PROC_CATEGORY_NO}}, {"So", {UTF8PROC_CATEGORY_SO}},
-      {"Lu", {UTF8PROC_CATEGORY_LU}}, {"Lt", {UTF8PROC_CATEGORY_LT}}, {"Lm", {UTF8PROC_CATEGORY_LM}},
-      {"M", {UTF8PROC_CATEGORY_MN, UTF8PROC_CATEGORY_MC, UTF8PROC_CATEGORY_ME}},
-      {"Nl", {UTF8PROC_CATEGORY_NL}}, {"Pd", {UTF8PROC_CATEGORY_PD}}, {"Sk", {UTF8PROC_CATEGORY_SK}},
-      {"Z", {UTF8PROC_CATEGORY_ZS, UTF8PROC_CATEGORY_ZL, UTF8PROC_CATEGORY_ZP}},
-      {"C", {UTF8PROC_CATEGORY_CC, UTF8PROC_CATEGORY_CF, UTF8PROC_CATEGORY_CO, UTF8PROC_CATEGORY_CN}},
-      {"Cn", {UTF8PROC_CATEGORY_CN}}, {"Co", {UTF8PROC_CATEGORY_CO}}};
+  using enum Category;
+  const std::vector<std::pair<const char*, std::vector<Category>>> categories = {
+      {"L", {Lu, Ll, Lt, Lm, Lo}}, {"N", {Nd, Nl, No}}, {"So", {So}}, {"Lu", {Lu}}, {"Ll", {Ll}}, {"Lt", {Lt}}, {"Lm", {Lm}},
+      {"M", {Mn, Mc, Me}}, {"Mn", {Mn}}, {"Nl", {Nl}}, {"Pd", {Pd}}, {"Sk", {Sk}}, {"Z", {Zs, Zl, Zp}},
+      {"C", {Cc, Cf, Co, Cn}}, {"Cn", {Cn}}, {"Co", {Co}}};
   for (const auto& [name, cats] : categories) {
     const Regex in = Regex::oniguruma(std::string(R"(\A\p{)") + name + R"(}\z)");
     const Regex out = Regex::oniguruma(std::string(R"(\A\P{)") + name + R"(}\z)");
@@ -104,7 +146,7 @@ TEST_CASE("tokenizer regex: the explicit classes agree with utf8proc, other prop
     for (int32_t cp = 0; cp <= 0x10FFFF; cp += cp < 0x30000 ? 7 : 997) {
       if (cp >= 0xD800 && cp <= 0xDFFF) continue;
       bool want = false;
-      for (const auto c : cats) want = want || utf8proc_category(cp) == c;
+      for (const auto c : cats) want = want || general_category(cp) == c;
       const std::string s = utf8(cp);
       if (!in.find_all(s).empty() != want || out.find_all(s).empty() != want ||
           out_in_class.find_all(s).empty() != (want && cp != 'a'))
@@ -131,7 +173,7 @@ TEST_CASE("tokenizer regex: the explicit classes agree with utf8proc, other prop
   CHECK(oniguruma_to_pcre2(R"(\P{L})").rfind(R"([^\p{L}\x{)", 0) == 0);
   CHECK(oniguruma_to_pcre2(R"([\P{L}])").rfind(R"([\x{0}-\x{40}\x{5b}-\x{60})", 0) == 0);
   CHECK(oniguruma_to_pcre2(R"(\p{Lu})").rfind(R"([\p{Lu})", 0) == 0);
-  CHECK(oniguruma_to_pcre2(R"(\p{Cn})").find(R"(\p{)") == std::string::npos);  // PCRE2's Cn has Unicode 15's new characters
+  CHECK(oniguruma_to_pcre2(R"(\p{Cn})").find(R"(\p{)") == std::string::npos);  // PCRE2's Cn has the characters new in Unicode 15 to 17
 
 }
 
