@@ -516,3 +516,20 @@ TEST_CASE("mha-projections: the bias added first fuses; split sizes known only a
   CHECK(testing::refusals(mha_on_split("equal", {}, true), {"mha-projections"}) ==
         "not fused: mha-projections at '/mha': 'Split_2' is not MatMul(x, W) [+ b] [sliced on the last axis] with a constant 2-D W and 1-D b\n");
 }
+
+TEST_CASE("mha-projections: opset 9's Slices with attribute bounds are read as column ranges too") {
+  // Slice-1 keeps starts, ends and axes in attributes (rotary_common.cc's last_axis_range reads them).
+  G g(9);
+  const std::string p = packed(g, {});
+  std::vector<std::string> parts;
+  for (int64_t j = 0; j < 3; ++j)
+    parts.push_back(g.add("Slice", {p}, {attr("starts", std::vector<int64_t>{j * kHidden}), attr("ends", std::vector<int64_t>{(j + 1) * kHidden}),
+                                         attr("axes", std::vector<int64_t>{-1})}));
+  g.out(g.add("MultiHeadAttention", parts, {attr("num_heads", kHeads)}, 1, "/mha"));
+  Model m = g.model();
+  m.graph.nodes.back().domain = "com.microsoft";
+  m.opsets["com.microsoft"] = 1;
+  const Model cpu = optimized(m, {"mha-projections"}, "", "cpu");
+  CHECK(count_ops(cpu, "MatMul") == 3);
+  CHECK(count_ops(cpu, "Slice") + count_ops(cpu, "Add") == 0);
+}

@@ -321,8 +321,9 @@ TEST_CASE("rotary: frequencies whose axes are not (batch, sequence, inv_freq) st
 }
 
 TEST_CASE("rotary: opset 9's Slice with attribute bounds stays, the pattern naming its inputs") {
-  // Slice-1 keeps its bounds in attributes; the rotate-half pattern reads them as inputs, so the
-  // attribute branch of last_axis_range (rotary_common.cc:54) is never reached.
+  // Slice-1 keeps its bounds in attributes; the rotate-half pattern reads them as inputs, so for
+  // this pass the attribute branch of last_axis_range (rotary_common.cc:54) is never reached (only
+  // mha-projections reaches it, attention_branches_test.cc).
   G g(9);
   const Model m = rotate_half(g, g.gathered(true, kHead), g.gathered(false, kHead));
   check_refused(m, "(Slice) has 1 inputs, the pattern 5");
