@@ -1,21 +1,23 @@
 // Symbolic shapes (symbolic_shapes.h) on the forms the other shape tests do not feed: the outputs
 // of the attention operators the optimizer writes (ONNX 1.12 has no schema for them), FusedMatMul's
 // transposed operands, and shape arithmetic torch exports (a halved sequence, a negated size, an
-// even Split of a symbolic axis, Slice axes computed from a shape, ConstantOfShape of sizes).
+// even Split of a symbolic axis, Slice axes computed from a shape, ConstantOfShape of sizes); and
+// the shape-source pass, which rewrites a Shape of scores from those dims.
 #include <doctest/doctest.h>
 
 #include "graph_index.h"
+#include "optimize_test_util.h"
 #include "refeval/builder.h"
 #include "shape_inference.h"
 #include "symbolic_shapes.h"
 
 using namespace refeval;
 using namespace refeval::build;
+using refeval::testing::f32;
 
 namespace {
 
 Initializer ints(const std::string& name, std::vector<int64_t> v) { return {name, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)}; }
-ValueInfo f32(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Float, std::move(dims)); }
 
 std::string dims_text(const optimize::Inference& inf, const std::string& v) {
   const auto it = inf.types.find(v);
@@ -123,4 +125,38 @@ TEST_CASE("symbolic shapes: Slice axes computed from a shape, and a symbolic len
   const optimize::Inference inf = optimize::infer(m);
   CHECK(dims_text(inf, "y") == "batch,seq,4");
   CHECK(dims_text(inf, "z").find("seq") == std::string::npos);  // ONNX's own unknown (unk__N)
+}
+
+// ---------------------------------------------------------------------------------------------
+// shape-source: a Shape of attention scores rewritten to read the graph inputs' dims.
+
+TEST_CASE("shape-source: fixed lengths become one constant; 2 S and S + 2 are computed; an empty range stays") {
+  // Scores x keys^T (1, S, T) before a Softmax with keys = Concat(x, x) (T = 2 S) or
+  // Concat(x, two learned memory rows) (T = S + 2), x (1, S, 4); Shape(scores, start = -1) reads T.
+  // With S fixed at 3 every dim is a constant: the Shape becomes an initializer of that name.
+  auto scores = [](std::vector<DimSpec> x_dims, bool memory, std::vector<Attribute> shape_attrs) {
+    std::vector<Initializer> inits = {{"mem", testing::ramp({1, 2, 4}, -0.5f, 0.1f)}};
+    return model(graph("scores",
+                       {node("Concat", {"x", memory ? "mem" : "x"}, {"keys"}, {attr("axis", int64_t(1))}),
+                        node("Transpose", {"keys"}, {"keys_t"}, {attr("perm", std::vector<int64_t>{0, 2, 1})}), node("MatMul", {"x", "keys_t"}, {"scores"}),
+                        node("Softmax", {"scores"}, {"probs"}, {attr("axis", int64_t(-1))}), node("Shape", {"scores"}, {"len"}, std::move(shape_attrs), "/Shape")},
+                       {f32("x", std::move(x_dims))}, {tensor_info_unknown_rank("probs", DType::Float), tensor_info_unknown_rank("len", DType::Int64)}, inits));
+  };
+  const std::vector<Attribute> last = {attr("start", int64_t(-1))};
+  // S fixed: len = [6] is a constant now.
+  const Model fixed = testing::optimized(scores({1, 3, 4}, false, last), {"shape-source"});
+  CHECK(testing::count_ops(fixed, "Shape") == 0);
+  REQUIRE(fixed.graph.find_initializer("len") != nullptr);
+  CHECK(fixed.graph.find_initializer("len")->value.data<int64_t>()[0] == 6);
+  // S symbolic: 2 S is x's axis 1 times 2; S + 2 is x's axis 1 plus 2.
+  const Model twice = testing::optimized(scores({1, "S", 4}, false, last), {"shape-source"});
+  CHECK(testing::count_ops(twice, "Mul") == 1);
+  for (const Node& n : twice.graph.nodes)
+    if (n.op_type == "Shape") CHECK(n.inputs[0] == "x");
+  const Model memory = testing::optimized(scores({1, "S", 4}, true, last), {"shape-source"});
+  CHECK(testing::count_ops(memory, "Add") == 1);
+  // Shape(scores, start = 2, end = 1): an empty range, left for the folding.
+  const Model empty = testing::optimized(scores({1, "S", 4}, false, {attr("start", int64_t(2)), attr("end", int64_t(1))}), {"shape-source"});
+  REQUIRE(testing::count_ops(empty, "Shape") == 1);
+  CHECK(empty.graph.nodes.back().inputs[0] == "scores");
 }
