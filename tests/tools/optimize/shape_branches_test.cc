@@ -160,3 +160,27 @@ TEST_CASE("shape-source: fixed lengths become one constant; 2 S and S + 2 are co
   REQUIRE(testing::count_ops(empty, "Shape") == 1);
   CHECK(empty.graph.nodes.back().inputs[0] == "scores");
 }
+
+TEST_CASE("symbolic shapes: negative indices into a shape, Squeeze without axes, and a Reshape to (-1, H) of a batch-2 view") {
+  // torch's x.shape[-1], x.shape[-2:], x.reshape(*x.shape[:-2], -1) and x.squeeze() on
+  // x (batch, seq, 1, 8): Gather(Shape(x), -1), Slice(Shape(x), -3, -1), Shape(x, end = -2) + [-1],
+  // Squeeze(x) drops the fixed 1 only.
+  std::vector<Node> nodes = {
+      node("Shape", {"x"}, {"shape"}),
+      node("Gather", {"shape", "minus_one"}, {"hidden"}, {attr("axis", int64_t(0))}),
+      node("Slice", {"shape", "minus_three", "minus_one1"}, {"middle"}),
+      node("Shape", {"x"}, {"lead"}, {attr("end", int64_t(-2))}),
+      node("Concat", {"lead", "minus_one1"}, {"flat_shape"}, {attr("axis", int64_t(0))}),
+      node("Reshape", {"x", "flat_shape"}, {"flat"}),
+      node("Squeeze", {"x"}, {"squeezed"}),
+      node("Unsqueeze", {"hidden", "axis0"}, {"hidden1"}),
+      node("Concat", {"middle", "hidden1"}, {"tail_shape"}, {attr("axis", int64_t(0))}),
+      node("ConstantOfShape", {"tail_shape"}, {"tail"}),
+  };
+  const Model m = model(graph("g", nodes, {f32("x", {"batch", "seq", 1, 8})}, {untyped_info("flat"), untyped_info("squeezed"), untyped_info("tail")},
+                              {{"minus_one", Tensor::scalar<int64_t>(-1)}, ints("minus_three", {-3}), ints("minus_one1", {-1}), ints("axis0", {0})}));
+  const optimize::Inference inf = optimize::infer(m);
+  CHECK(dims_text(inf, "flat") == "batch,seq,8");
+  CHECK(dims_text(inf, "squeezed") == "batch,seq,8");
+  CHECK(dims_text(inf, "tail") == "seq,1,8");
+}
