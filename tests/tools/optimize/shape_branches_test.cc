@@ -161,7 +161,7 @@ TEST_CASE("shape-source: fixed lengths become one constant; 2 S and S + 2 are co
   CHECK(empty.graph.nodes.back().inputs[0] == "scores");
 }
 
-TEST_CASE("symbolic shapes: negative indices into a shape, Squeeze without axes, and a Reshape to (-1, H) of a batch-2 view") {
+TEST_CASE("symbolic shapes: negative indices into a shape (read and computed), Squeeze without axes, Shape(end = -2) + [-1]") {
   // torch's x.shape[-1], x.shape[-2:], x.reshape(*x.shape[:-2], -1) and x.squeeze() on
   // x (batch, seq, 1, 8): Gather(Shape(x), -1), Slice(Shape(x), -3, -1), Shape(x, end = -2) + [-1],
   // Squeeze(x) drops the fixed 1 only.
@@ -176,11 +176,16 @@ TEST_CASE("symbolic shapes: negative indices into a shape, Squeeze without axes,
       node("Unsqueeze", {"hidden", "axis0"}, {"hidden1"}),
       node("Concat", {"middle", "hidden1"}, {"tail_shape"}, {attr("axis", int64_t(0))}),
       node("ConstantOfShape", {"tail_shape"}, {"tail"}),
+      // (x.shape + x.shape)[-3]: 2 seq, arithmetic ONNX's own data propagation does not do.
+      node("Add", {"shape", "shape"}, {"doubled"}),
+      node("Gather", {"doubled", "minus_three1"}, {"two_seq"}, {attr("axis", int64_t(0))}),
+      node("ConstantOfShape", {"two_seq"}, {"pairs"}),
   };
-  const Model m = model(graph("g", nodes, {f32("x", {"batch", "seq", 1, 8})}, {untyped_info("flat"), untyped_info("squeezed"), untyped_info("tail")},
-                              {{"minus_one", Tensor::scalar<int64_t>(-1)}, ints("minus_three", {-3}), ints("minus_one1", {-1}), ints("axis0", {0})}));
+  const Model m = model(graph("g", nodes, {f32("x", {"batch", "seq", 1, 8})}, {untyped_info("flat"), untyped_info("squeezed"), untyped_info("tail"), untyped_info("pairs")},
+                              {{"minus_one", Tensor::scalar<int64_t>(-1)}, ints("minus_three", {-3}), ints("minus_one1", {-1}), ints("axis0", {0}), ints("minus_three1", {-3})}));
   const optimize::Inference inf = optimize::infer(m);
   CHECK(dims_text(inf, "flat") == "batch,seq,8");
   CHECK(dims_text(inf, "squeezed") == "batch,seq,8");
   CHECK(dims_text(inf, "tail") == "seq,1,8");
+  CHECK(dims_text(inf, "pairs") == "2*seq");
 }
