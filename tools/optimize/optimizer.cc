@@ -315,6 +315,7 @@ OptimizeResult optimize_once(Model model, const Registry& registry, const Optimi
       if (!run(p)) return result.model = std::move(model), result;
   }
   result.unconverted = ctx.unconverted;
+  result.notes.insert(result.notes.end(), ctx.limits.begin(), ctx.limits.end());
   if (options.opset && options.target == "onnx") convert_opset(model, registry, *options.opset);
   else if (options.opset) set_opset(model, registry, *options.opset);
   result.model_type = options.model_type.empty() ? result.kind.type : options.model_type;

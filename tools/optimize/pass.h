@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct PassContext {
   std::vector<std::pair<std::string, std::string>> unconverted = {};
   // --target ort --forms cpu: write the forms ORT's CPU kernels run fastest (ort_cpu_forms.h).
   bool cpu_forms = false;
+  // What a written node cannot compute that the original could (an ORT kernel's own limits), each
+  // said once to the user as a warning (OptimizeResult::notes).
+  std::set<std::string> limits = {};
 };
 
 struct Pass {

@@ -1203,7 +1203,7 @@ def pairs_single_head_3d():
     return r.model(r.g.op("Concat", list(pair_products(r.g, a, b, cos, sin)), axis=-1))
 
 
-@case("ort", "the products read [2, 6) and [0, 4) of the last axis of 'q', not its halves [0, 4) and [4, 8)", POS)
+@case("ort", "the products read [0, 4) and [2, 6) of the last axis of 'q', not its halves [0, 4) and [4, 8)", POS)
 def pairs_overlapping_parts():
     # x[..., 2:6] as the second part: overlapping, not the halves.
     return mixformer(153, bounds=((0, HALF), (2, 6)))

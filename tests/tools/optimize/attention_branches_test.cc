@@ -411,11 +411,8 @@ TEST_CASE("attention: scaled scores that are also a graph output stay, explained
   CHECK(count_ops(fused(m), "Softmax") == 1);
 }
 
-// MISSED FORM (attention_reading.cc:598): the scale between the product and the Softmax is read
-// only as Mul(scores, c); `0.25 * scores` exports Mul(c, scores), refused as "'/Mul_13' (Mul)
-// between the product and the Softmax" (the projection's scale, attention_reading.cc:765, takes
-// either operand).
-TEST_CASE("attention: Mul(scale, scores) with the constant first fuses like Mul(scores, scale)" * doctest::may_fail()) {
+// `0.25 * scores` exports the scale's constant first: Mul(c, scores) is the same scale.
+TEST_CASE("attention: Mul(scale, scores) with the constant first fuses like Mul(scores, scale)") {
   const Model out = fused(bert({.scale = 0.25f, .scale_first = true}));
   REQUIRE(count_ops(out, "Attention") == 1);
   CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.25));
@@ -495,15 +492,23 @@ TEST_CASE("attention: grouped-query keys after per-layer pasts become GroupQuery
   CHECK(count_ops(fused(bert({.seq = 1, .scale = 0.25f, .grouped = true})), "MultiHeadAttention") == 1);
 }
 
-// BUG (attention.cc:177-186, gqa_refusal; attention.cc:489): grouped-query attention after a past
-// becomes GroupQueryAttention whatever the query length, but the operator takes a query of more
-// than one token after a past (a chunked or subsequent prompt) only at batch 1: the optimized
-// model throws "query has 3 tokens of a total 6 (a subsequent prompt), which needs batch size 1,
-// got 3" for x (3, 3, 16) and a past of 3, which the original computes. A dynamic sequence length
-// (or batch) would need MultiHeadAttention there.
-TEST_CASE("attention: grouped-query attention with a dynamic query length computes a 3-token step after a past at batch 3" * doctest::may_fail()) {
-  const Model out = fused(bert({.scale = 0.25f, .grouped = true}), {}, "cpu");
-  CHECK(count_ops(out, "Softmax") + count_ops(out, "GroupQueryAttention") + count_ops(out, "MultiHeadAttention") == 1);
+// ONNX Runtime's GroupQueryAttention takes a query of several tokens after a non-empty past (a
+// chunked prompt) at batch 1 only, where the original computes any batch: written all the same
+// (prefills and decoding steps run at any batch), with a warning unless the batch or the query
+// length is fixed at 1.
+TEST_CASE("attention: GroupQueryAttention over a free batch and query length warns of ORT's batch-1 limit on chunked prompts") {
+  auto optimized_cpu = [](const Model& m) {
+    optimize::OptimizeOptions o;
+    o.forms = "cpu";
+    o.only = {"attention"};
+    return optimize::optimize(m, Registry::builtin(), o);
+  };
+  const optimize::OptimizeResult free = optimized_cpu(bert({.scale = 0.25f, .grouped = true}));
+  CHECK(count_ops(free.model, "GroupQueryAttention") == 1);
+  REQUIRE(free.notes.size() == 1);
+  CHECK(free.notes[0].find("more than one token after a non-empty past at batch 1 only") != std::string::npos);
+  CHECK(optimized_cpu(bert({.seq = 1, .scale = 0.25f, .grouped = true})).notes.empty());
+  CHECK(optimized_cpu(bert({.batch = 1, .scale = 0.25f, .grouped = true})).notes.empty());
 }
 
 TEST_CASE("mha-projections: the bias added first fuses; split sizes known only at run time, or a 2-D bias, stay, explained") {

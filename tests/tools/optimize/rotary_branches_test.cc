@@ -209,18 +209,10 @@ TEST_CASE("rotary pairs: MixFormer's halves by Split, from a negative start, or 
   check_fused(mixformer(Halves::TablesFirst), 0);    // cos * x1 - sin * x2
 }
 
+// A refusal names the parts in the order the products read them (a * cos - b * sin: a, then b).
 TEST_CASE("rotary pairs: halves read swapped or strided stay, explained") {
   check_refused(mixformer(Halves::Reversed), "the halves are read as (x[h/2:], x[:h/2]): the rotation by the negative angle");
-  check_refused(mixformer(Halves::Strided), "an unknown part of the last axis of 'q', not its halves [0, 4) and [4, 8)");
-}
-
-// BUG (rotary_pairs.cc:185, build): when the halves are not (x[:h/2], x[h/2:]), the second
-// halves_source call (trying them swapped) overwrites `why`, so the reason lists the two parts in
-// the other order: for a = x[..., 0::2] and b = x[..., 4:] it says "the products read [4, 8) and an
-// unknown part" (lookalikes/expected.txt's pairs_overlapping_parts row records "[2, 6) and [0, 4)"
-// for a = [0, 4), b = [2, 6) the same way).
-TEST_CASE("rotary pairs: the refusal of halves that are not halves names the parts in the order the products read them" * doctest::may_fail()) {
-  check_refused(mixformer(Halves::Strided), "the products read an unknown part and [4, 8) of the last axis of 'q'");
+  check_refused(mixformer(Halves::Strided), "an unknown part and [4, 8) of the last axis of 'q', not its halves [0, 4) and [4, 8)");
 }
 
 namespace {
@@ -247,11 +239,8 @@ TEST_CASE("rotary pairs: a partial rotation on halves cut by Slices fuses with r
   check_fused(partial_pairs(false), 0, kHalf);
 }
 
-// BUG (rotary_pairs.cc:130, split_at): the partial rotation's q[..., :rd] and q[..., rd:] are only
-// read as two Slices; torch.split(q, [rd, h - rd], -1) (one Split, which the rotate-half form's
-// partial pattern accepts, rotary.cc:101) is refused with "joins 'Split_0_1' to the rotated
-// columns, not the rest of the value they were cut from", though Split_0_1 is exactly that rest.
-TEST_CASE("rotary pairs: a partial rotation on halves cut by one Split fuses too" * doctest::may_fail()) {
+// torch.split(q, [rd, h - rd], -1): the rotated part and the rest cut by one Split.
+TEST_CASE("rotary pairs: a partial rotation on halves cut by one Split fuses too") {
   check_fused(partial_pairs(true), 0, kHalf);
 }
 

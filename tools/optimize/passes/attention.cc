@@ -502,6 +502,16 @@ Pass attention_pass() {
                                                       build::attr("causal", int64_t(f->mask.causal))};
                   if (std::fabs(f->scale * std::sqrt(double(h)) - 1) > 1e-6) gqa_attrs.push_back(build::attr("scale", float(f->scale)));
                   inputs = std::move(gqa_inputs), attrs = std::move(gqa_attrs), outputs = {y, f->k.present, f->v.present};
+                  // ORT's kernel takes a query of several tokens after a non-empty past (a chunked or
+                  // subsequent prompt) at batch 1 only; a prefill (no past) and decode steps (one
+                  // token) run at any batch. Said unless the batch or the query length is fixed at 1.
+                  const std::vector<Dim>* qd = index.dims(f->q.heads.x);
+                  auto one = [](const Dim& d) { return d.fixed() && d.value == 1; };
+                  if (!qd || qd->size() < 2 || (!one((*qd)[0]) && !one((*qd)[1])))
+                    ctx.limits.insert(
+                        "GroupQueryAttention (written for grouped-query attention after a past) takes a query of more than one token "
+                        "after a non-empty past at batch 1 only, as ONNX Runtime's kernel does: such a step at batch > 1 fails where "
+                        "the original computes it (--forms all writes MultiHeadAttention instead)");
                   used.insert({int(f->k.concat - g.nodes.data()), int(f->v.concat - g.nodes.data())});
                 } else if (!f->k.repeated.empty()) {
                   if (ctx.cpu_forms && ctx.explain)  // named by the fused node: the Softmax goes

@@ -483,6 +483,14 @@ const std::vector<Dim>* product_dims(const GraphIndex& g, const std::string& v, 
   return nullptr;
 }
 
+// The operand of a scale that is a scalar constant: a Div's divisor (1), either factor of a Mul
+// (`scores * 0.125` and `0.125 * scores` export the constant on either side); -1 for anything else.
+int scale_operand(const GraphIndex& g, const Node& n) {
+  if ((n.op_type != "Mul" && n.op_type != "Div") || n.inputs.size() != 2) return -1;
+  if (g.scalar(n.inputs[1])) return 1;
+  return n.op_type == "Mul" && g.scalar(n.inputs[0]) ? 0 : -1;
+}
+
 }  // namespace
 
 // Reads the attention around Softmax node `si`; nullopt with `why` set when it is not one.
@@ -597,11 +605,11 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
       qk = &n;
       k_plain = true;
       f.scale *= float_attr(n, "alpha", 1.0f);
-    } else if ((n.op_type == "Div" || n.op_type == "Mul") && g.scalar(n.inputs[1])) {
-      const double c = *g.scalar(n.inputs[1]);
+    } else if (const int side = scale_operand(g, n); side >= 0) {
+      const double c = *g.scalar(n.inputs[size_t(side)]);
       if (!(c > 0)) return why = fmt::format("the scale '{}' is not positive", n.name), std::nullopt;
       f.scale *= n.op_type == "Div" ? 1 / c : c;
-      cur = n.inputs[0];
+      cur = n.inputs[size_t(1 - side)];
     } else if (n.op_type == "Reshape" && (f.scores_rank == 3 || rank == 4)) {
       // (B*N, S, T) <-> (B, N, S, T) views of the scores (GPT-NeoX's baddbmm on 3-D heads, viewed
       // as 4-D for the mask and Softmax).
@@ -718,12 +726,12 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     const int p = g.producer(v);
     if (p < 0) return v;
     const Node& n = g.graph().nodes[size_t(p)];
-    if ((n.op_type == "Mul" || n.op_type == "Div") && n.inputs.size() == 2 && g.scalar(n.inputs[1]) && *g.scalar(n.inputs[1]) > 0 &&
-        g.consumers(v).size() == 1) {
-      const double c = *g.scalar(n.inputs[1]);
+    const int side = scale_operand(g, n);
+    if (side >= 0 && *g.scalar(n.inputs[size_t(side)]) > 0 && g.consumers(v).size() == 1) {
+      const double c = *g.scalar(n.inputs[size_t(side)]);
       f.scale *= n.op_type == "Div" ? 1 / c : c;
       r.use(&n);
-      return n.inputs[0];
+      return n.inputs[size_t(1 - side)];
     }
     return v;
   };
@@ -761,8 +769,7 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     const int p = g.producer(src->heads.x);
     if (p < 0) continue;
     const Node& n = g.graph().nodes[size_t(p)];
-    if ((n.op_type != "Mul" && n.op_type != "Div") || n.inputs.size() != 2) continue;
-    const int side = g.scalar(n.inputs[1]) ? 1 : (n.op_type == "Mul" && g.scalar(n.inputs[0])) ? 0 : -1;
+    const int side = scale_operand(g, n);
     if (side < 0 || !(*g.scalar(n.inputs[size_t(side)]) > 0)) continue;
     int readers = 0;
     for (int c : g.consumers(src->heads.x)) readers += g.graph().nodes[size_t(c)].op_type != "Shape";

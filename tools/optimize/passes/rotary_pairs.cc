@@ -123,16 +123,21 @@ std::string halves_source(const GraphIndex& g, const std::string& a, const std::
   return x;
 }
 
-// `head` = q[..., :rd] and `tail` = q[..., rd:] (Slices of q's last axis): (q, rd).
+// `head` = q[..., :rd] and `tail` = q[..., rd:], cut by two Slices of q's last axis or by one Split
+// (torch.split(q, [rd, h - rd], -1)): (q, rd).
 std::optional<std::pair<std::string, int64_t>> split_at(const GraphIndex& g, const std::string& head, const std::string& tail) {
   const Node* a = g.producer_node(head);
   const Node* b = g.producer_node(tail);
-  if (!a || !b || a->op_type != "Slice" || b->op_type != "Slice" || a->inputs.size() < 4 || b->inputs.size() < 4 || a->inputs[0] != b->inputs[0])
-    return std::nullopt;
+  if (!a || !b || a->inputs.empty() || a->inputs[0] != b->inputs[0]) return std::nullopt;
   const std::vector<Dim>* q = g.dims(a->inputs[0]);
   const std::vector<Dim>* hd = g.dims(head);
   if (!q || q->size() != 4 || !q->back().fixed() || !hd || hd->size() != 4 || !hd->back().fixed()) return std::nullopt;
   const int64_t h = q->back().value, rd = hd->back().value;
+  if (a == b && a->op_type == "Split")  // the two parts, in order, of the whole last axis
+    return a->outputs.size() == 2 && a->outputs[0] == head && a->outputs[1] == tail && last_axis(int_attr(*a, "axis", 0), 4)
+               ? std::optional(std::pair{a->inputs[0], rd})
+               : std::nullopt;
+  if (a->op_type != "Slice" || b->op_type != "Slice" || a->inputs.size() < 4 || b->inputs.size() < 4) return std::nullopt;
   if (last_axis_range(g, *a, h) != std::pair{int64_t(0), rd} || last_axis_range(g, *b, h) != std::pair{rd, h}) return std::nullopt;
   return std::pair{a->inputs[0], rd};
 }
@@ -180,9 +185,9 @@ std::optional<Replacement> build(const Match& m, RewriteContext& ctx, CacheMap& 
   if (neighbours) return build_neighbours(m, ctx, caches, e0, e1, c, s);
   if (!last_axis(int_attr(m.node(g, "y"), "axis", 0), 4))
     return ctx.refuse(fmt::format("'{}' does not join the rotated halves on the last axis", m.node(g, "y").name));
-  std::string why;
+  std::string why, why_reversed;
   const std::string x = halves_source(g, e0, e1, why);
-  if (x.empty() && !halves_source(g, e1, e0, why).empty())
+  if (x.empty() && !halves_source(g, e1, e0, why_reversed).empty())
     return ctx.refuse("the halves are read as (x[h/2:], x[:h/2]): the rotation by the negative angle");
   if (x.empty()) return ctx.refuse(why);
   const Node& y = m.node(g, "y");
