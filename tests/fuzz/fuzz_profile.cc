@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ProfileFile file = parse_profile(std::string(reinterpret_cast<const char*>(data), size), "fuzz.json");
     const std::vector<Run> runs = split_runs(file);
     if (runs.empty()) return 0;
-    const std::vector<Run> used = select_runs(runs, {true, ""});
+    const std::vector<Run> used = select_runs(runs, {.include_warmup = true, .range = "", .phase = ""});
     for (GroupBy by : {GroupBy::Op, GroupBy::Node, GroupBy::Provider}) {
       const Table t = aggregate("fuzz.json", int(runs.size()), used, by);
       for (Format f : {Format::Text, Format::Csv, Format::Json, Format::Md}) render_table(t, f);

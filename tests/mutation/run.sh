@@ -67,7 +67,7 @@ say "copying $repo at ${commit:0:12} to $src"
 git -C "$repo" archive --format=tar HEAD | python3 -c '
 import os, sys, tarfile
 dest = sys.argv[1]
-keep = {os.path.join(dest, d, "node_modules") for d in ("benchmarks/ort", "tests/data/tokenizers")}
+keep = {os.path.join(dest, d, "node_modules") for d in ("benchmarks/ort", "tests/data/tokenizers", "scripts/unicode")}
 seen, written = set(), 0
 with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as tar:
     for m in tar:
@@ -100,9 +100,9 @@ for d, dirs, files in os.walk(dest):
             os.remove(p); removed += 1
 print(f"{written} files written, {removed} removed")
 ' "$src" || { echo "run.sh: copying the tree failed" >&2; exit 2; }
-# Every npm oracle of this checkout (ONNX Runtime; tokenizers.js and its vocabularies), so the
-# copy's tests run them as CI does.
-for dir in benchmarks/ort tests/data/tokenizers; do
+# Every npm folder of this checkout (ONNX Runtime; tokenizers.js and its vocabularies; the Unicode
+# data the tokenizer's tables are checked against), so the copy's tests run them as CI does.
+for dir in benchmarks/ort tests/data/tokenizers scripts/unicode; do
   if [[ -d $repo/$dir/node_modules && ! -e $src/$dir/node_modules ]]; then
     ln -s "$repo/$dir/node_modules" "$src/$dir/node_modules"
   fi
