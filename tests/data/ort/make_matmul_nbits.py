@@ -1,6 +1,10 @@
 """ORT fixtures for com.microsoft MatMulNBits: suite matmul_nbits (accuracy_level 0, the exact
 math) and suite matmul_nbits_level4 (accuracy_level 4, ORT's int8 path, which refeval reproduces
-only with --emulate-accuracy-level; that suite has its own ctest entry, see its OWN_CTEST_ENTRY).
+only with --emulate-accuracy-level; that suite has its own ctest entry, see its OWN_CTEST_ENTRY;
+its *_exact cases are the forms where ORT keeps the exact math at level 4, which
+matmul_nbits_test.cc checks the emulation leaves alone).
+ORT's own float sums follow the CPU's MLAS kernels: regenerating on another CPU may move an
+existing expected output by float rounding (within the suites' tolerances); keep the committed ones.
 B, scales, zero points, g_idx and bias are initializers, as in real models: ORT prepacks constant
 weights only, and only prepacked weights take its int8 path.
     /usr/bin/python3 tests/data/ort/make_matmul_nbits.py
@@ -37,8 +41,9 @@ def pack(values, bits):
 
 
 def case(suite, name, *, batch=(), M=1, K=64, N=16, bits=4, block=32, zp=None, bias=False, g_idx=False,
-         flat=False, dtype=np.float32, level=0, seed=0):
-    """One MatMulNBits node; zp is None, "packed" (uint8) or "unpacked" (A's type)."""
+         flat=False, dtype=np.float32, level=0, seed=0, zero_block=False):
+    """One MatMulNBits node; zp is None, "packed" (uint8) or "unpacked" (A's type); zero_block:
+    the first block of A's first row all zeros (the int8 path's scale 0 there)."""
     rng = np.random.default_rng(seed)
     k_blocks = (K + block - 1) // block
     q = rng.integers(0, 2**bits, (N, k_blocks * block))
@@ -69,6 +74,8 @@ def case(suite, name, *, batch=(), M=1, K=64, N=16, bits=4, block=32, zp=None, b
     model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 21),
                                                                   helper.make_opsetid("com.microsoft", 1)])
     a = rng.standard_normal((*batch, M, K)).astype(dtype)
+    if zero_block:
+        a.reshape(-1, K)[0, :block] = 0
     fixture.write_case(suite, name, model, {"A": a})
 
 
@@ -90,6 +97,9 @@ def main():
     case(s, "b8_sym_block32_batch2_m5_bias", batch=(2,), M=5, K=96, bits=8, block=32, bias=True, seed=5)
     case(s, "fp16_b4_asym_block32_m5_bias", M=5, K=96, bits=4, block=32, zp="packed", bias=True, dtype=np.float16, seed=11)
     case(s, "fp16_b8_sym_block16_batch2_m1", batch=(2,), K=64, bits=8, block=16, dtype=np.float16, seed=12)
+    case(s, "fp16_b8_asym_block32_m3_bias", M=3, K=96, bits=8, block=32, zp="packed", bias=True, dtype=np.float16, seed=13)
+    case(s, "fp16_b2_sym_block16_m1_bias_partial_block", K=56, bits=2, block=16, bias=True, dtype=np.float16, seed=14)
+    case(s, "fp16_b4_unpacked_zp_block64_m7_bias", M=7, K=128, bits=4, block=64, zp="unpacked", bias=True, dtype=np.float16, seed=15)
     (HERE / s / "OWN_CTEST_ENTRY").write_text(
         "float16 cases and ORT's approximate 8-bit batched path: tests/CMakeLists.txt holds this suite to 1e-3\n")
 
@@ -101,6 +111,15 @@ def main():
     case(s, "b8_sym_block32_m1_bias", K=128, bits=8, block=32, bias=True, level=4, seed=25)
     case(s, "b2_asym_block32_m1", K=160, bits=2, block=32, zp="packed", level=4, seed=26)
     case(s, "fp16_b4_asym_block32_m5", M=5, K=256, bits=4, block=32, zp="packed", dtype=np.float16, level=4, seed=27)
+    # a block of A that is all zeros (scale 0, quantized to zeros), with a bias, 4 and 2 bits
+    case(s, "b4_sym_block32_m3_zero_block_bias", M=3, K=128, bits=4, block=32, bias=True, level=4, seed=28, zero_block=True)
+    case(s, "b2_sym_block64_m2_zero_block_bias", M=2, K=128, bits=2, block=64, bias=True, level=4, seed=29, zero_block=True)
+    case(s, "fp16_b4_sym_block16_m1_bias", K=64, bits=4, block=16, bias=True, dtype=np.float16, level=4, seed=30)
+    # where ORT 1.30 does not take its int8 path at level 4, the exact math: float zero points,
+    # g_idx, 2-bit blocks of 16
+    case(s, "b4_unpacked_zp_block32_m3_exact", M=3, K=96, bits=4, block=32, zp="unpacked", level=4, seed=31)
+    case(s, "b4_g_idx_block32_m2_exact", M=2, K=64, bits=4, block=32, g_idx=True, level=4, seed=32)
+    case(s, "b2_sym_block16_m3_exact", M=3, K=64, bits=2, block=16, level=4, seed=33)
     (HERE / s / "OWN_CTEST_ENTRY").write_text(
         "accuracy_level 4 outputs of ORT's int8 path: tests/CMakeLists.txt runs this suite with --emulate-accuracy-level\n")
 

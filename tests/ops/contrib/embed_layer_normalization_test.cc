@@ -54,3 +54,17 @@ TEST_CASE("EmbedLayerNormalization errors name the id and the table") {
   CHECK_THROWS_WITH_AS(embed({"ids", "", "word", "pos", "", "gamma", "beta"}, {tensor<int32_t>({1, 3}, {0, 0, 0}), Value(), kWord, kPos, Value(), kGamma, kBeta}),
                        doctest::Contains("position_ids element 2 is 2, outside the table's 2 rows"), Error);
 }
+
+TEST_CASE("EmbedLayerNormalization refusals: one exact line each") {
+  const std::string A = "node 'eln' (com.microsoft:EmbedLayerNormalization): ";
+  CHECK_THROWS_WITH_AS(embed({"ids", "seg", "word", "pos", "", "gamma", "beta"}, {kIds, tensor<int32_t>({1, 2}, {0, 1}), kWord, kPos, Value(), kGamma, kBeta}),
+                       (A + "segment_ids needs segment_embedding (input 4)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(embed({"ids", "", "word", "pos", "", "gamma"}, {kIds, Value(), kWord, kPos, Value(), kGamma}),
+                       (A + "gamma and beta are required").c_str(), Error);
+  CHECK_THROWS_WITH_AS(embed({"ids", "", "word", "pos", "", "gamma", "beta"}, {tensor<int32_t>({1, 2}, {-1, 0}), Value(), kWord, kPos, Value(), kGamma, kBeta}),
+                       (A + "input_ids element 0 is -1, outside the table's 3 rows").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("EmbedLayerNormalization", {"ids", "", "word", "pos", "", "gamma", "beta"}, {"y"}, {attr("epsilon", -1.0f)}, "eln",
+                                     "com.microsoft"),
+                                {kIds, Value(), kWord, kPos, Value(), kGamma, kBeta}),
+                       (A + "epsilon -1 is negative").c_str(), Error);
+}

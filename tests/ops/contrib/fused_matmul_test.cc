@@ -206,3 +206,18 @@ TEST_CASE("FusedMatMul on float16 computes in float and rounds once") {
   const float want[] = {2, -5, 7, 2.5};
   for (int i = 0; i < 4; ++i) CHECK(float(y.data<float16>()[i]) == want[i]);
 }
+
+TEST_CASE("FusedMatMul refuses a scalar operand, one line") {
+  CHECK_THROWS_WITH_AS(fused(Tensor::scalar<float>(2.0f), iota({2, 2}), {}),
+                       "node 'fmm' (com.microsoft:FusedMatMul): A and B must have at least one dimension", Error);
+  CHECK_THROWS_WITH_AS(fused(iota({2, 2}), Tensor::scalar<float>(2.0f), {}),
+                       "node 'fmm' (com.microsoft:FusedMatMul): A and B must have at least one dimension", Error);
+}
+
+TEST_CASE("FusedMatMul: a 1-D B is a column, two vectors give a scalar, double computes in double") {
+  // (2, 3) x (3) -> (2): rows . (1, 0, 2)
+  check_equal(fused(tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}), tensor<float>({3}, {1, 0, 2}), {attr("transB", int64_t(1))}), tensor<float>({2}, {7, 16}));
+  check_equal(fused(tensor<float>({3}, {1, 2, 3}), tensor<float>({3}, {1, 0, 2}), {}), Tensor::scalar<float>(7.0f));
+  check_equal(fused(tensor<double>({2, 3}, {1, 2, 3, 4, 5, 6}), tensor<double>({3}, {1, 0, 2}), {attr("alpha", 0.5f)}),
+              tensor<double>({2}, {3.5, 8}), {0, 0});
+}

@@ -241,3 +241,20 @@ TEST_CASE("GatherBlockQuantized errors name the problem") {
   CHECK_THROWS_WITH_AS(gbq({tensor<float>({3, 16}, std::vector<float>(48, 1)), ind, tensor<float>({3, 1}, {1, 1, 1})}, b16),
                        doctest::Contains("data has element type float, expected int4, uint4, uint8"), Error);
 }
+
+TEST_CASE("GatherBlockQuantized refusals: one exact line each") {
+  const std::string A = "node 'gbq' (com.microsoft:GatherBlockQuantized): ";
+  const Tensor ind = tensor<int64_t>({1}, {0});
+  const std::vector<Attribute> b16{attr("block_size", int64_t(16))};
+  // uint8 data of rank 1 (gather and quantize axes would be the same), int4 data of rank 0, an axis out of range, block size 8
+  CHECK_THROWS_WITH_AS(gbq({tensor<uint8_t>({16}, std::vector<uint8_t>(16, 0)), ind, tensor<float>({2}, {1, 1})},
+                           {attr("block_size", int64_t(16)), attr("quantize_axis", int64_t(0))}),
+                       (A + "uint8 data must have rank >= 2 (gather and quantize axes differ)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(gbq({small_ints<int4>({}, std::vector<int>{1}), ind, tensor<float>({1}, {1})}, b16), (A + "data must have rank >= 1").c_str(),
+                       Error);
+  CHECK_THROWS_WITH_AS(gbq({small_ints<int4>({2, 16}, std::vector<int>(32, 1)), ind, tensor<float>({2, 1}, {1, 1})},
+                           {attr("block_size", int64_t(16)), attr("gather_axis", int64_t(-3))}),
+                       (A + "gather_axis -3 is outside [-2, 1] for data of rank 2").c_str(), Error);
+  CHECK_THROWS_WITH_AS(gbq({tensor<uint8_t>({2, 8}, std::vector<uint8_t>(16, 0)), ind, tensor<float>({2, 1}, {1, 1})}, {attr("block_size", int64_t(8))}),
+                       (A + "block_size must be a power of 2 and at least 16 (or 0 for float8/float4 data), got 8").c_str(), Error);
+}

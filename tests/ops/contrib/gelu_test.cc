@@ -176,3 +176,11 @@ TEST_CASE("Gelu and BiasGelu in float stay within a few ulps of the double formu
     }
   }
 }
+
+TEST_CASE("FastGelu and BiasGelu refuse a bias on a scalar X, one line") {
+  for (const char* op : {"FastGelu", "BiasGelu"}) {
+    CAPTURE(op);
+    CHECK_THROWS_WITH_AS(run1(op, Tensor::scalar<float>(1.0f), tensor<float>({1}, {0.5f})),
+                         (std::string("node '") + op + "' (com.microsoft:" + op + "): X must have at least one dimension to take a bias").c_str(), Error);
+  }
+}

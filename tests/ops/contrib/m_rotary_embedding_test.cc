@@ -154,3 +154,27 @@ TEST_CASE("MRotaryEmbedding errors name the problem") {
                                  tensor<float>({12, 4}, d.sin)}),
                        doctest::Contains("a 3-D input needs num_heads dividing its hidden size 16 (num_heads = 0)"), Error);
 }
+
+TEST_CASE("MRotaryEmbedding refusals: one exact line each") {
+  const std::string A = "node 'r' (com.microsoft:MRotaryEmbedding): ";
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  const Tensor x4 = zeros({1, 2, 3, 4}), pos = tensor<int64_t>({3, 1, 3}, std::vector<int64_t>(9, 0)), cache = zeros({4, 2});
+  const Attribute section = attr("mrope_section", std::vector<int64_t>{1, 1, 0});
+  struct Case { std::string message; std::vector<Attribute> attrs; Values feeds; };
+  const Case cases[] = {
+      {"num_heads must be >= 0 and rotary_embedding_dim even and >= 0", {section, attr("rotary_embedding_dim", int64_t(-2))}, {x4, pos, cache, cache}},
+      {"num_heads is required when rotary_embedding_dim is set", {section, attr("rotary_embedding_dim", int64_t(4))}, {x4, pos, cache, cache}},
+      {"mrope_section must be 3 non-negative integers (T, H, W)", {attr("mrope_section", std::vector<int64_t>{1, -1, 2})}, {x4, pos, cache, cache}},
+      {"a 3-D input needs num_heads dividing its hidden size 8 (num_heads = 3)", {section, attr("num_heads", int64_t(3))},
+       {zeros({1, 3, 8}), pos, cache, cache}},
+      {"the rotary dimension 6 must be even and at most the head size 4", {section, attr("num_heads", int64_t(2)), attr("rotary_embedding_dim", int64_t(6))},
+       {x4, pos, cache, cache}},
+      {"position_ids holds 4 (stream 2), outside the cos/sin caches' 4 rows", {section},
+       {x4, tensor<int64_t>({3, 1, 3}, {0, 0, 0, 1, 1, 1, 2, 3, 4}), cache, cache}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(run_node(node("MRotaryEmbedding", {"x", "p", "c", "s"}, {"y"}, c.attrs, "r", "com.microsoft"), c.feeds, 1),
+                         (A + c.message).c_str(), Error);
+  }
+}

@@ -220,3 +220,22 @@ TEST_CASE("MultiHeadAttention refuses inputs of the wrong form, one line each") 
     CHECK_THROWS_WITH_AS(mha(ins, {kQ, kQ, kV}), (A + "inputs past_sequence_length and cache_indirection are not supported").c_str(), Error);
   }
 }
+
+TEST_CASE("MultiHeadAttention refuses attention_bias and key_padding_mask shapes it cannot read, one line each") {
+  const std::string A = "node 'mha' (com.microsoft:MultiHeadAttention): ";
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  auto with_bias = [&](const Tensor& bias) { return mha({"q", "k", "v", "", "", "ab"}, {kQ, kQ, kV, Value(), Value(), bias}); };
+  const std::string expected = ", expected (1 or 1, 1 or 1, 2, 2)";
+  for (const Shape& s : {Shape{1, 2, 2}, Shape{2, 1, 2, 2}, Shape{1, 2, 2, 2}, Shape{1, 1, 3, 2}, Shape{1, 1, 2, 3}}) {
+    CAPTURE(shape_to_string(s));
+    CHECK_THROWS_WITH_AS(with_bias(zeros(s)), (A + "attention_bias has shape " + shape_to_string(s) + expected).c_str(), Error);
+  }
+  CHECK_THROWS_WITH_AS(with_bias(tensor<double>({1, 1, 2, 2}, {0, 0, 0, 0})), (A + "attention_bias has element type double, expected float").c_str(), Error);
+  // a 4-D mask must be (B, 1, M, M) with M >= past + S
+  for (const Shape& s : {Shape{1, 1, 2, 3}, Shape{1, 1, 1, 1}, Shape{1, 2, 2, 2}}) {
+    CAPTURE(shape_to_string(s));
+    CHECK_THROWS_WITH_AS(mha({"q", "k", "v", "", "m"}, {kQ, kQ, kV, Value(), tensor<int32_t>(s, std::vector<int32_t>(size_t(shape_size(s)), 1))}),
+                         (A + "key_padding_mask has shape " + shape_to_string(s) + "; expected (1), (2), (1, 2), (1, 2, 2) or (1, 1, M, M) with M >= 2").c_str(),
+                         Error);
+  }
+}

@@ -289,3 +289,25 @@ TEST_CASE("QMoE errors name the problem") {
   CHECK_THROWS_WITH_AS(run_qmoe(v, attrs({attr("k", int64_t(2)), attr("use_sparse_mixer", int64_t(1))})),
                        doctest::Contains("use_sparse_mixer cannot be combined with router_weights"), Error);
 }
+
+TEST_CASE("QMoE refusals: one exact line each") {
+  const std::string A = "node 'qmoe' (com.microsoft:QMoE): ";
+  const QLayer fc1(2, 4, 16, 4, 16, true, false), fc2(2, 16, 4, 4, 16, true, false);
+  const Tensor x = tensor<float>({1, 16}, std::vector<float>(16, 0.5f)), r = tensor<float>({1, 2}, {0, 1});
+  const Values in{x, r, fc1.weights(), fc1.scales(), Value(), fc2.weights(), fc2.scales(), Value(), Value(), Value(), Value(),
+                  fc1.zero_points(), fc2.zero_points()};
+  auto with = [](std::vector<Attribute> more) {
+    std::vector<Attribute> a{attr("k", int64_t(1)), attr("expert_weight_bits", int64_t(4))};
+    for (Attribute& m : more) a.push_back(std::move(m));
+    return a;
+  };
+  CHECK_THROWS_WITH_AS(run_qmoe(in, with({attr("weights_prepacked", int64_t(2))})), (A + "weights_prepacked must be -1, 0 or 1, got 2").c_str(), Error);
+  CHECK_THROWS_WITH_AS(run_qmoe(in, with({attr("block_size", int64_t(8))})), (A + "block_size must be a power of 2 and at least 16, got 8").c_str(),
+                       Error);
+  Values routed = in;
+  routed.resize(15);
+  routed[14] = tensor<float>({1, 2}, {0.5f, 0.5f});
+  CHECK_THROWS_WITH_AS(run_qmoe(routed, {attr("k", int64_t(2)), attr("expert_weight_bits", int64_t(4)), attr("block_size", int64_t(16)),
+                                         attr("use_sparse_mixer", int64_t(1))}),
+                       (A + "use_sparse_mixer cannot be combined with router_weights").c_str(), Error);
+}

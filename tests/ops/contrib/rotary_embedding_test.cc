@@ -115,3 +115,30 @@ TEST_CASE("RotaryEmbedding float32 matches a double oracle: layouts, pairings, p
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("RotaryEmbedding refusals: one exact line each") {
+  const std::string A = "node 'r' (com.microsoft:RotaryEmbedding): ";
+  auto rotary = [](std::vector<Attribute> attrs) {
+    return node("RotaryEmbedding", {"x", "p", "c", "s"}, {"y"}, std::move(attrs), "r", "com.microsoft");
+  };
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  const Tensor x4 = zeros({1, 2, 3, 4}), pos = tensor<int64_t>({1, 3}, {0, 1, 2}), cache = zeros({4, 2});
+  struct Case { std::string message; std::vector<Attribute> attrs; Values feeds; };
+  const Case cases[] = {
+      {"is_packed_batching=1 is not supported", {attr("is_packed_batching", int64_t(1))}, {x4, pos, cache, cache}},
+      {"num_heads must be >= 0 and rotary_embedding_dim even and >= 0", {attr("num_heads", int64_t(-1))}, {x4, pos, cache, cache}},
+      {"num_heads must be >= 0 and rotary_embedding_dim even and >= 0", {attr("rotary_embedding_dim", int64_t(3)), attr("num_heads", int64_t(2))},
+       {x4, pos, cache, cache}},
+      {"num_heads is required when rotary_embedding_dim is set", {attr("rotary_embedding_dim", int64_t(2))}, {x4, pos, cache, cache}},
+      {"rotary_embedding_dim 6 exceeds the head size 4", {attr("rotary_embedding_dim", int64_t(6)), attr("num_heads", int64_t(2))},
+       {x4, pos, zeros({4, 3}), zeros({4, 3})}},
+      {"cos_cache has shape (4, 3), expected 2 columns (rotary dim / 2)", {}, {x4, pos, zeros({4, 3}), zeros({4, 3})}},
+      {"input's hidden size 7 is not a multiple of the head size 4", {}, {zeros({1, 3, 7}), pos, cache, cache}},
+      {"position 4 is outside the cos/sin caches' 4 rows", {}, {x4, tensor<int64_t>({1}, {2}), cache, cache}},
+      {"position -1 is outside the cos/sin caches' 4 rows", {}, {x4, tensor<int64_t>({1, 3}, {0, -1, 2}), cache, cache}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(run_node(rotary(c.attrs), c.feeds, 1), (A + c.message).c_str(), Error);
+  }
+}

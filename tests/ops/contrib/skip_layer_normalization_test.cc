@@ -155,3 +155,12 @@ TEST_CASE("Skip(Simplified)LayerNormalization float32 matches a double oracle at
         }
       }
 }
+
+TEST_CASE("Skip(Simplified)LayerNormalization refuse a negative epsilon, one line") {
+  const Tensor x = tensor<float>({1, 2, 2}, {1, 2, 3, 4}), gamma = tensor<float>({2}, {1, 1});
+  for (const char* op : {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization"}) {
+    CAPTURE(op);
+    CHECK_THROWS_WITH_AS(run_node(skip_ln({"x", "skip", "gamma"}, {"y"}, -1.0f, op), {x, x, gamma}),
+                         (std::string("node 'sln' (com.microsoft:") + op + "): epsilon -1 is negative").c_str(), Error);
+  }
+}

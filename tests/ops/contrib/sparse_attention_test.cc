@@ -252,3 +252,31 @@ TEST_CASE("SparseAttention errors name the input") {
                                 {}),
                        doctest::Contains("num_heads 3 must be a positive multiple of kv_num_heads 2"), Error);
 }
+
+TEST_CASE("SparseAttention refusals: one exact line each") {
+  const std::string A = "node 's' (com.microsoft:SparseAttention): ";
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  auto sparse = [](std::vector<std::string> ins, int64_t block = 8) {
+    return node("SparseAttention", std::move(ins), {"y"},
+                {attr("num_heads", int64_t(4)), attr("kv_num_heads", int64_t(2)), attr("sparse_block_size", block)}, "s", "com.microsoft");
+  };
+  const std::vector<std::string> all = {"q", "k", "v", "pk", "pv", "rows", "cols", "total", "lengths"};
+  const Tensor q = zeros({1, 8, 16}), kv = zeros({1, 8, 8}), past = zeros({1, 2, 10, 4});
+  const Tensor rows = tensor<int32_t>({1, 2}, {0, 1}), cols = tensor<int32_t>({1, 1}, {0});
+  const Tensor total = tensor<int32_t>({1}, {8}), lengths = tensor<int32_t>({1}, {8});
+  struct Case { std::string message; Node n; Values feeds; };
+  const Case cases[] = {
+      {"key and value must be given together", sparse({"q", "k", "", "pk", "pv", "rows", "cols", "total", "lengths"}),
+       {q, kv, Value(), past, past, rows, cols, total, lengths}},
+      {"query's hidden size 18 is not a multiple of num_heads 4", sparse(all), {zeros({1, 8, 18}), kv, kv, past, past, rows, cols, total, lengths}},
+      {"packed QKV query has width 20, not a multiple of num_heads + 2 * kv_num_heads = 8",
+       sparse({"q", "", "", "pk", "pv", "rows", "cols", "total", "lengths"}), {zeros({1, 8, 20}), Value(), Value(), past, past, rows, cols, total, lengths}},
+      {"block_col_indices has shape (2, 1), expected (1, max_nnz)", sparse(all),
+       {q, kv, kv, past, past, rows, tensor<int32_t>({2, 1}, {0, 0}), total, lengths}},
+      {"sparse_block_size must be positive, got 0", sparse(all, 0), {q, kv, kv, past, past, rows, cols, total, lengths}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(run_node(c.n, c.feeds), (A + c.message).c_str(), Error);
+  }
+}
