@@ -62,7 +62,7 @@ const Tensor* GraphIndex::constant(const std::string& value) const {
 
 std::optional<double> scalar_of(const Tensor& t) {
   if (t.size() != 1) return std::nullopt;
-  using Scalars = Concat<Floats, TypeList<int8_t, uint8_t, int16_t, uint16_t, int32_t, int64_t, uint32_t, uint64_t>>;
+  using Scalars = Concat<Floats, TypeList<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, int64_t, uint32_t, uint64_t>>;
   if (!Scalars::contains(t.dtype())) return std::nullopt;
   return visit<Scalars>(t.dtype(), [&]<class T>() { return double(compute_t<T>(t.data<T>()[0])); });
 }

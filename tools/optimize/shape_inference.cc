@@ -127,6 +127,10 @@ Inference infer_once(const Model& model, const Inference* earlier, std::set<std:
     return it != earlier->types.end() && it->second.kind == ValueType::Kind::Tensor && it->second.has_shape ? &it->second : nullptr;
   };
   std::vector<Node> nodes;
+  // Outputs of operators from other domains than ONNX's and ORT's: their element type is a guess
+  // that lets ONNX's inference go on past them, not something a pass may rely on (a Cast of a
+  // custom arg-max's int64 output to float is no no-op).
+  std::set<std::string> guessed;
   for (Node& n : light.graph.nodes) {
     const std::string domain = n.domain == "ai.onnx" ? "" : n.domain;
     const int version = light.opsets.count(domain) ? int(light.opsets.at(domain)) : 1;
@@ -141,7 +145,9 @@ Inference infer_once(const Model& model, const Inference* earlier, std::set<std:
       if (out.empty()) continue;
       schemaless_outputs.insert(out);
       auto it = known.find(out);
-      const DType t = it != known.end() && it->second != DType::Undefined ? it->second : dtype;
+      const bool typed = it != known.end() && it->second != DType::Undefined;
+      const DType t = typed ? it->second : dtype;
+      if (!typed && domain != "" && domain != "com.microsoft") guessed.insert(out);
       const ValueType* before = shaped_before(out);
       light.graph.inputs.push_back({out, before && before->dtype == t ? *before : ValueType::tensor_of_unknown_rank(t)});
       known[out] = t;
@@ -167,7 +173,7 @@ Inference infer_once(const Model& model, const Inference* earlier, std::set<std:
   }
   for (const auto* list : {&inferred.graph.inputs, &inferred.graph.value_info, &inferred.graph.outputs})
     for (const ValueInfo& v : *list)
-      if (v.type.kind != ValueType::Kind::Unknown) out.types[v.name] = v.type;
+      if (v.type.kind != ValueType::Kind::Unknown && !guessed.count(v.name)) out.types[v.name] = v.type;
   for (const Initializer& init : model.graph.initializers) {
     std::vector<Dim> dims;
     for (int64_t d : init.value.shape()) dims.push_back(Dim{d, ""});

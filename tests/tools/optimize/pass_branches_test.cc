@@ -197,22 +197,17 @@ TEST_CASE("dropout: removed at opset >= 7 with training_mode absent or a constan
   CHECK(run_alone(old, optimize::dropout_elimination_pass()) == 0);
 }
 
-// BUG (tools/optimize/passes/eliminate.cc:80-81): training_mode is a bool tensor (Dropout-12's
-// T2), and GraphIndex::scalar reads no bool (scalar_of in graph_index.cc), so a constant false
-// training_mode reads as unknown and the Dropout stays, against the pass's own rule ("absent or a
-// constant false"). Torch exports model.eval() with training_mode = false.
-TEST_CASE("dropout: a constant false training_mode (torch's eval export) is the identity" * doctest::may_fail()) {
+// Torch exports model.eval() with training_mode a constant false (a bool tensor, Dropout-12's T2).
+TEST_CASE("dropout: a constant false training_mode (torch's eval export) is the identity") {
   Model m = model(graph("drop", {node("Dropout", {"x", "ratio", "training"}, {"d"}, {}, "/Dropout"), node("Neg", {"d"}, {"y"})}, {f32("x", {2, 3})},
                         {f32("y", {2, 3})}, {{"ratio", Tensor::scalar<float>(0.5f)}, {"training", Tensor::scalar<bool>(false)}}),
                   {{"", 13}});
   CHECK(count_ops(optimized(m, {"dropout"}), "Dropout") == 0);
 }
 
-// BUG (tools/optimize/passes/eliminate.cc:111-113 with shape_inference.cc:137-146): inference
-// gives the outputs of an operator ONNX has no schema for the element type of its first input, a
-// guess, and the noop rule removes a Cast on that guess. A custom arg-max (float in, int64 out,
-// declared nowhere) followed by Cast(to = FLOAT) loses its Cast: the graph's output turns int64.
-TEST_CASE("noop: a Cast to float of a custom operator's output, whose type nothing declares, stays" * doctest::may_fail()) {
+// A custom arg-max (float in, int64 out, declared nowhere) followed by Cast(to = FLOAT): inference
+// cannot know the custom output's type, so the Cast is no known no-op and stays.
+TEST_CASE("noop: a Cast to float of a custom operator's output, whose type nothing declares, stays") {
   Model m = model(graph("noop", {node("CustomArgMax", {"x"}, {"idx"}, {}, "/CustomArgMax", "my.domain"), node("Cast", {"idx"}, {"y"}, {attr("to", int64_t(DType::Float))}),
                                  node("Neg", {"y"}, {"z"})},
                         {f32("x", {4})}, {f32("z", {})}),
@@ -385,11 +380,8 @@ TEST_CASE("constant-sharing: string initializers and overridable ones are not sh
 // ---------------------------------------------------------------------------------------------
 // constant-folding.
 
-// BUG (tools/optimize/passes/constant_folding.cc:177): ReferenceEvaluator::from_node leaves a
-// node's unnamed outputs out of its graph (evaluator/run/evaluator.cc:126), so `out.size() !=
-// n.outputs.size()` for any node with an unnamed optional output and it is never folded; the
-// `n.outputs[k].empty()` skip at line 179 is dead code. Torch's topk(...).values on constants.
-TEST_CASE("constant-folding: a TopK of constants with its indices unnamed folds" * doctest::may_fail()) {
+// Torch's topk(...).values on constants: a TopK whose indices output is left unnamed folds.
+TEST_CASE("constant-folding: a TopK of constants with its indices unnamed folds") {
   Model m = model(graph("fold", {node("TopK", {"c", "k"}, {"top", ""}, {attr("axis", int64_t(0))}), node("Add", {"x", "top"}, {"y"})}, {f32("x", {2})},
                         {f32("y", {2})}, {{"c", floats({2}, {1, 5})}, {"k", ints({2})}}));
   const Model out = optimized(m, {"constant-folding"});

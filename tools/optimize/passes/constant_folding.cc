@@ -58,11 +58,14 @@ int fold(Model& m, const Registry& registry) {
       const Values out = ev.run({}, feeds);
       bool tensors = true;
       for (const Value& v : out) tensors = tensors && v.is_tensor();
-      if (!tensors || out.size() != n.outputs.size()) continue;
+      // The evaluator returns the named outputs, in order (an optional one left unnamed has none).
+      std::vector<std::string> named;
+      for (const std::string& o : n.outputs)
+        if (!o.empty()) named.push_back(o);
+      if (!tensors || out.size() != named.size()) continue;
       for (size_t k = 0; k < out.size(); ++k) {
-        if (n.outputs[k].empty()) continue;
-        known.emplace(n.outputs[k], out[k].tensor());
-        g.initializers.push_back({n.outputs[k], out[k].tensor()});
+        known.emplace(named[k], out[k].tensor());
+        g.initializers.push_back({named[k], out[k].tensor()});
       }
       drop[i] = true, ++folded;
     } catch (const Error& e) {

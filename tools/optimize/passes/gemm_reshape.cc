@@ -50,14 +50,24 @@ Pass gemm_reshape_pass() {
               const auto out = g.shape_values(m.value("out_shape"));
               if (!out || out->size() != x->size() || !out->back().fixed() || out->back().value != N)
                 return ctx.refuse("the second Reshape does not restore the input's leading dims");
-              // Each leading dim the input's (the same size or symbol, or 0: copied); one -1 among
-              // them is then the input's too, every other dim and N being equal.
+              // Each leading dim the input's (the same size or symbol, or a 0 copying it); one -1
+              // among them is then the input's too, every other dim and N being equal. A 0 copies
+              // the dim of the Reshape's own input, the Gemm's (M, N) with M the product of x's
+              // leading dims: x's first dim when the others are 1, or N in place of x's second.
               const auto out_ints = g.ints(m.value("out_shape"));
+              const bool zero_copies = int_attr(m.node(g, "y"), "allowzero", 0) == 0;
+              auto ones_after_first = [&] {
+                for (size_t i = 1; i + 1 < x->size(); ++i)
+                  if (!(*x)[i].fixed() || (*x)[i].value != 1) return false;
+                return true;
+              };
               int inferred = 0;
               for (size_t i = 0; i + 1 < x->size(); ++i) {
                 if (out_ints && (*out_ints)[i] == -1 && ++inferred == 1) continue;
-                if (!same_dim((*out)[i], (*x)[i]) && !((*out)[i].fixed() && (*out)[i].value == 0))
-                  return ctx.refuse(fmt::format("the second Reshape's dim {} is not the input's", i));
+                const bool zero = zero_copies && (*out)[i].fixed() && (*out)[i].value == 0;
+                const bool same = zero ? (i == 0 && ones_after_first()) || (i == 1 && (*x)[1].fixed() && (*x)[1].value == N)
+                                       : same_dim((*out)[i], (*x)[i]);
+                if (!same) return ctx.refuse(fmt::format("the second Reshape's dim {} is not the input's", i));
               }
               Replacement rep;
               std::string weight = m.value("w");
