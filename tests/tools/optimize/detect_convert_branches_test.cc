@@ -15,6 +15,7 @@ using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::f32;
 using refeval::testing::ramp;
+using refeval::testing::converted;
 
 namespace {
 
@@ -138,18 +139,6 @@ TEST_CASE("model type: --model-type fits its own family, an encoder-decoder's en
 
 namespace {
 
-Model converted(const Model& m, int64_t to, bool check = true) {
-  Model out = m;
-  optimize::convert_opset(out, Registry::builtin(), to);
-  CHECK(out.opsets.at("") == to);
-  if (check) {
-    fusion::CheckOptions options;
-    options.repeat = 1;
-    options.tolerance.atol = 1e-6;
-    CHECK(optimize::verify(m, out, Registry::builtin(), testing::ramp_feeds(m), options).equivalent());
-  }
-  return out;
-}
 
 }  // namespace
 

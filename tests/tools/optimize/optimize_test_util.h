@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "opset_convert.h"
 #include "optimizer.h"
 #include "refeval/builder.h"
 #include "refeval/evaluator.h"
@@ -82,6 +83,30 @@ inline std::string refusals(const Model& m, std::set<std::string> passes) {
 // A float value's declared type, as these tests' graphs give their inputs and outputs.
 inline ValueInfo f32(const std::string& name, std::vector<build::DimSpec> dims) {
   return build::tensor_info(name, DType::Float, std::move(dims));
+}
+
+// `v`'s inferred dims as "2,seq,?" ("?" when its shape is unknown).
+inline std::string dims_text(const optimize::Inference& inf, const std::string& v) {
+  const auto it = inf.types.find(v);
+  if (it == inf.types.end() || !it->second.has_shape) return "?";
+  std::string out;
+  for (const Dim& d : it->second.dims) out += (out.empty() ? "" : ",") + (d.fixed() ? std::to_string(d.value) : d.param.empty() ? "?" : d.param);
+  return out;
+}
+
+// `m` raised (or lowered) to ONNX opset `to` by convert_opset; with `check`, its outputs equal the
+// original's on ramp inputs.
+inline Model converted(const Model& m, int64_t to, bool check = true) {
+  Model out = m;
+  optimize::convert_opset(out, Registry::builtin(), to);
+  CHECK(out.opsets.at("") == to);
+  if (check) {
+    fusion::CheckOptions options;
+    options.repeat = 1;
+    options.tolerance.atol = 1e-6;
+    CHECK(optimize::verify(m, out, Registry::builtin(), ramp_feeds(m), options).equivalent());
+  }
+  return out;
 }
 
 }  // namespace refeval::testing

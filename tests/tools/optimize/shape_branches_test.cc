@@ -14,18 +14,12 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::f32;
+using refeval::testing::dims_text;
 
 namespace {
 
 Initializer ints(const std::string& name, std::vector<int64_t> v) { return {name, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)}; }
 
-std::string dims_text(const optimize::Inference& inf, const std::string& v) {
-  const auto it = inf.types.find(v);
-  if (it == inf.types.end() || !it->second.has_shape) return "?";
-  std::string out;
-  for (const Dim& d : it->second.dims) out += (out.empty() ? "" : ",") + (d.fixed() ? std::to_string(d.value) : d.param.empty() ? "?" : d.param);
-  return out;
-}
 
 // One com.microsoft (or ONNX-23) node `op` over the given inputs, its output "y" declared of no
 // shape, inferred.

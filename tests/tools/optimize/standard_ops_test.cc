@@ -12,6 +12,7 @@ using namespace refeval::build;
 using refeval::testing::count_ops;
 using refeval::testing::f32;
 using refeval::testing::ramp;
+using refeval::testing::converted;
 
 namespace {
 
@@ -308,16 +309,6 @@ TEST_CASE("standard-ops: GroupQueryAttention and unknown com.microsoft operators
 
 namespace {
 
-Model converted(const Model& m, int64_t to) {
-  Model out = m;
-  optimize::convert_opset(out, Registry::builtin(), to);
-  CHECK(out.opsets.at("") == to);
-  fusion::CheckOptions check;
-  check.repeat = 1;
-  check.tolerance.atol = 1e-6;
-  CHECK(optimize::verify(m, out, Registry::builtin(), testing::ramp_feeds(m), check).equivalent());
-  return out;
-}
 
 }  // namespace
 

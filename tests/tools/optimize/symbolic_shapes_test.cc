@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "graph_index.h"
+#include "optimize_test_util.h"
 #include "shape_inference.h"
 #include "symbolic_shapes.h"
 #include "refeval/builder.h"
@@ -11,19 +12,13 @@ using namespace refeval;
 using namespace refeval::build;
 using refeval::optimize::dim_difference;
 using refeval::optimize::dims_equal;
+using refeval::testing::dims_text;
 
 namespace {
 
 Initializer ints(const std::string& name, std::vector<int64_t> v) { return {name, Tensor::from_vector<int64_t>({int64_t(v.size())}, v)}; }
 Initializer scalar_int(const std::string& name, int64_t v) { return {name, Tensor::scalar<int64_t>(v)}; }
 
-std::string dims_text(const optimize::Inference& inf, const std::string& v) {
-  const auto it = inf.types.find(v);
-  if (it == inf.types.end() || !it->second.has_shape) return "?";
-  std::string out;
-  for (const Dim& d : it->second.dims) out += (out.empty() ? "" : ",") + (d.fixed() ? std::to_string(d.value) : d.param.empty() ? "?" : d.param);
-  return out;
-}
 
 }  // namespace
 
