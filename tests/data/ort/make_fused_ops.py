@@ -46,8 +46,9 @@ ORT's GELUs (tanh, erf, logistic through MLAS) included.
 The suite attention_forms (at the end) holds Attention and MultiHeadAttention in float16 (refeval's
 double path) and the forms no pass writes: mask_index as key lengths (B), as ends then starts
 (2B) and per query (B, S, T); past with a mask and in a decoding step; qkv_hidden_sizes with a wider
-V; MultiHeadAttention's bias input, (B, N, L, h) keys and values and cross attention with key
-lengths. One float16 case whose output rounds to the neighbouring half is in fused_ops_loose.
+V; MultiHeadAttention's bias input, (B, N, L, h) keys and values, cross attention with key
+lengths and with no keys at all. One float16 case whose output rounds to the neighbouring half
+is in fused_ops_loose.
 """
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -338,6 +339,7 @@ mha("mha_fp16_bias_key_padding_mask", qkv_bias=True, mask=padding_mask(S), dtype
 mha("mha_fp16_past_unidirectional_bias", past=P, qkv_bias=True, bias=rand(B, 1, S, P + S), unidirectional=1, dtype=F16, suite=FORMS)
 mha("mha_fp16_bnsh_kv_query_bias", kv4d=True, qkv_bias=True, dtype=F16, suite=FORMS)
 mha("mha_fp16_cross_key_lengths", L=7, mask=np.array([7, 4], np.int32), dtype=F16, suite=FORMS)
+mha("mha_cross_no_keys", L=0, suite=FORMS)  # nothing to attend to: zeros
 (fixture.OUT / LOOSE / "OWN_CTEST_ENTRY").write_text(
     "fully hidden attention rows with mask_filter_value -10000: ORT adds it to the scores in float (2.4e-4 from the exact "
     "sum), and a float16 output 1 half ulp apart (5e-4 relative), so this suite is held to --rtol 1e-3 --atol 1e-4 by its "

@@ -134,3 +134,12 @@ f["attention_bias"] = rand(1, 4, 3, 3)
 case("float16_prompt_bias_softcap_b2", half(f), softcap=2.0, **heads)
 case("float16_chunk_after_past", half(problem(1, 3, 4, 2, 16, [5], 6, P=3)), **heads)
 case("float16_prompt_window_b2", half(problem(2, 5, 4, 2, 16, [4, 4], 5)), local_window_size=2, **heads)
+# float16 decoding: the window-sized cache, head_sink with a bias of every batch row and head, a
+# KV-shared layer, causal=0 on a prompt
+case("float16_sliding_window_cache_chunk", half(problem(1, 3, 2, 1, 8, [6], 7, P=5)), local_window_size=3, sliding_window_cache=1,
+     num_heads=2, kv_num_heads=1)
+f = problem(2, 1, 4, 2, 8, [4, 2], 5, P=4)
+f["attention_bias"], f["head_sink"] = rand(2, 4, 1, 5), rand(4)
+case("float16_decode_head_sink_bias_b2", half(f), **heads)
+case("float16_kv_shared_layer_b2", half(problem(2, 1, 4, 2, 8, [4, 2], 5, P=5, kv_len=0)), **heads)
+case("float16_bidirectional_prompt_b2", half(problem(2, 4, 4, 2, 8, [3, 3], 4)), causal=0, **heads)

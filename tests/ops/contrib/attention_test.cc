@@ -162,5 +162,8 @@ TEST_CASE("Attention refuses what it does not implement and sizes that do not fi
   CHECK_THROWS_WITH_AS(with({}, {"x", "w", "", "", "past"}, {kX, kW, Value(), Value(), tensor<double>({2, 1, 1, 1, 2}, {0, 0, 0, 0})}), (A + "past has element type double, expected float").c_str(),
                        Error);
   CHECK_THROWS_WITH_AS(with({}, {"x", "w", "", "", "past"}, {kX, kW, Value(), Value(), tensor<float>({2, 1, 1, 2}, {0, 0, 0, 0})}), (A + "past has shape (2, 1, 1, 2), expected (2, 1, 1, past_sequence_length, 2)").c_str(),
-                       Error);
+                       Error);  // input (B, S, hidden) and weights (hidden, width) by rank
+  CHECK_THROWS_WITH_AS(with({}, {"x", "w"}, {tensor<float>({2, 2}, {1, 0, 0, 1}), kW}), (A + "input must have rank 3, got shape (2, 2)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(with({}, {"x", "w"}, {kX, tensor<float>({1, 2, 6}, std::vector<float>(12, 0))}),
+                       (A + "weights must have rank 2, got shape (1, 2, 6)").c_str(), Error);
 }

@@ -533,3 +533,28 @@ TEST_CASE("MatMulNBits: g_idx padded to whole blocks, and a negative block index
   in.g_idx = tensor<int32_t>({48}, padded);
   CHECK_THROWS_WITH_AS(run(p, in), "node 'mm' (com.microsoft:MatMulNBits): g_idx[5] = -1 is not a block index in [0, 3)", Error);
 }
+
+TEST_CASE("MatMulNBits: more blocks per column than the AVX2 row tiles gather (257 of 32) take the float tile") {
+  // 3 rows over K = 8224 (2 to 4 rows fuse unless a column has more than 256 blocks). Each output
+  // is 32 chains of 257 fused multiply-adds, reduced in 5 levels, plus the bias: 263 roundings of
+  // at most 2^-24 of the magnitudes summed, sum |a_k w_nk| + |bias_n|, bound its distance from the
+  // double oracle (about 1e-8 of that sum here: 1.3e-5 of the outputs).
+  testing::for_each_isa([&](Isa) {
+    for (int64_t bits : {4, 8}) {
+      Problem p;
+      p.bits = bits, p.bs = 32, p.K = 257 * 32, p.N = 5, p.a_shape = {3, p.K}, p.zp = Zp::Packed, p.bias = true, p.seed = 700 + uint32_t(bits);
+      CAPTURE(bits);
+      const Inputs in = make_inputs(p);
+      const std::vector<double> got = to_doubles(run(p, in)), want = to_doubles(oracle(p, in));
+      const std::vector<double> a = to_doubles(in.a), w = oracle_weights(p, in), bias = to_doubles(in.bias);
+      for (int64_t m = 0; m < 3; ++m)
+        for (int64_t n = 0; n < p.N; ++n) {
+          double magnitude = std::abs(bias[size_t(n)]);
+          for (int64_t k = 0; k < p.K; ++k) magnitude += std::abs(a[size_t(m * p.K + k)] * w[size_t(n * p.K + k)]);
+          CAPTURE(m);
+          CAPTURE(n);
+          CHECK(std::abs(got[size_t(m * p.N + n)] - want[size_t(m * p.N + n)]) <= 263 * std::ldexp(1.0, -24) * magnitude);
+        }
+    }
+  });
+}

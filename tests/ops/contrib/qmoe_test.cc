@@ -311,3 +311,15 @@ TEST_CASE("QMoE refusals: one exact line each") {
                                          attr("use_sparse_mixer", int64_t(1))}),
                        (A + "use_sparse_mixer cannot be combined with router_weights").c_str(), Error);
 }
+
+TEST_CASE("QMoE: router_weights that sum to 0 over the chosen experts give zero weights, not NaN") {
+  // normalize_routing_weights divides by the chosen weights' sum; a zero sum gives zeros (as ORT
+  // does), so every token's output is 0 whatever the experts compute.
+  const QLayer fc1(2, 4, 16, 4, 16, true, false), fc2(2, 16, 4, 4, 16, true, false);
+  Values in{tensor<float>({2, 16}, std::vector<float>(32, 0.5f)), tensor<float>({2, 2}, {0, 1, 1, 0}), fc1.weights(), fc1.scales(), Value(),
+            fc2.weights(), fc2.scales(), Value(), Value(), Value(), Value(), fc1.zero_points(), fc2.zero_points(), Value(),
+            tensor<float>({2, 2}, {0, 0, 0, 0})};
+  const Value y = run_qmoe(in, {attr("k", int64_t(2)), attr("expert_weight_bits", int64_t(4)), attr("block_size", int64_t(16)),
+                                attr("normalize_routing_weights", int64_t(1))});
+  check_equal(y, tensor<float>({2, 16}, std::vector<float>(32, 0.0f)), {0, 0});
+}

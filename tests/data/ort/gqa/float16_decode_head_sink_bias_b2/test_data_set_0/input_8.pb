@@ -1,0 +1,2 @@
+
+B	head_sinkJ—-…8X4F6
