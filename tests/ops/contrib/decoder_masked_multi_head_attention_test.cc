@@ -332,3 +332,28 @@ TEST_CASE("DecoderMaskedMultiHeadAttention refusals: one exact line each") {
   CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q"}, {"y"}, {attr("num_heads", int64_t(0))}, "d", "com.microsoft"), {q}),
                        (A + "num_heads must be positive, got 0").c_str(), Error);
 }
+
+TEST_CASE("DecoderMaskedMultiHeadAttention refuses each dimension of key and value that disagrees") {
+  const std::string A = "node 'd' (com.microsoft:DecoderMaskedMultiHeadAttention): ";
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  const Tensor q = zeros({2, 1, 8}), kv4 = zeros({2, 2, 3, 4});
+  struct Case { std::string message; Values feeds; };
+  const Case cases[] = {
+      // cross attention: (B, N, L, h) key and value
+      {"key has shape (1, 2, 3, 4), expected (2, 2, L, 4)", {q, zeros({1, 2, 3, 4}), kv4}},
+      {"key has shape (2, 2, 3, 5), expected (2, 2, L, 4)", {q, zeros({2, 2, 3, 5}), kv4}},
+      {"value has shape (1, 2, 3, 4), expected (2, 2, 3, hv)", {q, kv4, zeros({1, 2, 3, 4})}},
+      {"value has shape (2, 1, 3, 4), expected (2, 2, 3, hv)", {q, kv4, zeros({2, 1, 3, 4})}},
+      // self attention: (B, 1, D) key and value
+      {"value has shape (1, 1, 8), expected (2, 1, a multiple of 2)", {q, q, zeros({1, 1, 8})}},
+      {"value has shape (2, 2, 8), expected (2, 1, a multiple of 2)", {q, q, zeros({2, 2, 8})}},
+      {"past_key and past_value must be given together", {q, q, q, Value(), Value(), Value(), zeros({2, 2, 3, 4})}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    std::vector<std::string> ins;  // the given inputs named, the absent ones ""
+    for (size_t i = 0; i < c.feeds.size(); ++i) ins.push_back(c.feeds[i].is_absent() ? "" : "i" + std::to_string(i));
+    CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", ins, {"y"}, {attr("num_heads", int64_t(2))}, "d", "com.microsoft"), c.feeds),
+                         (A + c.message).c_str(), Error);
+  }
+}

@@ -534,3 +534,25 @@ TEST_CASE("GroupQueryAttention refusals: one exact line each") {
     CHECK_THROWS_WITH_AS(run_node(c.n, c.feeds, 1), (A + c.message).c_str(), Error);
   }
 }
+
+TEST_CASE("GroupQueryAttention refuses each dimension of key and seqlens_k that disagrees") {
+  const std::string A = "node 'gqa' (com.microsoft:GroupQueryAttention): ";
+  auto zeros = [](Shape s) { return floats(s, std::vector<double>(size_t(shape_size(s)), 0.0)); };
+  const Node n = node("GroupQueryAttention", {"q", "k", "v", "", "", "sk", "t"}, {"o", "pk", "pv"},
+                      {attr("num_heads", int64_t(4)), attr("kv_num_heads", int64_t(2))}, "gqa", "com.microsoft");
+  const Tensor q = zeros({1, 2, 16}), sk = tensor<int32_t>({1}, {1}), total = Tensor::scalar<int32_t>(2);
+  struct Case { std::string message; Values feeds; };
+  const Case cases[] = {
+      {"key has shape (2, 2, 8), expected (1, 2 or 0, 8)", {q, zeros({2, 2, 8}), zeros({2, 2, 8}), Value(), Value(), sk, total}},
+      {"key has shape (1, 1, 8), expected (1, 2 or 0, 8)", {q, zeros({1, 1, 8}), zeros({1, 1, 8}), Value(), Value(), sk, total}},
+      {"value has shape (1, 2, 4), expected (1, 2, 8)", {q, zeros({1, 2, 8}), zeros({1, 2, 4}), Value(), Value(), sk, total}},
+      {"seqlens_k has shape (), expected (1) (extra size-1 dims allowed)",
+       {q, zeros({1, 2, 8}), zeros({1, 2, 8}), Value(), Value(), Tensor::scalar<int32_t>(1), total}},
+      {"total_sequence_length has element type int64, expected int32",
+       {q, zeros({1, 2, 8}), zeros({1, 2, 8}), Value(), Value(), sk, Tensor::scalar<int64_t>(2)}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(run_node(n, c.feeds, 1), (A + c.message).c_str(), Error);
+  }
+}

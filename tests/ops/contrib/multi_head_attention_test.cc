@@ -239,3 +239,29 @@ TEST_CASE("MultiHeadAttention refuses attention_bias and key_padding_mask shapes
                          Error);
   }
 }
+
+TEST_CASE("MultiHeadAttention refuses each dimension of each input form that disagrees") {
+  const std::string A = "node 'mha' (com.microsoft:MultiHeadAttention): ";
+  auto zeros = [](Shape s) { return tensor<float>(s, std::vector<float>(size_t(shape_size(s)), 0.0f)); };
+  const Tensor bnsh = zeros({1, 1, 2, 2});
+  struct Case { std::string message; std::vector<std::string> ins; Values feeds; int64_t heads = 1; };
+  const Case cases[] = {
+      {"query has shape (1, 2, 2, 3, 2), expected (B, S, 1, 3, h)", {"qkv"}, {zeros({1, 2, 2, 3, 2})}},
+      {"key has shape (2, 2, 1, 2, 2), expected (1, L, 1, 2, 2)", {"q", "kv"}, {kQ, zeros({2, 2, 1, 2, 2})}},
+      {"key has shape (1, 2, 2, 2, 2), expected (1, L, 1, 2, 2)", {"q", "kv"}, {kQ, zeros({1, 2, 2, 2, 2})}},
+      {"key has shape (1, 2, 1, 3, 2), expected (1, L, 1, 2, 2)", {"q", "kv"}, {kQ, zeros({1, 2, 1, 3, 2})}},
+      {"key has shape (2, 1, 2, 2), expected (1, 1, L, 2)", {"q", "k", "v"}, {kQ, zeros({2, 1, 2, 2}), bnsh}},
+      {"key has shape (1, 2, 2, 2), expected (1, 1, L, 2)", {"q", "k", "v"}, {kQ, zeros({1, 2, 2, 2}), bnsh}},
+      {"value has shape (2, 1, 2, 2), expected (1, 1, 2, hv)", {"q", "k", "v"}, {kQ, bnsh, zeros({2, 1, 2, 2})}},
+      {"value has shape (1, 2, 2, 2), expected (1, 1, 2, hv)", {"q", "k", "v"}, {kQ, bnsh, zeros({1, 2, 2, 2})}},
+      {"key has shape (2, 2, 2), expected (1, L, 2)", {"q", "k", "v"}, {kQ, zeros({2, 2, 2}), kV}},
+      {"value has shape (2, 2, 2), expected (1, 2, a multiple of 1)", {"q", "k", "v"}, {kQ, kQ, zeros({2, 2, 2})}},
+      {"value has shape (1, 2, 3), expected (1, 2, a multiple of 2)", {"q", "k", "v"}, {kQ, kQ, zeros({1, 2, 3})}, 2},
+      {"past_key and past_value must be given together", {"q", "k", "v", "", "", "", "", "pv"},
+       {kQ, kQ, kV, Value(), Value(), Value(), Value(), zeros({1, 1, 1, 2})}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    CHECK_THROWS_WITH_AS(mha(c.ins, c.feeds, {}, {"y"}, c.heads), (A + c.message).c_str(), Error);
+  }
+}
