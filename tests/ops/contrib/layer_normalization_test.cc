@@ -175,3 +175,22 @@ TEST_CASE("contrib LayerNormalization without B, in float16, statistics in doubl
   CHECK_THROWS_WITH_AS(run_node(node("LayerNormalization", {"x", "scale", "b"}, {"y"}, {}, "ln"), {x, scale, tensor<double>({3}, {0, 0, 0})}, 13),
                        (A + "B has element type double, expected float").c_str(), Error);
 }
+
+// Found while covering ops/contrib (reported, not fixed here): over an empty normalized shape
+// (X (2, 0), axis -1) ONNX Runtime 1.30 refuses the node ("Size of X.shape[axis:] must be at least
+// 1, got 0"), where refeval returns an empty Y with Mean and InvStdDev of 0, statistics of no
+// values (layer_normalization.cc: rows = 0, so the (2, 1) outputs keep their zero fill).
+TEST_CASE("contrib LayerNormalization refuses an empty normalized shape, as ORT does" * doctest::may_fail()) {
+  CHECK_THROWS_AS(run_node(node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv"}, {}, "ln"), {tensor<float>({2, 0}, {}), tensor<float>({0}, {})}, 13),
+                  Error);
+}
+
+TEST_CASE("contrib LayerNormalization: float X with a float16 Scale gives float16 Y (Scale's type)") {
+  // x (1, 2, 3): mean 2, variance 2/3, epsilon 0: y = (x - 2) * sqrt(1.5) * 2 + 1
+  const double r = std::sqrt(1.5);
+  const Tensor y = run_node(node("LayerNormalization", {"x", "scale", "b"}, {"y"}, {attr("epsilon", 0.0f)}, "ln"),
+                            {tensor<float>({1, 3}, {1, 2, 3}), tensor<float16>({3}, {float16(2.0f), float16(2.0f), float16(2.0f)}),
+                             tensor<float16>({3}, {float16(1.0f), float16(1.0f), float16(1.0f)})},
+                            13)[0].tensor();
+  check_equal(y, tensor<float16>({1, 3}, {float16(float(1 - 2 * r)), float16(1.0f), float16(float(1 + 2 * r))}), {1e-3, 0});
+}
