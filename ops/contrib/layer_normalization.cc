@@ -39,6 +39,9 @@ class LayerNorm : public OpRun {
     if (axis_ < -r || axis_ >= r) fail_runtime(fmt::format("axis {} is out of range for X of rank {}", axis_, r));
     const size_t axis = size_t(axis_ < 0 ? axis_ + r : axis_);
     const Shape norm_shape(x.shape().begin() + long(axis), x.shape().end());
+    // Statistics of no values: ONNX Runtime refuses such a node, and so does refeval.
+    if (shape_size(norm_shape) == 0)
+      fail_runtime(fmt::format("X.shape[{}:] = {} holds no element to normalize", axis, shape_to_string(norm_shape)));
     Shape stat_shape = x.shape();
     for (size_t d = axis; d < x.rank(); ++d) stat_shape[d] = 1;
 
@@ -48,7 +51,7 @@ class LayerNorm : public OpRun {
       require_dtype(input_tensor(in, 2), scale.dtype(), "B");
       beta = expand_to(input_tensor(in, 2), norm_shape, "B");
     }
-    const int64_t n = shape_size(norm_shape), rows = n == 0 ? 0 : x.size() / n;
+    const int64_t n = shape_size(norm_shape), rows = x.size() / n;
     std::vector<double> mean(static_cast<size_t>(rows)), inv_std(static_cast<size_t>(rows));
     Tensor y;
     if (x.dtype() == DType::Float && scale.dtype() == DType::Float) {
