@@ -11,7 +11,10 @@
 # ops/contrib/ 90% of their branches; a file under its floor is listed with the reason given in
 # tests/coverage_exceptions.txt ("path: reason"), or as unexplained.
 #   scripts/coverage.sh [BUILD_DIR]
-# Takes about 45 minutes on 2 cores (build and suite); never run by CI.
+# Takes about 45 minutes on 2 cores (build and suite); never run by CI. In a reused BUILD_DIR, an
+# object compiled while one of its headers was being edited keeps the old header's lines, and
+# gcovr 5.2 stops on the mismatch ("assert left.lineno == right.lineno"): touch that source (the
+# object gcov reports the other line for) or use a fresh BUILD_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-coverage}
