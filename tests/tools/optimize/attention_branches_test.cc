@@ -340,20 +340,12 @@ Model bert(const Att& a) {
   return m;
 }
 
-// The attention pass alone on `m`, checked against the original on `feeds` (ramp_feeds with the
-// mask, if any, replaced by `mask` (3, 3): a padding mask holds 0 and 1 only).
+// The attention pass alone on `m`, checked against the original on ramp_feeds with the mask, if
+// any, replaced by `mask` (3, 3): a padding mask holds 0 and 1 only.
 Model fused(const Model& m, std::vector<int64_t> mask = {}, const std::string& forms = "all") {
-  optimize::OptimizeOptions o;
-  o.forms = forms;
-  o.only = {"attention"};
-  Model out = optimize::optimize(m, Registry::builtin(), o).model;
-  std::map<std::string, Value> feeds = testing::ramp_feeds(m);
-  if (!mask.empty()) feeds.insert_or_assign("mask", Tensor::from_vector<int64_t>({3, 3}, mask));
-  fusion::CheckOptions check;
-  check.repeat = 1;
-  check.tolerance.atol = 1e-5;
-  CHECK_MESSAGE(optimize::verify(m, out, Registry::builtin(), feeds, check).equivalent(), "the optimized model differs from the original");
-  return out;
+  std::map<std::string, Value> fed;
+  if (!mask.empty()) fed.emplace("mask", Tensor::from_vector<int64_t>({3, 3}, mask));
+  return optimized(m, {"attention"}, "", forms, fed);
 }
 
 const Node& attention_node(const Model& m) {

@@ -49,18 +49,22 @@ inline std::map<std::string, Value> ramp_feeds(const Model& m) {
   return feeds;
 }
 
-// Optimizes with only `passes` (all when empty) and checks the result equivalent to `m`. Every
-// fusion's own form (--forms all); what --forms cpu writes instead has its own tests.
-inline Model optimized(const Model& m, std::set<std::string> passes = {}, const std::string& model_type = "", const std::string& forms = "all") {
+// Optimizes with only `passes` (all when empty) and checks the result equivalent to `m` on
+// ramp_feeds, with the inputs named in `fed` given those values instead. Every fusion's own form
+// (--forms all); what --forms cpu writes instead has its own tests.
+inline Model optimized(const Model& m, std::set<std::string> passes = {}, const std::string& model_type = "", const std::string& forms = "all",
+                       const std::map<std::string, Value>& fed = {}) {
   optimize::OptimizeOptions o;
   o.forms = forms;
   o.only = std::move(passes);
   o.model_type = model_type;
   Model out = optimize::optimize(m, Registry::builtin(), o).model;
+  std::map<std::string, Value> feeds = ramp_feeds(m);
+  for (const auto& [name, value] : fed) feeds.insert_or_assign(name, value);
   fusion::CheckOptions check;
   check.repeat = 1;
   check.tolerance.atol = 1e-5;
-  const fusion::FusionReport r = optimize::verify(m, out, Registry::builtin(), ramp_feeds(m), check);
+  const fusion::FusionReport r = optimize::verify(m, out, Registry::builtin(), feeds, check);
   CHECK_MESSAGE(r.equivalent(), "the optimized model differs from the original");
   return out;
 }
