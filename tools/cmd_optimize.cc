@@ -111,7 +111,7 @@ class OptimizeVerb : public Verb {
       for (const std::string& line : result.explain.not_fused) fmt::print("{}\n", line);
     }
     if (!result.broken_by.empty()) {
-      fmt::print("verify-each: pass '{}' broke equivalence; the model before it is written\n{}", result.broken_by, failure);
+      fmt::print("verify-each: pass '{}' broke equivalence; nothing written\n{}", result.broken_by, failure);
       std::fflush(stdout);
       return kCheckFailed;
     }

@@ -25,6 +25,12 @@ expect 0 "\+ y: float32:\(1, 5, 8\)" "" -- run $m/att.onnx --dim batch=1 --dim s
 expect 0 "Fused FastGelu: 1" "" -- optimize $m/fast_gelu_unfused.onnx -o $m/fg.onnx --verify
 expect 0 "Fused LayerNormalization: 1" "" -- optimize $m/layer_norm_unfused.onnx -o $m/ln.onnx --verify-each
 check "verify-each: every pass checked" grep -q "every pass kept the model equivalent" $work/out
+# With no tolerance at all, FastGelu's kernel (tanh in double) is not the float graph bit for bit:
+# the first pass that changed a bit is named, with the element, and nothing is written.
+expect 3 "verify-each: pass 'fast-gelu' broke equivalence; nothing written" "" -- \
+  optimize $m/fast_gelu_unfused.onnx -o $m/fg_each.onnx --verify-each --atol 0 --rtol 0
+check "verify-each: the differing output named" grep -q "NOT equivalent: first failing input set 'given', output 'y'" $work/out
+check "verify-each: nothing written after a broken pass" test ! -e $m/fg_each.onnx
 
 # Look-alikes are not the fused operator: nothing fused, still equivalent.
 for look_alike in fast_gelu_wrong_coefficient layer_norm_eps_outside_sqrt gpt2_attention_mask_shifted; do
@@ -44,6 +50,11 @@ expect 0 "^fast-gelu$" "" -- optimize --list-passes $m/gpt2_attention_unfused.on
 
 # Errors: usage and model errors exit 2 with one line.
 expect 2 "" "error: --level: 'max' is not basic, extended or all" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --level max
+expect 2 "" "error: --forms: 'fastest' is not cpu or all" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --forms fastest
+expect 2 "" "error: --opset 22 with --target onnx: the standard attention, RMS and rotary operators need opset 23" -- \
+  optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --target onnx --opset 22
+expect 2 "" "error: --target onnx rewrites the fused operators: it needs --level extended or all" -- \
+  optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --target onnx --level basic
 expect 2 "" "error: unknown pass 'warp'" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --only warp
 expect 2 "" "error: --model-type: 'resnet' is not one of bert, vit, clip, t5, bart, whisper, gpt2, llama" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --model-type resnet
 head -c 100 $m/gpt2_attention_unfused.onnx >$m/cut.onnx
