@@ -62,12 +62,14 @@ std::string uncast(const GraphIndex& g, std::string v) {
 
 // True when `indices` are 0, 1, ..., S-1 along their last axis with S = ids' sequence length:
 // a constant arange sliced [0, S) on its last axis, or Range(0, S, 1), maybe unsqueezed and
-// expanded over the batch.
+// expanded over the batch. Every value on the way has the last axis S long: an Expand of a
+// shorter one would repeat its values (position 0 broadcast over the sequence).
 bool positions_are_arange(const GraphIndex& g, std::string indices, const std::string& ids) {
   const std::vector<Dim>* id = g.dims(ids);
-  const std::vector<Dim>* pd = g.dims(indices);
-  if (!id || id->size() != 2 || !pd || pd->empty() || !dims_equal(pd->back(), (*id)[1], g.inference())) return false;
+  if (!id || id->size() != 2) return false;
   for (int steps = 0; steps < 6; ++steps) {
+    const std::vector<Dim>* pd = g.dims(indices);
+    if (!pd || pd->empty() || !dims_equal(pd->back(), (*id)[1], g.inference())) return false;
     indices = uncast(g, indices);
     if (const Tensor* c = g.constant(indices)) {  // fixed shapes: the slice folded
       const std::vector<int64_t> v = g.ints(indices).value_or(std::vector<int64_t>{});
@@ -83,7 +85,7 @@ bool positions_are_arange(const GraphIndex& g, std::string indices, const std::s
     if (n.op_type == "Unsqueeze" || n.op_type == "Expand") {
       indices = n.inputs[0];
     } else if (n.op_type == "Range" && n.inputs.size() == 3) {
-      return g.scalar(n.inputs[0]) == 0.0 && g.scalar(n.inputs[2]) == 1.0;  // its length is the dim checked above
+      return g.scalar(n.inputs[0]) == 0.0 && g.scalar(n.inputs[2]) == 1.0;  // its length is S, checked above
     } else if (n.op_type == "Slice" && n.inputs.size() >= 3) {
       const Tensor* buffer = g.constant(uncast(g, n.inputs[0]));
       const auto starts = g.ints(n.inputs[1]);
