@@ -358,6 +358,14 @@ TEST_CASE("attention guards: GPT-2's packed product is Attention's W; read elsew
   }
 }
 
+// The product x W is an intermediate of Attention: also a graph output, it stays, and so do q, k, v.
+TEST_CASE("attention guards: a packed product whose x W is also a graph output is MultiHeadAttention's q, k, v") {
+  Bert b;
+  const Packed p = packed(b.g, b.x);
+  b.g.out(p.mm);
+  CHECK(ops(on_parts(b.g, p.parts[0], p.parts[1], p.parts[2]), "MultiHeadAttention") == 1);
+}
+
 TEST_CASE("attention guards: a packed product whose Split gives k first, then q, is not Attention's [q | k | v] weight") {
   Bert b;
   const Packed p = packed(b.g, b.x, false, {1, 0, 2});

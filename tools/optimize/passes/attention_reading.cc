@@ -858,7 +858,7 @@ std::optional<Packed> packed_qkv(const GraphIndex& g, const Found& f) {
     const Tensor* w = g.constant(mm.inputs[1]);
     const std::vector<Dim>* x = g.dims(mm.inputs[0]);
     if (!w || w->rank() != 2 || w->dim(1) != 3 * D || !x || x->size() != 3) continue;
-    if (g.consumers(mm.outputs[0]).size() != 1) continue;
+    if (g.consumers(mm.outputs[0]).size() != 1 || g.is_graph_output(mm.outputs[0])) continue;
     Packed p{mm.inputs[0], mm.inputs[1], add.inputs[size_t(1 - side)], parts->second};
     p.nodes.push_back(ap), p.nodes.push_back(mp);
     return p;
