@@ -19,6 +19,7 @@ std::string present_name(const std::string& past) {
 }
 
 bool same_dim(const Dim& a, const Dim& b) { return a.fixed() ? a.value == b.value : (!a.param.empty() && a.param == b.param); }
+bool declared(const Dim& d) { return d.fixed() || !d.param.empty(); }
 
 const ValueInfo* find_output(const Graph& g, const std::string& name) {
   for (const ValueInfo& o : g.outputs)
@@ -27,7 +28,8 @@ const ValueInfo* find_output(const Graph& g, const std::string& name) {
 }
 
 // The past's sequence axis: where its declared dims differ from the present's (the past length
-// against the total length). Equal dims everywhere mean a static cache: the axis after the heads.
+// against the total length); a dim either leaves unknown (neither a size nor a name) tells nothing.
+// Equal dims everywhere mean a static cache: the axis after the heads.
 int length_axis(const KvInput& kv, const ValueType& present) {
   const auto& d = kv.type.dims;
   if (!kv.type.has_shape || (d.size() != 4 && d.size() != 5))
@@ -36,7 +38,7 @@ int length_axis(const KvInput& kv, const ValueType& present) {
   const int first = kv.stacked ? 2 : 1, last = kv.stacked ? 3 : 2;
   if (present.has_shape && present.dims.size() == d.size())
     for (int a = first; a <= last; ++a)
-      if (!same_dim(d[size_t(a)], present.dims[size_t(a)])) return a;
+      if (declared(d[size_t(a)]) && declared(present.dims[size_t(a)]) && !same_dim(d[size_t(a)], present.dims[size_t(a)])) return a;
   // no difference declared: the symbolic axis of the two, else BNSH
   if (!d[size_t(first)].fixed() && d[size_t(last)].fixed()) return first;
   return last;
