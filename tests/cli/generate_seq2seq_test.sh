@@ -5,6 +5,9 @@
 # onnxruntime-node is installed, from ONNX Runtime running the optimized models. The optimizer
 # fuses every self- and cross-attention (the first step's presents written by the fused node, the
 # encoder's keys and values taken as given) and names the family; bad usage is one clear error.
+# BART with int32 ids (three models, prompt and mask files) gives torch's ids; a decoder with past
+# that is not one, a decoder without presents, flattened logits and prompts that cannot run (empty,
+# rank 3, a mask of another shape) are one line each.
 # Usage: generate_seq2seq_test.sh REFEVAL SOURCE_DIR
 set -u
 refeval=$(realpath "$1")
@@ -71,4 +74,44 @@ bart=$data/seq2seq_bart
 expect 2 "" "needs --encoder" -- generate "$bart/decoder_model.onnx" --decoder-start 2 --prompt "1 2 3"
 expect 2 "" "has no input 'encoder_hidden_states'" -- --log-level warning generate "$bart/encoder_model.onnx" --encoder "$bart/encoder_model.onnx" --prompt "4 5 6"
 expect 2 "" "input_features" -- --log-level warning generate "$data/seq2seq_whisper/decoder_model.onnx" --encoder "$data/seq2seq_whisper/encoder_model.onnx" --prompt "4 5 6"
+
+# BART's three models as other exporters declare them (tests/tools/generate/edit_decoder.py: the
+# same computation), and prompts that cannot run.
+py=/usr/bin/python3
+edit=$src/tests/tools/generate/edit_decoder.py
+bart_args=(--encoder "$bart/encoder_model.onnx" --decoder-start 2 --new-tokens 12)
+# input_ids, attention_mask and encoder_attention_mask declared int32 (Cast to int64 inside) in the
+# three models, the prompt and mask int32 .npy files: torch's ids, batch 2 right padded
+for m in encoder_model decoder_model decoder_with_past_model; do $py "$edit" int32-ids "$bart/$m.onnx" "$work/int32_$m.onnx"; done
+$py -c "
+import numpy as np
+for k in ('prompt', 'mask'):
+    np.save('$work/b2.%s.int32.npy' % k, np.load('$bart/b2_right_padded.%s.npy' % k).astype(np.int32))"
+expect 0 "^row 1: " "" -- -q generate "$work/int32_decoder_model.onnx" --encoder "$work/int32_encoder_model.onnx" \
+  --decoder-with-past "$work/int32_decoder_with_past_model.onnx" --decoder-start 2 --new-tokens 12 \
+  --prompt-file "$work/b2.prompt.int32.npy" --prompt-mask "$work/b2.mask.int32.npy"
+check "bart, int32 ids and int32 prompt files: torch's greedy ids" test "$(sed -n 's/^row [0-9]*: //p' "$work/out")" == "$(cat "$bart/b2_right_padded.ids")"
+# the decoder given as the decoder with past (it has no past_key_values.* input)
+expect 2 "" "^refeval: error: the decoder with past has no past_key_values\.\* input$" -- \
+  -q generate "$bart/decoder_model.onnx" "${bart_args[@]}" --decoder-with-past "$bart/decoder_model.onnx" --prompt "4 5 6"
+# a decoder exported without use_cache (no present outputs) beside a decoder with past
+$py "$edit" no-presents "$bart/decoder_model.onnx" "$work/no_presents.onnx"
+expect 2 "" "^refeval: error: the decoder gives no 'present\.0\.decoder\.key' for the decoder with past's 'past_key_values\.0\.decoder\.key'$" -- \
+  -q generate "$work/no_presents.onnx" "${bart_args[@]}" --decoder-with-past "$bart/decoder_with_past_model.onnx" --prompt "4 5 6"
+# logits flattened to (batch x tokens, vocab): one line naming the shape (exit 1)
+$py "$edit" flat-logits "$bart/decoder_model.onnx" "$work/flat_logits.onnx"
+expect 1 "" "^refeval: error: output 'logits' has shape \(2, 64\), expected \(batch 2, tokens, vocab\)$" -- \
+  -q generate "$work/flat_logits.onnx" "${bart_args[@]}" --prompt "4 5 6; 7 8 9"
+# an empty prompt, a (batch, length, 1) one, a mask one column short
+$py -c "
+import numpy as np
+p, m = np.load('$bart/b2_right_padded.prompt.npy'), np.load('$bart/b2_right_padded.mask.npy')
+np.save('$work/empty.npy', np.zeros((1, 0), np.int64))
+np.save('$work/rank3.npy', p[:, :, None])
+np.save('$work/mask_short.npy', m[:, 1:])"
+length_msg="^refeval: error: the prompt must hold \(batch, length\) token ids, length >= 1$"
+expect 2 "" "$length_msg" -- -q generate "$bart/decoder_model.onnx" "${bart_args[@]}" --prompt-file "$work/empty.npy"
+expect 2 "" "$length_msg" -- -q generate "$bart/decoder_model.onnx" "${bart_args[@]}" --prompt-file "$work/rank3.npy"
+expect 2 "" "^refeval: error: the prompt mask has shape \(2, 6\), the prompt \(2, 7\)$" -- -q generate "$bart/decoder_model.onnx" \
+  "${bart_args[@]}" --prompt-file "$bart/b2_right_padded.prompt.npy" --prompt-mask "$work/mask_short.npy"
 finish

@@ -5,7 +5,10 @@
 # (tests/data/generate/make_expected.py: ORT's loop, every step's logits), batch 1 and 2 with
 # padding; no expected row cycles; --json carries every field; --profile + report --by phase
 # shows one prefill and 15 decode runs; --dump-step dumps one step; a model that is not a
-# decoder is one clear error.
+# decoder is one clear error. The Optimum decoder with int32 ids (prompt and mask files int32 too)
+# or presents of unknown dims gives ORT's ids; flattened logits and prompts that cannot run (empty,
+# rank 3, a mask of another shape, an all-padding row, a negative random length or vocabulary)
+# are one line each.
 # Usage: generate_test.sh REFEVAL SOURCE_DIR
 # Needs Debian's python3-onnx and numpy (/usr/bin/python3) to read the dumps.
 set -u
@@ -115,4 +118,51 @@ expect 2 "" "^refeval: error: --prompt '1 2; 3': every row needs the same number
 expect 2 "" "^refeval: error: the cache holds 4 positions, fewer than the prompt's 3 plus 4 new tokens" -- \
   -q generate tests/data/ort/decoders_portable/b1/model.onnx --prompt "1 2 3" --max-length 4 --new-tokens 5
 expect 2 "" "^refeval: error: --dump-step needs --dump DIR" -- -q generate $optimum --prompt "1 2" --dump-step 1
+
+# The Optimum decoder as other exporters declare it (tests/tools/generate/edit_decoder.py: the same
+# computation): ONNX Runtime's ids of the original, batch 1 and batch 2 left padded.
+edit=tests/tools/generate/edit_decoder.py
+ids_of_run() { sed -n 's/^row [0-9]*: //p' "$work/out"; }
+# input_ids, attention_mask and position_ids declared int32 (Cast to int64 inside): generate feeds
+# int32; the batch-2 prompt and mask given as int32 .npy files, as some tokenizers write them
+$py $edit int32-ids $optimum "$work/int32_ids.onnx"
+$py -c "
+import numpy as np
+for k in ('prompt', 'mask'):
+    np.save('$work/b2.%s.int32.npy' % k, np.load('$data/optimum_b2_left_padded.%s.npy' % k).astype(np.int32))"
+expect 0 "^row 0: " "" -- -q generate "$work/int32_ids.onnx" --prompt-file $data/optimum_b1.prompt.npy
+check "int32 ids, batch 1: ONNX Runtime's ids" cmp -s <(ids_of_run) $data/optimum_b1.ids
+expect 0 "^row 1: " "" -- -q generate "$work/int32_ids.onnx" --prompt-file "$work/b2.prompt.int32.npy" --prompt-mask "$work/b2.mask.int32.npy"
+check "int32 ids, batch 2 left padded, int32 prompt and mask files: ONNX Runtime's ids" cmp -s <(ids_of_run) $data/optimum_b2_left_padded.ids
+# the presents declared of rank 4, every dim unknown: the cache layout is the past's (BNSH, growing)
+$py $edit unknown-present-dims $optimum "$work/unknown_present_dims.onnx"
+expect 0 "^row 1: " "" -- generate "$work/unknown_present_dims.onnx" --prompt-file $data/optimum_b2_left_padded.prompt.npy \
+  --prompt-mask $data/optimum_b2_left_padded.mask.npy
+check "presents of unknown dims: ONNX Runtime's ids" cmp -s <(ids_of_run) $data/optimum_b2_left_padded.ids
+check "presents of unknown dims: read as a BNSH cache that grows" grep -qE "\), BNSH float$" "$work/err"
+# logits flattened to (batch x tokens, vocab), as a training export writes them for the loss: the
+# rows cannot be told apart, one line naming the shape (exit 1)
+$py $edit flat-logits $optimum "$work/flat_logits.onnx"
+expect 1 "" "^refeval: error: output 'logits' has shape \(6, 96\), expected \(batch 2, \.\.\., vocab\)$" -- \
+  -q generate "$work/flat_logits.onnx" --prompt "1 2 3; 4 5 6"
+
+# prompts generate cannot run: one line each, exit 2
+$py -c "
+import numpy as np
+p, m = np.load('$data/optimum_b2_left_padded.prompt.npy'), np.load('$data/optimum_b2_left_padded.mask.npy')
+np.save('$work/empty.npy', np.zeros((1, 0), np.int64))  # a tokenizer's ids of '' without special tokens
+np.save('$work/rank3.npy', p[:, :, None])               # (batch, length, 1)
+np.save('$work/mask_short.npy', m[:, 1:])               # one column short of the prompt
+m[1] = 0
+np.save('$work/mask_row_padding.npy', m)                # row 1 all padding"
+length_msg="^refeval: error: the prompt must hold \(batch, length\) token ids, length >= 1$"
+expect 2 "" "$length_msg" -- -q generate $optimum --prompt-file "$work/empty.npy"
+expect 2 "" "$length_msg" -- -q generate $optimum --prompt-file "$work/rank3.npy"
+expect 2 "" "^refeval: error: the prompt mask has shape \(2, 31\), the prompt \(2, 32\)$" -- \
+  -q generate $optimum --prompt-file $data/optimum_b2_left_padded.prompt.npy --prompt-mask "$work/mask_short.npy"
+expect 2 "" "^refeval: error: prompt row 1 is all padding$" -- \
+  -q generate $optimum --prompt-file $data/optimum_b2_left_padded.prompt.npy --prompt-mask "$work/mask_row_padding.npy"
+random_msg="^refeval: error: --batch, --prompt-len and the vocabulary size must be at least 1$"
+expect 2 "" "$random_msg" -- -q generate $optimum --prompt-len -1
+expect 2 "" "$random_msg" -- -q generate $optimum --prompt-len 3 --vocab -1
 finish

@@ -45,3 +45,41 @@ TEST_CASE("generate: presents of rank 4 whose dims are unknown: the layout is th
   CHECK(bsnh.kv[0].length_axis == 1);
   CHECK_FALSE(bsnh.static_cache);
 }
+
+TEST_CASE("generate: a BSNH past whose present declares no distinguishing dim") {
+  // Where past and present declare nothing that differs, the length is the past's symbolic axis of
+  // the two after the batch: (B, past, 4, 16) is BSNH, its cache grown on axis 1.
+  SUBCASE("the presents declared without a shape (a tensor type of unknown rank)") {
+    const DecoderSignature s = signature_of({batch, named("past"), fixed(4), fixed(16)}, ValueType::tensor_of_unknown_rank(DType::Float));
+    CHECK(s.kv[0].length_axis == 1);
+    CHECK_FALSE(s.static_cache);
+    CHECK(s.describe().find("), BSNH float") != std::string::npos);
+  }
+  SUBCASE("a static cache of symbolic length, past and present both (B, max, 4, 16)") {
+    const DecoderSignature s = signature_of({batch, named("max"), fixed(4), fixed(16)},
+                                            ValueType::tensor(DType::Float, {batch, named("max"), fixed(4), fixed(16)}));
+    CHECK(s.kv[0].length_axis == 1);
+    CHECK(s.static_cache);
+    CHECK_FALSE(s.static_length);
+    CHECK(s.describe().find("), BSNH float, static cache") != std::string::npos);
+  }
+}
+
+TEST_CASE("generate: new_tokens 0 through the API is a usage error") {
+  // The CLI's --new-tokens refuses 0 itself; Python's refeval.generate(model, ids, new_tokens=0)
+  // reaches Generator::run, which must not return an empty generation as if it had run.
+  ReferenceEvaluator ev(load_model(std::string(REFEVAL_SOURCE_DIR) + "/tests/data/ort/decoders_optimum/b1/model.onnx"));
+  Generator gen(ev, find_signature(ev.model().graph));
+  GenerateOptions opt;
+  opt.prompt = parse_prompt("1 2 3");
+  opt.new_tokens = 0;
+  try {
+    gen.run(opt);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Usage);
+    CHECK(std::string(e.what()) == "--new-tokens must be at least 1");
+  }
+  opt.new_tokens = 1;
+  CHECK(gen.run(opt).tokens.at(0).size() == 1);
+}
