@@ -200,6 +200,15 @@ std::vector<int64_t> ints_attr(const Node& n, const std::string& name) {
   return a && a->type == AttrType::Ints ? a->ints : std::vector<int64_t>{};
 }
 
+bool is_permutation(const std::vector<int64_t>& p) {
+  std::vector<bool> seen(p.size(), false);
+  for (int64_t a : p) {
+    if (a < 0 || a >= int64_t(p.size()) || seen[size_t(a)]) return false;
+    seen[size_t(a)] = true;
+  }
+  return true;
+}
+
 std::optional<std::vector<int64_t>> axes_of(const Node& n, const GraphIndex& g) {
   if (n.inputs.size() > 1 && !n.inputs[1].empty()) return g.ints(n.inputs[1]);
   return ints_attr(n, "axes");

@@ -103,6 +103,8 @@ std::string escaping_intermediate(const Match& m, const GraphIndex& g);
 int64_t int_attr(const Node& n, const std::string& name, int64_t fallback);
 float float_attr(const Node& n, const std::string& name, float fallback);
 std::vector<int64_t> ints_attr(const Node& n, const std::string& name);
+// True when p holds 0..p.size()-1, each once: a Transpose's perm the evaluator would run.
+bool is_permutation(const std::vector<int64_t>& p);
 // The axes of an Unsqueeze, Squeeze or Reduce*: the attribute before the opset made them an input
 // (13, 18), the constant input since; nullopt for an input that is not a constant.
 std::optional<std::vector<int64_t>> axes_of(const Node& n, const GraphIndex& g);

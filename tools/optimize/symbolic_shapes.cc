@@ -392,7 +392,8 @@ class Propagation {
         std::vector<int64_t> perm = ints_attr(n, "perm");
         if (perm.empty())
           for (size_t i = s->size(); i-- > 0;) perm.push_back(int64_t(i));
-        if (perm.size() != s->size()) return;
+        // An invalid perm (the evaluator refuses it when the node runs) propagates nothing.
+        if (perm.size() != s->size() || !is_permutation(perm)) return;
         Shape_ o;
         for (int64_t p : perm) o.push_back((*s)[size_t(p)]);
         set(0, o);

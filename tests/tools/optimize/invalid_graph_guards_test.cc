@@ -59,3 +59,21 @@ TEST_CASE("attention: a Softmax without an input is refused, named") {
   CHECK(std::any_of(explain.not_fused.begin(), explain.not_fused.end(),
                     [](const std::string& l) { return l.find("a Softmax without input or output") != std::string::npos; }));
 }
+
+TEST_CASE("transpose perms out of range or repeated: nothing composed, no crash") {
+  // x (2, 3) through Transpose perm (1, 0), then a perm the evaluator refuses when it runs: out
+  // of range (0, 5), or repeated (1, 1). Shape inference once read dims past the rank here (a
+  // crash), and transpose-chain composed (0, 5) into a perm of whatever memory followed.
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{0, 5}, std::vector<int64_t>{1, 1}}) {
+    CAPTURE(bad);
+    const Model m = model(graph("perms",
+                                {node("Transpose", {"x"}, {"t"}, {attr("perm", std::vector<int64_t>{1, 0})}, "/t0"),
+                                 node("Transpose", {"t"}, {"y"}, {attr("perm", bad)}, "/t1")},
+                                {tensor_info("x", DType::Float, {2, 3})}, {tensor_info("y", DType::Float, {})}, {}),
+                          {{"", 17}});
+    optimize::OptimizeOptions o;
+    const Model out = optimize::optimize(m, Registry::builtin(), o).model;
+    REQUIRE(count_ops(out, "Transpose") == 2);
+    CHECK(out.graph.nodes[1].find_attribute("perm")->ints == bad);
+  }
+}

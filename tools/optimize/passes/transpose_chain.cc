@@ -8,7 +8,12 @@
 namespace refeval::optimize {
 namespace {
 
-bool perm_ok(const Node& n) { return !ints_attr(n, "perm").empty(); }
+// An invalid perm (which the evaluator refuses when the node runs) must not be composed into a
+// valid-looking one.
+bool perm_ok(const Node& n) {
+  const std::vector<int64_t> p = ints_attr(n, "perm");
+  return !p.empty() && is_permutation(p);
+}
 
 }  // namespace
 

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Guard schemata: every `if` of the named C++ files made switchable at run time.
+
+A guard is an `if (COND)` whose body leaves early (return, continue, break, or a block ending in
+one): the checks a pass makes before it rewrites, a reader before it accepts. Each is rewritten to
+`if (refeval_guard(ID, COND))`, where refeval_guard (guard_schema.h, written beside the files)
+returns COND, except that the guard named by REFEVAL_GUARD_DROP is never taken: the defect "this
+check was forgotten". REFEVAL_GUARD_TRACE names a file to which each process appends the IDs of
+the guards it saw taken, so a run of the suite tells which guards any test reaches at all.
+
+One build then judges every guard: run.sh's one-defect-one-build costs a build per defect.
+
+Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and catalogue.tsv):
+  guards.py instrument SRC FILE...  writes the schemata into SRC's files; prints the catalogue, a
+                                    TSV of id, file, line and condition
+  guards.py drop DIR SKIP           drops each guard some test took, one at a time, running the
+                                    tests that took it (fastest first, not those SKIP matches) until
+                                    one fails; appends "id CAUGHT|MISSED test file:line" to results.txt
+  guards.py report DIR REVIEWED     the guards no test takes (but those REVIEWED lists as
+                                    unreachable, one "file | condition | reason" a line) and those
+                                    dropped unnoticed; exits 1 if there are any
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+HEADER = "guard_schema.h"
+HEADER_TEXT = r"""// Written by tests/mutation/guards.py into a mutation copy only; never part of the tree.
+#pragma once
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+inline bool refeval_guard(int id, bool taken) {
+  static const int dropped = [] {
+    const char* v = std::getenv("REFEVAL_GUARD_DROP");
+    return v ? std::atoi(v) : -1;
+  }();
+  static const char* trace = std::getenv("REFEVAL_GUARD_TRACE");
+  if (taken && trace) {
+    static std::vector<std::atomic<bool>> seen(100000);
+    if (id < 100000 && !seen[id].exchange(true)) {
+      if (FILE* f = std::fopen(trace, "a")) {
+        std::fprintf(f, "%d\n", id);
+        std::fclose(f);
+      }
+    }
+  }
+  return id == dropped ? false : taken;
+}
+"""
+
+# A declaration in a condition (`if (auto x = f())`, `if (const T* p = ...)`) cannot be wrapped.
+DECLARATION = re.compile(r"^\s*(?:const\s+)?[\w:]+(?:\s*<[^()]*>)?\s*[*&]*\s+[*&]*\w+\s*(?:=[^=]|\{)")
+EXIT = re.compile(r"\s*(?:return\b|continue\s*;|break\s*;|throw\b|fail\w*\s*\()")
+
+
+def matching(text, start, open_ch="(", close_ch=")"):
+    """Index of the bracket closing the one at start, skipping strings and characters."""
+    depth, i = 0, start
+    while i < len(text):
+        c = text[i]
+        if c in "\"'":
+            q, i = c, i + 1
+            while i < len(text) and text[i] != q:
+                i += 2 if text[i] == "\\" else 1
+        elif c == open_ch:
+            depth += 1
+        elif c == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def block_leaves(text, brace):
+    """True if the block opening at brace ends with a return, continue, break or throw."""
+    end = matching(text, brace, "{", "}")
+    if end < 0:
+        return False
+    body = text[brace + 1:end].rstrip()
+    last = body.rfind(";", 0, len(body) - 1)
+    tail = body[last + 1:] if body.endswith(";") else ""
+    return bool(EXIT.match(tail)) or bool(EXIT.match(body))
+
+
+def instrument(text, path, next_id):
+    out, pos, found = [], 0, []
+    code = strip_comments(text)
+    for m in re.finditer(r"\bif\s*\(", code):
+        if code[max(0, m.start() - 9):m.start()].strip().endswith("constexpr"):
+            continue
+        open_paren = m.end() - 1
+        close = matching(code, open_paren)
+        if close < 0:
+            continue
+        cond = text[open_paren + 1:close]
+        if ";" in cond or DECLARATION.match(cond) or "\n#" in cond:
+            continue
+        rest = code[close + 1:]
+        stripped = rest.lstrip()
+        if stripped.startswith("{"):
+            if not block_leaves(code, close + 1 + (len(rest) - len(stripped))):
+                continue
+        elif not EXIT.match(rest):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        found.append((next_id, path, line, " ".join(cond.split())))
+        out.append(text[pos:open_paren + 1])
+        out.append(f"refeval_guard({next_id}, static_cast<bool>({cond}))")
+        pos = close
+        next_id += 1
+    out.append(text[pos:])
+    return "".join(out), found, next_id
+
+
+def strip_comments(text):
+    """The text with comments blanked (same length), so brackets in comments do not count."""
+    chars = list(text)
+    i = 0
+    while i < len(text):
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = len(text) if j < 0 else j
+            chars[i:j] = " " * (j - i)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = len(text) if j < 0 else j + 2
+            chars[i:j] = [c if c == "\n" else " " for c in text[i:j]]
+            i = j
+        elif text[i] in "\"'":
+            q, i = text[i], i + 1
+            while i < len(text) and text[i] != q:
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        else:
+            i += 1
+    return "".join(chars)
+
+
+def cmd_instrument(root, files):
+    header = os.path.join(root, HEADER)
+    with open(header, "w") as f:
+        f.write(HEADER_TEXT)
+    next_id = 0
+    print("id\tfile\tline\tcondition")
+    for rel in files:
+        path = os.path.join(root, rel)
+        with open(path) as f:
+            text = f.read()
+        new, found, next_id = instrument(text, rel, next_id)
+        if found:
+            with open(path, "w") as f:
+                f.write(f'#include "{header}"\n' + new)
+        for row in found:
+            print("\t".join(map(str, row)))
+
+
+def traces(root):
+    """Per guard id, the tests that took it; per test, its duration in seconds."""
+    taken, seconds = {}, {}
+    for log in glob.glob(os.path.join(root, "trace", "*.log")):
+        test = os.path.basename(log)[:-4]
+        m = re.search(r"Total Test time \(real\) =\s*([\d.]+)", open(log).read())
+        seconds[test] = float(m.group(1)) if m else 0.0
+        for line in open(log[:-4] + ".txt"):
+            if line.strip():
+                taken.setdefault(int(line), set()).add(test)
+    return taken, seconds
+
+
+def catalogue(root):
+    return [line.rstrip("\n").split("\t") for line in open(os.path.join(root, "catalogue.tsv"))][1:]
+
+
+def cmd_drop(root, skip):
+    taken, seconds = traces(root)
+    results = os.path.join(root, "results.txt")
+    done = {int(line.split()[0]) for line in open(results)} if os.path.exists(results) else set()
+    build = os.path.join(root, "src", "build")
+    for gid, path, line, _ in catalogue(root):
+        gid = int(gid)
+        if gid not in taken or gid in done:
+            continue
+        tests = sorted((t for t in taken[gid] if not re.search(skip, t)), key=lambda t: seconds[t])
+        verdict, by = "MISSED", "-"
+        for test in tests:
+            env = dict(os.environ, REFEVAL_GUARD_DROP=str(gid))
+            run = subprocess.run(["ctest", "--test-dir", build, "-R", f"^{test}$", "--timeout", "600"],
+                                 env=env, capture_output=True)
+            if run.returncode != 0:
+                verdict, by = "CAUGHT", test
+                break
+        with open(results, "a") as f:
+            f.write(f"{gid} {verdict} {by} {path}:{line}\n")
+        print(f"{path}:{line} {verdict} {by}", flush=True)
+
+
+def reviewed(path):
+    """(file, condition) -> reason, from the reviewed list of guards shown unreachable."""
+    listed = {}
+    for line in open(path):
+        if line.strip() and not line.startswith("#"):
+            file, cond, reason = (x.strip() for x in line.split("|", 2))
+            listed[(file, " ".join(cond.split()))] = reason
+    return listed
+
+
+def cmd_report(root, reviewed_path):
+    rows = catalogue(root)
+    taken, _ = traces(root)
+    listed = reviewed(reviewed_path)
+    verdict = {}
+    results = os.path.join(root, "results.txt")
+    if os.path.exists(results):
+        for line in open(results):
+            gid, v = line.split()[:2]
+            verdict[int(gid)] = v
+    keyed = {(r[1], r[3]) for r in rows}
+    unreached = [r for r in rows if int(r[0]) not in taken and (r[1], r[3]) not in listed]
+    missed = [r for r in rows if verdict.get(int(r[0])) == "MISSED"]
+    stale = [k for k in listed if k not in keyed]
+    print(f"{len(rows)} guards: {len(rows) - len(unreached) - len(listed) + len(stale)} taken by some test, "
+          f"{len(listed) - len(stale)} listed unreachable with a reason; "
+          f"{sum(v == 'CAUGHT' for v in verdict.values())} of {len(verdict)} dropped were caught")
+    for title, group in (("never taken by any test", unreached), ("dropped, and no test failed", missed)):
+        print(f"\n{title}: {len(group)}")
+        for _, f, line, cond in group:
+            print(f"  {f}:{line}  if ({cond})")
+    if stale:
+        print(f"\nlisted in {os.path.basename(reviewed_path)} but no longer in the code: {len(stale)}")
+        for f, cond in stale:
+            print(f"  {f}  if ({cond})")
+    return 1 if unreached or missed or stale else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "instrument":
+        cmd_instrument(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "drop":
+        cmd_drop(*sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "report":
+        sys.exit(cmd_report(*sys.argv[2:]))
+    else:
+        sys.exit(__doc__)
