@@ -17,7 +17,7 @@ Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and ca
                                     tests that took it (fastest first, not those SKIP matches) until
                                     one fails; appends "id CAUGHT|MISSED test file:line" to results.txt
   guards.py report DIR REVIEWED     the guards no test takes (but those REVIEWED lists as
-                                    unreachable, one "file | condition | reason" a line) and those
+                                    unreachable, one "file | function | condition | reason" a line) and those
                                     dropped unnoticed; exits 1 if there are any
 """
 import glob
@@ -109,13 +109,34 @@ def instrument(text, path, next_id):
         elif not EXIT.match(rest):
             continue
         line = text.count("\n", 0, m.start()) + 1
-        found.append((next_id, path, line, " ".join(cond.split())))
+        found.append((next_id, path, line, enclosing_function(code, m.start()), " ".join(cond.split())))
         out.append(text[pos:open_paren + 1])
         out.append(f"refeval_guard({next_id}, static_cast<bool>({cond}))")
         pos = close
         next_id += 1
     out.append(text[pos:])
     return "".join(out), found, next_id
+
+
+HEADER_LINE = re.compile(r"^\s*(?:[\w:<>*&,]+\s+)+[*&]?([\w:~]+)\(.*\)\s*(?:const\s*)?(?:override\s*)?\{\s*$")
+CONTROL = ("if", "for", "while", "switch", "return", "else", "do", "catch")
+
+
+def enclosing_function(code, at):
+    """The name of the function around `at`: the nearest header before it that opens a function's
+    body (ending in "{", perhaps over several lines), for a key that survives edits elsewhere."""
+    lines = code[:at].split("\n")[:-1]
+    for i in range(len(lines) - 1, -1, -1):
+        if not lines[i].rstrip().endswith("{") or ")" not in lines[i]:
+            continue
+        header, k = lines[i], i
+        while header.count("(") < header.count(")") and k > 0:  # a header over several lines
+            k -= 1
+            header = lines[k] + " " + header.strip()
+        m = HEADER_LINE.match(header)
+        if m and header.split()[0] not in CONTROL and "=" not in header.split("(")[0]:
+            return m.group(1).split("::")[-1]
+    return "?"
 
 
 def strip_comments(text):
@@ -148,7 +169,7 @@ def cmd_instrument(root, files):
     with open(header, "w") as f:
         f.write(HEADER_TEXT)
     next_id = 0
-    print("id\tfile\tline\tcondition")
+    print("id\tfile\tline\tfunction\tcondition")
     for rel in files:
         path = os.path.join(root, rel)
         with open(path) as f:
@@ -183,7 +204,7 @@ def cmd_drop(root, skip):
     results = os.path.join(root, "results.txt")
     done = {int(line.split()[0]) for line in open(results)} if os.path.exists(results) else set()
     build = os.path.join(root, "src", "build")
-    for gid, path, line, _ in catalogue(root):
+    for gid, path, line, _, _ in catalogue(root):
         gid = int(gid)
         if gid not in taken or gid in done:
             continue
@@ -202,12 +223,12 @@ def cmd_drop(root, skip):
 
 
 def reviewed(path):
-    """(file, condition) -> reason, from the reviewed list of guards shown unreachable."""
+    """(file, function, condition) -> reason, from the reviewed list of guards shown unreachable."""
     listed = {}
     for line in open(path):
         if line.strip() and not line.startswith("#"):
-            file, cond, reason = (x.strip() for x in line.split("|", 2))
-            listed[(file, " ".join(cond.split()))] = reason
+            file, function, cond, reason = (x.strip() for x in line.split(" | ", 3))
+            listed[(file, function, " ".join(cond.split()))] = reason
     return listed
 
 
@@ -221,8 +242,8 @@ def cmd_report(root, reviewed_path):
         for line in open(results):
             gid, v = line.split()[:2]
             verdict[int(gid)] = v
-    keyed = {(r[1], r[3]) for r in rows}
-    unreached = [r for r in rows if int(r[0]) not in taken and (r[1], r[3]) not in listed]
+    keyed = {(r[1], r[3], r[4]) for r in rows}
+    unreached = [r for r in rows if int(r[0]) not in taken and (r[1], r[3], r[4]) not in listed]
     missed = [r for r in rows if verdict.get(int(r[0])) == "MISSED"]
     stale = [k for k in listed if k not in keyed]
     print(f"{len(rows)} guards: {len(rows) - len(unreached) - len(listed) + len(stale)} taken by some test, "
@@ -230,12 +251,12 @@ def cmd_report(root, reviewed_path):
           f"{sum(v == 'CAUGHT' for v in verdict.values())} of {len(verdict)} dropped were caught")
     for title, group in (("never taken by any test", unreached), ("dropped, and no test failed", missed)):
         print(f"\n{title}: {len(group)}")
-        for _, f, line, cond in group:
-            print(f"  {f}:{line}  if ({cond})")
+        for _, f, line, function, cond in group:
+            print(f"  {f}:{line} {function}  if ({cond})")
     if stale:
         print(f"\nlisted in {os.path.basename(reviewed_path)} but no longer in the code: {len(stale)}")
-        for f, cond in stale:
-            print(f"  {f}  if ({cond})")
+        for f, function, cond in stale:
+            print(f"  {f} {function}  if ({cond})")
     return 1 if unreached or missed or stale else 0
 
 
