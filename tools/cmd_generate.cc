@@ -40,10 +40,10 @@ class GenerateVerb : public Verb {
     file->excludes(len)->excludes(text);
     len->excludes(text);
     sub->add_option("--tokenizer", tokenizer_, "TOKENIZER.json: a Hugging Face tokenizer; the generated ids are printed as text too");
-    sub->add_option("--batch", batch_, "B: rows of the random prompt (default 1)")->check(CLI::PositiveNumber);
+    sub->add_option("--batch", batch_, "B: rows of the random prompt (default 1)")->check(CLI::Range(1, 1 << 30));
     sub->add_option("--seed", seed_, "S: seed of the random prompt (default 0)");
     sub->add_option("--vocab", vocab_, "V: the random ids' range (default: the logits' declared vocabulary size)");
-    sub->add_option("--new-tokens", new_tokens_, "M: tokens to generate per row (default 16): 1 prefill + M-1 decode steps")->check(CLI::PositiveNumber);
+    sub->add_option("--new-tokens", new_tokens_, "M: tokens to generate per row (default 16): 1 prefill + M-1 decode steps")->check(CLI::Range(1, 1 << 30));
     sub->add_option("--eos", eos_, "ID: a row that produces it stops (padded with it while others go on)");
     sub->add_option("--max-length", max_length_, "L: a static / shared-buffer KV cache of L positions, fed back whole");
     sub->add_option("--json", json_, "FILE: the ids and the summary as JSON");

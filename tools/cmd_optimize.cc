@@ -50,7 +50,7 @@ class OptimizeVerb : public Verb {
                   "time the original and the written model in ONNX Runtime (CPU, level all, --threads threads) on the same inputs, "
                   "alternated rounds; needs node and onnxruntime-node");
     sub->add_option("--benchmark-rounds", ort_.rounds, "rounds of --benchmark-with-ort (default 5, each the median of 10 runs)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1 << 30));
     inputs_.add_to(sub);
   }
 

@@ -165,4 +165,5 @@ expect 2 "" "^refeval: error: prompt row 1 is all padding$" -- \
 random_msg="^refeval: error: --batch, --prompt-len and the vocabulary size must be at least 1$"
 expect 2 "" "$random_msg" -- -q generate $optimum --prompt-len -1
 expect 2 "" "$random_msg" -- -q generate $optimum --prompt-len 3 --vocab -1
+expect 2 "" "^refeval: error: --new-tokens: Value 0 not in range 1 to 1073741824$" -- -q generate $optimum --new-tokens 0
 finish
