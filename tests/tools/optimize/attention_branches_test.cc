@@ -14,6 +14,7 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::ramp;
 
@@ -22,27 +23,11 @@ namespace {
 constexpr int64_t kHeads = 2, kHead = 8, kHidden = kHeads * kHead;
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
 
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
-
 // A graph under construction on x (B, S, 16); outputs named by out().
-class G {
+class G : public testing::GraphUnderConstruction {
  public:
   explicit G(int opset = 17) : opset_(opset) {}
-  std::string add(const std::string& op, std::vector<std::string> in, std::vector<Attribute> a = {}, int outputs = 1, std::string name = "") {
-    const std::string base = op + "_" + std::to_string(nodes_.size());
-    std::vector<std::string> out;
-    for (int k = 0; k < outputs; ++k) out.push_back(base + (k ? "_" + std::to_string(k) : ""));
-    nodes_.push_back(node(op, std::move(in), out, std::move(a), name == "-" ? "" : name.empty() ? "/" + base : name));
-    return out[0];
-  }
-  std::string c(Tensor t) {
-    const std::string name = "c" + std::to_string(inits_.size());
-    inits_.push_back({name, std::move(t)});
-    return name;
-  }
-  void input(ValueInfo v) { inputs_.push_back(std::move(v)); }
   std::string unsqueeze0(const std::string& v) { return add("Unsqueeze", {v, c(ints({0}))}); }
-  void out(const std::string& v) { outputs_.push_back({v, ValueType::tensor_of_unknown_rank(DType::Float)}); }
   Model model() {
     std::vector<ValueInfo> in = {testing::f32("x", {"batch", "seq", kHidden})};
     in.insert(in.end(), inputs_.begin(), inputs_.end());
@@ -51,9 +36,6 @@ class G {
 
  private:
   int opset_;
-  std::vector<Node> nodes_;
-  std::vector<Initializer> inits_;
-  std::vector<ValueInfo> inputs_, outputs_;
 };
 
 // The packed product x W (+ b) of 3 * 16 columns.
@@ -409,7 +391,6 @@ TEST_CASE("attention: Mul(scale, scores) with the constant first fuses like Mul(
   REQUIRE(count_ops(out, "Attention") == 1);
   CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.25));
 }
-
 
 namespace {
 

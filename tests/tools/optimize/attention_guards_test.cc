@@ -13,6 +13,7 @@ using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
 using refeval::testing::f32;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::ramp;
 
@@ -22,31 +23,12 @@ constexpr int64_t kHeads = 2, kHead = 8, kHidden = kHeads * kHead;
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
 const std::string kAt = "not fused: attention at '/attn/Softmax': ";
 
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
-
 // A graph under construction; node outputs are named after the node ("Add_3"), nodes "/Add_3".
-class G {
+class G : public testing::GraphUnderConstruction {
  public:
   explicit G(int opset = 17) : opset_(opset) {}
-  std::string add(const std::string& op, std::vector<std::string> in, std::vector<Attribute> a = {}, int outputs = 1, std::string name = "") {
-    const std::string base = op + "_" + std::to_string(nodes_.size());
-    std::vector<std::string> out;
-    for (int k = 0; k < outputs; ++k) out.push_back(base + (k ? "_" + std::to_string(k) : ""));
-    nodes_.push_back(node(op, std::move(in), out, std::move(a), name.empty() ? "/" + base : name));
-    return out[0];
-  }
   Node& last() { return nodes_.back(); }
-  std::string c(Tensor t) {
-    const std::string name = "c" + std::to_string(inits_.size());
-    inits_.push_back({name, std::move(t)});
-    return name;
-  }
   std::string scalar(float v) { return c(Tensor::scalar<float>(v)); }
-  std::string input(ValueInfo v) {
-    inputs_.push_back(std::move(v));
-    return inputs_.back().name;
-  }
-  void out(const std::string& v) { outputs_.push_back({v, ValueType::tensor_of_unknown_rank(DType::Float)}); }
   Model model() {
     Model m = build::model(graph("attention", nodes_, inputs_, outputs_, inits_), {{"", opset_}});
     for (const Node& n : m.graph.nodes)
@@ -56,9 +38,6 @@ class G {
 
  private:
   int opset_;
-  std::vector<Node> nodes_;
-  std::vector<Initializer> inits_;
-  std::vector<ValueInfo> inputs_, outputs_;
 };
 
 // x W (+ b) of `width` columns.

@@ -14,13 +14,12 @@ using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
 using refeval::testing::f32;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::ramp;
 using refeval::testing::refusals;
 
 namespace {
-
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
 
 // The one "not fused" line of `pass` on `m` (only that pass running), or every line joined.
 std::string why(const Model& m, const std::string& pass) { return refusals(m, {pass}); }

@@ -2,6 +2,7 @@
 // reasons, and check the result against the original with the evaluator on deterministic inputs.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -82,6 +83,56 @@ inline std::string refusals(const Model& m, std::set<std::string> passes) {
   o.only = std::move(passes);
   o.explain = true;
   return not_fused_lines(optimize::optimize(m, Registry::builtin(), o).explain);
+}
+
+// Integers as a 1-D int64 tensor: a Slice's starts, a Reshape's shape.
+inline Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
+
+// A graph under construction, for a test's own builder to derive from: add() appends a node named
+// "/Op_k" (name "-": unnamed) whose outputs are "Op_k", "Op_k_1", ...; c() adds a constant.
+class GraphUnderConstruction {
+ public:
+  std::string add(const std::string& op, std::vector<std::string> in, std::vector<Attribute> a = {}, int outputs = 1, std::string name = "") {
+    const std::string base = op + "_" + std::to_string(nodes_.size());
+    std::vector<std::string> out;
+    for (int k = 0; k < outputs; ++k) out.push_back(base + (k ? "_" + std::to_string(k) : ""));
+    nodes_.push_back(build::node(op, std::move(in), out, std::move(a), name == "-" ? "" : name.empty() ? "/" + base : name));
+    return out[0];
+  }
+  std::string c(Tensor t) {
+    const std::string name = "c" + std::to_string(inits_.size());
+    inits_.push_back({name, std::move(t)});
+    return name;
+  }
+  std::string input(ValueInfo v) {
+    inputs_.push_back(std::move(v));
+    return inputs_.back().name;
+  }
+  void out(const std::string& v) { outputs_.push_back({v, ValueType::tensor_of_unknown_rank(DType::Float)}); }
+
+ protected:
+  std::vector<Node> nodes_;
+  std::vector<Initializer> inits_;
+  std::vector<ValueInfo> inputs_, outputs_;
+};
+
+// Rotary embedding's inverse frequencies over `rotated` columns: 10000^(-2i / rotated).
+inline std::vector<float> rope_inv_freq(int64_t rotated) {
+  std::vector<float> inv(size_t(rotated / 2));
+  for (int64_t i = 0; i < rotated / 2; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(rotated)));
+  return inv;
+}
+
+// cos or sin of p * inv_freq[i] for p < rows and `width` columns, inv_freq of a rotation over
+// `rotated` columns (width rotated / 2: one value per pair; rotated: cat(freqs, freqs)).
+inline Tensor rope_table(bool cosine, int64_t rows, int64_t width, int64_t rotated) {
+  std::vector<float> v(size_t(rows * width));
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t i = 0; i < width; ++i) {
+      const double inv = 1.0 / std::pow(10000.0, double(2 * (i % (rotated / 2))) / double(rotated));
+      v[size_t(p * width + i)] = float(cosine ? std::cos(double(p) * inv) : std::sin(double(p) * inv));
+    }
+  return Tensor::from_vector<float>({rows, width}, v);
 }
 
 // A float value's declared type, as these tests' graphs give their inputs and outputs.

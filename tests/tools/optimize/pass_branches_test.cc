@@ -15,13 +15,13 @@ using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
 using refeval::testing::f32;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::ramp;
 
 namespace {
 
 Tensor floats(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), std::move(v)); }
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
 
 // `pass` alone on `m`, inference from `m` itself; returns how many rewrites it made. No check
 // with the evaluator: for graphs it does not run.

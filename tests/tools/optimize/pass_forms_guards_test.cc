@@ -14,13 +14,13 @@ using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
 using refeval::testing::f32;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::ramp;
 using refeval::testing::refusals;
 
 namespace {
 
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
 ValueInfo i64(const std::string& name, std::vector<DimSpec> dims) { return tensor_info(name, DType::Int64, std::move(dims)); }
 
 const Node& only(const Model& m, const std::string& op) {

@@ -15,6 +15,7 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::refusals;
 
@@ -23,43 +24,15 @@ namespace {
 constexpr int64_t kHeads = 2, kHead = 8, kHalf = kHead / 2, kRows = 32;
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
 
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
-
-// cos or sin of p * inv_freq[i] for p < kRows and `width` columns (width kHalf: one per pair;
-// kHead: cat(freqs, freqs)), inv_freq of a rotation over `rotated` columns.
-Tensor table(bool cosine, int64_t width, int64_t rotated = kHead) {
-  std::vector<float> v(size_t(kRows * width));
-  for (int64_t p = 0; p < kRows; ++p)
-    for (int64_t i = 0; i < width; ++i) {
-      const double inv = 1.0 / std::pow(10000.0, double(2 * (i % (rotated / 2))) / double(rotated));
-      v[size_t(p * width + i)] = float(cosine ? std::cos(double(p) * inv) : std::sin(double(p) * inv));
-    }
-  return Tensor::from_vector<float>({kRows, width}, v);
-}
-
-std::vector<float> inv_freq(int64_t rotated = kHead) {
-  std::vector<float> inv(size_t(rotated / 2));
-  for (int64_t i = 0; i < rotated / 2; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(rotated)));
-  return inv;
-}
+// cos or sin tables of kRows positions (rope_table, optimize_test_util.h).
+Tensor table(bool cosine, int64_t width, int64_t rotated = kHead) { return testing::rope_table(cosine, kRows, width, rotated); }
+std::vector<float> inv_freq(int64_t rotated = kHead) { return testing::rope_inv_freq(rotated); }
 
 // A graph under construction: q (B, 2, S, 8) and position_ids (B, S) as inputs, one output y.
-class G {
+class G : public testing::GraphUnderConstruction {
  public:
   explicit G(int opset = 17, DimSpec batch = "batch", DimSpec seq = "seq") : opset_(opset), batch_(batch), seq_(seq) {}
 
-  std::string add(const std::string& op, std::vector<std::string> in, std::vector<Attribute> a = {}, int outputs = 1) {
-    const std::string base = op + "_" + std::to_string(nodes_.size());
-    std::vector<std::string> out;
-    for (int k = 0; k < outputs; ++k) out.push_back(base + (k ? "_" + std::to_string(k) : ""));
-    nodes_.push_back(node(op, std::move(in), out, std::move(a), "/" + base));
-    return out[0];
-  }
-  std::string c(Tensor t) {
-    const std::string name = "c" + std::to_string(inits_.size());
-    inits_.push_back({name, std::move(t)});
-    return name;
-  }
   std::string unsqueeze(const std::string& v, std::vector<int64_t> axes) {
     if (opset_ < 13) return add("Unsqueeze", {v}, {attr("axes", axes)});
     return add("Unsqueeze", {v, c(ints(axes))});
@@ -83,8 +56,6 @@ class G {
  private:
   int opset_;
   DimSpec batch_, seq_;
-  std::vector<Node> nodes_;
-  std::vector<Initializer> inits_;
 };
 
 // a * cos - b * sin and a * sin + b * cos; `tables_first` writes Mul(cos, a) for Mul(a, cos).
@@ -325,7 +296,6 @@ TEST_CASE("rotary: x * cos on another value than the rotated one stays, explaine
   m.graph.inputs.push_back(testing::f32("k", {"batch", kHeads, "seq", kHead}));
   check_refused(m, "does not multiply the rotated value 'q'");
 }
-
 
 TEST_CASE("rotary: halves by opset 11's Split attribute, or Slices bounded by Shape(q)[3] / 2 unfolded, fuse") {
   {  // torch.chunk at opset 11: Split(q, split = [4, 4])

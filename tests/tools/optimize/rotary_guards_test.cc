@@ -14,6 +14,7 @@
 using namespace refeval;
 using namespace refeval::build;
 using refeval::testing::count_ops;
+using refeval::testing::ints;
 using refeval::testing::optimized;
 using refeval::testing::refusals;
 
@@ -22,44 +23,15 @@ namespace {
 constexpr int64_t kHead = 8, kHalf = kHead / 2, kRows = 32;
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
 
-Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>({int64_t(v.size())}, v); }
-
-// cos or sin of p * inv_freq[i] for p < kRows and `width` columns, inv_freq of a rotation over
-// `rotated` columns (width rotated / 2: one value per pair; rotated: cat(freqs, freqs)).
-Tensor table(bool cosine, int64_t width, int64_t rotated = kHead) {
-  std::vector<float> v(size_t(kRows * width));
-  for (int64_t p = 0; p < kRows; ++p)
-    for (int64_t i = 0; i < width; ++i) {
-      const double inv = 1.0 / std::pow(10000.0, double(2 * (i % (rotated / 2))) / double(rotated));
-      v[size_t(p * width + i)] = float(cosine ? std::cos(double(p) * inv) : std::sin(double(p) * inv));
-    }
-  return Tensor::from_vector<float>({kRows, width}, v);
-}
-
-Tensor inv_freq() {
-  std::vector<float> inv(static_cast<size_t>(kHalf));
-  for (int64_t i = 0; i < kHalf; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(kHead)));
-  return Tensor::from_vector<float>({kHalf}, inv);
-}
+// cos or sin tables of kRows positions and the inverse frequencies (optimize_test_util.h).
+Tensor table(bool cosine, int64_t width, int64_t rotated = kHead) { return testing::rope_table(cosine, kRows, width, rotated); }
+Tensor inv_freq() { return Tensor::from_vector<float>({kHalf}, testing::rope_inv_freq(kHead)); }
 
 // A graph under construction: q (B, N, S, 8) and position_ids (B, S) as inputs, one output.
-class G {
+class G : public testing::GraphUnderConstruction {
  public:
   G(DimSpec batch = "batch", DimSpec heads = int64_t(2), DimSpec seq = "seq") : batch_(batch), heads_(heads), seq_(seq) {}
 
-  std::string add(const std::string& op, std::vector<std::string> in, std::vector<Attribute> a = {}, int outputs = 1) {
-    const std::string base = op + "_" + std::to_string(nodes_.size());
-    std::vector<std::string> out;
-    for (int k = 0; k < outputs; ++k) out.push_back(base + (k ? "_" + std::to_string(k) : ""));
-    nodes_.push_back(node(op, std::move(in), out, std::move(a), "/" + base));
-    return out[0];
-  }
-  std::string c(Tensor t) {
-    const std::string name = "c" + std::to_string(inits_.size());
-    inits_.push_back({name, std::move(t)});
-    return name;
-  }
-  void input(ValueInfo v) { inputs_.push_back(std::move(v)); }
   std::string slice(const std::string& v, int64_t start, int64_t end) { return add("Slice", {v, c(ints({start})), c(ints({end})), c(ints({-1}))}); }
   // Unsqueeze(table[position_ids], 1): gathered cos or sin (B, 1, S, width).
   std::string gathered(bool cosine, int64_t width, int64_t rotated = kHead) {
@@ -73,9 +45,6 @@ class G {
 
  private:
   DimSpec batch_, heads_, seq_;
-  std::vector<Node> nodes_;
-  std::vector<ValueInfo> inputs_;
-  std::vector<Initializer> inits_;
 };
 
 // Hugging Face's rotate-half: q * cos + Concat(-x2, x1) * sin with x1, x2 given.
