@@ -139,6 +139,29 @@ PY
   expect 2 "" "^refeval: error: .*deep.json: ${step%%:*}(\.${step##*:}\[0\]){64}: Sequence steps nested more than 64 deep$" -- tokenize "$work/deep.json" --text hi
 done
 
+# --- fields a file may leave out or leave empty, as Hugging Face's Rust library reads them
+# (tokenizers.js differs on the first: it gives an empty added token its id)
+$py - "$work" $data/ascii96.json <<'PY'
+import copy, json, sys
+work = sys.argv[1]
+base = json.load(open(sys.argv[2]))
+def write(name, change):
+    t = copy.deepcopy(base)
+    change(t)
+    json.dump(t, open(f"{work}/{name}.json", "w"))
+empty = {"id": 96, "content": "", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+write("empty_added", lambda t: t["added_tokens"].append(empty))
+write("added_no_id", lambda t: t["added_tokens"].append({"content": "<eos>", "special": True}))
+write("no_merges", lambda t: t["model"].pop("merges"))
+PY
+# an added token with empty content is skipped (added_vocabulary.rs: `if token.content.is_empty()
+# { ignored += 1; continue; }`): its id is no token, the vocabulary stays 96 ids, the text is as before
+expect 2 "" "^refeval: error: .*empty_added.json: token id 96 is not in the vocabulary \(96 ids\)$" -- tokenize "$work/empty_added.json" --decode --text "40 96"
+expect 0 "^94 76 76 79$" "" -- tokenize "$work/empty_added.json" --text "Hello"
+# an added token needs its id; BPE needs its merges (Rust: "Missing vocab/merges")
+expect 2 "" "^refeval: error: .*added_no_id.json: added_tokens\[1\]: no \"id\"$" -- tokenize "$work/added_no_id.json" --text "Hello"
+expect 2 "" "^refeval: error: .*no_merges.json: model \(BPE\): no \"merges\"$" -- tokenize "$work/no_merges.json" --text "Hello"
+
 # --- generate --tokenizer on a decoder with a vocabulary of 96 (declared), and the same model with
 # the vocabulary left symbolic (known once the prefill's logits are there)
 optimum=tests/data/ort/decoders_optimum/b1/model.onnx
@@ -181,16 +204,25 @@ t.normalizer = { type: "Lowercase" };
 require("fs").writeFileSync(process.argv[2], JSON.stringify(t));' "$work/tok/gpt2.json" "$work/tok/gpt2_lowercase.json"
 node $data/texts.js "$seed" "$generated" "$work/texts"
 texts=("$work"/texts/*.txt)
-for name in gpt2 gpt2_lowercase gpt2_llama3_split gpt2_deepseek3_split llama2 llama2_metaspace bert bert_variants; do
-  tok=$work/tok/$name.json
+# oracle_check NAME TEXT...: $work/tok/NAME.json encodes each text file to the ids tokenizers.js
+# gives, and decodes them to its text (GPT-2: the original bytes too)
+oracle_check() {
+  local name=$1 f base
+  shift
+  local tok=$work/tok/$name.json
   mkdir -p "$work/$name"
-  for f in "${texts[@]}"; do
+  for f in "$@"; do
     base=$(basename "$f" .txt)
-    "$refeval" -q tokenize "$tok" --file "$f" >"$work/$name/$base.ids" 2>"$work/$name/$base.err" &&
-      "$refeval" -q tokenize "$tok" --decode --file "$work/$name/$base.ids" >"$work/$name/$base.dec" 2>>"$work/$name/$base.err"
+    # a crash prints nothing: its exit status is kept with the messages
+    if "$refeval" -q tokenize "$tok" --file "$f" >"$work/$name/$base.ids" 2>"$work/$name/$base.err"; then
+      "$refeval" -q tokenize "$tok" --decode --file "$work/$name/$base.ids" >"$work/$name/$base.dec" 2>>"$work/$name/$base.err" ||
+        echo "--decode: exit $?" >>"$work/$name/$base.err"
+    else
+      echo "exit $?" >>"$work/$name/$base.err"
+    fi
   done
-  node $data/oracle.js "$tok" "${texts[@]}" >"$work/$name.oracle"
-  check "$name: ids and decoded text equal to tokenizers.js on ${#texts[@]} texts" node - "$name" "$work" "${texts[@]}" <<'JS'
+  node $data/oracle.js "$tok" "$@" >"$work/$name.oracle"
+  check "$name: ids and decoded text equal to tokenizers.js on $# texts" node - "$name" "$work" "$@" <<'JS'
 const fs = require("fs");
 const [name, work, ...texts] = process.argv.slice(2);
 const oracle = fs.readFileSync(`${work}/${name}.oracle`, "utf8").split("\n");
@@ -225,7 +257,94 @@ console.log(`${name}: ${texts.length} texts, ${ids} ids compared with tokenizers
             (name === "gpt2" ? `, ${roundTrips} decoded back to the original bytes` : ""));
 process.exit(bad ? 1 : 0);
 JS
+}
+for name in gpt2 gpt2_lowercase gpt2_llama3_split gpt2_deepseek3_split llama2 llama2_metaspace bert bert_variants; do
+  oracle_check "$name" "${texts[@]}"
 done
+
+# --- components and forms the files above do not take, against tokenizers.js
+# CLIP (NFC, BPE with end_of_word_suffix "</w>", the BPEDecoder), NFKD, and DeepSeek's added tokens
+# (fullwidth bars and ▁, which stand for no byte: the ByteLevel decoder keeps their text), on the
+# texts above and a chat text
+mkdir -p "$work/extra"
+printf '%s' '<｜begin▁of▁sentence｜><｜User｜>Hello, 你好 🎉!<｜Assistant｜>Hi   there.<｜end▁of▁sentence｜>' >"$work/extra/x00_chat.txt"
+printf '%s' 'a photo of a CAT, 2 dogs <|endoftext|> Ångström ＡＢＣ ﬁ' >"$work/extra/x01_clip.txt"
+for name in clip bert_nfkd gpt2_deepseek3_specials; do
+  oracle_check "$name" "${texts[@]}" "$work"/extra/*.txt
+done
+# Variants: WordPiece without max_input_chars_per_word (100 in both libraries: a word of 101
+# characters is [UNK]); BPE without unk_token (characters not in the vocabulary are left out, a
+# word of them gives no id); a POSIX class inside a class ([[:alpha:]\d], ASCII texts: PCRE2's
+# [:alpha:] is \p{L}, tokenizers.js's \p{Alphabetic}); no decoder (tokens joined by spaces);
+# Llama-2's byte tokens spelled <0xc3> (the ByteFallback decoder reads lowercase hex too, as
+# Rust's u8::from_str_radix does; encoding looks up <0xC3> only)
+node - "$work/tok" $data/ascii96.json <<'JS'
+const fs = require("fs");
+const [dir, ascii96] = process.argv.slice(2);
+const variant = (from, name, change) => {
+  const t = JSON.parse(fs.readFileSync(from, "utf8"));
+  change(t);
+  fs.writeFileSync(`${dir}/${name}.json`, JSON.stringify(t));
+};
+variant(`${dir}/bert.json`, "bert_default_max", (t) => delete t.model.max_input_chars_per_word);
+variant(`${dir}/bert.json`, "bert_no_decoder", (t) => (t.decoder = null));
+variant(ascii96, "ascii96_no_unk", (t) => (t.model.unk_token = null));
+variant(`${dir}/gpt2.json`, "gpt2_posix_class", (t) => (t.pre_tokenizer = {
+  type: "Sequence",
+  pretokenizers: [
+    { type: "Split", pattern: { Regex: " ?[[:alpha:]\\d]+| ?[^[:alpha:]\\d\\s]+|\\s+" }, behavior: "Isolated", invert: false },
+    { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+  ],
+}));
+variant(`${dir}/llama2.json`, "llama2_lowercase_bytes", (t) => {
+  t.model.vocab = Object.fromEntries(Object.entries(t.model.vocab).map(([k, id]) => [/^<0x[0-9A-F]{2}>$/.test(k) ? k.toLowerCase() : k, id]));
+});
+variant(`${dir}/gpt2.json`, "gpt2_bytelevel_normalizer", (t) => ((t.normalizer = { type: "ByteLevel" }), (t.pre_tokenizer = null)));
+variant(`${dir}/gpt2.json`, "gpt2_no_pre_tokenizer", (t) => (t.pre_tokenizer = null));
+JS
+mkdir -p "$work/long_words" "$work/unknown" "$work/posix"
+ab50=$(printf 'ab%.0s' {1..50})
+printf '%s' "$ab50" >"$work/long_words/w100.txt"
+printf '%s' "$ab50 ${ab50}x" >"$work/long_words/w101.txt"
+printf '%s' 'éü' >"$work/unknown/u0.txt"
+printf '%s' 'Hé, ünï!' >"$work/unknown/u1.txt"
+printf '%s' 'abc123 x9[y] z]]!' >"$work/posix/p0.txt"
+printf '%s' "It's [[ok]] 42]a] b_c-d" >"$work/posix/p1.txt"
+oracle_check bert_default_max "$work"/long_words/*.txt
+oracle_check ascii96_no_unk "$work"/unknown/*.txt
+oracle_check gpt2_posix_class "$work"/posix/*.txt
+
+# decode_check TOKENIZER WHAT IDS...: refeval's --decode of each list of ids is tokenizers.js's
+# text (decode_oracle.js), byte for byte
+decode_check() {
+  local tok=$1 what=$2 ids k=0 bad=0
+  shift 2
+  node $data/decode_oracle.js "$tok" "$@" >"$work/decode.oracle" || bad=1
+  for ids in "$@"; do
+    k=$((k + 1))
+    node -e 'process.stdout.write(JSON.parse(process.argv[1]))' "$(sed -n "${k}p" "$work/decode.oracle")" >"$work/decode.want"
+    "$refeval" -q tokenize "$tok" --decode --text "$ids" >"$work/decode.got" 2>&1
+    if ! cmp -s "$work/decode.want" "$work/decode.got"; then
+      bad=1
+      echo "  $what: $ids: refeval $(od -An -c "$work/decode.got" | head -2 | tr -s ' ') | tokenizers.js $(sed -n "${k}p" "$work/decode.oracle")"
+    fi
+  done
+  check "$what: --decode gives tokenizers.js's text on $# lists of ids" test $bad -eq 0
+}
+decode_check "$work/tok/bert_no_decoder.json" "no decoder" "101 7592 2088 1010 2009 1005 1055 102"
+decode_check "$work/tok/llama2_lowercase_bytes.json" "ByteFallback, <0xnn>" "15043 198 172" "15043 243 162 145 140 29991" "15043 234"
+# GPT-2's byte tokens making bytes that are not UTF-8: each maximal ill-formed part is one U+FFFD
+# (F0 9F before a space, E0 80, ED A0 80 (a surrogate), F4 90 (past U+10FFFF), C3 '(', E2 82 at the
+# end), as the Rust library's from_utf8_lossy and tokenizers.js's TextDecoder do; E2 82 A9 is ₩
+decode_check "$work/tok/gpt2.json" "ByteLevel, invalid UTF-8" "15496 172 253 995" "156 222 15496" "169 254 222" \
+  "176 238 222 222" "127 7" "15496 158 224" "158 224 102"
+# The ByteLevel normalizer (byte stand-ins before the model, no pre-tokenizer): the text's
+# normalized form is the one Hugging Face's own test gives (normalizers/byte_level.rs,
+# test_byte_level_normalize), so the ids are tokenizers.js's on that form; decoding gives the text
+printf '%s' 'HelloĠæĪĳä»Ĭå¤©èĥ½ä¸ºä½łåģļä»Ģä¹Ī' >"$work/byte_level_normalized.txt"
+want=$(node $data/oracle.js "$work/tok/gpt2_no_pre_tokenizer.json" "$work/byte_level_normalized.txt" | head -1)
+expect 0 "^$want$" "" -- tokenize "$work/tok/gpt2_bytelevel_normalizer.json" --text "Hello 我今天能为你做什么"
+expect 0 "^Hello 我今天能为你做什么$" "" -- tokenize "$work/tok/gpt2_bytelevel_normalizer.json" --decode --text "$want"
 
 # special tokens left out: encoding adds none, decoding drops them
 bert=$work/tok/bert.json

@@ -195,3 +195,100 @@ write("bert_variants.json", file({
   decoder: { type: "WordPiece", prefix: "##", cleanup: false },
   model: bertWordPiece,
 }));
+
+// CLIP (openai/clip-vit-base-patch32's tokenizer.json layout): NFC, white space runs to one space,
+// Lowercase; its Split keeping only the matches (invert), ByteLevel without its regex; BPE whose
+// word-final pieces end in "</w>" (end_of_word_suffix), decoded by the BPEDecoder (suffix to a
+// space, the byte stand-ins left as they are, as CLIP's decoder does); <|startoftext|> ...
+// <|endoftext|> by RobertaProcessing. No npm package ships CLIP's vocabulary: its alphabet (the 256
+// byte stand-ins, alone and with "</w>") and 400 merges learnt here from bert-base-uncased's 4,000
+// first whole words, the most frequent pair first (ties: the first in code unit order).
+const byteChars = [];  // GPT-2's bytes_to_unicode, byte order
+for (let b = 0, next = 256; b < 256; ++b) {
+  const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  byteChars.push(String.fromCodePoint(printable ? b : next++));
+}
+const clipWords = Object.entries(bertVocab)
+  .filter(([t, i]) => i >= 1996 && !t.startsWith("##"))
+  .slice(0, 4000)
+  .map(([t]) => {
+    const symbols = [...Buffer.from(t, "utf8")].map((b) => byteChars[b]);
+    symbols[symbols.length - 1] += "</w>";
+    return symbols;
+  });
+const clipMerges = [];
+while (clipMerges.length < 400) {
+  const counts = new Map();
+  for (const w of clipWords)
+    for (let i = 0; i + 1 < w.length; ++i) {
+      const key = `${w[i]} ${w[i + 1]}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  let best = null;
+  for (const [key, n] of counts) if (!best || n > best[1] || (n === best[1] && key < best[0])) best = [key, n];
+  if (!best) break;
+  clipMerges.push(best[0]);
+  const [a, b] = best[0].split(" ");
+  for (const w of clipWords)
+    for (let i = 0; i + 1 < w.length; ++i)
+      if (w[i] === a && w[i + 1] === b) w.splice(i, 2, a + b);
+}
+const clipTokens = [...byteChars, ...byteChars.map((c) => c + "</w>"), ...clipMerges.map((m) => m.replace(" ", ""))];
+const clipVocab = Object.fromEntries(clipTokens.map((t, i) => [t, i]));
+const clipSpecial = { "<|startoftext|>": clipTokens.length, "<|endoftext|>": clipTokens.length + 1 };
+Object.assign(clipVocab, clipSpecial);
+write("clip.json", file({
+  added_tokens: Object.entries(clipSpecial).map(([t, id]) => added(id, t, true, true)),
+  normalizer: {
+    type: "Sequence",
+    normalizers: [{ type: "NFC" }, { type: "Replace", pattern: { Regex: "\\s+" }, content: " " }, { type: "Lowercase" }],
+  },
+  pre_tokenizer: {
+    type: "Sequence",
+    pretokenizers: [
+      {
+        type: "Split",
+        pattern: { Regex: "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|[^\\s\\p{L}\\p{N}]+" },
+        behavior: "Removed",
+        invert: true,
+      },
+      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  },
+  post_processor: { type: "RobertaProcessing", sep: ["<|endoftext|>", clipSpecial["<|endoftext|>"]], cls: ["<|startoftext|>", clipSpecial["<|startoftext|>"]],
+                    trim_offsets: false, add_prefix_space: false },
+  decoder: { type: "BPEDecoder", suffix: "</w>" },
+  model: bpe(clipVocab, clipMerges, { unk_token: "<|endoftext|>", continuing_subword_prefix: "", end_of_word_suffix: "</w>" }),
+}));
+
+// bert-base-uncased's vocabulary behind NFKD (compatibility decomposition: accents become
+// combining marks, which WordPiece then meets) and Lowercase
+write("bert_nfkd.json", file({
+  added_tokens: Object.entries(bertSpecial).map(([t, id]) => added(id, t)),
+  normalizer: { type: "Sequence", normalizers: [{ type: "NFKD" }, { type: "Lowercase" }] },
+  pre_tokenizer: { type: "BertPreTokenizer" },
+  post_processor: template(["[CLS]"], ["[SEP]"], bertSpecial),
+  decoder: { type: "WordPiece", prefix: "##", cleanup: true },
+  model: bertWordPiece,
+}));
+
+// GPT-2's vocabulary under DeepSeek-V3's pre-tokenizer with DeepSeek's added tokens, whose
+// fullwidth bars and ▁ are no byte stand-ins (the ByteLevel decoder keeps such a token's own
+// text); <｜User｜> and <｜Assistant｜> are not special, as in DeepSeek-R1's file
+const deepseekSpecials = { "<\uff5cbegin\u2581of\u2581sentence\uff5c>": 50257, "<\uff5cend\u2581of\u2581sentence\uff5c>": 50258 };
+const deepseekChat = { "<\uff5cUser\uff5c>": 50259, "<\uff5cAssistant\uff5c>": 50260 };
+write("gpt2_deepseek3_specials.json", file({
+  added_tokens: [added(50256, "<|endoftext|>"), ...Object.entries(deepseekSpecials).map(([t, id]) => added(id, t)),
+                 ...Object.entries(deepseekChat).map(([t, id]) => added(id, t, false, false))],
+  normalizer: null,
+  pre_tokenizer: {
+    type: "Sequence",
+    pretokenizers: [
+      ...deepseek3Patterns.map((p) => ({ type: "Split", pattern: { Regex: p }, behavior: "Isolated", invert: false })),
+      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  },
+  post_processor: template(["<\uff5cbegin\u2581of\u2581sentence\uff5c>"], [], deepseekSpecials),
+  decoder: { type: "ByteLevel", ...byteLevel },
+  model: bpe(gpt2Vocab, gpt2Merges.map((m) => m.split(" ")), { ignore_merges: true }),
+}));
