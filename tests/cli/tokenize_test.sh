@@ -346,6 +346,20 @@ want=$(node $data/oracle.js "$work/tok/gpt2_no_pre_tokenizer.json" "$work/byte_l
 expect 0 "^$want$" "" -- tokenize "$work/tok/gpt2_bytelevel_normalizer.json" --text "Hello 我今天能为你做什么"
 expect 0 "^Hello 我今天能为你做什么$" "" -- tokenize "$work/tok/gpt2_bytelevel_normalizer.json" --decode --text "$want"
 
+# An empty BPEDecoder suffix matches before every character and at the end, as Rust's str::replace
+# and tokenizers.js's replaceAll: a space there in every token but the last (refeval matched
+# nowhere); a Metaspace decoder's replacement must be one character (a char in Rust)
+node -e '
+const fs = require("fs");
+const t = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+t.decoder = { type: "BPEDecoder", suffix: "" };
+fs.writeFileSync(process.argv[2], JSON.stringify(t));
+t.decoder = { type: "Metaspace", replacement: "", prepend_scheme: "always", split: true };
+fs.writeFileSync(process.argv[3], JSON.stringify(t));' "$work/tok/clip.json" "$work/tok/clip_empty_suffix.json" "$work/tok/clip_metaspace_empty.json"
+decode_check "$work/tok/clip_empty_suffix.json" "BPEDecoder, empty suffix" "$("$refeval" -q tokenize "$work/tok/clip.json" --text "a photo of café")"
+expect 2 "" "^refeval: error: .*clip_metaspace_empty.json: decoder \(Metaspace\): \"replacement\" must be one character$" -- \
+  tokenize "$work/tok/clip_metaspace_empty.json" --decode --text "1 2"
+
 # special tokens left out: encoding adds none, decoding drops them
 bert=$work/tok/bert.json
 expect 0 "^101 7592 2088 102$" "" -- tokenize "$bert" --text "Hello world"

@@ -206,7 +206,9 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
     if (scheme != "always" && scheme != "first" && scheme != "never")
       fail_at(at, fmt::format("prepend_scheme '{}' is not one of always, first, never", scheme));
     const bool drop_first = scheme != "never" && bool_field(j, "add_prefix_space", at, true);
-    return std::make_unique<Metaspace>(string_field(j, "replacement", at, std::string("\xE2\x96\x81")), drop_first);
+    const std::string replacement = string_field(j, "replacement", at, std::string("\xE2\x96\x81"));
+    if (code_points(replacement).size() != 1) fail_at(at, "\"replacement\" must be one character");  // a char in Rust
+    return std::make_unique<Metaspace>(replacement, drop_first);
   }
   if (type == "WordPiece")
     return std::make_unique<WordPiece>(string_field(j, "prefix", at, std::string("##")), bool_field(j, "cleanup", at, true));

@@ -36,7 +36,11 @@ std::vector<Span> spans_of_chars(std::string_view s, const std::function<bool(in
 
 std::vector<std::pair<size_t, size_t>> find_literal(std::string_view s, std::string_view literal) {
   std::vector<std::pair<size_t, size_t>> out;
-  if (literal.empty()) return out;
+  if (literal.empty()) {  // an empty match before each character and at the end, as Rust's str::replace
+    for (size_t i = 0, n = 0; i < s.size(); i += n) next_code_point(s, i, &n), out.emplace_back(i, i);
+    out.emplace_back(s.size(), s.size());
+    return out;
+  }
   for (size_t at = s.find(literal); at != std::string_view::npos; at = s.find(literal, at + literal.size()))
     out.emplace_back(at, at + literal.size());
   return out;

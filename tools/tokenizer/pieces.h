@@ -40,7 +40,8 @@ struct Span {
 std::vector<Span> spans_of(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches);
 // Each code point for which `pred` holds is a match of its own.
 std::vector<Span> spans_of_chars(std::string_view s, const std::function<bool(int32_t)>& pred);
-// Non-overlapping occurrences of `literal`, left to right (none for an empty literal).
+// Non-overlapping occurrences of `literal`, left to right; an empty literal matches (empty)
+// before every character and at the end, as Rust's str::replace and JavaScript's replaceAll.
 std::vector<std::pair<size_t, size_t>> find_literal(std::string_view s, std::string_view literal);
 // A string replaced at each of `matches` by `with`.
 std::string replace_matches(std::string_view s, const std::vector<std::pair<size_t, size_t>>& matches, std::string_view with);
