@@ -126,6 +126,16 @@ json.dump(t, open(sys.argv[2], "w"))
 PY
 expect 2 "" "^refeval: error: .*catastrophic_w.json: regular expression '\^\(\\\\w\+\\\\s\?\)\*[$]\|\\\\p\{L\}': match limit exceeded$" -- \
   tokenize "$work/catastrophic_w.json" --text "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx!"
+# \C: one byte to PCRE2 (a\C took half of é, and NFC then met bytes that are not UTF-8), a
+# control-character escape to Oniguruma, which refuses a bare \C: refused, naming the pattern
+/usr/bin/python3 - "$t" "$work/backslash_c.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"Regex": "a\\C"}, "content": "x"}, {"type": "NFC"}]}
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect 2 "" "^refeval: error: .*backslash_c.json: normalizer.normalizers\[0\] \(Replace\): pattern \"a\\\\\\\\C\": using \\\\C is disabled" -- \
+  tokenize "$work/backslash_c.json" --text "aé"
 # Sequences nested 10,000 deep (a crash before): refused at 64 levels, one line naming the file.
 for step in normalizer:normalizers pre_tokenizer:pretokenizers decoder:decoders post_processor:processors; do
   /usr/bin/python3 - "$t" "${step%%:*}" "${step##*:}" "$work/deep.json" <<'PY'

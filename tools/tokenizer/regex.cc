@@ -327,8 +327,10 @@ Regex Regex::oniguruma(const std::string& pattern) {
   PCRE2_SIZE offset = 0;
   pcre2_compile_context* context = pcre2_compile_context_create(nullptr);
   pcre2_set_newline(context, PCRE2_NEWLINE_LF);
+  // \C is one byte to PCRE2 (it can split a character), a control-character escape (\C-x) to
+  // Oniguruma, which refuses a bare \C: refused here too
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(r.translated_.data()), r.translated_.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE, &error, &offset, context);
+                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE | PCRE2_NEVER_BACKSLASH_C, &error, &offset, context);
   pcre2_compile_context_free(context);
   if (!code) {
     PCRE2_UCHAR message[256];
