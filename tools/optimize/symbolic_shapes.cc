@@ -445,7 +445,9 @@ class Propagation {
     }
     if ((op != "Add" && op != "Sub" && op != "Mul" && op != "Div") || n.inputs.size() != 2) return;
     const Shape_ *a = data(n.inputs[0]), *b = data(n.inputs[1]);
-    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
+    // An empty operand broadcasts against nothing but an empty one (a Gather out of range, which
+    // the evaluator refuses when it runs, gives one here).
+    if (!a || !b || a->empty() || b->empty() || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
     const size_t size = std::max(a->size(), b->size());
     Shape_ out;
     for (size_t i = 0; i < size; ++i) {
@@ -466,7 +468,7 @@ class Propagation {
   // torch's expand(): Where(Equal(shape, -1s), 1s, shape) picks each size: the data of
   // ConstantOfShape, Equal and Where on shape values.
   void constant_of_shape_data(const Node& n, const Shape_& shape) {
-    if (shape.size() != 1 || !shape[0] || !shape[0]->fixed() || *shape[0]->fixed() > 64) return;
+    if (shape.size() != 1 || !shape[0] || !shape[0]->fixed() || *shape[0]->fixed() < 0 || *shape[0]->fixed() > 64) return;
     int64_t v = 0;
     if (const Attribute* a = n.find_attribute("value"); a && a->type == AttrType::Tensor) {
       const Tensor& t = a->t;
@@ -699,7 +701,7 @@ class Propagation {
       std::vector<bool> added(rank, false);
       for (int64_t a : ax) {
         const int64_t k = axis_of(a, rank);
-        if (k < 0 || k >= int64_t(rank)) return;
+        if (k < 0 || k >= int64_t(rank) || added[size_t(k)]) return;  // invalid: the evaluator refuses it when it runs
         added[size_t(k)] = true;
       }
       Shape_ o;

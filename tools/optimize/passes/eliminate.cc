@@ -164,6 +164,7 @@ Pass noop_elimination_pass() {
                   const auto* d = in.empty() ? nullptr : g.dims(in);
                   if (!d || d->empty()) return "";
                   const int64_t rank = int64_t(d->size()), a = int_attr(n, "axis", 0);
+                  if (a < -rank || a >= rank) return "";  // the evaluator refuses it when it runs
                   const Dim& along = (*d)[size_t(a < 0 ? a + rank : a)];
                   if (along.fixed() && along.value == 0) continue;
                   if (!kept.empty()) return "";
