@@ -1,9 +1,13 @@
 #include "shape_inference.h"
 
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
+#include <fstream>
 #include <set>
 
 #include <onnx/onnx_pb.h>
@@ -30,6 +34,20 @@ std::vector<Dim> dims_of(const onnx::TensorShapeProto& s) {
   return out;
 }
 
+// The child's limits: ONNX's data propagation builds a shape of as many dims as a computed size
+// says (2^62 from an invalid graph: a run that grows until the machine is out of memory), so the
+// child gets a minute of CPU and 1 GiB above what it inherits, and dies with the parent.
+void limit_child() {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const rlimit cpu{60, 60};
+  setrlimit(RLIMIT_CPU, &cpu);
+  size_t pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  const rlim_t inherited = rlim_t(pages) * rlim_t(sysconf(_SC_PAGESIZE));
+  const rlimit memory{inherited + (rlim_t(1) << 30), inherited + (rlim_t(1) << 30)};
+  setrlimit(RLIMIT_AS, &memory);
+}
+
 // ONNX's shape inference in a forked child: libonnx 1.12 crashes on some valid models (the
 // optimizer's fuzz target found segfaults in its node processing), and a crash there must cost
 // the fusions that need shapes, not the process. The child writes the inferred model and the
@@ -44,6 +62,7 @@ bool infer_in_child(const std::string& model_bytes, std::string& inferred, std::
   }
   if (pid == 0) {
     close(fds[0]);
+    limit_child();
     onnx::ModelProto proto;
     std::unordered_map<std::string, onnx::TensorShapeProto> data;
     if (proto.ParseFromString(model_bytes)) {

@@ -77,3 +77,18 @@ TEST_CASE("transpose perms out of range or repeated: nothing composed, no crash"
     CHECK(out.graph.nodes[1].find_attribute("perm")->ints == bad);
   }
 }
+
+TEST_CASE("an Expand to 2^40 dims: ONNX's inference gives up in its child, optimize goes on") {
+  // Expand(a, ConstantOfShape([2^40])): a shape of 2^40 ones. ONNX's data propagation builds that
+  // many dims (it once grew the child process to 14 GB); the child's memory and CPU limits end it,
+  // and the optimizer goes on without those shapes.
+  const Model m = model(graph("huge_rank",
+                              {node("ConstantOfShape", {"n"}, {"ones"}, {attr("value", Tensor::from_vector<int64_t>({1}, {1}))}, "/ones"),
+                               node("Expand", {"a", "ones"}, {"y"}, {}, "/expand")},
+                              {tensor_info("a", DType::Float, {2, 3})}, {tensor_info("y", DType::Float, {})},
+                              {{"n", Tensor::from_vector<int64_t>({1}, {int64_t(1) << 40})}}),
+                        {{"", 17}});
+  optimize::OptimizeOptions o;
+  const Model out = optimize::optimize(m, Registry::builtin(), o).model;
+  CHECK(count_ops(out, "Expand") == 1);
+}
