@@ -92,16 +92,18 @@ const deepseek3Patterns = [
   "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
   "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
 ];
+// DeepSeek-V3's pre-tokenizer: its Split patterns, then bytes.
+const deepseek3PreTokenizer = {
+  type: "Sequence",
+  pretokenizers: [
+    ...deepseek3Patterns.map((p) => ({ type: "Split", pattern: { Regex: p }, behavior: "Isolated", invert: false })),
+    { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+  ],
+};
 write("gpt2_deepseek3_split.json", file({
   added_tokens: [added(50256, "<|endoftext|>")],
   normalizer: null,
-  pre_tokenizer: {
-    type: "Sequence",
-    pretokenizers: [
-      ...deepseek3Patterns.map((p) => ({ type: "Split", pattern: { Regex: p }, behavior: "Isolated", invert: false })),
-      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
-    ],
-  },
+  pre_tokenizer: deepseek3PreTokenizer,
   post_processor: { type: "ByteLevel", ...byteLevel, trim_offsets: false },
   decoder: { type: "ByteLevel", ...byteLevel },
   model: bpe(gpt2Vocab, gpt2Merges.map((m) => m.split(" ")), { ignore_merges: true }),
@@ -281,13 +283,7 @@ write("gpt2_deepseek3_specials.json", file({
   added_tokens: [added(50256, "<|endoftext|>"), ...Object.entries(deepseekSpecials).map(([t, id]) => added(id, t)),
                  ...Object.entries(deepseekChat).map(([t, id]) => added(id, t, false, false))],
   normalizer: null,
-  pre_tokenizer: {
-    type: "Sequence",
-    pretokenizers: [
-      ...deepseek3Patterns.map((p) => ({ type: "Split", pattern: { Regex: p }, behavior: "Isolated", invert: false })),
-      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
-    ],
-  },
+  pre_tokenizer: deepseek3PreTokenizer,
   post_processor: template(["<\uff5cbegin\u2581of\u2581sentence\uff5c>"], [], deepseekSpecials),
   decoder: { type: "ByteLevel", ...byteLevel },
   model: bpe(gpt2Vocab, gpt2Merges.map((m) => m.split(" ")), { ignore_merges: true }),
