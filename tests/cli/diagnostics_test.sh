@@ -158,6 +158,7 @@ delimiter_two_characters.json|pre_tokenizer (CharDelimiterSplit): "delimiter" mu
 metaspace_scheme_sometimes.json|pre_tokenizer (Metaspace): prepend_scheme 'sometimes' is not one of always, first, never
 decoder_scheme_sometimes.json|decoder (Metaspace): prepend_scheme 'sometimes' is not one of always, first, never
 strip_content_two_characters.json|decoder (Strip): "content" must be one character
+metaspace_replacement_empty.json|decoder (Metaspace): "replacement" must be one character
 strip_start_a_string.json|decoder (Strip): "start" must be an integer, got "one"
 truncation_a_number.json|truncation: must be an object or null
 truncation_direction_up.json|truncation: direction 'Up' is not Right or Left

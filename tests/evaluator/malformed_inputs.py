@@ -235,6 +235,7 @@ def tokenizers():
     tok("metaspace_scheme_sometimes.json", pre_tokenizer={"type": "Metaspace", "replacement": "_", "prepend_scheme": "sometimes"})
     tok("decoder_scheme_sometimes.json", decoder={"type": "Metaspace", "replacement": "_", "prepend_scheme": "sometimes"})
     tok("strip_content_two_characters.json", decoder={"type": "Strip", "content": "ab", "start": 1, "stop": 0})
+    tok("metaspace_replacement_empty.json", decoder={"type": "Metaspace", "replacement": "", "prepend_scheme": "always"})
     tok("strip_start_a_string.json", decoder={"type": "Strip", "content": " ", "start": "one", "stop": 0})
     tok("strip_accents_a_string.json", normalizer={"type": "BertNormalizer", "strip_accents": "yes"})
     tok("truncation_a_number.json", truncation=5)
