@@ -92,3 +92,18 @@ TEST_CASE("an Expand to 2^40 dims: ONNX's inference gives up in its child, optim
   const Model out = optimize::optimize(m, Registry::builtin(), o).model;
   CHECK(count_ops(out, "Expand") == 1);
 }
+
+TEST_CASE("constant folding leaves a ConstantOfShape of 2^31 elements unfolded") {
+  // A computed size of 2^31 (an invalid graph, or a mask buffer no model needs that large): folding
+  // would allocate 8 GB and write it into the model. ONNX's inference knows the output's dims.
+  const Model m = model(graph("huge_constant",
+                              {node("ConstantOfShape", {"n"}, {"ones"}, {attr("value", Tensor::from_vector<float>({1}, {1.0f}))}, "/ones"),
+                               node("Add", {"a", "ones"}, {"y"}, {}, "/add")},
+                              {tensor_info("a", DType::Float, {1})}, {tensor_info("y", DType::Float, {})},
+                              {{"n", Tensor::from_vector<int64_t>({1}, {int64_t(1) << 31})}}),
+                        {{"", 17}});
+  optimize::OptimizeOptions o;
+  o.only = {"constant-folding"};
+  const Model out = optimize::optimize(m, Registry::builtin(), o).model;
+  CHECK(count_ops(out, "ConstantOfShape") == 1);
+}

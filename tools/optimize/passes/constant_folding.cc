@@ -13,6 +13,31 @@ namespace refeval::optimize {
 namespace {
 
 constexpr int64_t kLargeElements = 1 << 20;
+// A node whose inferred output holds more elements than this is not folded: a ConstantOfShape or
+// Expand of a computed size (2^31 in an invalid graph) would take gigabytes, and a model whose
+// constants are that large is not what a user wants written.
+constexpr int64_t kFoldedElements = int64_t(1) << 26;
+
+// True when ONNX's inference knows every dim of one of `n`'s outputs and their product exceeds
+// kFoldedElements.
+bool too_large_to_fold(const Node& n, const Inference* inference) {
+  if (!inference) return false;
+  for (const std::string& out : n.outputs) {
+    const auto it = inference->types.find(out);
+    if (out.empty() || it == inference->types.end() || !it->second.has_shape) continue;
+    int64_t elements = 1;
+    for (const Dim& d : it->second.dims) {
+      if (!d.fixed() || d.value < 0) {
+        elements = 0;
+        break;
+      }
+      if (d.value > 0 && elements > kFoldedElements / d.value) return true;
+      elements *= d.value;
+    }
+    if (elements > kFoldedElements) return true;
+  }
+  return false;
+}
 
 bool has_body(const Node& n) {
   for (const Attribute& a : n.attributes)
@@ -20,7 +45,7 @@ bool has_body(const Node& n) {
   return false;
 }
 
-int fold(Model& m, const Registry& registry) {
+int fold(Model& m, const Registry& registry, const Inference* inference) {
   Graph& g = m.graph;
   const GraphIndex index(g);
   std::map<std::string, Tensor> known;  // constants so far: the index's and those folded here
@@ -50,6 +75,10 @@ int fold(Model& m, const Registry& registry) {
       if (it->second.size() >= kLargeElements && index.consumers(in).size() > 1) duplicates_large = true;
     }
     if (!all_constant || duplicates_large) continue;
+    if (too_large_to_fold(n, inference)) {
+      spdlog::debug("constant folding: {} left as is: its output would exceed {} elements", n.describe(), kFoldedElements);
+      continue;
+    }
     const int64_t opset = m.opsets.count(n.domain) ? m.opsets.at(n.domain) : 1;
     const OpRegistration* reg = registry.resolve(n.domain, n.op_type, opset);
     if (!reg || reg->determinism != Determinism::Deterministic) continue;
@@ -80,7 +109,7 @@ int fold(Model& m, const Registry& registry) {
 
 Pass constant_folding_pass() {
   return {"constant-folding", "Folded constant node", Level::Basic,
-          [](Model& m, PassContext& ctx) { return fold(m, ctx.registry); }};
+          [](Model& m, PassContext& ctx) { return fold(m, ctx.registry, ctx.inference); }};
 }
 
 }  // namespace refeval::optimize
