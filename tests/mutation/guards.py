@@ -12,7 +12,7 @@ One build then judges every guard: run.sh's one-defect-one-build costs a build p
 
 Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and catalogue.tsv):
   guards.py instrument SRC FILE...  writes the schemata into SRC's files; prints the catalogue, a
-                                    TSV of id, file, line and condition
+                                    TSV of id, file, line, function and condition
   guards.py drop DIR SKIP           drops each guard some test took, one at a time, running the
                                     tests that took it (fastest first, not those SKIP matches) until
                                     one fails; appends "id CAUGHT|MISSED test file:line" to results.txt
@@ -91,6 +91,7 @@ def block_leaves(text, brace):
 def instrument(text, path, next_id):
     out, pos, found = [], 0, []
     code = strip_comments(text)
+    lines = code.split("\n")
     for m in re.finditer(r"\bif\s*\(", code):
         if code[max(0, m.start() - 9):m.start()].strip().endswith("constexpr"):
             continue
@@ -109,7 +110,7 @@ def instrument(text, path, next_id):
         elif not EXIT.match(rest):
             continue
         line = text.count("\n", 0, m.start()) + 1
-        found.append((next_id, path, line, enclosing_function(code, m.start()), " ".join(cond.split())))
+        found.append((next_id, path, line, enclosing_function(lines, line), " ".join(cond.split())))
         out.append(text[pos:open_paren + 1])
         out.append(f"refeval_guard({next_id}, static_cast<bool>({cond}))")
         pos = close
@@ -122,11 +123,11 @@ HEADER_LINE = re.compile(r"^\s*(?:[\w:<>*&,]+\s+)+[*&]?([\w:~]+)\(.*\)\s*(?:cons
 CONTROL = ("if", "for", "while", "switch", "return", "else", "do", "catch")
 
 
-def enclosing_function(code, at):
-    """The name of the function around `at`: the nearest header before it that opens a function's
-    body (ending in "{", perhaps over several lines), for a key that survives edits elsewhere."""
-    lines = code[:at].split("\n")[:-1]
-    for i in range(len(lines) - 1, -1, -1):
+def enclosing_function(lines, line):
+    """The name of the function around line `line` (1-based) of `lines`: the nearest header before
+    it that opens a function's body (ending in "{", perhaps over several lines), for a key that
+    survives edits elsewhere."""
+    for i in range(line - 2, -1, -1):
         if not lines[i].rstrip().endswith("{") or ")" not in lines[i]:
             continue
         header, k = lines[i], i
@@ -242,12 +243,13 @@ def cmd_report(root, reviewed_path):
         for line in open(results):
             gid, v = line.split()[:2]
             verdict[int(gid)] = v
-    keyed = {(r[1], r[3], r[4]) for r in rows}
-    unreached = [r for r in rows if int(r[0]) not in taken and (r[1], r[3], r[4]) not in listed]
+    key = lambda r: (r[1], r[3], r[4])  # file, function, condition
+    reached = [r for r in rows if int(r[0]) in taken]
+    unreachable = [r for r in rows if int(r[0]) not in taken and key(r) in listed]
+    unreached = [r for r in rows if int(r[0]) not in taken and key(r) not in listed]
     missed = [r for r in rows if verdict.get(int(r[0])) == "MISSED"]
-    stale = [k for k in listed if k not in keyed]
-    print(f"{len(rows)} guards: {len(rows) - len(unreached) - len(listed) + len(stale)} taken by some test, "
-          f"{len(listed) - len(stale)} listed unreachable with a reason; "
+    stale = [k for k in listed if k not in {key(r) for r in rows}]
+    print(f"{len(rows)} guards: {len(reached)} taken by some test, {len(unreachable)} listed unreachable with a reason; "
           f"{sum(v == 'CAUGHT' for v in verdict.values())} of {len(verdict)} dropped were caught")
     for title, group in (("never taken by any test", unreached), ("dropped, and no test failed", missed)):
         print(f"\n{title}: {len(group)}")

@@ -25,6 +25,7 @@ root=${REFEVAL_GUARDS_DIR:-/tmp/refeval-guards}
 src=$root/src
 build=$src/build  # inside the copy, so ccache sees the paths of a normal build
 shared=${REFEVAL_SHARED_DIR:-/work/shared}
+source "$here/npm_folders.sh"
 trace_only=0
 skip='^(evaluator-errors|optimize-differential|show-scale-chromium|mutation-list)$'
 dirs=()
@@ -51,9 +52,7 @@ if [[ $(cat "$root/stamp" 2>/dev/null) != "$stamp" ]]; then
   rm -rf "$src" "$root/trace" "$root/results.txt"
   mkdir -p "$src" "$root/trace" || exit 2
   git -C "$repo" archive HEAD | tar -x -C "$src" || exit 2
-  for dir in benchmarks/ort tests/data/tokenizers scripts/unicode; do
-    [[ -d $repo/$dir/node_modules ]] && ln -s "$repo/$dir/node_modules" "$src/$dir/node_modules"
-  done
+  link_npm_folders "$repo" "$src"
   files=$(cd "$src" && for d in "${dirs[@]}"; do find "$d" -name '*.cc' -not -path '*/python/*'; done | sort)
   [[ -n $files ]] || { echo "guards.sh: no .cc file under ${dirs[*]}" >&2; exit 2; }
   # shellcheck disable=SC2086

@@ -27,6 +27,7 @@ shared=${REFEVAL_SHARED_DIR:-/work/shared}
 jobs=${MUTATION_JOBS:-2}
 defects=$here/defects.txt
 tool=(python3 "$here/defects.py")
+source "$here/npm_folders.sh"
 
 all=0
 only=""
@@ -67,7 +68,7 @@ say "copying $repo at ${commit:0:12} to $src"
 git -C "$repo" archive --format=tar HEAD | python3 -c '
 import os, sys, tarfile
 dest = sys.argv[1]
-keep = {os.path.join(dest, d, "node_modules") for d in ("benchmarks/ort", "tests/data/tokenizers", "scripts/unicode")}
+keep = {os.path.join(dest, d, "node_modules") for d in sys.argv[2:]}
 seen, written = set(), 0
 with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as tar:
     for m in tar:
@@ -99,14 +100,8 @@ for d, dirs, files in os.walk(dest):
         if p not in seen and p not in keep:
             os.remove(p); removed += 1
 print(f"{written} files written, {removed} removed")
-' "$src" || { echo "run.sh: copying the tree failed" >&2; exit 2; }
-# Every npm folder of this checkout (ONNX Runtime; tokenizers.js and its vocabularies; the Unicode
-# data the tokenizer's tables are checked against), so the copy's tests run them as CI does.
-for dir in benchmarks/ort tests/data/tokenizers scripts/unicode; do
-  if [[ -d $repo/$dir/node_modules && ! -e $src/$dir/node_modules ]]; then
-    ln -s "$repo/$dir/node_modules" "$src/$dir/node_modules"
-  fi
-done
+' "$src" "${npm_folders[@]}" || { echo "run.sh: copying the tree failed" >&2; exit 2; }
+link_npm_folders "$repo" "$src"
 "${tool[@]}" check "$defects" "$src" || { echo "run.sh: fix $defects first" >&2; exit 2; }
 
 # 2. The build (ccache: paths relative to the copy, so later runs hit).
