@@ -18,15 +18,14 @@ constexpr int64_t kLargeElements = 1 << 20;
 // constants are that large is not what a user wants written.
 constexpr int64_t kFoldedElements = int64_t(1) << 26;
 
-// True when ONNX's inference knows every dim of one of `n`'s outputs and their product exceeds
+// True when inference knows every dim of one of `n`'s outputs and their product exceeds
 // kFoldedElements.
-bool too_large_to_fold(const Node& n, const Inference* inference) {
-  if (!inference) return false;
+bool too_large_to_fold(const Node& n, const GraphIndex& index) {
   for (const std::string& out : n.outputs) {
-    const auto it = inference->types.find(out);
-    if (out.empty() || it == inference->types.end() || !it->second.has_shape) continue;
+    const std::vector<Dim>* dims = out.empty() ? nullptr : index.dims(out);
+    if (!dims) continue;
     int64_t elements = 1;
-    for (const Dim& d : it->second.dims) {
+    for (const Dim& d : *dims) {
       if (!d.fixed() || d.value < 0) {
         elements = 0;
         break;
@@ -47,7 +46,7 @@ bool has_body(const Node& n) {
 
 int fold(Model& m, const Registry& registry, const Inference* inference) {
   Graph& g = m.graph;
-  const GraphIndex index(g);
+  const GraphIndex index(g, inference);
   std::map<std::string, Tensor> known;  // constants so far: the index's and those folded here
   for (const Initializer& i : g.initializers)
     if (const Tensor* t = index.constant(i.name)) known.emplace(i.name, *t);
@@ -75,7 +74,7 @@ int fold(Model& m, const Registry& registry, const Inference* inference) {
       if (it->second.size() >= kLargeElements && index.consumers(in).size() > 1) duplicates_large = true;
     }
     if (!all_constant || duplicates_large) continue;
-    if (too_large_to_fold(n, inference)) {
+    if (too_large_to_fold(n, index)) {
       spdlog::debug("constant folding: {} left as is: its output would exceed {} elements", n.describe(), kFoldedElements);
       continue;
     }
