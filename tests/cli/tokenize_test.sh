@@ -325,11 +325,11 @@ oracle_check ascii96_no_unk "$work"/unknown/*.txt
 oracle_check gpt2_posix_class "$work"/posix/*.txt
 
 # decode_check TOKENIZER WHAT IDS...: refeval's --decode of each list of ids is tokenizers.js's
-# text (decode_oracle.js), byte for byte
+# text (oracle.js --decode), byte for byte
 decode_check() {
   local tok=$1 what=$2 ids k=0 bad=0
   shift 2
-  node $data/decode_oracle.js "$tok" "$@" >"$work/decode.oracle" || bad=1
+  node $data/oracle.js "$tok" --decode "$@" >"$work/decode.oracle" || bad=1
   for ids in "$@"; do
     k=$((k + 1))
     node -e 'process.stdout.write(JSON.parse(process.argv[1]))' "$(sed -n "${k}p" "$work/decode.oracle")" >"$work/decode.want"
