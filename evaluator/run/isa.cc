@@ -31,9 +31,11 @@ Isa cpu_best() {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512vl"))
     return Isa::Avx512;
-  // F16C widens float16 weights in the AVX2 tiles; every CPU with AVX2 and FMA has it.
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return Isa::Avx2;
+  // F16C widens float16 weights in the AVX2 tiles; every CPU with AVX2 and FMA has it. Read from CPUID
+  // (leaf 1, ECX) because clang's __builtin_cpu_supports has no "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return Isa::Avx2;
 #endif
   return Isa::Generic;
 }

@@ -178,34 +178,38 @@ bool halves_to_floats(const float16* in, float* out, int64_t n) {
 #endif
 }
 
+// One pair of element types; a function template, not a branch of the visiting lambdas, because
+// clang 14 instantiates the discarded branches of an if constexpr nested in generic lambdas.
+template <class From, class To>
+void cast_elements(const From* in, To* out, int64_t n, const CastOptions& o) {
+  if constexpr (std::is_same_v<From, To>) {
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i];
+  } else if constexpr (std::is_same_v<From, float> && (std::is_same_v<To, float16> || std::is_same_v<To, bfloat16>)) {
+    // A float is its own Num: one rounding, as write_num's (without the trip through double).
+    if constexpr (std::is_same_v<To, float16>)
+      if (floats_to_halves(in, out, n)) return;
+    for (int64_t i = 0; i < n; ++i) out[i] = To(in[i]);
+  } else if constexpr ((std::is_same_v<From, float16> || std::is_same_v<From, bfloat16>) && std::is_same_v<To, float>) {
+    if constexpr (std::is_same_v<From, float16>)
+      if (halves_to_floats(in, out, n)) return;
+    for (int64_t i = 0; i < n; ++i) out[i] = float(in[i]);  // exact
+  } else if constexpr (std::is_same_v<To, std::string>) {
+    for (int64_t i = 0; i < n; ++i) out[i] = to_string_value(in[i]);
+  } else if constexpr (std::is_same_v<From, std::string>) {
+    constexpr bool integer = std::is_integral_v<To> || is_small_int_v<To>;
+    for (int64_t i = 0; i < n; ++i) out[i] = write_num<To>(parse_num(in[i], integer), o);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = write_num<To>(read_num(in[i]), o);
+  }
+}
+
 }  // namespace
 
 Tensor cast_tensor(const Tensor& x, DType to, const CastOptions& o) {
   return visit<CastTypes>(x.dtype(), [&]<class From>() {
     return visit<CastTypes>(to, [&]<class To>() {
       Tensor y(to, x.shape());
-      const From* in = x.data<From>();
-      To* out = y.data<To>();
-      const int64_t n = x.size();
-      if constexpr (std::is_same_v<From, To>) {
-        for (int64_t i = 0; i < n; ++i) out[i] = in[i];
-      } else if constexpr (std::is_same_v<From, float> && (std::is_same_v<To, float16> || std::is_same_v<To, bfloat16>)) {
-        // A float is its own Num: one rounding, as write_num's (without the trip through double).
-        if constexpr (std::is_same_v<To, float16>)
-          if (floats_to_halves(in, out, n)) return y;
-        for (int64_t i = 0; i < n; ++i) out[i] = To(in[i]);
-      } else if constexpr ((std::is_same_v<From, float16> || std::is_same_v<From, bfloat16>) && std::is_same_v<To, float>) {
-        if constexpr (std::is_same_v<From, float16>)
-          if (halves_to_floats(in, out, n)) return y;
-        for (int64_t i = 0; i < n; ++i) out[i] = float(in[i]);  // exact
-      } else if constexpr (std::is_same_v<To, std::string>) {
-        for (int64_t i = 0; i < n; ++i) out[i] = to_string_value(in[i]);
-      } else if constexpr (std::is_same_v<From, std::string>) {
-        constexpr bool integer = std::is_integral_v<To> || is_small_int_v<To>;
-        for (int64_t i = 0; i < n; ++i) out[i] = write_num<To>(parse_num(in[i], integer), o);
-      } else {
-        for (int64_t i = 0; i < n; ++i) out[i] = write_num<To>(read_num(in[i]), o);
-      }
+      cast_elements<From, To>(x.data<From>(), y.data<To>(), x.size(), o);
       return y;
     });
   });

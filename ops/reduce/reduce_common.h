@@ -232,6 +232,16 @@ class ReduceBase : public OpRun {
 //   template <class A> static A init();                    value for an empty set
 //   template <class A, class C> static A step(A, C);       fold one element in
 //   template <class A> static double/A finish(A, group);   final value (converted to T)
+// Whether Op scans for an extreme (Max, Min), and which. Read outside the lambda below because
+// clang 14 instantiates Op::kIsMax in its discarded branch.
+template <class Op>
+constexpr bool kScansExtremes = requires { Op::kIsMax; };
+template <class Op>
+constexpr bool scans_max() {
+  if constexpr (kScansExtremes<Op>) return Op::kIsMax;
+  return false;
+}
+
 template <class Op, class TypeSet, int AxesInputSince>
 class ReduceOp : public ReduceBase {
  public:
@@ -245,8 +255,8 @@ class ReduceOp : public ReduceBase {
       using A = typename Op::template acc_t<T>;
       std::vector<A> acc(size_t(p.out_size), Op::template init<A>());
       auto step = [](A a, compute_t<T> v, int64_t) { return Op::step(a, v); };
-      if constexpr (requires { Op::kIsMax; } && std::is_same_v<T, float>)
-        accumulate_extreme<Op::kIsMax>(p, x.data<T>(), acc, step);
+      if constexpr (kScansExtremes<Op> && std::is_same_v<T, float>)
+        accumulate_extreme<scans_max<Op>()>(p, x.data<T>(), acc, step);
       else if constexpr (Op::kAdditive && std::is_floating_point_v<A>) accumulate_additive<A, compute_t<T>>(p, x.data<T>(), acc, step);
       else accumulate<A, compute_t<T>>(p, x.data<T>(), acc, step);
       T* out = y.data<T>();

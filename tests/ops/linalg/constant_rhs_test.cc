@@ -98,8 +98,9 @@ TEST_CASE("ConstantRhs: a weight of float16 (bfloat16) values is packed in that 
     // 517 x 301 and 97 x 771: partial vectors and blocks, several 256-deep passes; rows 1-8 and 13
     // (every tile height and the 6-row groups before a leftover).
     for (ops::StripType type : {ops::StripType::Float16, ops::StripType::BFloat16})
-      for (auto [N, K] : {std::pair<int64_t, int64_t>{517, 301}, {97, 771}})
+      for (const auto& NK : {std::pair<int64_t, int64_t>{517, 301}, {97, 771}})
         for (bool trans_b : {false, true}) {
+          const int64_t N = NK.first, K = NK.second;
           CAPTURE(int(type));
           CAPTURE(N);
           CAPTURE(K);

@@ -95,7 +95,8 @@ TEST_CASE("SVMClassifier refuses inconsistent attributes and inputs, saying whic
        "rho needs one value per class pair"},
   };
   for (const auto& [attrs, reason] : bad) {
-    CAPTURE(reason);
+    const std::string why = reason;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(why);
     CHECK_THROWS_WITH_AS(run_node(svm(attrs), {tensor<float>({1, 2}, {1, 1})}, 1), doctest::Contains(reason), Error);
   }
   const Node linear = svm({attr("coefficients", F32s{1, 0, 0, 1}), attr("rho", F32s{0}), attr("classlabels_ints", I64s{1, 2})});

@@ -159,7 +159,8 @@ TEST_CASE("convert_opset: inference BatchNormalization, RoiAlign's old coordinat
   CHECK(mode->s == "output_half_pixel");
   // GridSample-16's bilinear and bicubic are 20's linear and cubic; nearest keeps its name.
   for (const auto& [before, after] : {std::pair{"bilinear", "linear"}, std::pair{"bicubic", "cubic"}, std::pair{"nearest", "nearest"}}) {
-    CAPTURE(before);
+    const std::string mode = before;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(mode);
     const Model gs = model(graph("gs", {node("GridSample", {"x", "grid"}, {"y"}, {attr("mode", before), attr("align_corners", int64_t(1))})}, {f32("x", {1, 1, 4, 4})},
                                  {f32("y", {1, 1, 2, 2})}, {{"grid", ramp({1, 2, 2, 2}, -0.8f, 0.2f)}}),
                            {{"", 16}});

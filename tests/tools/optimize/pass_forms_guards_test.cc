@@ -160,7 +160,8 @@ Model layer_norm_then(const std::string& reader, const std::string& other, Tenso
 TEST_CASE("layer-norm: a LayerNorm without beta read by a residual Add or a per-channel Mul fuses without them") {
   // The Add adds a residual, not a beta; the Mul scales each channel (a layer scale).
   for (const auto& [reader, other] : {std::pair{"Add", "residual"}, std::pair{"Mul", "scale"}}) {
-    CAPTURE(reader);
+    const std::string op = reader;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(op);
     const Model out = optimized(layer_norm_then(reader, other), {"layer-norm"});
     CHECK(count_ops(out, "LayerNormalization") == 1);
     CHECK(count_ops(out, reader) == 1);
