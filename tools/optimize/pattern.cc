@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
@@ -212,6 +213,41 @@ bool is_permutation(const std::vector<int64_t>& p) {
 std::optional<std::vector<int64_t>> axes_of(const Node& n, const GraphIndex& g) {
   if (n.inputs.size() > 1 && !n.inputs[1].empty()) return g.ints(n.inputs[1]);
   return ints_attr(n, "axes");
+}
+
+std::optional<SliceBounds> slice_bounds(const Node& slice, const GraphIndex& g, size_t rank) {
+  SliceBounds b;
+  std::optional<std::vector<int64_t>> axes, steps;
+  const auto has = [&](const char* name) {
+    return std::any_of(slice.attributes.begin(), slice.attributes.end(), [&](const Attribute& a) { return a.name == name; });
+  };
+  if (slice.inputs.size() == 1) {  // opset < 10
+    if (!has("starts") || !has("ends")) return std::nullopt;
+    for (int64_t x : ints_attr(slice, "starts")) b.starts.push_back(Dim{x, ""});
+    for (int64_t x : ints_attr(slice, "ends")) b.ends.push_back(Dim{x, ""});
+    if (has("axes")) axes = ints_attr(slice, "axes");
+  } else if (slice.inputs.size() >= 3) {
+    auto starts = g.shape_values(slice.inputs[1]), ends = g.shape_values(slice.inputs[2]);
+    if (!starts || !ends) return std::nullopt;
+    b.starts = std::move(*starts), b.ends = std::move(*ends);
+    if (slice.inputs.size() > 3 && !slice.inputs[3].empty() && !(axes = g.ints(slice.inputs[3]))) return std::nullopt;
+    if (slice.inputs.size() > 4 && !slice.inputs[4].empty() && !(steps = g.ints(slice.inputs[4]))) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  const size_t n = b.starts.size();
+  if (!axes) {
+    axes.emplace(n);
+    std::iota(axes->begin(), axes->end(), int64_t(0));
+  }
+  b.steps = steps.value_or(std::vector<int64_t>(n, 1));
+  if (b.ends.size() != n || axes->size() != n || b.steps.size() != n) return std::nullopt;
+  for (int64_t a : *axes) {
+    const int64_t axis = a < 0 ? a + int64_t(rank) : a;
+    if (axis < 0 || axis >= int64_t(rank) || std::count(b.axes.begin(), b.axes.end(), axis)) return std::nullopt;
+    b.axes.push_back(axis);
+  }
+  return b;
 }
 
 }  // namespace refeval::optimize

@@ -108,5 +108,13 @@ bool is_permutation(const std::vector<int64_t>& p);
 // The axes of an Unsqueeze, Squeeze or Reduce*: the attribute before the opset made them an input
 // (13, 18), the constant input since; nullopt for an input that is not a constant.
 std::optional<std::vector<int64_t>> axes_of(const Node& n, const GraphIndex& g);
+// A Slice's bounds in either form (attributes before opset 10, inputs since): axes made
+// non-negative for an input of rank `rank` and 0, 1, .. when not given, steps 1 when not given.
+// nullopt when a bound is unknown, an axis is out of range or repeated, or the lengths differ.
+struct SliceBounds {
+  std::vector<Dim> starts, ends;  // as GraphIndex::shape_values reads them
+  std::vector<int64_t> axes, steps;
+};
+std::optional<SliceBounds> slice_bounds(const Node& slice, const GraphIndex& g, size_t rank);
 
 }  // namespace refeval::optimize

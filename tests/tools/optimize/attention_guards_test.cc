@@ -178,6 +178,38 @@ TEST_CASE("attention guards: a causal buffer's rows and columns [0, 3) fuse; one
   CHECK(count_ops(fused(strided), "Softmax") == 1);
 }
 
+TEST_CASE("attention guards: a causal buffer sliced by an opset-9 Slice (bounds in attributes) fuses as the opset-10 one does") {
+  Bert b(1, 3, 9);
+  b.attend([&](const std::string& s) {
+    const std::string buffer = b.g.c(Tensor::from_vector<float>({1, 1, 4, 4}, {1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1}));
+    const std::string rows = b.g.add("Slice", {buffer}, {attr("starts", std::vector<int64_t>{0}), attr("ends", std::vector<int64_t>{3}), attr("axes", std::vector<int64_t>{2})});
+    const std::string block = b.g.add("Slice", {rows}, {attr("starts", std::vector<int64_t>{0}), attr("ends", std::vector<int64_t>{3}), attr("axes", std::vector<int64_t>{-1})});
+    return b.g.add("Where", {b.g.add("Cast", {block}, {attr("to", int64_t(DType::Bool))}), s, b.g.scalar(-1e9f)}, {}, 1, "/attn/Causal");
+  });
+  const Model out = fused(b.g.model());
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(node_of(out, "Attention").find_attribute("unidirectional")->i == 1);
+}
+
+TEST_CASE("attention guards: a 2-D causal buffer sliced without axes (ONNX's default 0, 1: its rows and columns) fuses; one row late does not") {
+  // Where(Slice(tril(4 x 4), starts, ends), scores, -1e9): the (S, T) condition broadcasts over
+  // batch and heads.
+  const auto model = [](std::vector<int64_t> starts, std::vector<int64_t> ends) {
+    Bert b(1, 3);
+    b.attend([&](const std::string& s) {
+      const std::string buffer = b.g.c(Tensor::from_vector<float>({4, 4}, {1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1}));
+      const std::string keep = b.g.add("Cast", {b.g.add("Slice", {buffer, b.g.c(ints(starts)), b.g.c(ints(ends))})}, {attr("to", int64_t(DType::Bool))});
+      return b.g.add("Where", {keep, s, b.g.scalar(-1e9f)}, {}, 1, "/attn/Causal");
+    });
+    return b.g.model();
+  };
+  const Model out = fused(model({0, 0}, {3, 3}));
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(node_of(out, "Attention").find_attribute("unidirectional")->i == 1);
+  CHECK(explain(model({1, 0}, {4, 3})) ==
+        kAt + "the mask of '/attn/Causal' slices a constant buffer that is not causal (key j <= query i + past) over S = 3, T = 3\n");
+}
+
 TEST_CASE("attention guards: a padding mask whose zeros come from a ConstantOfShape without a value (ONNX's default 0) is mask_index") {
   // Where(mask, zeros_like, -10000): masked_fill of a float zeros tensor
   Bert b;

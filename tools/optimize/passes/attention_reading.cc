@@ -312,16 +312,13 @@ bool is_causal_keep(const GraphIndex& g, std::string cond, const Dim& S, const D
     const int p = g.producer(cond);
     if (p < 0 || g.graph().nodes[size_t(p)].op_type != "Slice") break;
     const Node& n = g.graph().nodes[size_t(p)];
-    if (n.inputs.size() < 3) return false;
-    const auto starts = g.shape_values(n.inputs[1]), ends = g.shape_values(n.inputs[2]);
-    const auto axes = n.inputs.size() > 3 && !n.inputs[3].empty() ? g.ints(n.inputs[3]) : std::nullopt;
-    const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional<std::vector<int64_t>>(std::vector<int64_t>(starts ? starts->size() : 0, 1));
-    if (!starts || !ends || !axes || !steps || axes->size() != starts->size() || ends->size() != starts->size()) return false;
-    for (size_t i = 0; i < axes->size(); ++i) {
-      if ((*steps)[i] != 1) return false;
-      const int64_t a = (*axes)[i] < 0 ? (*axes)[i] + 4 : (*axes)[i];
-      if (a == 2 && !r0) r0 = (*starts)[i], r1 = (*ends)[i];
-      else if (a == 3 && !c0) c0 = (*starts)[i], c1 = (*ends)[i];
+    const std::vector<Dim>* in = n.inputs.empty() ? nullptr : g.dims(n.inputs[0]);
+    const auto b = in && in->size() >= 2 ? slice_bounds(n, g, in->size()) : std::nullopt;
+    if (!b) return false;
+    for (size_t i = 0; i < b->axes.size(); ++i) {
+      if (b->steps[i] != 1) return false;
+      if (b->axes[i] == int64_t(in->size()) - 2 && !r0) r0 = b->starts[i], r1 = b->ends[i];
+      else if (b->axes[i] == int64_t(in->size()) - 1 && !c0) c0 = b->starts[i], c1 = b->ends[i];
       else return false;
     }
     used.insert(p);
