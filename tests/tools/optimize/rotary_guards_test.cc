@@ -76,11 +76,18 @@ void check_refused(const Model& m, const std::string& line, const std::map<std::
 }
 
 // Rotate-half on q (4, 4, 4, 8) (batch = heads = sequence = h/2: the look-alikes broadcast) with
-// cos and sin of Concat(f, f), f = einsum(`equation`, float(position_ids), inv_freq).
-Model einsum_frequencies(const std::string& equation) {
+// cos and sin of Concat(f, f), f = einsum(`equation`, float(position_ids), inv_freq); with
+// `half_inv_freq`, inv_freq is stored as float16 and cast to float (a half-precision export's buffer).
+Model einsum_frequencies(const std::string& equation, bool half_inv_freq = false) {
   G g(int64_t(4), int64_t(4), int64_t(4));
   const std::string p = g.add("Cast", {"position_ids"}, {attr("to", int64_t(DType::Float))});
-  const std::string f = g.add("Einsum", {p, g.c(inv_freq())}, {attr("equation", equation)});
+  std::string inv = g.c(inv_freq());
+  if (half_inv_freq) {
+    std::vector<float16> halves;
+    for (float v : testing::rope_inv_freq(kHead)) halves.push_back(float16(v));
+    inv = g.add("Cast", {g.c(Tensor::from_vector<float16>({kHalf}, halves))}, {attr("to", int64_t(DType::Float))});
+  }
+  const std::string f = g.add("Einsum", {p, inv}, {attr("equation", equation)});
   const std::string emb = g.add("Concat", {f, f}, {attr("axis", int64_t(-1))});
   const std::string cos = g.add("Unsqueeze", {g.add("Cos", {emb}), g.c(ints({1}))}), sin = g.add("Unsqueeze", {g.add("Sin", {emb}), g.c(ints({1}))});
   return g.model(rotate_half(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig), cos, sin));
@@ -108,6 +115,11 @@ TEST_CASE("rotary: frequencies by an Einsum that is not an outer product of the 
   check_refused(einsum_frequencies("bs,s->bs"), "'/Neg_9': " + einsum);
   // Each position times the sum of the frequencies.
   check_refused(einsum_frequencies("bs,d->bs"), "'/Neg_9': " + einsum);
+}
+
+TEST_CASE("rotary: frequencies from a float16 inv_freq cast to float fuse, the table built from the widened values") {
+  const Model m = einsum_frequencies("bs,i->bsi", true);
+  CHECK(count_ops(optimized(m, {"rotary-embedding"}), "RotaryEmbedding") == 1);
 }
 
 TEST_CASE("rotary: a cos operand unsqueezed on two axes at once, and a sin table fed at run time, stay") {

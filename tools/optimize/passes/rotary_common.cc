@@ -210,20 +210,23 @@ std::optional<Outer> position_side(const GraphIndex& g, const std::string& v) {
 }
 
 // `v` as inv_freq: a float constant with one non-unit axis, through Unsqueezes, Expands (over the
-// batch) and Casts to float.
+// batch) and Casts to float; a float16 or bfloat16 constant when a Cast widens it (exactly).
 std::optional<Outer> inv_freq_side(const GraphIndex& g, const std::string& v) {
   std::vector<const Node*> chain;
   std::string cur = v;
+  bool widened = false;
   while (!g.constant(cur)) {
     const Node* n = g.producer_node(cur);
     if (!n || !n->domain.empty() ||
         (n->op_type != "Unsqueeze" && n->op_type != "Expand" && n->op_type != "Identity" && !(n->op_type == "Cast" && casts_to_float(*n))))
       return std::nullopt;
+    widened = widened || n->op_type == "Cast";
     chain.push_back(n);
     cur = n->inputs[0];
   }
   const Tensor* c = g.constant(cur);
-  if (c->dtype() != DType::Float && c->dtype() != DType::Double) return std::nullopt;
+  const bool half = c->dtype() == DType::Float16 || c->dtype() == DType::BFloat16;
+  if (c->dtype() != DType::Float && c->dtype() != DType::Double && !(half && widened)) return std::nullopt;
   Outer o{{}, cur, ""};
   for (size_t k = 0; k < c->rank(); ++k) o.roles.push_back(c->dim(k) == 1 ? '1' : 'i');
   if (std::count(o.roles.begin(), o.roles.end(), 'i') != 1) return std::nullopt;
