@@ -320,7 +320,8 @@ Model embeddings(std::vector<Node> nodes, std::vector<ValueInfo> inputs, std::ve
   inits.push_back({"gamma", ramp({8}, 0.8f, 0.05f)});
   inits.push_back({"beta", ramp({8}, -0.1f, 0.02f)});
   nodes.push_back(norm ? *norm : node("LayerNormalization", {"sum", "gamma", "beta"}, {"y"}, {attr("epsilon", 1e-12f)}, "/LayerNorm"));
-  return model(graph("emb", std::move(nodes), std::move(inputs), {f32(nodes.back().outputs[0], {})}, std::move(inits)), {{"", 17}, {"com.microsoft", 1}});
+  const std::string y = nodes.back().outputs[0];  // before the move: the order of the arguments is unspecified
+  return model(graph("emb", std::move(nodes), std::move(inputs), {f32(y, {})}, std::move(inits)), {{"", 17}, {"com.microsoft", 1}});
 }
 
 Node gather(const std::string& table, const std::string& ids, const std::string& out) { return node("Gather", {table, ids}, {out}, {}, "/Gather_" + table); }

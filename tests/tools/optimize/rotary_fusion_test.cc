@@ -116,7 +116,8 @@ class RopeBuilder {
 
  private:
   void add(const std::string& op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> a = {}) {
-    nodes_.push_back(node(op, std::move(in), std::move(out), std::move(a), "/" + out[0] + "/" + op));
+    const std::string name = "/" + out[0] + "/" + op;  // before the move: the order of the arguments is unspecified
+    nodes_.push_back(node(op, std::move(in), std::move(out), std::move(a), name));
   }
   void init(const std::string& name, Tensor t) { inits_.push_back({name, std::move(t)}); }
 
