@@ -7,6 +7,8 @@
 // evaluator (optimized(), optimize_test_util.h).
 #include <doctest/doctest.h>
 
+#include <array>
+#include <functional>
 #include <limits>
 
 #include "optimize_test_util.h"
@@ -510,4 +512,260 @@ TEST_CASE("mha-projections: opset 9's Slices with attribute bounds are read as c
   const Model cpu = optimized(m, {"mha-projections"}, "", "cpu");
   CHECK(count_ops(cpu, "MatMul") == 3);
   CHECK(count_ops(cpu, "Slice") + count_ops(cpu, "Add") == 0);
+}
+
+// ---- attention branches: the reader's checks one form at a time ----
+// A layer built piece by piece: q, k^T and v each from a head split the test chooses, the scores
+// masked by a test's function, the context merged back unless the test merges it.
+namespace {
+
+const std::string kAtSm = "not fused: attention at '/attn/Softmax': ";
+
+struct Layer {
+  G g;
+  explicit Layer(int opset = 17) : g(opset) {}
+  std::string w(float start, int64_t width = kHidden) { return g.c(ramp({kHidden, width}, start, 0.013f)); }
+  // x W + b of 16 columns.
+  std::string proj(float start) { return g.add("Add", {g.add("MatMul", {"x", w(start)}), g.c(ramp({kHidden}, -0.1f, 0.01f))}); }
+  std::string split(const std::string& p, std::vector<int64_t> perm = {0, 2, 1, 3}, const std::string& view = "", const std::string& name = "") {
+    return g.add("Transpose", {g.add("Reshape", {p, view.empty() ? g.c(ints({0, 0, kHeads, kHead})) : view}, {}, 1, name.empty() ? "" : name + "_view")},
+                 {attr("perm", perm)}, 1, name);
+  }
+  std::string q() { return split(proj(-0.2f)); }
+  std::string kT() { return split(proj(0.2f), {0, 2, 3, 1}); }
+  std::string v() { return split(proj(-0.1f)); }
+  Model attend(const std::string& q, const std::string& kT, const std::string& v, const std::function<std::string(const std::string&)>& mask = {},
+               const std::function<void(const std::string&)>& merge = {}) {
+    std::string s = g.add("Div", {g.add("MatMul", {q, kT}), g.c(Tensor::scalar<float>(std::sqrt(float(kHead))))});
+    if (mask) s = mask(s);
+    const std::string ctx = g.add("MatMul", {g.add("Softmax", {s}, {attr("axis", int64_t(-1))}, 1, "/attn/Softmax"), v});
+    const std::string t = g.add("Transpose", {ctx}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+    if (merge) merge(t);
+    else g.out(g.add("Reshape", {t, g.c(ints({0, 0, kHidden}))}, {}, 1, "/attn/Merge"));
+    return g.model();
+  }
+};
+
+std::string explained(const Model& m) { return testing::refusals(m, {"attention"}); }
+
+}  // namespace
+
+TEST_CASE("attention branches: keys, queries and values not split into heads the way their role needs are refused, named") {
+  {  // K^T given as an input: not a head split (keys are never taken as given K^T)
+    Layer l;
+    const std::string kT = l.g.input(testing::f32("kT", {"batch", kHeads, kHead, "seq"}));
+    const std::string q = l.q(), v = l.v();
+    CHECK(explained(l.attend(q, kT, v)) == kAtSm + "'kT' is not the Transpose of a head split\n");
+  }
+  {  // V scaled between its head split and the transpose: a scale of V would scale the context
+    Layer l;
+    const std::string q = l.q(), kT = l.kT();
+    const std::string split = l.g.add("Reshape", {l.proj(-0.1f), l.g.c(ints({0, 0, kHeads, kHead}))});
+    const std::string v = l.g.add("Transpose", {l.g.add("Mul", {split, l.g.c(Tensor::scalar<float>(0.5f))})}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}, 1,
+                                  "/v/Transpose");
+    const Model m = l.attend(q, kT, v);
+    CHECK(explained(m) == kAtSm + "'/v/Transpose' does not transpose a Reshape into heads\n");
+    CHECK(count_ops(fused(m), "Softmax") == 1);
+  }
+}
+
+TEST_CASE("attention branches: values given as a graph input are heads only as (B, N, T, h) with N and h known") {
+  const auto layer = [](ValueInfo v) {
+    Layer l;
+    const std::string q = l.q(), kT = l.kT();
+    return l.attend(q, kT, l.g.input(std::move(v)));
+  };
+  const std::string not_heads = kAtSm + "'v' is not the Transpose of a head split\n";
+  CHECK(explained(layer(testing::f32("v", {"batch", "seq", kHead}))) == not_heads);
+  CHECK(explained(layer(testing::f32("v", {"batch", "heads", "seq", kHead}))) == not_heads);
+}
+
+TEST_CASE("attention branches: a Div by a scalar between q's split and its transpose joins the scale; a Div by a tensor is not a scale") {
+  const auto layer = [](bool scalar) {
+    Layer l;
+    const std::string split = l.g.add("Reshape", {l.proj(-0.2f), l.g.c(ints({0, 0, kHeads, kHead}))});
+    const std::string by = scalar ? l.g.c(Tensor::scalar<float>(2.0f)) : l.g.c(ramp({1, 1, 1, kHead}, 1.0f, 0.1f));
+    const std::string q = l.g.add("Transpose", {l.g.add("Div", {split, by})}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}, 1, "/q/Transpose");
+    const std::string kT = l.kT(), v = l.v();
+    return l.attend(q, kT, v);
+  };
+  const Model out = fused(layer(true));
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
+  CHECK(explained(layer(false)) == kAtSm + "'/q/Transpose' does not transpose a Reshape into heads\n");
+}
+
+TEST_CASE("attention branches: a scale before the 4-D queries, Mul(0.5, q), joins the fused scale") {
+  Layer l;
+  const std::string q = l.g.add("Mul", {l.g.c(Tensor::scalar<float>(0.5f)), l.q()});
+  const std::string kT = l.kT(), v = l.v();
+  const Model out = fused(l.attend(q, kT, v));
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
+}
+
+TEST_CASE("attention branches: a run-time Where mask must end in (S, T) and have one head row, else it is refused, named") {
+  const auto layer = [](ValueInfo cond) {
+    Layer l;
+    const std::string q = l.q(), kT = l.kT(), v = l.v();
+    const std::string c = l.g.input(std::move(cond));
+    return l.attend(q, kT, v, [&](const std::string& s) { return l.g.add("Where", {c, s, l.g.c(Tensor::scalar<float>(-1e9f))}, {}, 1, "/attn/Mask"); });
+  };
+  const std::string refused =
+      kAtSm + "the mask of '/attn/Mask' is not causal (key j <= query i + past) and its shape is not (.., 1, S, T) with S = seq, T = seq\n";
+  CHECK(explained(layer(tensor_info("cond", DType::Bool, {"seq"}))) == refused);
+  CHECK(explained(layer(tensor_info("cond", DType::Bool, {"batch", "seq"}))) == refused);
+  CHECK(explained(layer(tensor_info("cond", DType::Bool, {"batch", "heads", "seq", "seq"}))) == refused);
+  // (B, 1, S, T), cast from floats: an additive bias Where(cond, 0, -1e9)
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  const std::string c = l.g.add("Cast", {l.g.input(testing::f32("keep", {"batch", 1, "seq", "seq"}))}, {attr("to", int64_t(DType::Bool))});
+  const Model ok = l.attend(q, kT, v, [&](const std::string& s) { return l.g.add("Where", {c, s, l.g.c(Tensor::scalar<float>(-1e9f))}, {}, 1, "/attn/Mask"); });
+  CHECK(explained(ok).empty());
+  const Model out = fused(ok);
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(count_ops(out, "Where") == 1);
+}
+
+// ---- attention branches: Attention's packed or three projections, or MultiHeadAttention ----
+namespace {
+
+// Self-attention on q, k and v given as (B, S, 16) values, each split into heads here.
+Model on_values(Layer& l, const std::string& q, const std::string& k, const std::string& v) {
+  const std::string qh = l.split(q), kh = l.split(k, {0, 2, 3, 1}), vh = l.split(v);
+  return l.attend(qh, kh, vh);
+}
+
+// The fused operator's type (Attention, MultiHeadAttention), "" when none.
+std::string fused_as(const Model& m) {
+  const Model out = fused(m);
+  for (const Node& n : out.graph.nodes)
+    if (n.domain == "com.microsoft") return n.op_type;
+  return "";
+}
+
+// x W + b of 48 (or `width`) columns; `b` and `w` given replace the constants.
+std::string packed_product(Layer& l, int64_t width = 3 * kHidden) {
+  return l.g.add("Add", {l.g.add("MatMul", {"x", l.w(-0.4f, width)}), l.g.c(ramp({width}, -0.3f, 0.03f))});
+}
+
+// Columns [from, to) of `whole` by a Slice on the last axis, `steps` when given.
+std::string cols(Layer& l, const std::string& whole, int64_t from, int64_t to, std::vector<std::string> extra = {}) {
+  std::vector<std::string> in = {whole, l.g.c(ints({from})), l.g.c(ints({to})), l.g.c(ints({-1}))};
+  in.insert(in.end(), extra.begin(), extra.end());
+  return l.g.add("Slice", in);
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: a packed product's thirds cut by Slices with an explicit unit step, or an empty step input, are Attention's weight") {
+  for (const bool empty : {false, true}) {
+    CAPTURE(empty);
+    Layer l;
+    const std::string whole = packed_product(l);
+    std::vector<std::string> parts;
+    for (int64_t i = 0; i < 3; ++i) parts.push_back(cols(l, whole, i * kHidden, (i + 1) * kHidden, {empty ? std::string() : l.g.c(ints({1}))}));
+    const Model out = fused(on_values(l, parts[0], parts[1], parts[2]));
+    CHECK(count_ops(out, "Attention") == 1);
+    CHECK(count_ops(out, "Slice") + count_ops(out, "MatMul") == 0);
+  }
+}
+
+TEST_CASE("attention branches: Slices that are not the packed product's thirds in order leave q, k and v to MultiHeadAttention") {
+  const auto thirds = [](const std::function<std::array<std::string, 3>(Layer&, const std::string&)>& cut, int64_t width = 3 * kHidden) {
+    Layer l;
+    const std::string whole = packed_product(l, width);
+    const auto p = cut(l, whole);
+    return fused_as(on_values(l, p[0], p[1], p[2]));
+  };
+  const auto third = [](Layer& l, const std::string& whole, int64_t i) { return cols(l, whole, i * kHidden, (i + 1) * kHidden); };
+  // in order: Attention
+  CHECK(thirds([&](Layer& l, const std::string& w) { return std::array{third(l, w, 0), third(l, w, 1), third(l, w, 2)}; }) == "Attention");
+  // k first, then q
+  CHECK(thirds([&](Layer& l, const std::string& w) { return std::array{third(l, w, 1), third(l, w, 0), third(l, w, 2)}; }) == "MultiHeadAttention");
+  // q sliced without axes (all three axes bounded)
+  CHECK(thirds([&](Layer& l, const std::string& w) {
+          const std::string q = l.g.add("Slice", {w, l.g.c(ints({0, 0, 0})), l.g.c(ints({kBig, kBig, kHidden}))});
+          return std::array{q, third(l, w, 1), third(l, w, 2)};
+        }) == "MultiHeadAttention");
+  // k a third of another product
+  CHECK(thirds([&](Layer& l, const std::string& w) { return std::array{third(l, w, 0), third(l, packed_product(l), 1), third(l, w, 2)}; }) ==
+        "MultiHeadAttention");
+  // k its own projection
+  CHECK(thirds([&](Layer& l, const std::string& w) { return std::array{third(l, w, 0), l.proj(0.2f), third(l, w, 2)}; }) == "MultiHeadAttention");
+  // the first three quarters of a 64-column product
+  CHECK(thirds([&](Layer& l, const std::string& w) { return std::array{third(l, w, 0), third(l, w, 1), third(l, w, 2)}; }, 4 * kHidden) ==
+        "MultiHeadAttention");
+}
+
+TEST_CASE("attention branches: thirds of a value that is not x W + b with a constant (D, 3D) W and (3D) b are MultiHeadAttention's q, k, v") {
+  // `whole(l)`: the (B, S, 48) value cut into thirds
+  const auto layer = [](const std::function<std::string(Layer&)>& whole) {
+    Layer l;
+    const std::string w = whole(l);
+    return fused_as(on_values(l, cols(l, w, 0, kHidden), cols(l, w, kHidden, 2 * kHidden), cols(l, w, 2 * kHidden, 3 * kHidden)));
+  };
+  const auto b = [](Layer& l) { return l.g.c(ramp({3 * kHidden}, -0.3f, 0.03f)); };
+  CHECK(layer([](Layer& l) { return l.g.input(testing::f32("qkv", {"batch", "seq", 3 * kHidden})); }) == "MultiHeadAttention");
+  CHECK(layer([&](Layer& l) { return l.g.add("Add", {l.g.input(testing::f32("y", {"batch", "seq", 3 * kHidden})), b(l)}); }) == "MultiHeadAttention");
+  CHECK(layer([&](Layer& l) { return l.g.add("Add", {l.g.add("Relu", {l.g.add("MatMul", {"x", l.w(-0.4f, 3 * kHidden)})}), b(l)}); }) == "MultiHeadAttention");
+  // a (1, 48) bias, a (1, 16, 48) weight
+  CHECK(layer([](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.w(-0.4f, 3 * kHidden)}), l.g.c(ramp({1, 3 * kHidden}, -0.3f, 0.03f))}); }) ==
+        "MultiHeadAttention");
+  CHECK(layer([&](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.g.c(ramp({1, kHidden, 3 * kHidden}, -0.4f, 0.013f))}), b(l)}); }) ==
+        "MultiHeadAttention");
+  // x W + b as written: Attention
+  CHECK(layer([&](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.w(-0.4f, 3 * kHidden)}), b(l)}); }) == "Attention");
+}
+
+TEST_CASE("attention branches: a Split by the split attribute or in equal parts is Attention's packed weight; four parts, or k from elsewhere, are not") {
+  const auto layer = [](int opset, std::vector<int64_t> sizes, bool attribute, int k_from = 1) {
+    Layer l(opset);
+    const int64_t width = int64_t(sizes.empty() ? 3 : sizes.size()) * kHidden;
+    std::vector<Attribute> a = {attr("axis", int64_t(-1))};
+    std::vector<std::string> in = {packed_product(l, width)};
+    if (attribute) a.push_back(attr("split", sizes));
+    else if (!sizes.empty()) in.push_back(l.g.c(ints(sizes)));
+    const int outputs = sizes.empty() ? 3 : int(sizes.size());
+    const std::string s = l.g.add("Split", in, a, outputs);
+    const auto part = [&](int i) { return i ? s + "_" + std::to_string(i) : s; };
+    const std::string k = k_from < 0 ? l.proj(0.2f) : part(k_from);
+    return fused_as(on_values(l, part(0), k, part(2)));
+  };
+  CHECK(layer(11, {kHidden, kHidden, kHidden}, true) == "Attention");
+  CHECK(layer(13, {}, false) == "Attention");
+  CHECK(layer(13, {kHidden, kHidden, kHidden, kHidden}, false) == "MultiHeadAttention");  // the fourth part unread
+  CHECK(layer(13, {}, false, -1) == "MultiHeadAttention");                               // k its own projection
+}
+
+TEST_CASE("attention branches: three projections pack into one Attention weight only as x W + b each, read once, W (16, 16) and b (16) constants") {
+  // `q(l)`: the query's (B, S, 16) projection
+  const auto layer = [](const std::function<std::string(Layer&)>& q) {
+    Layer l;
+    const std::string qp = q(l);
+    return fused_as(on_values(l, qp, l.proj(0.2f), l.proj(-0.1f)));
+  };
+  const auto b = [](Layer& l) { return l.g.c(ramp({kHidden}, -0.1f, 0.01f)); };
+  CHECK(layer([](Layer& l) { return l.proj(-0.2f); }) == "Attention");
+  CHECK(layer([](Layer& l) { return l.g.add("MatMul", {"x", l.w(-0.2f)}); }) == "Attention");  // no bias
+  // the projection also read by another node
+  CHECK(layer([](Layer& l) {
+          const std::string p = l.proj(-0.2f);
+          l.g.out(l.g.add("Relu", {p}));
+          return p;
+        }) == "MultiHeadAttention");
+  // x W also read by another node
+  CHECK(layer([&](Layer& l) {
+          const std::string mm = l.g.add("MatMul", {"x", l.w(-0.2f)});
+          l.g.out(l.g.add("Relu", {mm}));
+          return l.g.add("Add", {mm, b(l)});
+        }) == "MultiHeadAttention");
+  // queries given as an input, W fed at run time, a (1, 16, 16) W, a (1, 1, 16) bias
+  CHECK(layer([](Layer& l) { return l.g.input(testing::f32("xq", {"batch", "seq", kHidden})); }) == "MultiHeadAttention");
+  CHECK(layer([&](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.g.input(testing::f32("Wq", {kHidden, kHidden}))}), b(l)}); }) ==
+        "MultiHeadAttention");
+  CHECK(layer([&](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.g.c(ramp({1, kHidden, kHidden}, -0.2f, 0.013f))}), b(l)}); }) ==
+        "MultiHeadAttention");
+  CHECK(layer([](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.w(-0.2f)}), l.g.c(ramp({1, 1, kHidden}, -0.1f, 0.01f))}); }) ==
+        "MultiHeadAttention");
 }
