@@ -769,3 +769,175 @@ TEST_CASE("attention branches: three projections pack into one Attention weight 
   CHECK(layer([](Layer& l) { return l.g.add("Add", {l.g.add("MatMul", {"x", l.w(-0.2f)}), l.g.c(ramp({1, 1, kHidden}, -0.1f, 0.01f))}); }) ==
         "MultiHeadAttention");
 }
+
+// ---- attention branches: ORT's stacked past (2, B, N, P, h) and its stacked present ----
+namespace {
+
+// GPT-2 with a stacked past: q, k, v from one packed Split, K = Concat(past_k, k, 2) and V =
+// Concat(past_v, v, 2); `pasts` reads past_k and past_v from "past" (default: Squeeze(Split(past,
+// axis 0)[i], 0)), `present` writes the outputs from K and V (default: Concat(Unsqueeze(K, 0),
+// Unsqueeze(V, 0), 0)).
+Model stacked_gpt2(std::vector<DimSpec> past_dims = {2, "batch", kHeads, "past_seq", kHead},
+                   const std::function<std::array<std::string, 2>(Layer&)>& pasts = {},
+                   const std::function<void(Layer&, const std::string&, const std::string&)>& present = {}) {
+  Layer l;
+  const std::string s = l.g.add("Split", {packed_product(l), l.g.c(ints({kHidden, kHidden, kHidden}))}, {attr("axis", int64_t(-1))}, 3);
+  const std::string q = l.split(s), k = l.split(s + "_1"), v = l.split(s + "_2");
+  l.g.input(testing::f32("past", std::move(past_dims)));
+  std::array<std::string, 2> p;
+  if (pasts) {
+    p = pasts(l);
+  } else {
+    const std::string halves = l.g.add("Split", {"past", l.g.c(ints({1, 1}))}, {attr("axis", int64_t(0))}, 2);
+    p = {l.g.add("Squeeze", {halves, l.g.c(ints({0}))}), l.g.add("Squeeze", {halves + "_1", l.g.c(ints({0}))})};
+  }
+  const std::string K = l.g.add("Concat", {p[0], k}, {attr("axis", int64_t(2))}), V = l.g.add("Concat", {p[1], v}, {attr("axis", int64_t(2))});
+  if (present) present(l, K, V);
+  else l.g.out(l.g.add("Concat", {l.g.unsqueeze0(K), l.g.unsqueeze0(V)}, {attr("axis", int64_t(0))}));
+  return l.attend(q, l.g.add("Transpose", {K}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), V);
+}
+
+std::array<std::string, 2> gathered(Layer& l, int64_t k_index) {
+  const auto at = [&](int64_t i) { return l.g.add("Gather", {"past", l.g.c(Tensor::scalar<int64_t>(i))}, {attr("axis", int64_t(0))}); };
+  return {at(k_index), at(1 - k_index)};
+}
+
+const std::string kStackedRefused = kAtSm + "the past keys and values are not graph inputs (ORT's stacked past is not supported here)\n";
+
+}  // namespace
+
+TEST_CASE("attention branches: ORT's stacked past read by Split + Squeeze becomes Attention with the past and the stacked present") {
+  const Model out = fused(stacked_gpt2());
+  REQUIRE(count_ops(out, "Attention") == 1);
+  const Node& att = attention_node(out);
+  REQUIRE(att.inputs.size() >= 5);
+  CHECK(att.inputs[4] == "past");
+  CHECK(att.outputs.size() == 2);
+  CHECK(count_ops(out, "Squeeze") + count_ops(out, "Concat") + count_ops(out, "Unsqueeze") == 0);
+}
+
+TEST_CASE("attention branches: a stacked past read other than keys at 0 and values at 1 of a (2, ...) stack is refused, named") {
+  // values at 0, keys at 1
+  CHECK(explained(stacked_gpt2({2, "batch", kHeads, "past_seq", kHead}, [](Layer& l) { return gathered(l, 1); })) == kStackedRefused);
+  // a stack of unknown length, or of 3
+  CHECK(explained(stacked_gpt2({"two", "batch", kHeads, "past_seq", kHead}, [](Layer& l) { return gathered(l, 0); })) == kStackedRefused);
+  CHECK(explained(stacked_gpt2({3, "batch", kHeads, "past_seq", kHead}, [](Layer& l) { return gathered(l, 0); })) == kStackedRefused);
+  // split in three, keys and values the first two
+  CHECK(explained(stacked_gpt2({3, "batch", kHeads, "past_seq", kHead}, [](Layer& l) {
+          const std::string parts = l.g.add("Split", {"past", l.g.c(ints({1, 1, 1}))}, {attr("axis", int64_t(0))}, 3);
+          return std::array{l.g.add("Squeeze", {parts, l.g.c(ints({0}))}), l.g.add("Squeeze", {parts + "_1", l.g.c(ints({0}))})};
+        })) == kStackedRefused);
+}
+
+TEST_CASE("attention branches: a present that is not Concat(Unsqueeze(K, 0), Unsqueeze(V, 0), 0) is not the stacked present, refused") {
+  const auto with_present = [](const std::function<void(Layer&, const std::string&, const std::string&)>& present) {
+    return explained(stacked_gpt2({2, "batch", kHeads, "past_seq", kHead}, {}, present));
+  };
+  CHECK(with_present([](Layer& l, const std::string& K, const std::string& V) {  // values first
+          l.g.out(l.g.add("Concat", {l.g.unsqueeze0(V), l.g.unsqueeze0(K)}, {attr("axis", int64_t(0))}));
+        }) == kStackedRefused);
+  CHECK(with_present([](Layer& l, const std::string& K, const std::string& V) {  // on axis 1
+          l.g.out(l.g.add("Concat", {l.g.unsqueeze0(K), l.g.unsqueeze0(V)}, {attr("axis", int64_t(1))}));
+        }) == kStackedRefused);
+  CHECK(with_present([](Layer& l, const std::string& K, const std::string& V) {  // three parts
+          const std::string uk = l.g.unsqueeze0(K);
+          l.g.out(l.g.add("Concat", {uk, l.g.unsqueeze0(V), uk}, {attr("axis", int64_t(0))}));
+        }) == kStackedRefused);
+  CHECK(with_present([](Layer& l, const std::string& K, const std::string& V) {  // the keys' Unsqueeze read by an Identity
+          l.g.out(l.g.add("Concat", {l.g.add("Identity", {l.g.unsqueeze0(K)}), l.g.unsqueeze0(V)}, {attr("axis", int64_t(0))}));
+        }) == kStackedRefused);
+}
+
+// ---- attention branches: constant causal look-alikes on fixed S = T = 3 ----
+namespace {
+
+Model with_x(Model m, DimSpec b, DimSpec s, int64_t d = kHidden) {
+  m.graph.inputs[0] = testing::f32("x", {b, s, d});
+  return m;
+}
+
+// Where(Cast(`cond`, bool), scores, -1e9) with `cond` a float constant (or a Slice of it).
+Model where_constant(const std::function<std::string(Layer&)>& cond, DimSpec seq = 3) {
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  const std::string c = l.g.add("Cast", {cond(l)}, {attr("to", int64_t(DType::Bool))});
+  return with_x(l.attend(q, kT, v, [&](const std::string& s) { return l.g.add("Where", {c, s, l.g.c(Tensor::scalar<float>(-1e9f))}, {}, 1, "/attn/Causal"); }), 1,
+                seq);
+}
+
+Tensor tril(Shape shape) {
+  const int64_t W = shape.back(), H = shape[shape.size() - 2];
+  std::vector<float> v(size_t(shape_size(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int64_t(i) % W <= (int64_t(i) / W) % H);
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: a constant condition that is not an S x T (or square, sliced) lower triangle is not causal, refused") {
+  const std::string refused = kAtSm + "the mask of '/attn/Causal' slices a constant buffer that is not causal (key j <= query i + past) over S = 3, T = 3\n";
+  // the exact (1, 1, 3, 3) lower triangle: causal
+  CHECK(count_ops(fused(where_constant([](Layer& l) { return l.g.c(tril({1, 1, 3, 3})); })), "Attention") == 1);
+  // one row (3), (1, 1, 1, 3) or one column (1, 1, 3, 1) broadcast to every query or key
+  for (const Shape shape : {Shape{3}, Shape{1, 1, 1, 3}, Shape{1, 1, 3, 1}}) {
+    const Model m = where_constant([&](Layer& l) { return l.g.c(Tensor::from_vector<float>(shape, std::vector<float>(3, 1.0f))); });
+    CHECK(explained(m) == refused);
+    CHECK(count_ops(fused(m), "Softmax") == 1);
+  }
+  // the triangle twice, (2, 1, 3, 3): S x T per batch row, not one block (the batch is 1)
+  CHECK(explained(where_constant([](Layer& l) { return l.g.c(tril({2, 1, 3, 3})); })) == refused);
+  // rows [0, 3) and columns [1, 4) of a 4 x 4 triangle: the columns do not start at 0
+  const Model cols = where_constant([](Layer& l) {
+    return l.g.add("Slice", {l.g.c(tril({1, 1, 4, 4})), l.g.c(ints({0, 1})), l.g.c(ints({3, 4})), l.g.c(ints({2, 3}))});
+  });
+  CHECK(explained(cols) == refused);
+  CHECK(count_ops(fused(cols), "Softmax") == 1);
+  // an unsliced 4 x 4 triangle over a free sequence length: no slice takes its (S, T) block
+  CHECK(explained(where_constant([](Layer& l) { return l.g.c(tril({1, 1, 4, 4})); }, "seq")) ==
+        kAtSm + "the mask of '/attn/Causal' slices a constant buffer that is not causal (key j <= query i + past) over S = seq, T = seq\n");
+}
+
+// ---- attention branches: the context merged back ----
+
+TEST_CASE("attention branches: a head merge to a shape fed at run time is refused; view(-1, S, N*h) fuses") {
+  {
+    Layer l;
+    const std::string q = l.q(), kT = l.kT(), v = l.v();
+    const std::string shape = l.g.input(tensor_info("shape", DType::Int64, {3}));
+    CHECK(explained(l.attend(q, kT, v, {}, [&](const std::string& t) { l.g.out(l.g.add("Reshape", {t, shape}, {}, 1, "/attn/Merge")); })) ==
+          kAtSm + "the head merge '/attn/Merge' has an unknown or non-3-D target\n");
+  }
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  const Model m = l.attend(q, kT, v, {}, [&](const std::string& t) { l.g.out(l.g.add("Reshape", {t, l.g.c(ints({-1, 0, kHidden}))})); });
+  CHECK(count_ops(fused(m), "Attention") == 1);
+}
+
+namespace {
+
+// torch's nn.MultiheadAttention on x (S, B, 16) = (8, 2, 16): heads (B*N, S, h) by Reshape (8, 4, 8)
+// and Transpose 1 0 2 (1 2 0 for K^T); `merge` takes the context transposed back to (S, B*N, h).
+Model seq_first(const std::function<void(Layer&, const std::string&)>& merge) {
+  Layer l;
+  const auto split = [&](float start, std::vector<int64_t> perm) {
+    return l.g.add("Transpose", {l.g.add("Reshape", {l.proj(start), l.g.c(ints({8, 4, kHead}))})}, {attr("perm", perm)});
+  };
+  const std::string q = split(-0.2f, {1, 0, 2}), k = split(0.2f, {1, 2, 0}), v = split(-0.1f, {1, 0, 2});
+  const std::string s = l.g.add("Div", {l.g.add("MatMul", {q, k}), l.g.c(Tensor::scalar<float>(std::sqrt(float(kHead))))});
+  const std::string ctx = l.g.add("MatMul", {l.g.add("Softmax", {s}, {attr("axis", int64_t(-1))}, 1, "/attn/Softmax"), v});
+  merge(l, l.g.add("Transpose", {ctx}, {attr("perm", std::vector<int64_t>{1, 0, 2})}));
+  return with_x(l.g.model(), 8, 2);
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: nn.MultiheadAttention's context merged to (S*B, N*h) fuses; left (S, B*N, h), or reshaped other than (S, B, N*h), is refused") {
+  const Model flat = seq_first([](Layer& l, const std::string& t) { l.g.out(l.g.add("Reshape", {t, l.g.c(ints({16, kHidden}))})); });
+  CHECK(count_ops(fused(flat), "Softmax") == 0);
+  const std::string refused = kAtSm + "the (S, B*N, h) context is not merged to (S*B, N*h) or (S, B, N*h)\n";
+  CHECK(explained(seq_first([](Layer& l, const std::string& t) { l.g.out(l.g.add("Relu", {t})); })) == refused);
+  CHECK(explained(seq_first([](Layer& l, const std::string& t) {
+          l.g.out(l.g.add("Reshape", {t, l.g.input(tensor_info("shape", DType::Int64, {3}))}));
+        })) == refused);
+  CHECK(explained(seq_first([](Layer& l, const std::string& t) { l.g.out(l.g.add("Reshape", {t, l.g.c(ints({2, 8, kHidden}))})); })) == refused);
+}
