@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "optimize_test_util.h"
+#include "refeval/compute_vector.h"
 
 using namespace refeval;
 using namespace refeval::build;
@@ -32,6 +33,7 @@ std::vector<float> inv_freq(int64_t rotated = kHead) { return testing::rope_inv_
 class G : public testing::GraphUnderConstruction {
  public:
   explicit G(int opset = 17, DimSpec batch = "batch", DimSpec seq = "seq") : opset_(opset), batch_(batch), seq_(seq) {}
+  Node& last() { return nodes_.back(); }
 
   std::string unsqueeze(const std::string& v, std::vector<int64_t> axes) {
     if (opset_ < 13) return add("Unsqueeze", {v}, {attr("axes", axes)});
@@ -312,5 +314,689 @@ TEST_CASE("rotary: halves by opset 11's Split attribute, or Slices bounded by Sh
     const std::string x2 = g.add("Slice", {"q", half, g.c(ints({kBig})), g.c(ints({-1}))});
     const std::string rot = g.add("Concat", {g.add("Neg", {x2}), x1}, {attr("axis", int64_t(-1))});
     check_fused(g.model(g.add("Add", {g.add("Mul", {"q", g.gathered(true, kHead)}), g.add("Mul", {rot, g.gathered(false, kHead)})})), 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// "rotary branches:": the forms of each condition of rotary.cc, rotary_pairs.cc and
+// rotary_common.cc no case above reaches. Graphs the evaluator cannot run (a Slice whose bounds do
+// not fit the pattern's shapes) are only explained, with the pass's exact reason, and left unfused.
+
+namespace {
+
+// The rotary pass alone, without the evaluator's check.
+Model unverified(const Model& m) {
+  optimize::OptimizeOptions o;
+  o.only = {"rotary-embedding"};
+  return optimize::optimize(m, Registry::builtin(), o).model;
+}
+
+// Refused with `reason`, on a graph only explained (not evaluated).
+void refused_only(const Model& m, const std::string& reason) {
+  const std::string lines = refusals(m, {"rotary-embedding"});
+  CHECK_MESSAGE(lines.find(reason) != std::string::npos, lines);
+  CHECK(count_ops(unverified(m), "RotaryEmbedding") == 0);
+}
+
+// Unsqueeze(Gather(table, position_ids), axis) of any table value.
+std::string gathered_from(G& g, const std::string& table_value, int64_t axis = 1) {
+  return g.unsqueeze(g.add("Gather", {table_value, "position_ids"}, {attr("axis", int64_t(0))}), {axis});
+}
+
+// x * cos + Concat(-x2, x1) * sin on the given halves of q.
+Model rotate_halves(G& g, const std::string& x1, const std::string& x2, const std::string& cos, const std::string& sin, int64_t axis = -1) {
+  const std::string rot = g.add("Concat", {g.add("Neg", {x2}), x1}, {attr("axis", axis)});
+  return g.model(g.add("Add", {g.add("Mul", {"q", cos}), g.add("Mul", {rot, sin})}));
+}
+
+// The rotate-half of q's Slice halves with gathered full-width tables.
+Model plain(G& g, const std::string& cos, const std::string& sin) { return rotate_half(g, cos, sin); }
+
+std::string inv_const(G& g, Shape shape = {kHalf}) { return g.c(Tensor::from_vector<float>(std::move(shape), inv_freq())); }
+std::string p_float(G& g) { return g.add("Cast", {"position_ids"}, {attr("to", int64_t(DType::Float))}); }
+
+// Rotate-half with cos / sin = Unsqueeze(Cos / Sin(Concat(f, f)), 1).
+Model from_freqs(G& g, const std::string& f, int64_t cat_axis = -1) {
+  const std::string emb = g.add("Concat", {f, f}, {attr("axis", cat_axis)});
+  return rotate_half(g, g.unsqueeze(g.add("Cos", {emb}), {1}), g.unsqueeze(g.add("Sin", {emb}), {1}));
+}
+
+// Meta's llama on given pair parts a, b of q's pairs, with (B, 1, S, h/2) tables.
+Model neighbours_of(G& g, const std::string& a, const std::string& b) {
+  const auto [even, odd] = pair_products(g, a, b, g.gathered(true, kHalf), g.gathered(false, kHalf));
+  const std::string stack = g.add("Concat", {g.unsqueeze(even, {-1}), g.unsqueeze(odd, {-1})}, {attr("axis", int64_t(-1))});
+  return g.model(g.add("Reshape", {stack, g.c(ints({0, 0, 0, kHead}))}));
+}
+std::string pairs_of(G& g) { return g.add("Reshape", {"q", g.c(ints({0, 0, 0, kHalf, 2}))}); }
+std::string element(G& g, const std::string& pairs, int64_t k) {
+  return g.add("Gather", {pairs, g.c(Tensor::scalar<int64_t>(k))}, {attr("axis", int64_t(-1))});
+}
+
+// MixFormer on given halves a, b (and a `tail` of columns not rotated), with (B, 1, S, w) tables.
+Model halves_of(G& g, const std::string& a, const std::string& b, const std::string& tail = "", int64_t width = kHalf, int64_t rotated = kHead) {
+  const auto [even, odd] = pair_products(g, a, b, g.gathered(true, width, rotated), g.gathered(false, width, rotated));
+  std::vector<std::string> parts = {even, odd};
+  if (!tail.empty()) parts.push_back(tail);
+  return g.model(g.add("Concat", parts, {attr("axis", int64_t(-1))}));
+}
+
+}  // namespace
+
+TEST_CASE("rotary branches: tables from a Constant node, through a Cast, Squeezes of negative axes, Slices on axis -2 or with empty steps, scaled first, fuse") {
+  {  // Constant node tables
+    G g;
+    const std::string ct = g.add("Constant", {}, {attr("value", table(true, kHead))}), st = g.add("Constant", {}, {attr("value", table(false, kHead))});
+    check_fused(plain(g, gathered_from(g, ct), gathered_from(g, st)), 0);
+  }
+  {  // Cast(table) and Squeeze([-4, -3]) of a (1, 1, 32, 8) table
+    G g;
+    Tensor s4 = table(false, kHead);
+    s4 = Tensor::from_vector<float>({1, 1, kRows, kHead}, s4.to_vector<float>());
+    const std::string ct = g.add("Cast", {g.c(table(true, kHead))}, {attr("to", int64_t(DType::Float))});
+    const std::string st = g.add("Squeeze", {g.c(s4), g.c(ints({-4, -3}))});
+    check_fused(plain(g, gathered_from(g, ct), gathered_from(g, st)), 0);
+  }
+  {  // Slice(table, [0], [32], [-2]) and Slice(table, [0], [32], [0], "")
+    G g;
+    const std::string ct = g.add("Slice", {g.c(table(true, kHead)), g.c(ints({0})), g.c(ints({kRows})), g.c(ints({-2}))});
+    const std::string st = g.add("Slice", {g.c(table(false, kHead)), g.c(ints({0})), g.c(ints({kRows})), g.c(ints({0})), ""});
+    check_fused(plain(g, gathered_from(g, ct), gathered_from(g, st)), 0);
+  }
+  {  // cos * 0.5 written 0.5 * Identity(Unsqueeze(cos, -3)) (attention_scaling first)
+    G g;
+    const std::string cos = g.add("Mul", {g.c(Tensor::scalar<float>(0.5f)), g.add("Identity", {gathered_from(g, g.c(table(true, kHead)), -3)})});
+    const std::string sin = g.add("Mul", {gathered_from(g, g.c(table(false, kHead))), g.c(Tensor::scalar<float>(0.5f))});
+    check_fused(plain(g, cos, sin), 0);
+  }
+}
+
+TEST_CASE("rotary branches: a table sliced without axes is its rows from 0 and fuses") {
+  G g;
+  const std::string ct = g.add("Slice", {g.c(testing::rope_table(true, 2 * kRows, kHead, kHead)), g.c(ints({0})), g.c(ints({kRows}))});
+  const std::string st = g.add("Slice", {g.c(testing::rope_table(false, 2 * kRows, kHead, kHead)), g.c(ints({0})), g.c(ints({kRows}))});
+  check_fused(plain(g, gathered_from(g, ct), gathered_from(g, st)), 0);
+}
+
+TEST_CASE("rotary branches: tables sliced with step 2 or on columns, squeezed without axes, a sin table of unequal halves stay, explained") {
+  {  // rows 0, 2, 4, ... of a (64, 8) table
+    G g;
+    const std::string ct = g.add("Slice", {g.c(testing::rope_table(true, 2 * kRows, kHead, kHead)), g.c(ints({0})), g.c(ints({2 * kRows})), g.c(ints({0})), g.c(ints({2}))});
+    check_refused(plain(g, gathered_from(g, ct), gathered_from(g, g.c(table(false, kHead)))), "does not slice the cos/sin table's rows from 0");
+  }
+  {  // columns [0, 8) of a (32, 16) table
+    G g;
+    const std::string ct = g.add("Slice", {g.c(testing::rope_table(true, kRows, 2 * kHead, kHead)), g.c(ints({0})), g.c(ints({kHead})), g.c(ints({1}))});
+    check_refused(plain(g, gathered_from(g, ct), gathered_from(g, g.c(table(false, kHead)))), "does not slice the cos/sin table's rows from 0");
+  }
+  {  // Squeeze of a (1, 1, 32, 8) table without axes
+    G g;
+    const std::string ct = g.add("Squeeze", {g.c(Tensor::from_vector<float>({1, 1, kRows, kHead}, table(true, kHead).to_vector<float>()))});
+    check_refused(plain(g, gathered_from(g, ct), gathered_from(g, g.c(table(false, kHead)))), "does not squeeze leading unit dims of the cos/sin table");
+  }
+  {  // a sin table whose halves differ
+    G g;
+    std::vector<float> v = table(false, kHead).to_vector<float>();
+    v[kHead - 1] += 0.25f;
+    const std::string st = g.c(Tensor::from_vector<float>({kRows, kHead}, v));
+    check_refused(plain(g, gathered_from(g, g.c(table(true, kHead))), gathered_from(g, st)), "the sin table 'c");
+  }
+}
+
+TEST_CASE("rotary branches: cos operands that are inputs, unsqueezed inputs, unsqueezed twice or from frequencies of another Concat stay, explained") {
+  {  // cos fed (B, 1, S, 8)
+    G g;
+    Model m = plain(g, "cos_in", gathered_from(g, g.c(table(false, kHead))));
+    m.graph.inputs.push_back(testing::f32("cos_in", {"batch", 1, "seq", kHead}));
+    check_refused(m, "the cos operand 'cos_in' is not Unsqueeze(c, 1) or Unsqueeze(c, 2) of a (B, S, h) value");
+  }
+  {  // Unsqueeze(cos (B, S, 8) fed, 1)
+    G g;
+    Model m = plain(g, g.unsqueeze("cos3", {1}), gathered_from(g, g.c(table(false, kHead))));
+    m.graph.inputs.push_back(testing::f32("cos3", {"batch", "seq", kHead}));
+    check_refused(m, "the cos operand 'cos3' is neither gathered from a constant table by position nor Cos / Sin of position frequencies");
+  }
+  {  // Unsqueeze(Unsqueeze(table[position_ids[0]], 0), 1): (1, 1, S, 8)
+    G g;
+    const std::string row = g.add("Gather", {"position_ids", g.c(Tensor::scalar<int64_t>(0))}, {attr("axis", int64_t(0))});
+    const std::string cos = g.unsqueeze(g.unsqueeze(g.add("Gather", {g.c(table(true, kHead)), row}, {attr("axis", int64_t(0))}), {0}), {1});
+    check_refused(plain(g, cos, gathered_from(g, g.c(table(false, kHead)))), "is neither gathered from a constant table by position nor Cos / Sin");
+  }
+  {  // cos and sin of two Concat(f, f) nodes of one f
+    G g;
+    const std::string f = g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv_const(g)});
+    const std::string e1 = g.add("Concat", {f, f}, {attr("axis", int64_t(-1))}), e2 = g.add("Concat", {f, f}, {attr("axis", int64_t(-1))});
+    check_refused(plain(g, g.unsqueeze(g.add("Cos", {e1}), {1}), g.unsqueeze(g.add("Sin", {e2}), {1})), "cos and sin are not computed from the same frequencies");
+  }
+  {  // Cos(Concat(f, g)) of two different frequencies
+    G g;
+    const std::string f = g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv_const(g)});
+    const std::string f2 = g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv_const(g)});
+    const std::string e = g.add("Concat", {f, f2}, {attr("axis", int64_t(-1))});
+    check_refused(plain(g, g.unsqueeze(g.add("Cos", {e}), {1}), g.unsqueeze(g.add("Sin", {e}), {1})), "is not Concat(f, f) on the last axis");
+  }
+}
+
+TEST_CASE("rotary branches: frequencies through Identities, a double cast, inv_freq first or in bfloat16, an ellipsis Einsum, Concat on axis 2 fuse") {
+  {  // positions Identity -> Cast(double) -> Cast(float); inv_freq Identity; f Identity; Concat axis 2
+    G g;
+    const std::string p = g.add("Cast", {g.add("Cast", {g.add("Identity", {"position_ids"})}, {attr("to", int64_t(DType::Double))})}, {attr("to", int64_t(DType::Float))});
+    const std::string f = g.add("Identity", {g.add("Mul", {g.unsqueeze(p, {-1}), g.add("Identity", {inv_const(g)})})});
+    check_fused(from_freqs(g, f, 2), 0);
+  }
+  {  // inv_freq (h/2) first: Mul(inv, p[..., None])
+    G g;
+    check_fused(from_freqs(g, g.add("Mul", {inv_const(g), g.unsqueeze(p_float(g), {-1})})), 0);
+  }
+  {  // inv_freq stored as bfloat16
+    G g;
+    const std::vector<float> single = inv_freq();
+    const std::string inv = g.add("Cast", {g.c(from_doubles(DType::BFloat16, {kHalf}, std::vector<double>(single.begin(), single.end())))},
+                                  {attr("to", int64_t(DType::Float))});
+    check_fused(from_freqs(g, g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv})), 0);
+  }
+  for (const char* eq : {"...,d", "...,d->...d"}) {  // einsum over an ellipsis, implicit or explicit
+    CAPTURE(eq);
+    G g;
+    check_fused(from_freqs(g, g.add("Einsum", {p_float(g), inv_const(g)}, {attr("equation", std::string(eq))})), 0);
+  }
+  {  // Cos(Unsqueeze(emb, -3))
+    G g;
+    const std::string f = g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv_const(g)});
+    const std::string e = g.unsqueeze(g.add("Concat", {f, f}, {attr("axis", int64_t(-1))}), {-3});
+    check_fused(plain(g, g.add("Cos", {e}), g.add("Sin", {e})), 0);
+  }
+}
+
+TEST_CASE("rotary branches: frequencies cast from double, positions or inv_freq through an int cast, an int64 inv_freq stay, explained") {
+  const std::string mul_refusal = "does not multiply the position ids cast to float by a constant inv_freq";
+  {  // Cast(float) of a double product
+    G g;
+    const std::vector<float> single = inv_freq();
+    const std::string pd = g.add("Cast", {"position_ids"}, {attr("to", int64_t(DType::Double))});
+    const std::string prod = g.add("Mul", {g.unsqueeze(pd, {-1}), g.c(Tensor::from_vector<double>({kHalf}, std::vector<double>(single.begin(), single.end())))});
+    check_refused(from_freqs(g, g.add("Cast", {prod}, {attr("to", int64_t(DType::Float))})), "casts a DOUBLE value");
+  }
+  {  // positions cast to int32 first
+    G g;
+    const std::string p = g.add("Cast", {g.add("Cast", {"position_ids"}, {attr("to", int64_t(DType::Int32))})}, {attr("to", int64_t(DType::Float))});
+    check_refused(from_freqs(g, g.add("Mul", {g.unsqueeze(p, {-1}), inv_const(g)})), mul_refusal);
+  }
+  {  // inv_freq through an int32 cast, and an int64 inv_freq cast to float
+    for (const bool int64_constant : {false, true}) {
+      G g;
+      const std::string inv = int64_constant ? g.add("Cast", {g.c(ints({1, 2, 3, 4}))}, {attr("to", int64_t(DType::Float))})
+                                             : g.add("Cast", {g.add("Cast", {inv_const(g)}, {attr("to", int64_t(DType::Int32))})}, {attr("to", int64_t(DType::Float))});
+      check_refused(from_freqs(g, g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv})), mul_refusal);
+    }
+  }
+}
+
+TEST_CASE("rotary branches: Einsum and MatMul look-alikes are not outer products, explained") {
+  const std::string not_outer = "is not an outer product of the position ids and inv_freq";
+  for (const char* eq : {"b1,d->b1d", "bb,d->bbd", "bs,d->bsdd", "bs,d->bsdx", "bs,s->bsd"}) {
+    const std::string equation = eq;
+    CAPTURE(equation);
+    G g;
+    refused_only(from_freqs(g, g.add("Einsum", {p_float(g), inv_const(g)}, {attr("equation", equation)})), not_outer);
+  }
+  {  // three operands
+    G g;
+    refused_only(from_freqs(g, g.add("Einsum", {p_float(g), inv_const(g), inv_const(g)}, {attr("equation", std::string("bs,d,e->bsd"))})), "is Einsum");
+  }
+}
+
+TEST_CASE("rotary branches: positions or inv_freq unsqueezed by fed or repeated axes, or expanded to a shape of unknown rank, stay, explained") {
+  const std::string mul_refusal = "does not multiply the position ids cast to float by a constant inv_freq";
+  {
+    G g;
+    Model m = from_freqs(g, g.add("Mul", {g.add("Unsqueeze", {p_float(g), "axes_in"}), inv_const(g)}));
+    m.graph.inputs.push_back(tensor_info("axes_in", DType::Int64, {1}));
+    refused_only(m, mul_refusal);
+  }
+  {
+    G g;
+    Model m = from_freqs(g, g.add("Mul", {g.unsqueeze(p_float(g), {-1}), g.add("Unsqueeze", {inv_const(g), "axes_in"})}));
+    m.graph.inputs.push_back(tensor_info("axes_in", DType::Int64, {1}));
+    refused_only(m, mul_refusal);
+  }
+  {
+    G g;
+    refused_only(from_freqs(g, g.add("Mul", {g.unsqueeze(p_float(g), {-1}), g.unsqueeze(inv_const(g), {0, 0})})), mul_refusal);
+  }
+  {
+    G g;
+    Model m = from_freqs(g, g.add("Mul", {g.unsqueeze(p_float(g), {-1}), g.add("Expand", {inv_const(g), "shape_in"})}));
+    m.graph.inputs.push_back(tensor_info("shape_in", DType::Int64, {"rank"}));  // Expand to a shape of unknown rank
+    refused_only(m, mul_refusal);
+  }
+  {  // (1, B, S, h/2) frequencies: a unit axis named "1"
+    G g;
+    refused_only(from_freqs(g, g.add("Mul", {g.unsqueeze(p_float(g), {0, 3}), inv_const(g)})), "have axes (1, batch, sequence, inv_freq)");
+  }
+}
+
+TEST_CASE("rotary branches: cos/sin Unsqueezed on axis 0, by unknown axes, Cos not unsqueezed, tables 1-D or squeezed on a row axis stay, explained") {
+  const std::string not_unsqueezed = "is not Unsqueeze(c, 1) or Unsqueeze(c, 2) of a (B, S, h) value";
+  {
+    G g;
+    refused_only(plain(g, gathered_from(g, g.c(table(true, kHead)), 0), gathered_from(g, g.c(table(false, kHead)), 0)), not_unsqueezed);
+  }
+  {
+    G g;
+    Model m = plain(g, g.add("Unsqueeze", {g.add("Gather", {g.c(table(true, kHead)), "position_ids"}), "axes_in"}), gathered_from(g, g.c(table(false, kHead))));
+    m.graph.inputs.push_back(tensor_info("axes_in", DType::Int64, {1}));
+    refused_only(m, not_unsqueezed);
+  }
+  {  // Cos(emb) without Unsqueeze; Cos(Unsqueeze(emb, axes_in)); Cos(Unsqueeze(emb, [1, 2])); Cos(f_in)
+    for (int form = 0; form < 4; ++form) {
+      CAPTURE(form);
+      G g;
+      const std::string f = g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv_const(g)});
+      std::string e = g.add("Concat", {f, f}, {attr("axis", int64_t(-1))});
+      if (form == 1) e = g.add("Unsqueeze", {e, "axes_in"});
+      if (form == 2) e = g.unsqueeze(e, {1, 2});
+      if (form == 3) e = "f_in";
+      Model m = plain(g, g.add("Cos", {e}), g.add("Sin", {e}));
+      m.graph.inputs.push_back(tensor_info("axes_in", DType::Int64, {1}));
+      m.graph.inputs.push_back(testing::f32("f_in", {"batch", 1, "seq", kHead}));
+      refused_only(m, not_unsqueezed);
+    }
+  }
+  {  // a 1-D table
+    G g;
+    const std::string t = g.c(Tensor::from_vector<float>({kRows}, std::vector<float>(kRows, 1.0f)));
+    refused_only(plain(g, gathered_from(g, t), gathered_from(g, g.c(table(false, kHead)))), "is not a constant (.., max_pos, h) with leading dims 1");
+  }
+  {  // Squeeze([3, 0]) of a (1, 1, 1, 32, 8) table: 3 is a row axis
+    G g;
+    const std::string t = g.add("Squeeze", {g.c(Tensor::from_vector<float>({1, 1, 1, kRows, kHead}, table(true, kHead).to_vector<float>())), g.c(ints({3, 0}))});
+    refused_only(plain(g, gathered_from(g, t), gathered_from(g, g.c(table(false, kHead)))), "does not squeeze leading unit dims of the cos/sin table");
+  }
+  {  // Slice(table, starts_in, ...)
+    G g;
+    Model m = plain(g, gathered_from(g, g.add("Slice", {g.c(table(true, kHead)), "starts_in", g.c(ints({kRows})), g.c(ints({0}))})),
+                    gathered_from(g, g.c(table(false, kHead))));
+    m.graph.inputs.push_back(tensor_info("starts_in", DType::Int64, {1}));
+    refused_only(m, "does not slice the cos/sin table's rows from 0");
+  }
+}
+
+TEST_CASE("rotary branches: position ids of another sequence, of unknown shape or of an unnamed batch stay, naming their dims") {
+  const auto with_positions = [](ValueInfo positions) {
+    G g;
+    const std::string cos = g.unsqueeze(g.add("Gather", {g.c(table(true, kHead)), "pos2"}, {attr("axis", int64_t(0))}), {1});
+    const std::string sin = g.unsqueeze(g.add("Gather", {g.c(table(false, kHead)), "pos2"}, {attr("axis", int64_t(0))}), {1});
+    Model m = plain(g, cos, sin);
+    m.graph.inputs.push_back(std::move(positions));
+    return m;
+  };
+  check_refused(with_positions(tensor_info("pos2", DType::Int64, {"batch", "other"})),
+                "the position ids 'pos2' are INT64 (batch, other), not int64 (B, S) = (batch, seq) of the rotated value (batch, 2, seq, 8)");
+  refused_only(with_positions(tensor_info_unknown_rank("pos2", DType::Int64)), "the position ids 'pos2' are INT64 of unknown shape");
+  ValueInfo unnamed = tensor_info("pos2", DType::Int64, {"batch", "seq"});
+  unnamed.type.dims[0] = Dim{};
+  check_refused(with_positions(unnamed), "the position ids 'pos2' are INT64 (?, seq)");
+}
+
+TEST_CASE("rotary branches: a double q, a symbolic or odd head size stay, explained") {
+  {
+    G g;
+    const auto dbl = [](Tensor t) {
+      const std::vector<float> v = t.to_vector<float>();
+      return Tensor::from_vector<double>(t.shape(), std::vector<double>(v.begin(), v.end()));
+    };
+    Model m = plain(g, gathered_from(g, g.c(dbl(table(true, kHead)))), gathered_from(g, g.c(dbl(table(false, kHead)))));
+    m.graph.inputs[0] = tensor_info("q", DType::Double, {"batch", kHeads, "seq", kHead});
+    m.graph.outputs[0].type.dtype = DType::Double;
+    refused_only(m, "the rotated value is DOUBLE; RotaryEmbedding takes float or float16");
+  }
+  for (const bool odd : {false, true}) {
+    G g;
+    Model m = plain(g, gathered_from(g, g.c(table(true, kHead))), gathered_from(g, g.c(table(false, kHead))));
+    m.graph.inputs[0] = odd ? testing::f32("q", {"batch", kHeads, "seq", 7}) : testing::f32("q", {"batch", kHeads, "seq", "head"});
+    refused_only(m, "the rotated value 'q' is not known to be 4-D with an even head size");
+  }
+}
+
+TEST_CASE("rotary branches: halves by Split on axis 3 or with an empty split, Concat on axis 3, Slices with empty steps fuse") {
+  {
+    G g;
+    const std::string x1 = g.add("Split", {"q", g.c(ints({kHalf, kHalf}))}, {attr("axis", int64_t(3))}, 2);
+    check_fused(rotate_halves(g, x1, x1 + "_1", gathered_from(g, g.c(table(true, kHead))), gathered_from(g, g.c(table(false, kHead))), 3), 0);
+  }
+  {
+    G g;
+    const std::string x1 = g.add("Split", {"q", ""}, {attr("axis", int64_t(-1))}, 2);
+    check_fused(rotate_halves(g, x1, x1 + "_1", gathered_from(g, g.c(table(true, kHead))), gathered_from(g, g.c(table(false, kHead)))), 0);
+  }
+  {
+    G g;
+    const std::string x1 = g.add("Slice", {"q", g.c(ints({0})), g.c(ints({kHalf})), g.c(ints({-1})), ""});
+    const std::string x2 = g.add("Slice", {"q", g.c(ints({kHalf})), g.c(ints({kHead})), g.c(ints({3})), ""});
+    check_fused(rotate_halves(g, x1, x2, gathered_from(g, g.c(table(true, kHead))), gathered_from(g, g.c(table(false, kHead)))), 0);
+  }
+}
+
+TEST_CASE("rotary branches: rotate-half halves by a Split of another axis or into three, Slices of unknown or other bounds stay, explained") {
+  const auto tables = [](G& g) { return std::pair{gathered_from(g, g.c(table(true, kHead))), gathered_from(g, g.c(table(false, kHead)))}; };
+  {
+    G g;
+    const std::string x1 = g.add("Split", {"q", g.c(ints({1, 1}))}, {attr("axis", int64_t(1))}, 2);
+    const auto [c, s] = tables(g);
+    refused_only(rotate_halves(g, x1, x1 + "_1", c, s), "does not split the last axis into two halves of 4");
+  }
+  {
+    G g;
+    const std::string x1 = g.add("Split", {"q", g.c(ints({4, 2, 2}))}, {attr("axis", int64_t(-1))}, 3);
+    const auto [c, s] = tables(g);
+    refused_only(rotate_halves(g, x1, x1 + "_1", c, s), "does not split the last axis into two halves of 4");
+  }
+  const std::string unknown = "is not a Slice of the last axis with known bounds";
+  {  // the second half ends at Shape(q)[2], the symbolic sequence
+    G g;
+    const std::string s_end = g.add("Shape", {"q"}, {attr("start", int64_t(2)), attr("end", int64_t(3))});
+    const std::string x2 = g.add("Slice", {"q", g.c(ints({kHalf})), s_end, g.c(ints({-1}))}, {}, 1, "/second");
+    const auto [c, s] = tables(g);
+    refused_only(rotate_halves(g, g.slice("q", 0, kHalf), x2, c, s), "'/second' " + unknown);
+  }
+  {  // x[..., 5:8] as the second half
+    G g;
+    const auto [c, s] = tables(g);
+    refused_only(rotate_halves(g, g.slice("q", 0, kHalf), g.slice("q", 5, kHead), c, s), "the Concat reads -x[5:8] and x[0:4]");
+  }
+  // The first half by Slices without axes, with empty axes, steps fed, two starts, two ends or two axes.
+  for (int form = 0; form < 6; ++form) {
+    CAPTURE(form);
+    G g;
+    std::vector<std::string> in = {"q", g.c(ints({0})), g.c(ints({kHalf}))};
+    if (form == 1) in.push_back("");
+    if (form == 2) in.push_back(g.c(ints({-1}))), in.push_back("steps_in");
+    if (form == 3) in = {"q", g.c(ints({0, 0})), g.c(ints({2, kHalf})), g.c(ints({1, 3}))};
+    if (form == 4) in = {"q", g.c(ints({0})), g.c(ints({kHalf, kHalf})), g.c(ints({-1}))};
+    if (form == 5) in = {"q", g.c(ints({0})), g.c(ints({kHalf})), g.c(ints({2, 3}))};
+    const std::string x1 = g.add("Slice", in, {}, 1, "/first");
+    const auto [c, s] = tables(g);
+    Model m = rotate_halves(g, x1, g.slice("q", kHalf, kBig), c, s);
+    m.graph.inputs.push_back(tensor_info("steps_in", DType::Int64, {1}));
+    refused_only(m, "'/first' " + unknown);
+  }
+}
+
+namespace {
+
+// Concat(RotaryEmbedding(rot, position_ids, caches of `rd` columns), pass): a rotation the pass
+// fused on q's first columns, to become one RotaryEmbedding with rotary_embedding_dim.
+Model partial_of(G& g, const std::string& rot, const std::string& pass, int64_t rd, int64_t axis = -1) {
+  const std::string re = g.add("RotaryEmbedding", {rot, "position_ids", g.c(testing::rope_table(true, kRows, rd / 2, rd)), g.c(testing::rope_table(false, kRows, rd / 2, rd))},
+                               {attr("interleaved", int64_t(0))});
+  g.last().domain = "com.microsoft";
+  Model m = g.model(g.add("Concat", {re, pass}, {attr("axis", axis)}));
+  m.opsets["com.microsoft"] = 1;
+  return m;
+}
+
+// Left a Concat of a RotaryEmbedding, the refusal in the pass's line.
+void partial_refused(const Model& m, const std::string& reason, bool evaluate = true) {
+  const std::string lines = refusals(m, {"rotary-embedding"});
+  CHECK_MESSAGE(lines.find("the partial rotation stays Slice + RotaryEmbedding + Concat: ") != std::string::npos, lines);
+  CHECK_MESSAGE(lines.find(reason) != std::string::npos, lines);
+  const Model out = evaluate ? optimized(m, {"rotary-embedding"}) : unverified(m);
+  CHECK(count_ops(out, "Concat") == 1);
+  const Node& r = only(out, "RotaryEmbedding");
+  CHECK(r.find_attribute("rotary_embedding_dim") == nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("rotary branches: a partial rotation joined on axis 3, or cut by a Split on axis 3, becomes one RotaryEmbedding") {
+  for (const bool split : {false, true}) {
+    CAPTURE(split);
+    G g;
+    std::string rot, pass;
+    if (split) {
+      rot = g.add("Split", {"q", g.c(ints({kHalf, kHalf}))}, {attr("axis", int64_t(3))}, 2), pass = rot + "_1";
+    } else {
+      rot = g.slice("q", 0, kHalf), pass = g.slice("q", kHalf, kBig);
+    }
+    const Model out = optimized(partial_of(g, rot, pass, kHalf, split ? -1 : 3), {"rotary-embedding"});
+    REQUIRE(count_ops(out, "RotaryEmbedding") == 1);
+    CHECK(count_ops(out, "Concat") == 0);
+    const Node& r = only(out, "RotaryEmbedding");
+    CHECK(r.find_attribute("rotary_embedding_dim")->i == kHalf);
+    CHECK(r.find_attribute("num_heads")->i == kHeads);
+  }
+}
+
+TEST_CASE("rotary branches: partial rotations cut by a Split of heads or in three, by Slices of other columns stay, explained") {
+  {  // Split of the heads: RotaryEmbedding of (B, 1, S, 8) and the other head joined on the last axis
+    G g;
+    const std::string rot = g.add("Split", {"q", g.c(ints({1, 1}))}, {attr("axis", int64_t(1))}, 2);
+    partial_refused(partial_of(g, rot, rot + "_1", kHead), "does not split the last axis of 'q' into two parts of known sizes");
+  }
+  {  // Split(q, [4, 2, 2]): the rest is two parts
+    G g;
+    const std::string rot = g.add("Split", {"q", g.c(ints({4, 2, 2}))}, {attr("axis", int64_t(-1))}, 3);
+    partial_refused(partial_of(g, rot, rot + "_1", kHalf), "does not split the last axis of 'q' into two parts of known sizes");
+  }
+  const std::string parts = "the parts of 'q' are not [0, rd) and [rd, 8) of the last axis";
+  {  // q[..., 2:6] rotated, q[..., 6:] joined
+    G g;
+    partial_refused(partial_of(g, g.slice("q", 2, 6), g.slice("q", 6, kBig), kHalf), parts);
+  }
+  {  // q[..., :4] rotated, q[..., 4:6] joined
+    G g;
+    partial_refused(partial_of(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, 6), kHalf), parts);
+  }
+  {  // the rotated part ends at Shape(q)[2] (unknown)
+    G g;
+    const std::string end = g.add("Shape", {"q"}, {attr("start", int64_t(2)), attr("end", int64_t(3))});
+    const std::string rot = g.add("Slice", {"q", g.c(ints({0})), end, g.c(ints({-1}))});
+    partial_refused(partial_of(g, rot, g.slice("q", kHalf, kBig), kHalf), parts, false);
+  }
+  {  // the rest's start unknown
+    G g;
+    const std::string start = g.add("Shape", {"q"}, {attr("start", int64_t(2)), attr("end", int64_t(3))});
+    const std::string pass = g.add("Slice", {"q", start, g.c(ints({kBig})), g.c(ints({-1}))});
+    partial_refused(partial_of(g, g.slice("q", 0, kHalf), pass, kHalf), parts, false);
+  }
+  for (const int64_t rd : {int64_t(0), int64_t(3)}) {  // 0 or 3 columns rotated
+    CAPTURE(rd);
+    G g;
+    partial_refused(partial_of(g, g.slice("q", 0, rd), g.slice("q", rd, kBig), rd == 0 ? 2 : 4), "the rotated part has " + std::to_string(rd) + " of 8 columns", false);
+  }
+  {  // q of unknown rank, and 3-D
+    for (const bool rank3 : {false, true}) {
+      G g;
+      Model m = partial_of(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig), kHalf);
+      m.graph.inputs[0] = rank3 ? testing::f32("q", {"batch", "seq", 16}) : tensor_info_unknown_rank("q", DType::Float);
+      partial_refused(m, "'q' is not 4-D with a known head size", false);
+    }
+  }
+}
+
+TEST_CASE("rotary branches: neighbours cut by a Slice with empty steps fuse; other cuts of the pairs stay, explained") {
+  {
+    G g;
+    const std::string pairs = pairs_of(g);
+    const std::string a = g.add("Squeeze", {g.add("Slice", {pairs, g.c(ints({0})), g.c(ints({1})), g.c(ints({-1})), ""}), g.c(ints({-1}))});
+    check_fused(neighbours_of(g, a, element(g, pairs, 1)), 1);
+  }
+  const std::string not_pairs = "the products do not read the two elements of one pairs value";
+  {  // a fed part (squeezed), a part behind an Identity, b fed
+    for (int form = 0; form < 3; ++form) {
+      CAPTURE(form);
+      G g;
+      const std::string pairs = pairs_of(g);
+      std::string a = element(g, pairs, 0), b = element(g, pairs, 1);
+      if (form == 0) a = g.add("Squeeze", {"a_in", g.c(ints({-1}))});
+      if (form == 1) a = g.add("Squeeze", {g.add("Identity", {g.slice(pairs, 0, 1)}), g.c(ints({-1}))});
+      if (form == 2) b = "b_in";
+      Model m = neighbours_of(g, a, b);
+      m.graph.inputs.push_back(testing::f32("a_in", {"batch", kHeads, "seq", kHalf, 1}));
+      m.graph.inputs.push_back(testing::f32("b_in", {"batch", kHeads, "seq", kHalf}));
+      check_refused(m, not_pairs);
+    }
+  }
+  {  // Gathers of a 1-D index, of two indices, of a fed index, on the pairs' axis 3
+    for (int form = 0; form < 4; ++form) {
+      CAPTURE(form);
+      G g;
+      const std::string pairs = pairs_of(g);
+      const std::string k = form == 0 ? g.c(ints({0})) : form == 1 ? g.c(ints({0, 0})) : form == 2 ? std::string("k_in") : g.c(Tensor::scalar<int64_t>(0));
+      const std::string a = g.add("Gather", {pairs, k}, {attr("axis", int64_t(form == 3 ? 3 : -1))});
+      Model m = neighbours_of(g, a, element(g, pairs, 1));
+      m.graph.inputs.push_back(tensor_info("k_in", DType::Int64, {}));
+      refused_only(m, not_pairs);
+    }
+  }
+  {  // Squeezes by fed axes, of two axes, of axis 3; of Slices without axes, from fed starts, on axis 3, of 2 elements, from 2
+    for (int form = 0; form < 8; ++form) {
+      CAPTURE(form);
+      G g;
+      const std::string pairs = pairs_of(g);
+      std::string a;
+      if (form < 3) {
+        const std::string part = g.add("Split", {pairs, g.c(ints({1, 1}))}, {attr("axis", int64_t(-1))}, 2);
+        const std::string axes = form == 0 ? std::string("axes_in") : form == 1 ? g.c(ints({3, 4})) : g.c(ints({3}));
+        a = g.add("Squeeze", {part, axes});
+      } else {
+        std::vector<std::string> in = {pairs, g.c(ints({0})), g.c(ints({1}))};
+        if (form == 4) in = {pairs, "starts_in", g.c(ints({1})), g.c(ints({-1}))};
+        if (form == 5) in.push_back(g.c(ints({3})));
+        if (form == 6) in = {pairs, g.c(ints({0})), g.c(ints({2})), g.c(ints({-1}))};
+        if (form == 7) in = {pairs, g.c(ints({2})), g.c(ints({3})), g.c(ints({-1}))};
+        a = g.add("Squeeze", {g.add("Slice", in), g.c(ints({-1}))});
+      }
+      Model m = neighbours_of(g, a, element(g, pairs, 1));
+      m.graph.inputs.push_back(tensor_info("axes_in", DType::Int64, {1}));
+      m.graph.inputs.push_back(tensor_info("starts_in", DType::Int64, {1}));
+      refused_only(m, not_pairs);
+    }
+  }
+  {  // a Split on the pairs' axis 3
+    G g;
+    const std::string pairs = pairs_of(g);
+    const std::string part = g.add("Split", {pairs, g.c(ints({2, 2}))}, {attr("axis", int64_t(3))}, 2);
+    refused_only(neighbours_of(g, g.add("Squeeze", {part, g.c(ints({-1}))}), element(g, pairs, 1)), not_pairs);
+  }
+}
+
+TEST_CASE("rotary branches: neighbours read twice, of pairs not from a Reshape, stacked by fed axes stay, explained") {
+  {  // (pairs[..., 0], pairs[..., 0])
+    G g;
+    const std::string pairs = pairs_of(g);
+    check_refused(neighbours_of(g, element(g, pairs, 0), element(g, pairs, 0)), "read one element of each pair");
+  }
+  {  // pairs = stack(x[..., :4], x[..., 4:]): not a Reshape of q
+    G g;
+    const std::string pairs = g.add("Concat", {g.unsqueeze(g.slice("q", 0, kHalf), {-1}), g.unsqueeze(g.slice("q", kHalf, kBig), {-1})}, {attr("axis", int64_t(-1))});
+    check_refused(neighbours_of(g, element(g, pairs, 0), element(g, pairs, 1)), "is not a Reshape of a 4-D value with a known head size into pairs");
+  }
+  for (const bool fed : {true, false}) {  // Unsqueeze(even, axes_in) or (even, [4, 5])
+    CAPTURE(fed);
+    G g;
+    const std::string pairs = pairs_of(g);
+    const auto [even, odd] = pair_products(g, element(g, pairs, 0), element(g, pairs, 1), g.gathered(true, kHalf), g.gathered(false, kHalf));
+    const std::string ue = fed ? g.add("Unsqueeze", {even, "axes_in"}) : g.unsqueeze(even, {4, 5});
+    const std::string stack = g.add("Concat", {ue, g.unsqueeze(odd, {-1})}, {attr("axis", int64_t(-1))}, 1, "/stack");
+    Model m = g.model(g.add("Reshape", {stack, g.c(ints({0, 0, 0, kHead}))}));
+    m.graph.inputs.push_back(tensor_info("axes_in", DType::Int64, {1}));
+    refused_only(m, "does not add the last axis the pairs are stacked on");
+  }
+}
+
+TEST_CASE("rotary branches: halves by Slices with empty steps fuse; halves fed, of unknown width or cut otherwise stay, explained") {
+  {
+    G g;
+    const std::string a = g.add("Slice", {"q", g.c(ints({0})), g.c(ints({kHalf})), g.c(ints({-1})), ""});
+    check_fused(halves_of(g, a, g.slice("q", kHalf, kBig)), 0);
+  }
+  const std::string two_parts = "the products do not read two parts of one value";
+  for (int form = 0; form < 3; ++form) {  // a fed with cos fed, a Constant cos, a Constant sin
+    CAPTURE(form);
+    G g;
+    const std::string b = g.slice("q", kHalf, kBig);
+    const std::string k = g.add("Constant", {}, {attr("value", Tensor::from_vector<float>({1, 1, 1, kHalf}, {1.0f, 0.5f, 0.25f, 0.0f}))});
+    const std::string cos = form == 0 ? std::string("cos_in") : form == 1 ? k : g.gathered(true, kHalf);
+    const std::string sin = form == 2 ? k : g.gathered(false, kHalf);
+    const auto [even, odd] = pair_products(g, "a_in", b, cos, sin);
+    Model m = g.model(g.add("Concat", {even, odd}, {attr("axis", int64_t(-1))}));
+    m.graph.inputs.push_back(testing::f32("a_in", {"batch", kHeads, "seq", kHalf}));
+    m.graph.inputs.push_back(testing::f32("cos_in", {"batch", 1, "seq", kHalf}));
+    check_refused(m, two_parts);
+  }
+  {  // a symbolic head size
+    G g;
+    Model m = halves_of(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig));
+    m.graph.inputs[0] = testing::f32("q", {"batch", kHeads, "seq", "head"});
+    refused_only(m, "'q' is not 4-D with a known even head size");
+  }
+  const std::string unknown_b = "the products read [0, 4) and an unknown part of the last axis of 'q'";
+  const std::string unknown_a = "the products read an unknown part and [4, 8) of the last axis of 'q'";
+  {  // the second half ends at a fed bound
+    G g;
+    Model m = halves_of(g, g.slice("q", 0, kHalf), g.add("Slice", {"q", g.c(ints({kHalf})), "end_in", g.c(ints({-1}))}));
+    m.graph.inputs.push_back(tensor_info("end_in", DType::Int64, {1}));
+    refused_only(m, unknown_b);
+  }
+  {  // Split(q, [4, 2, 2]) and Split of the heads
+    G g;
+    const std::string s = g.add("Split", {"q", g.c(ints({4, 2, 2}))}, {attr("axis", int64_t(-1))}, 3);
+    refused_only(halves_of(g, s, s + "_1"), "the products read an unknown part and an unknown part");
+    G h;
+    const std::string t = h.add("Split", {"q", h.c(ints({1, 1}))}, {attr("axis", int64_t(1))}, 2);
+    refused_only(halves_of(h, t, t + "_1"), "the products read an unknown part and an unknown part");
+  }
+  // The first half by Slices without axes, from fed starts, of fed axes, fed steps, two starts, two axes.
+  for (int form = 0; form < 6; ++form) {
+    CAPTURE(form);
+    G g;
+    std::vector<std::string> in = {"q", g.c(ints({0})), g.c(ints({kHalf}))};
+    if (form == 1) in = {"q", "v_in", g.c(ints({kHalf})), g.c(ints({-1}))};
+    if (form == 2) in.push_back("v_in");
+    if (form == 3) in.push_back(g.c(ints({-1}))), in.push_back("v_in");
+    if (form == 4) in = {"q", g.c(ints({0, 0})), g.c(ints({2, kHalf})), g.c(ints({1, 3}))};
+    if (form == 5) in = {"q", g.c(ints({0})), g.c(ints({kHalf})), g.c(ints({2, 3}))};
+    Model m = halves_of(g, g.add("Slice", in), g.slice("q", kHalf, kBig));
+    m.graph.inputs.push_back(tensor_info("v_in", DType::Int64, {1}));
+    refused_only(m, unknown_a);
+  }
+}
+
+TEST_CASE("rotary branches: a partial rotation on halves joined to a fed value, to another value's columns, or to parts not following stays, explained") {
+  const std::string joins = "to the rotated columns, not the rest of the value they were cut from";
+  // q[..., :4] cut by `head`, its halves rotated, joined to `tail`.
+  const auto partial = [](G& g, const std::string& head, const std::string& tail) {
+    return halves_of(g, g.slice(head, 0, kHalf / 2), g.slice(head, kHalf / 2, kBig), tail, kHalf / 2, kHalf);
+  };
+  for (int form = 0; form < 8; ++form) {
+    CAPTURE(form);
+    G g;
+    std::string head = g.slice("q", 0, kHalf), tail;
+    if (form == 0) tail = "tail_in";
+    if (form == 1) tail = g.slice("k", kHalf, kBig);
+    if (form == 2) head = g.add("Split", {"q", g.c(ints({kHalf, kHalf}))}, {attr("axis", int64_t(-1))}, 2), tail = head;  // the rotated part twice
+    if (form == 3) {  // Split(q, [4, 2, 2]): the rest is one of two parts
+      head = g.add("Split", {"q", g.c(ints({kHalf, 2, 2}))}, {attr("axis", int64_t(-1))}, 3), tail = head + "_1";
+    }
+    if (form == 4) {  // parts swapped: the rotated part is the Split's second
+      const std::string s = g.add("Split", {"q", g.c(ints({kHalf, kHalf}))}, {attr("axis", int64_t(-1))}, 2);
+      head = s + "_1", tail = s;
+    }
+    if (form == 5) {  // a Split for the rotated part, a Slice for the rest
+      const std::string s = g.add("Split", {"q", g.c(ints({kHalf, 2, 2}))}, {attr("axis", int64_t(-1))}, 3);
+      head = s, tail = g.slice("q", kHalf, kBig);
+    }
+    if (form == 6) tail = g.add("Split", {"q", g.c(ints({kHalf, kHalf}))}, {attr("axis", int64_t(-1))}, 2) + "_1";  // a Slice, then a Split
+    if (form == 7) tail = g.slice("q", 6, kBig);  // q[..., 6:]: columns 4, 5 dropped
+    Model m = partial(g, head, tail);
+    m.graph.inputs.push_back(testing::f32("tail_in", {"batch", kHeads, "seq", kHalf}));
+    m.graph.inputs.push_back(testing::f32("k", {"batch", kHeads, "seq", kHead}));
+    check_refused(m, joins);
+  }
+  {  // Split of the heads: the rotated head's halves, the other head joined
+    G g;
+    const std::string s = g.add("Split", {"q", g.c(ints({1, 1}))}, {attr("axis", int64_t(1))}, 2);
+    check_refused(halves_of(g, g.slice(s, 0, kHalf), g.slice(s, kHalf, kBig), s + "_1"), joins);
   }
 }

@@ -115,8 +115,11 @@ std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
       }
       rank -= int64_t(axes->size());
     } else if (n.op_type == "Slice") {
-      const auto starts = n.inputs.size() > 3 ? g.ints(n.inputs[1]) : std::nullopt;
-      const auto axes = n.inputs.size() > 3 ? g.ints(n.inputs[3]) : std::nullopt;
+      // Without axes a Slice of one start cuts axis 0 (the rows of a 2-D table).
+      const auto starts = n.inputs.size() > 2 ? g.ints(n.inputs[1]) : std::nullopt;
+      const auto axes = n.inputs.size() > 3 && !n.inputs[3].empty() ? g.ints(n.inputs[3])
+                        : n.inputs.size() > 2                        ? std::optional(std::vector<int64_t>{0})
+                                                                     : std::nullopt;
       const auto steps = n.inputs.size() > 4 && !n.inputs[4].empty() ? g.ints(n.inputs[4]) : std::optional(std::vector<int64_t>{1});
       if (!starts || !axes || !steps || *starts != std::vector<int64_t>{0} || axes->size() != 1 || *steps != std::vector<int64_t>{1} ||
           ((*axes)[0] != rank - 2 && (*axes)[0] != -2)) {

@@ -148,6 +148,8 @@ std::optional<Replacement> build_neighbours(const Match& m, RewriteContext& ctx,
   const auto p0 = pair_part(g, e0), p1 = pair_part(g, e1);
   if (!p0 || !p1 || p0->pairs != p1->pairs)
     return ctx.refuse("the products do not read the two elements of one pairs value (pairs[..., 0] and pairs[..., 1] on its last axis)");
+  if (p0->index == p1->index)
+    return ctx.refuse(fmt::format("the products read one element of each pair of '{}' twice (pairs[..., {}])", p0->pairs, p0->index));
   if (p0->index != 0 || p1->index != 1)
     return ctx.refuse(fmt::format("the pairs of '{}' are read as (x[2i + 1], x[2i]): the rotation by the negative angle", p0->pairs));
   const Node* reshape = g.producer_node(p0->pairs);
