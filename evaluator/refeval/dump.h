@@ -35,7 +35,6 @@ class RecordObserver : public Observer {
   void graph_begin(const GraphEvent& e) override;
   void after_node(const NodeEvent& e, Values& outputs) override;
   const std::vector<ValueRecord>& records() const { return records_; }
-  void clear() { records_.clear(); }
 
  private:
   std::vector<ValueRecord> records_;

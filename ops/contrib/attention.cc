@@ -66,7 +66,7 @@ class Attention : public OpRun {
       for (size_t r = 0; r < qkv.size() && !bias.empty(); r += size_t(width))
         for (size_t j = 0; j < size_t(width); ++j) qkv[r + j] += float(bias[j]);
     } else {
-      contrib::gemm(false, false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
+      contrib::gemm(false, B * S, width, hin, to_doubles(x).data(), to_doubles(w).data(), qkv.data());
       for (size_t r = 0; r < qkv.size() && !bias.empty(); r += size_t(width))
         for (size_t j = 0; j < size_t(width); ++j) qkv[r + j] += bias[j];
     }

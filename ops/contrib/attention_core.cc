@@ -52,7 +52,7 @@ void product(bool trans_b, int64_t M, int64_t N, int64_t K, const float* a, cons
   refeval::ops::gemm(false, trans_b, M, N, K, a, b, c, false);
 }
 void product(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c) {
-  gemm(false, trans_b, M, N, K, a, b, c);
+  gemm(trans_b, M, N, K, a, b, c);
 }
 
 template <class T>

@@ -77,8 +77,8 @@ void normalize_rows(const std::vector<double>& x, int64_t n, double epsilon, boo
                     const std::vector<double>& beta, std::vector<double>& y, std::vector<double>* mean,
                     std::vector<double>* inv_std);
 
-// c (M x N, row-major) = op(a) * op(b), op(a) M x K and op(b) K x N; a transposed operand is
-// stored K x M (resp. N x K). Eigen's GEMM in double.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c);
+// c (M x N, row-major) = a * op(b), a M x K and op(b) K x N; a transposed b is stored N x K.
+// Eigen's GEMM in double.
+void gemm(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c);
 
 }  // namespace refeval::ops::contrib

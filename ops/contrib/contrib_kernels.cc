@@ -62,14 +62,12 @@ void normalize_rows(const std::vector<double>& x, int64_t n, double epsilon, boo
   }
 }
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c) {
+void gemm(bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, const double* b, double* c) {
   using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   Eigen::Map<Mat> C(c, M, N);
-  Eigen::Map<const Mat> A(a, trans_a ? K : M, trans_a ? M : K);
+  Eigen::Map<const Mat> A(a, M, K);
   Eigen::Map<const Mat> B(b, trans_b ? N : K, trans_b ? K : N);
-  if (trans_a && trans_b) C.noalias() = A.transpose() * B.transpose();
-  else if (trans_a) C.noalias() = A.transpose() * B;
-  else if (trans_b) C.noalias() = A * B.transpose();
+  if (trans_b) C.noalias() = A * B.transpose();
   else C.noalias() = A * B;
 }
 

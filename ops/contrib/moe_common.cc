@@ -151,7 +151,7 @@ double activate(double v, MoEActivation act) {
 std::vector<double> fc(const std::vector<double>& x, int64_t M, const ExpertLayer& layer, int64_t e) {
   const std::vector<double> w = layer.weights(e);
   std::vector<double> out(size_t(M * layer.n));
-  gemm(false, true, M, layer.n, layer.k, x.data(), w.data(), out.data());
+  gemm(true, M, layer.n, layer.k, x.data(), w.data(), out.data());
   if (!layer.bias.empty())
     for (int64_t m = 0; m < M; ++m)
       for (int64_t j = 0; j < layer.n; ++j) out[size_t(m * layer.n + j)] += layer.bias[size_t(e * layer.n + j)];

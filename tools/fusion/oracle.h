@@ -41,7 +41,6 @@ class ErrorAccumulator {
   // `ulp_type`, by default `model`'s type. Shapes that differ are an error naming `what`.
   void add(const Tensor& model, const Tensor& reference, const std::string& what, DType ulp_type = DType::Undefined);
   Error result() const;
-  bool empty() const { return count_ == 0 && nonfinite_ == 0; }
 
  private:
   template <class M, class R>

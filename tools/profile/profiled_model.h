@@ -22,7 +22,6 @@ class ProfiledModel {
   // release_packed_weights: EvaluatorOptions' (for a caller that does not profile).
   ProfiledModel(const std::function<Model()>& load, const Registry& registry, bool release_packed_weights = false);
 
-  const ReferenceEvaluator& evaluator() const { return *ev_; }
   ReferenceEvaluator& evaluator() { return *ev_; }
   // The observer itself, for a caller that runs the evaluator and marks the runs (refeval generate).
   Profiler* profiler() { return &profiler_; }

@@ -30,8 +30,6 @@ class Regex {
  public:
   // Throws std::invalid_argument with PCRE2's message and offset when the pattern does not compile.
   static Regex oniguruma(const std::string& pattern);
-  // The pattern as it was handed to PCRE2 (after the rewrites above).
-  const std::string& pcre2_pattern() const { return translated_; }
   // Non-overlapping matches, left to right, as byte offsets [start, end). An empty match right
   // where the previous match ended is skipped (Oniguruma's and Rust's find_iter). `s` must be
   // valid UTF-8. Throws RegexMatchError, naming the pattern as given, when PCRE2 gives up.

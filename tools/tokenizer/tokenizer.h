@@ -48,7 +48,6 @@ class Tokenizer {
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
   // The largest id the tokenizer can produce or read, plus one (model vocabulary and added tokens).
   int64_t vocab_size() const;
-  const std::string& name() const { return name_; }
 
  private:
   std::vector<int64_t> encode_valid(std::string_view text, bool add_special_tokens) const;
