@@ -25,6 +25,26 @@ expect 2 "" "^refeval: error: .*no input named 'Nope'" -- run "$golden/linreg.on
 expect 2 "" "^refeval: error: .*--bogus" -- run "$golden/linreg.onnx" --bogus
 expect 2 "" "^refeval: error: .*--fill X: 'abc' is not a number" -- run "$golden/linreg.onnx" --fill X=abc
 expect 0 "" "" -- ops
+# ops --json against ONNX's own schemas (the installed onnx package knows opsets up to its own,
+# 17 for Debian's): each standard operator's since-versions up to that opset are ONNX's, an
+# operator ONNX does not know starts after it, and the operators every model uses are listed.
+# ONNX Runtime registers two contrib norms in the ONNX domain at version 1; refeval runs them too.
+"$refeval" ops --json --domain ai.onnx >"$work/ops.json"
+check "ops --json: ai.onnx operators and since-versions are ONNX's" /usr/bin/python3 - "$work/ops.json" <<'PY'
+import json, sys
+from onnx import defs
+known, history = defs.onnx_opset_version(), {"LayerNormalization": {1}, "SimplifiedLayerNormalization": {1}}
+for s in defs.get_all_schemas_with_history():
+    if s.domain == "":
+        history.setdefault(s.name, set()).add(s.since_version)
+rows = json.load(open(sys.argv[1]))
+bad = [r["op_type"] for r in rows
+       if r["domain"] != "ai.onnx" or not {v for v in r["since_versions"] if v <= known} <= history.get(r["op_type"], set())
+       or (r["op_type"] not in history and min(r["since_versions"], default=0) <= known)]
+missing = {"Add", "MatMul", "Softmax", "Reshape", "Gather"} - {r["op_type"] for r in rows}
+if bad or missing or any("float" not in r["types"] for r in rows if r["op_type"] in ("Add", "MatMul")):
+    sys.exit(f"not ONNX's: {bad[:10]}; missing: {sorted(missing)}")
+PY
 expect 2 "" "^refeval: error: cannot load custom-op library" -- --custom-ops "$work/nothing.so" ops
 
 # Resource limits: a tensor beyond --max-memory is refused (exit 2), never an allocation crash.

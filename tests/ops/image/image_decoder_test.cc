@@ -16,6 +16,17 @@ Tensor bytes(const std::string& s) {
 }
 std::string le32(uint32_t v) { return {char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; }
 std::string le16(uint16_t v) { return {char(v), char(v >> 8)}; }
+std::string be32(uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
+
+// A PNG chunk: length, type, data, then the CRC-32 of type and data (`crc_ok` false: off by one).
+std::string png_chunk(const std::string& type, const std::string& data, bool crc_ok = true) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char c : type + data) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return be32(uint32_t(data.size())) + type + data + be32(~crc + (crc_ok ? 0 : 1));
+}
 
 // A bottom-up BMP of `bpp` bits with the given palette and pixel rows (already padded to 4 bytes).
 std::string bmp(int32_t w, int32_t h, uint16_t bpp, const std::string& palette, const std::string& rows) {
@@ -59,6 +70,11 @@ TEST_CASE("ImageDecoder refuses malformed data") {
       {"truncated PPM", "P6 2 2 255\n\x01", "truncated"},
       {"truncated JPEG", "\xFF\xD8\xFF\xE0", "invalid JPEG data"},
       {"truncated PNG", "\x89PNG\r\n\x1A\n", "invalid PNG data"},
+      // A 1 x 1 RGB header libpng accepts, then pixel data whose checksum is wrong: the failure
+      // comes while the pixels are read, after the header was.
+      {"PNG with a corrupt IDAT", std::string("\x89PNG\r\n\x1A\n") + png_chunk("IHDR", be32(1) + be32(1) + std::string("\x08\x02\0\0\0", 5)) +
+                                      png_chunk("IDAT", std::string("\x78\x9C\x63\x60\x00\x00", 6), false) + png_chunk("IEND", ""),
+       "invalid PNG data: IDAT: CRC error"},
       {"truncated BMP", "BM1234", "invalid BMP data"},
   };
   for (const auto& c : cases) {
