@@ -941,3 +941,73 @@ TEST_CASE("attention branches: nn.MultiheadAttention's context merged to (S*B, N
         })) == refused);
   CHECK(explained(seq_first([](Layer& l, const std::string& t) { l.g.out(l.g.add("Reshape", {t, l.g.c(ints({2, 8, kHidden}))})); })) == refused);
 }
+
+// ---- attention branches: masks together, scales on projections, Q, K and V that do not match ----
+
+TEST_CASE("attention branches: a bool causal buffer with a padding mask becomes one exact bias, the buffer read without a Cast") {
+  // Where(tril (1, 1, 3, 3) as bool, scores, -1e9) + (1 - mask) * -10000 on S = T = 3
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  std::vector<bool> keep(9);
+  for (int i = 0; i < 9; ++i) keep[size_t(i)] = i % 3 <= i / 3;
+  l.g.input(tensor_info("mask", DType::Int64, {1, 3}));
+  const Model m = with_x(l.attend(q, kT, v, [&](const std::string& s) {
+    const std::string causal = l.g.add("Where", {l.g.c(Tensor::from_vector<bool>({1, 1, 3, 3}, keep)), s, l.g.c(Tensor::scalar<float>(-1e9f))});
+    const std::string f = l.g.add("Cast", {l.g.add("Unsqueeze", {"mask", l.g.c(ints({1, 2}))})}, {attr("to", int64_t(DType::Float))});
+    return l.g.add("Add", {causal, l.g.add("Mul", {l.g.add("Sub", {l.g.c(Tensor::scalar<float>(1)), f}), l.g.c(Tensor::scalar<float>(-10000))})});
+  }), 1, 3);
+  const Model out = optimized(m, {"attention"}, "", "all", {{"mask", Tensor::from_vector<int64_t>({1, 3}, {1, 1, 0})}});
+  REQUIRE(count_ops(out, "Attention") == 1);
+  const Node& att = attention_node(out);
+  CHECK(att.find_attribute("unidirectional") == nullptr);
+  REQUIRE(att.inputs.size() == 6);
+  CHECK(att.inputs[3].empty());  // no mask_index: the padding is in the bias
+  CHECK(count_ops(out, "Where") == 1);
+  CHECK(count_ops(out, "Cast") == 1);  // the padding mask's own; the bool buffer is the keep condition itself
+}
+
+TEST_CASE("attention branches: a Div of the query projection before its head split joins the scale; read elsewhere too, it stays outside") {
+  const auto layer = [](bool read_elsewhere) {
+    Layer l;
+    const std::string scaled = l.g.add("Div", {l.proj(-0.2f), l.g.c(Tensor::scalar<float>(2.0f))});
+    if (read_elsewhere) l.g.out(l.g.add("Relu", {scaled}));
+    const std::string q = l.split(scaled), kT = l.kT(), v = l.v();
+    return fused(l.attend(q, kT, v));
+  };
+  const Model joined = layer(false);
+  REQUIRE(count_ops(joined, "Attention") == 1);
+  CHECK(attention_node(joined).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
+  CHECK(count_ops(joined, "Div") == 0);
+  const Model outside = layer(true);
+  REQUIRE(count_ops(outside, "MultiHeadAttention") == 1);
+  CHECK(attention_node(outside).find_attribute("scale") == nullptr);
+  CHECK(count_ops(outside, "Div") == 1);
+}
+
+TEST_CASE("attention branches: repeated queries, a past on the keys only, or values in other heads are refused, named") {
+  {  // Q of one head of 8 repeated for two: Reshape(Expand(Unsqueeze(q, 2)))
+    Layer l;
+    const std::string q1 = l.g.add("Transpose", {l.g.add("Reshape", {l.g.add("MatMul", {"x", l.w(-0.2f, kHead)}), l.g.c(ints({0, 0, 1, kHead}))})},
+                                   {attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+    const std::string expanded = l.g.add("Expand", {l.g.add("Unsqueeze", {q1, l.g.c(ints({2}))}), l.g.c(ints({1, 1, kHeads, 1, 1}))});
+    const std::string q = l.g.add("Reshape", {expanded, l.g.c(ints({0, kHeads, -1, kHead}))});
+    const std::string kT = l.kT(), v = l.v();
+    CHECK(explained(l.attend(q, kT, v)) == kAtSm + "Q has a past or repeats\n");
+  }
+  {  // K after a past, V without one
+    Layer l;
+    const std::string q = l.q();
+    const std::string K = l.g.add("Concat", {l.g.input(testing::f32("past_key", {"batch", kHeads, "past_seq", kHead})), l.split(l.proj(0.2f))},
+                                  {attr("axis", int64_t(2))});
+    const std::string kT = l.g.add("Transpose", {K}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), v = l.v();
+    CHECK(explained(l.attend(q, kT, v)) == kAtSm + "K and V differ in past or repeats\n");
+  }
+  {  // V one head of 16, broadcast over Q's two: a (B, S, 2, 16) context
+    Layer l;
+    const std::string q = l.q(), kT = l.kT();
+    const std::string v = l.split(l.proj(-0.1f), {0, 2, 1, 3}, l.g.c(ints({0, 0, 1, kHidden})));
+    const Model m = l.attend(q, kT, v, {}, [&](const std::string& t) { l.g.out(l.g.add("Reshape", {t, l.g.c(ints({0, 0, 2 * kHidden}))})); });
+    CHECK(explained(m) == kAtSm + "K or V has other heads than Q\n");
+    CHECK(count_ops(fused(m), "Softmax") == 1);
+  }
+}
