@@ -114,3 +114,128 @@ TEST_CASE("passes branches: noop drops a Slice of everything with its steps give
   CHECK(run_pass(old, optimize::noop_elimination_pass()) == 0);
   CHECK(count_ops(old, "Slice") == 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// standard-ops (--target onnx): com.microsoft operators rewritten into ONNX's.
+
+namespace {
+
+Model ms_graph(std::vector<Node> nodes, std::vector<ValueInfo> inputs, std::vector<ValueInfo> outputs, std::vector<Initializer> inits = {}) {
+  return model(graph("g", std::move(nodes), std::move(inputs), std::move(outputs), std::move(inits)), {{"", 17}, {"com.microsoft", 1}, {"my.domain", 1}});
+}
+
+Node ms_node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
+  return node(op, std::move(in), std::move(out), std::move(attrs), op, "com.microsoft");
+}
+
+// The pass run on `m`: the rewritten model and the first refusal ("" when none).
+std::pair<Model, std::string> to_standard(const Model& m) {
+  const optimize::Inference inference = optimize::infer(m);
+  optimize::PassContext ctx{Registry::builtin(), &inference, nullptr};
+  Model out = m;
+  optimize::to_standard_ops_pass().run(out, ctx);
+  return {out, ctx.unconverted.empty() ? "" : ctx.unconverted.front().second};
+}
+
+// The rewritten model, checked free of com.microsoft operators and equal to `m` on ramp inputs.
+Model standard_equal(const Model& m, std::map<std::string, Value> feeds = {}) {
+  auto [out, why] = to_standard(m);
+  CHECK(why == "");
+  for (const Node& n : out.graph.nodes) CHECK_MESSAGE(n.domain.empty(), n.describe());
+  CHECK(out.opsets.count("com.microsoft") == 0);
+  if (feeds.empty()) feeds = testing::ramp_feeds(m);
+  fusion::CheckOptions check;
+  check.repeat = 1;
+  check.tolerance.atol = 5e-4;
+  check.sets.edge_cases = false;
+  CHECK_MESSAGE(optimize::verify(m, out, Registry::builtin(), feeds, check).equivalent(), "the standard model differs from the original");
+  return out;
+}
+
+bool says(const std::string& why, const std::string& part) {
+  CAPTURE(why);
+  return why.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("passes branches: standard-ops writes QuickGelu's alpha through CastLike when the input's type is unknown, and leaves other domains alone") {
+  // x from a custom operator: no type known, so alpha follows x's type at run time.
+  const Model m = ms_graph({node("Mystery", {"x"}, {"m"}, {}, "/Mystery", "my.domain"), ms_node("QuickGelu", {"m"}, {"y"})}, {f32("x", {2, 4})}, {f32("y", {})});
+  const auto [out, why] = to_standard(m);
+  CHECK(why == "");
+  CHECK(count_ops(out, "CastLike") == 1);
+  CHECK(count_ops(out, "Sigmoid") == 1);
+  CHECK(count_ops(out, "Mystery") == 1);  // another domain's operator is not this pass's
+  CHECK(out.opsets.count("com.microsoft") == 0);
+}
+
+TEST_CASE("passes branches: standard-ops refuses RotaryEmbedding without num_heads when the hidden size or the cache width is unknown") {
+  auto rotary = [](ValueInfo x, ValueInfo cos, std::vector<Initializer> inits = {}) {
+    std::vector<ValueInfo> inputs = {std::move(x), tensor_info("pos", DType::Int64, {1, 3})};
+    if (cos.type.kind != ValueType::Kind::Unknown) inputs.push_back(cos);
+    inputs.push_back(f32("sin", {16, 4}));
+    return to_standard(ms_graph({ms_node("RotaryEmbedding", {"x", "pos", "cos", "sin"}, {"y"})}, inputs, {f32("y", {})}, std::move(inits))).second;
+  };
+  const std::string why = "num_heads is not given and the input's hidden size or the cache width is unknown";
+  // x of unknown rank; a cos constant of rank 1 or of width 0; a cos of unknown rank; a 1-D cos input.
+  CHECK(says(rotary(tensor_info_unknown_rank("x", DType::Float), f32("cos", {16, 4})), why));
+  CHECK(says(rotary(f32("x", {1, 3, 16}), untyped_info("unused"), {{"cos", testing::ramp({64}, 0.0f, 0.01f)}}), why));
+  CHECK(says(rotary(f32("x", {1, 3, 16}), untyped_info("unused"), {{"cos", Tensor(DType::Float, {16, 0})}}), why));
+  CHECK(says(rotary(f32("x", {1, 3, 16}), tensor_info_unknown_rank("cos", DType::Float)), why));
+  CHECK(says(rotary(f32("x", {1, 3, 16}), f32("cos", {64})), why));
+  // x of rank 0 (no last axis): the same.
+  CHECK(says(rotary(f32("x", {}), f32("cos", {16, 4})), why));
+}
+
+TEST_CASE("passes branches: standard-ops on SimplifiedLayerNormalization with an InvStdDev output nobody reads, and TransposeMatMul") {
+  const Model sln = ms_graph({ms_node("SimplifiedLayerNormalization", {"x", "g"}, {"y", "inv"}, {attr("epsilon", 1e-5f)})}, {f32("x", {2, 8})}, {f32("y", {2, 8})},
+                             {{"g", testing::ramp({8}, 0.5f, 0.05f)}});
+  CHECK(count_ops(standard_equal(sln), "RMSNormalization") == 1);
+  const Model tmm = ms_graph({ms_node("TransposeMatMul", {"a", "b"}, {"y"}, {attr("transA", int64_t(1))})}, {f32("a", {4, 2}), f32("b", {4, 3})}, {f32("y", {2, 3})});
+  const Model out = standard_equal(tmm);
+  CHECK(count_ops(out, "MatMul") == 1);
+  CHECK(count_ops(out, "Transpose") == 1);
+}
+
+TEST_CASE("passes branches: standard-ops refuses MultiHeadAttention forms Attention-23 does not take, each with its reason") {
+  auto mha = [](std::vector<std::string> in, std::vector<ValueInfo> extra = {}, std::vector<Initializer> inits = {}) {
+    std::vector<ValueInfo> inputs = {f32("q", {2, "seq", 8}), f32("k", {2, "seq", 8}), f32("v", {2, "seq", 8})};
+    inputs.insert(inputs.end(), extra.begin(), extra.end());
+    return to_standard(ms_graph({ms_node("MultiHeadAttention", std::move(in), {"y"}, {attr("num_heads", int64_t(2))})}, inputs, {f32("y", {})}, std::move(inits))).second;
+  };
+  CHECK(says(mha({"q", "k", "v", "", "", "", "", "", "", "ci"}, {tensor_info("ci", DType::Int32, {2, 1})}), "past_sequence_length / cache_indirection"));
+  CHECK(says(mha({"q", "k"}), "packed QKV or KV"));
+  CHECK(says(mha({"q", "k2", "v"}, {f32("k2", {2, 8})}), "the key is not known to be 3-D or 4-D"));
+  CHECK(says(mha({"q", "k", "v", "bias"}, {f32("bias", {24})}), "the bias is not a 1-D constant"));
+  CHECK(says(mha({"q", "k", "v", "bias"}, {}, {{"bias", testing::ramp({2, 12}, 0.0f, 0.01f)}}), "the bias is not a 1-D constant"));
+  CHECK(says(mha({"q", "k", "v", "", "mask"}, {tensor_info_unknown_rank("mask", DType::Int32)}), "is not (B, T) or (B, S, T)"));
+}
+
+TEST_CASE("passes branches: standard-ops converts a (B, S, T) key padding mask, and com.microsoft Attention without a bias") {
+  // MultiHeadAttention with a 3-D mask: one row of keys per query.
+  const Model m3 = ms_graph({ms_node("MultiHeadAttention", {"q", "k", "v", "", "mask"}, {"y"}, {attr("num_heads", int64_t(2))})},
+                            {f32("q", {2, 3, 8}), f32("k", {2, 3, 8}), f32("v", {2, 3, 8}), tensor_info("mask", DType::Int32, {2, 3, 3})}, {f32("y", {2, 3, 8})});
+  std::map<std::string, Value> feeds = testing::ramp_feeds(m3);
+  std::vector<int32_t> mask(18, 1);
+  mask[2] = mask[5] = 0;  // batch 0: key 2 hidden from queries 0 and 1
+  feeds["mask"] = Tensor::from_vector<int32_t>({2, 3, 3}, mask);
+  const Model out = standard_equal(m3, feeds);
+  CHECK(count_ops(out, "Attention") == 1);
+  CHECK(count_ops(out, "Unsqueeze") == 1);
+  // com.microsoft Attention with no bias input: no Add after the MatMul.
+  const Model packed = ms_graph({ms_node("Attention", {"x", "w"}, {"y"}, {attr("num_heads", int64_t(2))})}, {f32("x", {2, 3, 8})}, {f32("y", {2, 3, 8})},
+                                {{"w", testing::ramp({8, 24}, -0.5f, 0.045f)}});
+  const Model p = standard_equal(packed);
+  CHECK(count_ops(p, "Add") == 0);
+  CHECK(count_ops(p, "Split") == 1);
+}
+
+TEST_CASE("passes branches: standard-ops keeps com.microsoft imported when a node of it is refused") {
+  const Model m = ms_graph({ms_node("BiasAdd", {"x", "b", "s"}, {"y"}), ms_node("FastGelu", {"y"}, {"z"})}, {f32("x", {1, 3, 8}), f32("s", {1, 3, 8})}, {f32("z", {1, 3, 8})},
+                           {{"b", testing::ramp({8}, 0, 0.1f)}});
+  const auto [out, why] = to_standard(m);
+  CHECK(says(why, "no standard form is written for com.microsoft BiasAdd"));
+  CHECK(count_ops(out, "Gelu") == 1);
+  CHECK(out.opsets.count("com.microsoft") == 1);
+}
