@@ -450,3 +450,11 @@ TEST_CASE("embed-layer-norm branches: float16 tables fuse in float16") {
   REQUIRE_MESSAGE(count_ops(out, "EmbedLayerNormalization") == 1, why(m));
   CHECK(out.graph.find_initializer("word")->value.dtype() == DType::Float16);
 }
+
+TEST_CASE("embed-layer-norm branches: a float16 position table beside a float word table is refused") {
+  Emb e = basic();
+  const std::vector<float> v = ramp({16, 8}, 0.3f, -0.02f).to_vector<float>();
+  e.inits = {{"pos", from_doubles(DType::Float16, {16, 8}, std::vector<double>(v.begin(), v.end()))}};
+  CHECK(why(e.model()) == line("the tables differ in width or type, or are not float32/float16"));
+  CHECK(count_ops(unverified(e.model()), "EmbedLayerNormalization") == 0);
+}

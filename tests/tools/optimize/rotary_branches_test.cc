@@ -1000,3 +1000,67 @@ TEST_CASE("rotary branches: a partial rotation on halves joined to a fed value, 
     check_refused(halves_of(g, g.slice(s, 0, kHalf), g.slice(s, kHalf, kBig), s + "_1"), joins);
   }
 }
+
+TEST_CASE("rotary branches: tables of one column, positions (1, B, S), pairs with full-width tables, Concat(f, f, f) stay, explained") {
+  for (const bool on_sin : {false, true}) {  // a (32, 1) table broadcast over the head: not (max_pos, 8)
+    CAPTURE(on_sin);
+    G g;
+    const std::string narrow = g.c(Tensor::from_vector<float>({kRows, 1}, std::vector<float>(kRows, 0.5f)));
+    const std::string cos = gathered_from(g, on_sin ? g.c(table(true, kHead)) : narrow), sin = gathered_from(g, on_sin ? narrow : g.c(table(false, kHead)));
+    check_refused(plain(g, cos, sin), on_sin ? "are not (max_pos, 8) both" : "the cos/sin tables (32, 1) and (32, 8) are not (max_pos, 8) both");
+  }
+  {  // position ids (1, B, S)
+    G g;
+    const std::string cos = g.unsqueeze(g.add("Gather", {g.c(table(true, kHead)), "pos3"}, {attr("axis", int64_t(0))}), {1});
+    const std::string sin = g.unsqueeze(g.add("Gather", {g.c(table(false, kHead)), "pos3"}, {attr("axis", int64_t(0))}), {1});
+    Model m = plain(g, cos, sin);
+    m.graph.inputs.push_back(tensor_info("pos3", DType::Int64, {1, "batch", "seq"}));
+    refused_only(m, "the position ids 'pos3' are INT64 (1, batch, seq)");
+  }
+  {  // halves (B, 2, S, 4) times (B, 1, S, 8) tables: one value per column, not per pair
+    G g;
+    const auto [even, odd] = pair_products(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig), g.gathered(true, kHead), g.gathered(false, kHead));
+    refused_only(g.model(g.add("Concat", {even, odd}, {attr("axis", int64_t(-1))})), "the cos/sin tables (32, 8) and (32, 8) are not (max_pos, 4) both");
+  }
+  {  // Cos(Concat(f, f, f))
+    G g;
+    const std::string f = g.add("Mul", {g.unsqueeze(p_float(g), {-1}), inv_const(g)});
+    const std::string e = g.add("Concat", {f, f, f}, {attr("axis", int64_t(-1))});
+    refused_only(plain(g, g.unsqueeze(g.add("Cos", {e}), {1}), g.unsqueeze(g.add("Sin", {e}), {1})), "is not Concat(f, f) on the last axis");
+  }
+}
+
+TEST_CASE("rotary branches: neighbours of a Constant, of pairs fed, of pairs not (.., h/2, 2) stay, explained") {
+  const std::string not_pairs = "the products do not read the two elements of one pairs value";
+  {  // a = a Constant (1, 1, 1, 4)
+    G g;
+    const std::string a = g.add("Constant", {}, {attr("value", Tensor::from_vector<float>({1, 1, 1, kHalf}, {1.0f, 0.5f, 0.25f, 0.0f}))});
+    check_refused(neighbours_of(g, a, element(g, pairs_of(g), 1)), not_pairs);
+  }
+  {  // pairs fed, of unknown shape
+    G g;
+    Model m = neighbours_of(g, element(g, "pairs_in", 0), element(g, "pairs_in", 1));
+    m.graph.inputs.push_back(tensor_info_unknown_rank("pairs_in", DType::Float));
+    refused_only(m, not_pairs);
+  }
+  {  // Squeeze(Split(pairs fed of unknown shape))
+    G g;
+    const std::string part = g.add("Split", {"pairs_in", g.c(ints({1, 1}))}, {attr("axis", int64_t(-1))}, 2);
+    Model m = neighbours_of(g, g.add("Squeeze", {part, g.c(ints({-1}))}), g.add("Squeeze", {part + "_1", g.c(ints({-1}))}));
+    m.graph.inputs.push_back(tensor_info_unknown_rank("pairs_in", DType::Float));
+    refused_only(m, not_pairs);
+  }
+  // q reshaped to (B, 2, 4, 2), to a fed shape of 5 values (pairs of unknown dims), to (B, 2, 2S, 2, 2).
+  const std::vector<std::pair<std::string, std::string>> forms = {{"4-D", "is not a Reshape of a 4-D value with a known head size into pairs"},
+                                                                   {"fed", "the products do not read the two elements of one pairs value"},
+                                                                   {"2x2", "does not cut the last axis of 8 into 4 pairs (.., 4, 2)"}};
+  for (const auto& [form, reason] : forms) {
+    CAPTURE(form);
+    G g;
+    const std::string shape = form == "4-D" ? g.c(ints({0, 0, kHalf, 2})) : form == "fed" ? std::string("shape_in") : g.c(ints({0, 0, -1, 2, 2}));
+    const std::string pairs = g.add("Reshape", {"q", shape}, {}, 1, "/pairs");
+    Model m = neighbours_of(g, element(g, pairs, 0), element(g, pairs, 1));
+    m.graph.inputs.push_back(tensor_info("shape_in", DType::Int64, {5}));
+    refused_only(m, reason);
+  }
+}
