@@ -1011,3 +1011,59 @@ TEST_CASE("attention branches: repeated queries, a past on the keys only, or val
     CHECK(count_ops(fused(m), "Softmax") == 1);
   }
 }
+
+// ---- attention branches: sequence-first layouts ----
+namespace {
+
+// nn.MultiheadAttention's 3-D scores (B*N, S, T) = (4, 8, 8) on x (8, 2, 16), `mask` adding to them.
+Model seq_first_masked(const std::function<std::string(Layer&, const std::string&)>& mask) {
+  Layer l;
+  const auto split = [&](float start, std::vector<int64_t> perm) {
+    return l.g.add("Transpose", {l.g.add("Reshape", {l.proj(start), l.g.c(ints({8, 4, kHead}))})}, {attr("perm", perm)});
+  };
+  const std::string q = split(-0.2f, {1, 0, 2}), k = split(0.2f, {1, 2, 0}), v = split(-0.1f, {1, 0, 2});
+  const std::string s = mask(l, l.g.add("Div", {l.g.add("MatMul", {q, k}), l.g.c(Tensor::scalar<float>(std::sqrt(float(kHead))))}));
+  const std::string ctx = l.g.add("MatMul", {l.g.add("Softmax", {s}, {attr("axis", int64_t(-1))}, 1, "/attn/Softmax"), v});
+  l.g.out(l.g.add("Reshape", {l.g.add("Transpose", {ctx}, {attr("perm", std::vector<int64_t>{1, 0, 2})}), l.g.c(ints({8, 2, kHidden}))}));
+  return with_x(l.g.model(), 8, 2);
+}
+
+// fairseq: x read as (S, B, 16), each projection viewed (S, B, N, h) and permuted 1 2 0 3 to
+// (B, N, S, h), K^T by a Transpose 0 1 3 2; `q_of` makes the (S, B, ...) value q is viewed from.
+Model fairseq(const std::function<std::string(Layer&)>& q_of) {
+  Layer l;
+  const auto heads = [&](const std::string& p, const std::string& name = "") {
+    return l.g.add("Transpose", {l.g.add("Reshape", {p, l.g.c(ints({0, 0, kHeads, kHead}))}, {}, 1, name)}, {attr("perm", std::vector<int64_t>{1, 2, 0, 3})});
+  };
+  const std::string q = heads(q_of(l), "/q_view");
+  const std::string kT = l.g.add("Transpose", {heads(l.proj(0.2f))}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), v = heads(l.proj(-0.1f));
+  return l.attend(q, kT, v);
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: a bias on nn.MultiheadAttention's 3-D scores must be the same for every batch row and head: (S, T) or (1, S, T)") {
+  const auto with_bias = [](Shape shape, std::string* name = nullptr) {
+    return seq_first_masked([&](Layer& l, const std::string& s) {
+      const std::string b = l.g.c(ramp(shape, -0.5f, 0.05f));
+      if (name) *name = b;
+      return l.g.add("Add", {s, b});
+    });
+  };
+  for (const Shape shape : {Shape{8, 8}, Shape{1, 8, 8}}) {
+    const Model out = fused(with_bias(shape));
+    CHECK(count_ops(out, "Softmax") == 0);
+    CHECK(count_ops(out, "Add") == 0);  // the projections' biases packed, the position bias an input of the fused node
+  }
+  std::string b;
+  const Model per_head = with_bias({4, 8, 8}, &b);
+  CHECK(explained(per_head) == kAtSm + "the added '" + b + "' (shape (4, 8, 8)) is neither a padding mask nor a bias of shape (S, T), (1|B, S, T), "
+                                       "(B|1, N|1, S, T) or (B|1, N|1, 1, T) with S = 8, T = 8\n");
+}
+
+TEST_CASE("attention branches: fairseq's view(S, B, N, h).permute(1, 2, 0, 3) fuses; of a 4-D value or an unknown width, refused, named") {
+  CHECK(count_ops(fused(fairseq([](Layer& l) { return l.proj(-0.2f); })), "Softmax") == 0);
+  const std::string refused = kAtSm + "the head split '/q_view' is not (S, B, N, h) of an (S, B, N*h) input\n";
+  CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q4", {"batch", "seq", kHeads, kHead})); })) == refused);
+  CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q3", {"batch", "seq", "width"})); })) == refused);
+}
