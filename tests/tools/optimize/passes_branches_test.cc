@@ -6,6 +6,7 @@
 
 #include "optimize_test_util.h"
 #include "pass.h"
+#include "pattern.h"
 #include "refeval/compute_vector.h"
 #include "refeval/builder.h"
 #include "shape_inference.h"
@@ -238,4 +239,108 @@ TEST_CASE("passes branches: standard-ops keeps com.microsoft imported when a nod
   CHECK(says(why, "no standard form is written for com.microsoft BiasAdd"));
   CHECK(count_ops(out, "Gelu") == 1);
   CHECK(out.opsets.count("com.microsoft") == 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pattern matcher and its attribute and Slice readers (pattern.h), as the passes use them.
+
+namespace {
+
+namespace pat = refeval::optimize;
+using refeval::optimize::GraphIndex;
+
+Graph two_inputs(std::vector<Node> nodes, std::vector<Initializer> inits = {}) {
+  return graph("g", std::move(nodes), {f32("x", {4}), f32("y", {4})}, {f32("z", {4})}, std::move(inits));
+}
+
+}  // namespace
+
+TEST_CASE("passes branches: a pattern node read twice must be one graph node; a pattern node no path reaches never matches") {
+  // (-a) + (-a): both Add operands one Neg.
+  const pat::Pattern twice{{{"neg", "Neg", {pat::cap("a")}}, {"out", "Add", {pat::node("neg"), pat::node("neg")}}}};
+  const Graph same = two_inputs({node("Neg", {"x"}, {"n"}), node("Add", {"n", "n"}, {"z"})});
+  CHECK(pat::match(twice, GraphIndex(same), 1, std::vector<bool>(2, false)));
+  const Graph two = two_inputs({node("Neg", {"x"}, {"n"}), node("Neg", {"x"}, {"m"}), node("Add", {"n", "m"}, {"z"})});
+  pat::MatchFailure failure;
+  CHECK(!pat::match(twice, GraphIndex(two), 2, std::vector<bool>(3, false), &failure));
+  CHECK(failure.why == "pattern node 'neg' would be two different nodes");
+  // A pattern whose "lonely" node no operand reaches: a defect of the pattern, said as such.
+  const pat::Pattern lonely{{{"lonely", "Neg", {pat::cap("a")}}, {"out", "Relu", {pat::cap("b")}}}};
+  const Graph relu = two_inputs({node("Relu", {"x"}, {"z"})});
+  CHECK(!pat::match(lonely, GraphIndex(relu), 0, std::vector<bool>(1, false)));
+  pat::MatchFailure why;
+  CHECK(!pat::match(lonely, GraphIndex(relu), 0, std::vector<bool>(1, false), &why));
+  CHECK(why.why == "the pattern has a node no input path reaches");
+}
+
+TEST_CASE("passes branches: an Add pattern of three operands is tried in its own order only; any() takes every value") {
+  const pat::Pattern three{{{"out", "Add", {pat::konst("c"), pat::cap("x"), pat::opt()}}}};
+  const pat::Pattern two{{{"out", "Add", {pat::konst("c"), pat::cap("x")}}}};
+  const Graph g = two_inputs({node("Add", {"x", "half"}, {"z"})}, {{"half", Tensor::scalar<float>(0.5f)}});
+  const GraphIndex index(g);
+  CHECK(!pat::match(three, index, 0, std::vector<bool>(1, false)));
+  const auto m = pat::match(two, index, 0, std::vector<bool>(1, false));
+  REQUIRE(m);
+  CHECK(m->value("c") == "half");
+  const pat::Pattern anything{{{"out", "Add", {pat::any(), pat::val(0.5)}}}};
+  CHECK(pat::match(anything, index, 0, std::vector<bool>(1, false)));
+}
+
+TEST_CASE("passes branches: a constant capture used twice must be the same constant") {
+  const pat::Pattern doubled{{{"out", "Mul", {pat::konst("c"), pat::konst("c")}}}};
+  const std::vector<Initializer> inits = {{"half", Tensor::scalar<float>(0.5f)}, {"other", Tensor::scalar<float>(0.5f)}};
+  const Graph same = two_inputs({node("Mul", {"half", "half"}, {"z"})}, inits);
+  CHECK(pat::match(doubled, GraphIndex(same), 0, std::vector<bool>(1, false)));
+  const Graph different = two_inputs({node("Mul", {"half", "other"}, {"z"})}, inits);
+  CHECK(!pat::match(doubled, GraphIndex(different), 0, std::vector<bool>(1, false)));
+}
+
+TEST_CASE("passes branches: an intermediate's unnamed output does not escape the match") {
+  const pat::Pattern p{{{"drop", "Dropout", {pat::cap("x")}}, {"out", "Neg", {pat::node("drop")}}}};
+  const Graph g = two_inputs({node("Dropout", {"x"}, {"d", ""}), node("Neg", {"d"}, {"z"})});
+  const GraphIndex index(g);
+  const auto m = pat::match(p, index, 1, std::vector<bool>(2, false));
+  REQUIRE(m);
+  CHECK(pat::escaping_intermediate(*m, index) == "");
+}
+
+TEST_CASE("passes branches: attribute readers give the fallback for an attribute of another type; Squeeze axes \"\" read the attribute") {
+  const Node n = node("Op", {"x", ""}, {"y"}, {attr("i", 1.5f), attr("f", int64_t(2)), attr("l", int64_t(3)), attr("axes", std::vector<int64_t>{1})});
+  CHECK(pat::int_attr(n, "i", 7) == 7);
+  CHECK(pat::float_attr(n, "f", 0.25f) == 0.25f);
+  CHECK(pat::ints_attr(n, "l").empty());
+  const Graph g = two_inputs({});
+  CHECK(pat::axes_of(n, GraphIndex(g)) == std::vector<int64_t>{1});
+}
+
+TEST_CASE("passes branches: Slice bounds are read in both opset forms and refused when unknown, mismatched or out of range") {
+  const Graph g = graph("g", {}, {f32("x", {4, 6}), tensor_info("free", DType::Int64, {1})}, {},
+                        {{"zero", ints({0})}, {"two", ints({2})}, {"pair", ints({0, 1})}, {"one", ints({1})}, {"minus_three", ints({-3})}, {"three", ints({3})}});
+  const GraphIndex index(g);
+  auto bounds = [&](std::vector<std::string> in, std::vector<Attribute> a = {}) { return pat::slice_bounds(node("Slice", std::move(in), {"y"}, std::move(a)), index, 2); };
+  // Opset 1: without starts or ends, nothing; without axes, axes 0, 1, ...
+  CHECK(!bounds({"x"}, {attr("ends", std::vector<int64_t>{2})}));
+  CHECK(!bounds({"x"}, {attr("starts", std::vector<int64_t>{0})}));
+  const auto old = bounds({"x"}, {attr("starts", std::vector<int64_t>{0}), attr("ends", std::vector<int64_t>{2})});
+  REQUIRE(old);
+  CHECK(old->axes == std::vector<int64_t>{0});
+  // Two inputs: neither form.
+  CHECK(!bounds({"x", "zero"}));
+  // Starts or ends fed at run time.
+  CHECK(!bounds({"x", "free", "two"}));
+  CHECK(!bounds({"x", "zero", "free"}));
+  // Axes and steps given as "": the defaults; fed at run time: nothing.
+  const auto blank = bounds({"x", "zero", "two", "", ""});
+  REQUIRE(blank);
+  CHECK(blank->steps == std::vector<int64_t>{1});
+  CHECK(!bounds({"x", "zero", "two", "free"}));
+  CHECK(!bounds({"x", "zero", "two", "one", "free"}));
+  // Two axes for one bound; two steps for one bound.
+  CHECK(!bounds({"x", "zero", "two", "pair"}));
+  CHECK(!bounds({"x", "zero", "two", "one", "pair"}));
+  // Axis -3 and 3 of a rank-2 input; axis 1 twice.
+  CHECK(!bounds({"x", "zero", "two", "minus_three"}));
+  CHECK(!bounds({"x", "zero", "two", "three"}));
+  CHECK(bounds({"x", "pair", "pair", "pair"}));  // axes 0 and 1: read
+  CHECK(!bounds({"x"}, {attr("starts", std::vector<int64_t>{0, 0}), attr("ends", std::vector<int64_t>{2, 2}), attr("axes", std::vector<int64_t>{1, 1})}));
 }
