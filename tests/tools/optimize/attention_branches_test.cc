@@ -1067,3 +1067,35 @@ TEST_CASE("attention branches: fairseq's view(S, B, N, h).permute(1, 2, 0, 3) fu
   CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q4", {"batch", "seq", kHeads, kHead})); })) == refused);
   CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q3", {"batch", "seq", "width"})); })) == refused);
 }
+
+TEST_CASE("attention branches: a key padding mask viewed (B*N, 1, T) on nn.MultiheadAttention's 3-D scores, added or by masked_fill, is mask_index") {
+  // mask (B, T) = (2, 8) int64 -> Unsqueeze (B, 1, 1, T) -> Expand (B, N, 1, T) -> Reshape (B*N, 1, T)
+  const auto merged = [](Layer& l, const std::string& m) {
+    const std::string e = l.g.add("Expand", {l.g.add("Unsqueeze", {m, l.g.c(ints({1, 2}))}), l.g.c(ints({2, kHeads, 1, 8}))});
+    return l.g.add("Reshape", {e, l.g.c(ints({2 * kHeads, 1, 8}))});
+  };
+  const auto model = [&](bool where) {
+    Model m = seq_first_masked([&](Layer& l, const std::string& s) {
+      l.g.input(tensor_info("mask", DType::Int64, {2, 8}));
+      if (where) {  // masked_fill(key_padding_mask, -1e9): 1 hides
+        const std::string hides = merged(l, l.g.add("Cast", {"mask"}, {attr("to", int64_t(DType::Bool))}));
+        return l.g.add("Where", {hides, l.g.c(Tensor::scalar<float>(-1e9f)), s});
+      }
+      const std::string f = l.g.add("Cast", {"mask"}, {attr("to", int64_t(DType::Float))});  // (1 - m) * -10000: 1 keeps
+      return l.g.add("Add", {s, merged(l, l.g.add("Mul", {l.g.add("Sub", {l.g.c(Tensor::scalar<float>(1)), f}), l.g.c(Tensor::scalar<float>(-10000))}))});
+    });
+    return m;
+  };
+  const std::map<std::string, Value> fed = {{"mask", Tensor::from_vector<int64_t>({2, 8}, {0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0})}};
+  const std::map<std::string, Value> keeps = {{"mask", Tensor::from_vector<int64_t>({2, 8}, {1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1})}};
+  for (const bool where : {false, true}) {
+    CAPTURE(where);
+    const Model out = optimized(model(where), {"attention"}, "", "all", where ? fed : keeps);
+    REQUIRE(count_ops(out, "Softmax") == 0);
+    const Node& att = attention_node(out);
+    REQUIRE(att.inputs.size() > 3);
+    CHECK(att.inputs[3] == "mask_int32");
+    CHECK(count_ops(out, "Not") == int(where));  // 1 hides: negated into ORT's keep mask
+    CHECK(count_ops(out, "Expand") == 0);
+  }
+}
