@@ -1099,3 +1099,54 @@ TEST_CASE("attention branches: a key padding mask viewed (B*N, 1, T) on nn.Multi
     CHECK(count_ops(out, "Expand") == 0);
   }
 }
+
+namespace {
+
+// The axes the first Unsqueeze of `m` takes, from its constant input.
+std::vector<int64_t> unsqueeze_axes(const Model& m) {
+  for (const Node& n : m.graph.nodes)
+    if (n.op_type == "Unsqueeze")
+      for (const Initializer& i : m.graph.initializers)
+        if (n.inputs.size() > 1 && i.name == n.inputs[1]) return i.value.to_vector<int64_t>();
+  return {};
+}
+
+// Self-attention on S = T = 3 adding constant biases of `shapes` to the scores, one by one.
+Model with_biases(std::vector<Shape> shapes) {
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  return with_x(l.attend(q, kT, v, [&](std::string s) {
+    float start = -0.5f;
+    for (const Shape& shape : shapes) s = l.g.add("Add", {s, l.g.c(ramp(shape, start, 0.05f))}), start += 0.3f;
+    return s;
+  }), 1, 3);
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: (1, S, T) biases, one or summed, are unsqueezed on axis 1; (1, 1, S, T) ones are summed as they are") {
+  const Model one = fused(with_biases({{1, 3, 3}}));
+  REQUIRE(count_ops(one, "Attention") == 1);
+  CHECK(count_ops(one, "Unsqueeze") == 1);
+  CHECK(unsqueeze_axes(one) == std::vector<int64_t>{1});
+  const Model two = fused(with_biases({{1, 3, 3}, {1, 3, 3}}));
+  REQUIRE(count_ops(two, "Attention") == 1);
+  CHECK(count_ops(two, "Add") == 1);  // the sum of the two
+  CHECK(unsqueeze_axes(two) == std::vector<int64_t>{1});
+  const Model four = fused(with_biases({{1, 1, 3, 3}, {1, 1, 3, 3}}));
+  REQUIRE(count_ops(four, "Attention") == 1);
+  CHECK(count_ops(four, "Add") == 1);
+  CHECK(count_ops(four, "Unsqueeze") + count_ops(four, "Expand") == 0);  // a row per query already
+}
+
+TEST_CASE("attention branches: keys after a past input and values after a computed past are refused, named") {
+  Layer l;
+  const std::string q = l.q();
+  const auto after = [&](const std::string& past, const std::string& heads) { return l.g.add("Concat", {past, heads}, {attr("axis", int64_t(2))}); };
+  const std::string K = after(l.g.input(testing::f32("past_key", {"batch", kHeads, "past_seq", kHead})), l.split(l.proj(0.2f)));
+  const std::string V = after(l.g.add("Identity", {l.g.input(testing::f32("past_value", {"batch", kHeads, "past_seq", kHead}))}), l.v());
+  l.g.out(K), l.g.out(V);
+  const Model m = l.attend(q, l.g.add("Transpose", {K}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), V);
+  CHECK(explained(m) == kStackedRefused);
+  CHECK(count_ops(fused(m), "Softmax") == 1);
+}
