@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "optimize_test_util.h"
+#include "model_type.h"
 #include "pass.h"
 #include "pattern.h"
 #include "refeval/compute_vector.h"
@@ -343,4 +344,148 @@ TEST_CASE("passes branches: Slice bounds are read in both opset forms and refuse
   CHECK(!bounds({"x", "zero", "two", "three"}));
   CHECK(bounds({"x", "pair", "pair", "pair"}));  // axes 0 and 1: read
   CHECK(!bounds({"x"}, {attr("starts", std::vector<int64_t>{0, 0}), attr("ends", std::vector<int64_t>{2, 2}), attr("axes", std::vector<int64_t>{1, 1})}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model type detection (model_type.h) on unfused attention blocks and on ORT-fused ones.
+
+namespace {
+
+constexpr int64_t kHeads = 2, kHead = 8, kHidden = kHeads * kHead;
+
+class Block : public testing::GraphUnderConstruction {
+ public:
+  std::string scalar(float v) { return c(Tensor::scalar<float>(v)); }
+  // x W (+ b).
+  std::string proj(const std::string& x, float start, bool bias = true) {
+    const std::string y = add("MatMul", {x, c(testing::ramp({kHidden, kHidden}, start, 0.013f))});
+    return bias ? add("Add", {y, c(testing::ramp({kHidden}, -0.1f, 0.01f))}) : y;
+  }
+  std::string heads(const std::string& p, std::vector<int64_t> perm = {0, 2, 1, 3}) {
+    return add("Transpose", {add("Reshape", {p, c(ints({0, 0, kHeads, kHead}))})}, {attr("perm", perm)});
+  }
+  // Softmax(q kT / sqrt(8)) v, heads merged, a graph output.
+  void attend(const std::string& q, const std::string& kT, const std::string& v, const std::string& name = "/attn/Softmax") {
+    const std::string s = add("Div", {add("MatMul", {q, kT}), scalar(std::sqrt(float(kHead)))});
+    const std::string p = add("Softmax", {s}, {attr("axis", int64_t(-1))}, 1, name);
+    out(add("Reshape", {add("Transpose", {add("MatMul", {p, v})}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}), c(ints({0, 0, kHidden}))}));
+  }
+  Model model() const {
+    Model m = build::model(graph("block", nodes_, inputs_, outputs_, inits_), {{"", 17}});
+    for (const Node& n : m.graph.nodes)
+      if (!n.domain.empty()) m.opsets[n.domain] = 1;
+    return m;
+  }
+};
+
+optimize::ModelKind kind(const Model& m) {
+  const optimize::Inference inference = optimize::infer(m);
+  return optimize::detect_model_kind(GraphIndex(m.graph, &inference));
+}
+
+}  // namespace
+
+TEST_CASE("passes branches: model type reads a query scaled before its head split (BART's q * scaling) as self-attention") {
+  for (const bool scalar_first : {false, true})
+    for (const std::string op : {"Mul", "Div"}) {
+      if (op == "Div" && scalar_first) continue;
+      CAPTURE(scalar_first);
+      CAPTURE(op);
+      Block b;
+      const std::string x = b.input(f32("x", {"batch", "seq", kHidden}));
+      const std::string q_proj = b.proj(x, -0.2f), scale = b.scalar(0.35f);
+      const std::string scaled = b.add(op, scalar_first ? std::vector<std::string>{scale, q_proj} : std::vector<std::string>{q_proj, scale});
+      b.attend(b.heads(scaled), b.heads(b.proj(x, 0.2f), {0, 2, 3, 1}), b.heads(b.proj(x, -0.1f)));
+      const optimize::ModelKind k = kind(b.model());
+      CHECK(k.type == "bert");
+      CHECK(k.reason == "bidirectional self-attention in 1 layer");
+    }
+}
+
+TEST_CASE("passes branches: model type: a MatMul reading the norm's output as its right operand is no parallel MLP") {
+  Block b;
+  const std::string x = b.input(f32("x", {"batch", "seq", kHidden}));
+  b.attend(b.heads(b.proj(x, -0.2f)), b.heads(b.proj(x, 0.2f), {0, 2, 3, 1}), b.heads(b.proj(x, -0.1f)));
+  // (B, 4, S) x (B, S, 16): x on the right.
+  b.out(b.add("MatMul", {b.input(f32("w", {"batch", 4, "seq"})), x}));
+  const optimize::ModelKind k = kind(b.model());
+  CHECK(k.type == "bert");
+  CHECK(k.reason.find("side by side") == std::string::npos);
+}
+
+TEST_CASE("passes branches: model type: cross-attention beside audio frames is Whisper's; beside nothing, with unbiased keys, too") {
+  for (const bool audio : {true, false}) {
+    CAPTURE(audio);
+    Block b;
+    const std::string x = b.input(f32("x", {"batch", "seq", kHidden}));
+    std::string enc;
+    if (audio) {
+      const std::string frames = b.input(f32("frames", {1, 3, 8}));
+      const std::string conv = b.add("Conv", {frames, b.c(testing::ramp({kHidden, 3, 3}, -0.2f, 0.02f))}, {attr("pads", std::vector<int64_t>{1, 1})});
+      enc = b.add("Transpose", {conv}, {attr("perm", std::vector<int64_t>{0, 2, 1})});
+    } else {
+      enc = b.input(f32("enc", {"batch", "frames", kHidden}));
+    }
+    // Keys without a bias (Whisper's k_proj) when there is no Conv to tell.
+    b.attend(b.heads(b.proj(x, -0.2f)), b.heads(b.proj(enc, 0.2f, audio), {0, 2, 3, 1}), b.heads(b.proj(enc, -0.1f)));
+    const optimize::ModelKind k = kind(b.model());
+    CHECK(k.family == "encoder-decoder");
+    CHECK(k.type == "whisper");
+    CHECK((k.reason.find("key projections without bias") != std::string::npos) == !audio);
+  }
+}
+
+TEST_CASE("passes branches: model type on fused graphs: unidirectional 0, a Conv over an input of unknown rank, RMSNormalization, other squares") {
+  auto fused = [](std::vector<Attribute> a, std::vector<Node> extra = {}, std::vector<ValueInfo> more_inputs = {}, std::vector<Initializer> more_inits = {}) {
+    std::vector<Node> nodes = {node("Attention", {"x", "w", "b"}, {"att"}, std::move(a), "/Attention", "com.microsoft")};
+    nodes.insert(nodes.end(), extra.begin(), extra.end());
+    std::vector<ValueInfo> inputs = {f32("x", {1, 4, 8})};
+    inputs.insert(inputs.end(), more_inputs.begin(), more_inputs.end());
+    std::vector<Initializer> inits = {{"w", testing::ramp({8, 24}, -0.3f, 0.03f)}, {"b", testing::ramp({24}, 0.0f, 0.01f)}, {"gamma", testing::ramp({8}, 0.5f, 0.1f)},
+                                      {"two", Tensor::scalar<float>(2.0f)}, {"three", Tensor::scalar<float>(3.0f)}};
+    inits.insert(inits.end(), more_inits.begin(), more_inits.end());
+    std::vector<ValueInfo> outputs = {f32("att", {})};
+    for (const Node& n : extra) outputs.push_back(f32(n.outputs[0], {}));
+    return kind(model(graph("fused", std::move(nodes), std::move(inputs), std::move(outputs), std::move(inits)), {{"", 23}, {"com.microsoft", 1}}));
+  };
+  const Attribute heads = attr("num_heads", int64_t(2));
+  // unidirectional = 0 says bidirectional.
+  CHECK(fused({heads, attr("unidirectional", int64_t(0))}).type == "bert");
+  // A Conv over a graph input of unknown rank: no image patches.
+  CHECK(fused({heads}, {node("Conv", {"pixels", "patch"}, {"p"})}, {tensor_info_unknown_rank("pixels", DType::Float)}, {{"patch", testing::ramp({8, 3, 2, 2}, 0.0f, 0.01f)}})
+            .type == "bert");
+  // ONNX's RMSNormalization: norms without the mean.
+  CHECK(fused({heads}, {node("RMSNormalization", {"att", "gamma"}, {"n"})}).type == "t5");
+  // ReduceMean of a cube, or of a product of two values: no mean of squares.
+  CHECK(fused({heads}, {node("Pow", {"att", "three"}, {"cube"}), node("ReduceMean", {"cube"}, {"m"})}).type == "bert");
+  CHECK(fused({heads}, {node("Mul", {"att", "x"}, {"prod"}), node("ReduceMean", {"prod"}, {"m"})}).type == "bert");
+  // ReduceMean(Pow(x, 2)) of a graph input: not centred, so RMS.
+  CHECK(fused({heads}, {node("Pow", {"x", "two"}, {"sq"}), node("ReduceMean", {"sq"}, {"m"})}).type == "t5");
+  // A com.microsoft-domain Softmax alone is not counted as one.
+  const Model ms_softmax = model(graph("s", {node("Softmax", {"x"}, {"y"}, {}, "/S", "com.microsoft")}, {f32("x", {1, 10})}, {f32("y", {})}), {{"", 17}, {"com.microsoft", 1}});
+  CHECK(kind(ms_softmax).reason == "");
+}
+
+TEST_CASE("passes branches: model type on vision graphs: a Sigmoid of a graph input or of no product is no QuickGelu") {
+  auto vision = [](std::vector<Node> extra) {
+    std::vector<Node> nodes = {node("Conv", {"pixels", "patch"}, {"p"}, {attr("strides", std::vector<int64_t>{2, 2})}), node("Reshape", {"p", "to_rows"}, {"pr"}),
+                               node("Transpose", {"pr"}, {"x"}, {attr("perm", std::vector<int64_t>{0, 2, 1})}),
+                               node("Attention", {"x", "w", "b"}, {"att"}, {attr("num_heads", int64_t(2))}, "/Attention", "com.microsoft")};
+    nodes.insert(nodes.end(), extra.begin(), extra.end());
+    const std::string last = nodes.back().outputs[0];
+    return kind(model(graph("vit", std::move(nodes), {f32("pixels", {1, 3, 4, 4})}, {f32(last, {})},
+                            {{"patch", testing::ramp({8, 3, 2, 2}, -0.2f, 0.02f)}, {"to_rows", ints({1, 8, 4})}, {"w", testing::ramp({8, 24}, -0.3f, 0.03f)},
+                             {"b", testing::ramp({24}, 0.0f, 0.01f)}}),
+                      {{"", 17}, {"com.microsoft", 1}}));
+  };
+  CHECK(vision({node("Sigmoid", {"pixels"}, {"s"})}).type == "vit");
+  CHECK(vision({node("Relu", {"att"}, {"r"}), node("Sigmoid", {"r"}, {"s"})}).type == "vit");
+}
+
+TEST_CASE("passes branches: --model-type t5 on a decoder, and clip on an encoder, are mismatches") {
+  const optimize::ModelKind gpt2{"gpt2", "decoder", "causal self-attention in 1 layer"};
+  CHECK(optimize::type_mismatch("t5", gpt2) ==
+        "--model-type t5, but the graph shows gpt2 (decoder: causal self-attention in 1 layer); every fusion the graph allows is applied");
+  const optimize::ModelKind bert{"bert", "encoder", "bidirectional self-attention in 1 layer"};
+  CHECK_FALSE(optimize::type_mismatch("clip", bert).empty());
 }
