@@ -1150,3 +1150,22 @@ TEST_CASE("attention branches: keys after a past input and values after a comput
   CHECK(explained(m) == kStackedRefused);
   CHECK(count_ops(fused(m), "Softmax") == 1);
 }
+
+TEST_CASE("attention branches: head splits view(B, -1, 2, 4) of (B, S, 16), every token cut in two, are not (B, S, N, h), refused, named") {
+  // q, k and v viewed (B, 2S, 2, 4): a valid graph of twice the tokens, merged back to (B, 2S, 8)
+  Layer l;
+  const auto half_tokens = [&](float start, std::vector<int64_t> perm, const std::string& name) {
+    return l.split(l.proj(start), perm, l.g.c(ints({0, -1, kHeads, 4})), name);
+  };
+  const std::string q = half_tokens(-0.2f, {0, 2, 1, 3}, "/q"), kT = half_tokens(0.2f, {0, 2, 3, 1}, "/k"), v = half_tokens(-0.1f, {0, 2, 1, 3}, "/v");
+  const Model m = l.attend(q, kT, v, {}, [&](const std::string& t) { l.g.out(l.g.add("Reshape", {t, l.g.c(ints({0, 0, 2 * 4}))})); });
+  CHECK(explained(m) == kAtSm + "the head split '/q_view' is not (B, S, N, h) of a (B, S, N*h) input\n");
+  CHECK(count_ops(fused(m), "Softmax") == 1);
+}
+
+TEST_CASE("attention branches: a stacked past read by Gather on axis 1 is not ORT's stack, refused") {
+  CHECK(explained(stacked_gpt2({2, 2, kHeads, "past_seq", kHead}, [](Layer& l) {
+          const auto at = [&](int64_t i) { return l.g.add("Gather", {"past", l.g.c(Tensor::scalar<int64_t>(i))}, {attr("axis", int64_t(1))}); };
+          return std::array{at(0), at(1)};
+        })) == kStackedRefused);
+}
