@@ -850,7 +850,7 @@ TEST_CASE("rotary branches: neighbours cut by a Slice with empty steps fuse; oth
     }
   }
   {  // Squeezes by fed axes, of two axes, of axis 3; of Slices without axes, from fed starts, on axis 3, of 2 elements, from 2
-    for (int form = 0; form < 8; ++form) {
+    for (int form = 0; form < 12; ++form) {
       CAPTURE(form);
       G g;
       const std::string pairs = pairs_of(g);
@@ -865,6 +865,10 @@ TEST_CASE("rotary branches: neighbours cut by a Slice with empty steps fuse; oth
         if (form == 5) in.push_back(g.c(ints({3})));
         if (form == 6) in = {pairs, g.c(ints({0})), g.c(ints({2})), g.c(ints({-1}))};
         if (form == 7) in = {pairs, g.c(ints({2})), g.c(ints({3})), g.c(ints({-1}))};
+        if (form == 8) in = {pairs, g.c(ints({0})), "starts_in", g.c(ints({-1}))};  // ends fed
+        if (form == 9) in = {pairs, g.c(ints({0})), g.c(ints({1})), "starts_in"};  // axes fed
+        if (form == 10) in = {pairs, g.c(ints({0})), g.c(ints({1})), g.c(ints({-1})), "starts_in"};  // steps fed
+        if (form == 11) in = {pairs, g.c(ints({0, 0})), g.c(ints({1, 1})), g.c(ints({3, 4}))};  // two axes
         a = g.add("Squeeze", {g.add("Slice", in), g.c(ints({-1}))});
       }
       Model m = neighbours_of(g, a, element(g, pairs, 1));
@@ -1062,5 +1066,28 @@ TEST_CASE("rotary branches: neighbours of a Constant, of pairs fed, of pairs not
     Model m = neighbours_of(g, element(g, pairs, 0), element(g, pairs, 1));
     m.graph.inputs.push_back(tensor_info("shape_in", DType::Int64, {5}));
     refused_only(m, reason);
+  }
+}
+
+TEST_CASE("rotary branches: neighbours of a Split in three, of pairs fed whole, of a q of symbolic head size stay, explained") {
+  {  // Split(pairs, [1, 1, 0]): three outputs, the last empty
+    G g;
+    const std::string pairs = pairs_of(g);
+    const std::string part = g.add("Split", {pairs, g.c(ints({1, 1, 0}))}, {attr("axis", int64_t(-1))}, 3);
+    check_refused(neighbours_of(g, g.add("Squeeze", {part, g.c(ints({-1}))}), element(g, pairs, 1)),
+                  "the products do not read the two elements of one pairs value");
+  }
+  {  // pairs (B, 2, S, 4, 2) fed: no Reshape of q to read the head size from
+    G g;
+    Model m = neighbours_of(g, element(g, "pairs_in", 0), element(g, "pairs_in", 1));
+    m.graph.inputs.push_back(testing::f32("pairs_in", {"batch", kHeads, "seq", kHalf, 2}));
+    check_refused(m, "'pairs_in' is not a Reshape of a 4-D value with a known head size into pairs");
+  }
+  {  // q (B, 2, S, head)
+    G g;
+    const std::string pairs = pairs_of(g);
+    Model m = neighbours_of(g, element(g, pairs, 0), element(g, pairs, 1));
+    m.graph.inputs[0] = testing::f32("q", {"batch", kHeads, "seq", "head"});
+    refused_only(m, "is not a Reshape of a 4-D value with a known head size into pairs");
   }
 }
