@@ -489,3 +489,83 @@ TEST_CASE("passes branches: --model-type t5 on a decoder, and clip on an encoder
   const optimize::ModelKind bert{"bert", "encoder", "bidirectional self-attention in 1 layer"};
   CHECK_FALSE(optimize::type_mismatch("clip", bert).empty());
 }
+
+namespace {
+
+// Self-attention on x (B, S, 16) with `mask` added to the scores before the Softmax.
+Model masked_block(const std::function<std::string(Block&, const std::string&)>& mask, DimSpec seq = "seq") {
+  Block b;
+  const std::string x = b.input(f32("x", {"batch", seq, kHidden}));
+  const std::string q = b.heads(b.proj(x, -0.2f)), kT = b.heads(b.proj(x, 0.2f), {0, 2, 3, 1}), v = b.heads(b.proj(x, -0.1f));
+  std::string s = b.add("Div", {b.add("MatMul", {q, kT}), b.scalar(std::sqrt(float(kHead)))});
+  s = b.add("Add", {s, mask(b, x)});
+  const std::string p = b.add("Softmax", {s}, {attr("axis", int64_t(-1))}, 1, "/attn/Softmax");
+  b.out(b.add("Reshape", {b.add("Transpose", {b.add("MatMul", {p, v})}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}), b.c(ints({0, 0, kHidden}))}));
+  return b.model();
+}
+
+// Positions 0 .. S-1 of x's sequence axis: Range(0, S, 1).
+std::string positions(Block& b, const std::string& x) {
+  const std::string len = b.add("Gather", {b.add("Shape", {x}), b.c(Tensor::scalar<int64_t>(1))}, {attr("axis", int64_t(0))});
+  return b.add("Range", {b.c(Tensor::scalar<int64_t>(0)), len, b.c(Tensor::scalar<int64_t>(1))});
+}
+
+}  // namespace
+
+TEST_CASE("passes branches: model type: a bias from comparing run-time positions is a triangle (a decoder); against a constant it is not") {
+  // HF's arange(T) < (arange(T) + 1).view(T, 1): key j visible to query i when j < i + 1; the
+  // row positions through a Clip with no minimum ("" input).
+  const Model tri = masked_block([](Block& b, const std::string& x) {
+    const std::string r = positions(b, x);
+    const std::string rows = b.add("Unsqueeze", {b.add("Clip", {b.add("Add", {r, b.c(Tensor::scalar<int64_t>(1))}), "", b.c(Tensor::scalar<int64_t>(1000))}),
+                                                 b.c(ints({1}))});
+    const std::string keep = b.add("Less", {r, rows});
+    return b.add("Where", {keep, b.scalar(0.0f), b.scalar(-10000.0f)});
+  });
+  const optimize::ModelKind k = kind(tri);
+  CHECK(k.family == "decoder");
+  CHECK(k.reason.find("a mask computed from a triangle") != std::string::npos);
+  // T5's buckets: positions compared with a constant; a run-time bias, no triangle.
+  const Model buckets = masked_block([](Block& b, const std::string& x) {
+    const std::string r = positions(b, x);
+    const std::string distance = b.add("Sub", {b.add("Unsqueeze", {r, b.c(ints({0}))}), b.add("Unsqueeze", {r, b.c(ints({1}))})});
+    const std::string near = b.add("Less", {b.c(Tensor::scalar<int64_t>(2)), distance});
+    return b.add("Where", {near, b.scalar(0.5f), b.scalar(-0.5f)});
+  });
+  const optimize::ModelKind e = kind(buckets);
+  CAPTURE(e.reason);
+  CHECK(e.type == "bert");
+  CHECK(e.reason.find("with a run-time mask or bias") != std::string::npos);
+}
+
+TEST_CASE("passes branches: model type: heads split straight from the states (no projection) are self-attention") {
+  Block b;
+  const std::string x = b.input(f32("x", {"batch", "seq", kHidden}));
+  b.attend(b.heads(x), b.heads(x, {0, 2, 3, 1}), b.heads(x));
+  const optimize::ModelKind k = kind(b.model());
+  CHECK(k.type == "bert");
+  CHECK(k.reason == "bidirectional self-attention in 1 layer");
+}
+
+TEST_CASE("passes branches: model type: causal self-attention beside cross-attention is an encoder-decoder with a causal decoder") {
+  Block b;
+  const std::string x = b.input(f32("x", {1, 3, kHidden}));
+  const std::string enc = b.input(f32("enc", {1, "frames", kHidden}));
+  {  // causal self-attention: a 4 x 4 lower-triangular buffer sliced [0, 3) on both axes
+    std::vector<float> tril(16);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) tril[size_t(i * 4 + j)] = j <= i;
+    const std::string q = b.heads(b.proj(x, -0.2f)), kT = b.heads(b.proj(x, 0.2f), {0, 2, 3, 1}), v = b.heads(b.proj(x, -0.1f));
+    const std::string s = b.add("Div", {b.add("MatMul", {q, kT}), b.scalar(std::sqrt(float(kHead)))});
+    const std::string keep = b.add("Cast", {b.add("Slice", {b.c(Tensor::from_vector<float>({1, 1, 4, 4}, tril)), b.c(ints({0, 0})), b.c(ints({3, 3})), b.c(ints({2, 3}))})},
+                                   {attr("to", int64_t(DType::Bool))});
+    const std::string masked = b.add("Where", {keep, s, b.scalar(-1e9f)});
+    const std::string p = b.add("Softmax", {masked}, {attr("axis", int64_t(-1))}, 1, "/self/Softmax");
+    b.out(b.add("Reshape", {b.add("Transpose", {b.add("MatMul", {p, v})}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})}), b.c(ints({0, 0, kHidden}))}));
+  }
+  b.attend(b.heads(b.proj(x, -0.25f)), b.heads(b.proj(enc, 0.25f), {0, 2, 3, 1}), b.heads(b.proj(enc, -0.15f)), "/cross/Softmax");
+  const optimize::ModelKind k = kind(b.model());
+  CHECK(k.family == "encoder-decoder");
+  CHECK(k.type == "bart");
+  CHECK(k.reason.find("causal self-attention in 1 layer") != std::string::npos);
+}
