@@ -1169,3 +1169,38 @@ TEST_CASE("attention branches: a stacked past read by Gather on axis 1 is not OR
           return std::array{at(0), at(1)};
         })) == kStackedRefused);
 }
+
+// ---- attention branches: grouped-query attention ----
+namespace {
+
+// Llama's grouped-query attention: one key/value head of 8 after per-layer pasts (batch, 1, `past`,
+// 8) (read through an Identity when `computed_past`), repeated for Q's 2 heads.
+Model grouped(DimSpec past = "past_seq", bool computed_past = false, DimSpec batch = "batch") {
+  Layer l;
+  const std::string q = l.q();
+  std::string kv[2];
+  for (int i = 0; i < 2; ++i) {
+    std::string p = l.g.input(testing::f32(i ? "past_value" : "past_key", {batch, 1, past, kHead}));
+    if (computed_past) p = l.g.add("Identity", {p});
+    const std::string proj = l.g.add("Add", {l.g.add("MatMul", {"x", l.w(i ? -0.1f : 0.2f, kHead)}), l.g.c(ramp({kHead}, -0.1f, 0.01f))});
+    const std::string present = l.g.add("Concat", {p, l.split(proj, {0, 2, 1, 3}, l.g.c(ints({0, 0, 1, kHead})))}, {attr("axis", int64_t(2))});
+    l.g.out(present);
+    const std::string expanded = l.g.add("Expand", {l.g.add("Unsqueeze", {present, l.g.c(ints({2}))}), l.g.c(ints({1, 1, kHeads, 1, 1}))});
+    kv[i] = l.g.add("Reshape", {expanded, l.g.c(ints({0, kHeads, -1, kHead}))});
+  }
+  return with_x(l.attend(q, l.g.add("Transpose", {kv[0]}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), kv[1]), batch, "seq");
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: grouped-query keys after a past of fixed length are GroupQueryAttention (batch 1); after a computed past, MultiHeadAttention, explained") {
+  CHECK(count_ops(fused(grouped(4, false, 1), {}, "cpu"), "GroupQueryAttention") == 1);
+  const Model computed = grouped("past_seq", true);
+  CHECK(count_ops(fused(computed, {}, "cpu"), "MultiHeadAttention") == 1);
+  optimize::OptimizeOptions o;
+  o.only = {"attention"};
+  o.explain = true;
+  o.forms = "cpu";
+  CHECK(testing::not_fused_lines(optimize::optimize(computed, Registry::builtin(), o).explain) ==
+        "not fused: attention at '/attn/Attention': MultiHeadAttention over the repeated keys, not GroupQueryAttention: no per-layer past to append to\n");
+}
