@@ -445,3 +445,55 @@ TEST_CASE("shapes branches: dims named by exporters: a sum then a difference, nu
   CHECK(!dim_difference(Dim{-1, "a"}, Dim{}));
   CHECK(!linear_terms(Dim{}));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shape inference around operators ONNX has no schema for (shape_inference.cc).
+
+TEST_CASE("shapes branches: a schema-less operator over an untyped input is taken as float") {
+  const optimize::Inference inf =
+      infer_nodes({node("FastGelu", {"u"}, {"y"}, {}, "/FastGelu", ms)}, {untyped_info("u")}, {"y"}, {}, {{"", 17}, {ms, 1}});
+  REQUIRE(inf.types.count("y"));
+  CHECK(inf.types.at("y").dtype == DType::Float);
+}
+
+TEST_CASE("shapes branches: an earlier inference's shape of a custom output is used; without an element type it is not") {
+  // Mystery (a custom domain) writes m; Flatten(m) has a shape only if m's does.
+  const Model m = model(graph("g", {node("Mystery", {"x"}, {"m"}, {}, "/Mystery", "my.domain"), node("Flatten", {"m"}, {"f"}, {attr("axis", int64_t(1))})},
+                              {f32("x", {2, 3, 4})}, {untyped_info("f")}),
+                        {{"", 17}, {"my.domain", 1}});
+  optimize::Inference earlier;
+  earlier.types["m"] = ValueType::tensor(DType::Float, {Dim{2, ""}, Dim{3, ""}, Dim{4, ""}});
+  CHECK(dims_of(optimize::infer(m, &earlier), "f") == "2,12");
+  // No element type: m is taken as x's float, which the earlier shape does not say.
+  earlier.types["m"] = ValueType::tensor(DType::Undefined, {Dim{2, ""}, Dim{3, ""}, Dim{4, ""}});
+  CHECK(unknown(dims_of(optimize::infer(m, &earlier), "f")));
+}
+
+TEST_CASE("shapes branches: inference runs again while schema-less outputs gain shapes, up to 8 rounds") {
+  // FastGelu -> Flatten -> FastGelu -> Flatten ...: each round ONNX shapes one Flatten, whose
+  // FastGelu the propagation then shapes for the next round.
+  auto chain = [](int links) {
+    std::vector<Node> nodes;
+    std::string v = "x";
+    for (int i = 0; i < links; ++i) {
+      const std::string g = "g" + std::to_string(i), f = "f" + std::to_string(i);
+      nodes.push_back(node("FastGelu", {v}, {g}, {}, "/FastGelu" + std::to_string(i), ms));
+      nodes.push_back(node("Flatten", {g}, {f}, {attr("axis", int64_t(1))}, "/Flatten" + std::to_string(i)));
+      v = f;
+    }
+    return infer_nodes(nodes, {f32("x", {2, 3})}, {v}, {}, {{"", 17}, {ms, 1}});
+  };
+  CHECK(dims_of(chain(3), "f2") == "2,3");
+  const optimize::Inference long_chain = chain(10);
+  CHECK(dims_of(long_chain, "f5") == "2,3");
+  CHECK(unknown(dims_of(long_chain, "f9")));
+}
+
+TEST_CASE("shapes branches: an earlier inference that typed a schema-less output without a shape counts its shape as new") {
+  const Model m = model(graph("g", {node("FastGelu", {"x"}, {"y"}, {}, "/FastGelu", ms), node("Flatten", {"y"}, {"f"}, {attr("axis", int64_t(1))})},
+                              {f32("x", {2, 3, 4})}, {untyped_info("f")}),
+                        {{"", 17}, {ms, 1}});
+  optimize::Inference earlier;
+  earlier.types["y"] = ValueType::tensor_of_unknown_rank(DType::Float);
+  CHECK(dims_of(optimize::infer(m, &earlier), "f") == "2,12");
+}
