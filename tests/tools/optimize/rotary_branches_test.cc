@@ -612,11 +612,13 @@ TEST_CASE("rotary branches: cos/sin Unsqueezed on axis 0, by unknown axes, Cos n
     const std::string t = g.add("Squeeze", {g.c(Tensor::from_vector<float>({1, 1, 1, kRows, kHead}, table(true, kHead).to_vector<float>())), g.c(ints({3, 0}))});
     refused_only(plain(g, gathered_from(g, t), gathered_from(g, g.c(table(false, kHead)))), "does not squeeze leading unit dims of the cos/sin table");
   }
-  {  // Slice(table, starts_in, ...)
+  for (int fed = 0; fed < 3; ++fed) {  // Slice(table, ...) with fed starts, axes or steps
+    CAPTURE(fed);
     G g;
-    Model m = plain(g, gathered_from(g, g.add("Slice", {g.c(table(true, kHead)), "starts_in", g.c(ints({kRows})), g.c(ints({0}))})),
-                    gathered_from(g, g.c(table(false, kHead))));
-    m.graph.inputs.push_back(tensor_info("starts_in", DType::Int64, {1}));
+    std::vector<std::string> in = {g.c(table(true, kHead)), g.c(ints({0})), g.c(ints({kRows})), g.c(ints({0})), g.c(ints({1}))};
+    in[size_t(fed == 0 ? 1 : fed == 1 ? 3 : 4)] = "v_in";
+    Model m = plain(g, gathered_from(g, g.add("Slice", in)), gathered_from(g, g.c(table(false, kHead))));
+    m.graph.inputs.push_back(tensor_info("v_in", DType::Int64, {1}));
     refused_only(m, "does not slice the cos/sin table's rows from 0");
   }
 }
@@ -1089,5 +1091,17 @@ TEST_CASE("rotary branches: neighbours of a Split in three, of pairs fed whole, 
     Model m = neighbours_of(g, element(g, pairs, 0), element(g, pairs, 1));
     m.graph.inputs[0] = testing::f32("q", {"batch", kHeads, "seq", "head"});
     refused_only(m, "is not a Reshape of a 4-D value with a known head size into pairs");
+  }
+}
+
+TEST_CASE("rotary branches: Cos of a fed or a product argument, not Concat(f, f), stays, explained") {
+  for (const bool fed : {true, false}) {
+    CAPTURE(fed);
+    G g;
+    // f (B, S, 8): fed, or p[..., None] * inv_freq of 8 values
+    const std::string f = fed ? std::string("f_in") : g.add("Mul", {g.unsqueeze(p_float(g), {-1}), g.c(Tensor::from_vector<float>({kHead}, testing::rope_inv_freq(2 * kHead)))});
+    Model m = plain(g, g.unsqueeze(g.add("Cos", {f}), {1}), g.unsqueeze(g.add("Sin", {f}), {1}));
+    m.graph.inputs.push_back(testing::f32("f_in", {"batch", "seq", kHead}));
+    check_refused(m, "is not Concat(f, f) on the last axis");
   }
 }
