@@ -233,6 +233,16 @@ TEST_CASE("passes branches: standard-ops converts a (B, S, T) key padding mask, 
   CHECK(count_ops(p, "Split") == 1);
 }
 
+TEST_CASE("passes branches: standard-ops writes a causal MultiHeadAttention over keys of another length with an explicit mask, not is_causal") {
+  const Model m = ms_graph({ms_node("MultiHeadAttention", {"q", "k", "v"}, {"y"}, {attr("num_heads", int64_t(2)), attr("unidirectional", int64_t(1))})},
+                           {f32("q", {2, 3, 8}), f32("k", {2, 5, 8}), f32("v", {2, 5, 8})}, {f32("y", {2, 3, 8})});
+  const Model out = standard_equal(m);
+  REQUIRE(count_ops(out, "Attention") == 1);
+  for (const Node& n : out.graph.nodes)
+    if (n.op_type == "Attention") CHECK(n.find_attribute("is_causal") == nullptr);
+  CHECK(count_ops(out, "Range") == 2);
+}
+
 TEST_CASE("passes branches: standard-ops keeps com.microsoft imported when a node of it is refused") {
   const Model m = ms_graph({ms_node("BiasAdd", {"x", "b", "s"}, {"y"}), ms_node("FastGelu", {"y"}, {"z"})}, {f32("x", {1, 3, 8}), f32("s", {1, 3, 8})}, {f32("z", {1, 3, 8})},
                            {{"b", testing::ramp({8}, 0, 0.1f)}});

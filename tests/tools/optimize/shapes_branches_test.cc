@@ -165,6 +165,7 @@ TEST_CASE("shapes branches: a node without outputs, or with its output unnamed, 
       node("FastGelu", {"x"}, {}, {}, "/FastGelu", ms),
       node("FastGelu", {"x"}, {""}, {}, "/FastGelu1", ms),
       node("GroupQueryAttention", {"q"}, {""}, {attr("num_heads", int64_t(4)), attr("kv_num_heads", int64_t(2))}, "/GQA", ms),
+      node("GroupQueryAttention", {"q"}, {}, {attr("num_heads", int64_t(4)), attr("kv_num_heads", int64_t(2))}, "/GQA2", ms),
       node("Relu", {"x"}, {}),
       // A standard operator's domain spelled "ai.onnx": seq + seq as with "".
       node("Shape", {"q"}, {"shape"}),
