@@ -229,3 +229,49 @@ TEST_CASE("qkv branches: a packed product split on axis 2 (not -1) with an empty
   CHECK(count_ops(cpu, "MatMul") == 3);
   CHECK(count_ops(cpu, "Split") == 0);
 }
+
+TEST_CASE("qkv branches: a Slice of GPT-NeoX's view without axes (its first axis) is not a part; the view of a 4-D value or of an unknown width stays") {
+  CHECK(slices_left(neox([](G& g, const std::string& v) { return std::vector<std::string>{g.add("Slice", {v, g.c(ints({0})), g.c(ints({1}))})}; })) == 1);
+  // timm's view (B, S, 3, N, h) of a (B, S, 3, 16) input, or of a (B, S, width) one
+  const auto viewed = [](ValueInfo in) {
+    G g;
+    const std::string p = g.input(std::move(in));
+    const std::string t = g.add("Transpose", {g.add("Reshape", {p, g.c(ints({0, 0, 3, kHeads, kHead}))})}, {attr("perm", std::vector<int64_t>{2, 0, 3, 1, 4})});
+    g.out(g.add("Gather", {t, g.c(Tensor::scalar<int64_t>(0))}, {attr("axis", int64_t(0))}));
+    return g.model();
+  };
+  CHECK(cut_parts(viewed(f32("p4", {"batch", "seq", 3, kHidden}))) == 0);
+  CHECK(count_ops(testing::optimized(viewed(f32("pw", {"batch", "seq", "width"})), {"split-qkv"}, "", "all",
+                                     {{"pw", Tensor::from_vector<float>({3, 3, 48}, std::vector<float>(9 * 48, 0.5f))}}),
+                  "Slice") == 0);
+}
+
+TEST_CASE("qkv branches: timm's unbind of a transposed value that is not the view (an Identity between) stays; split in sizes fed at run time, it is cut") {
+  {
+    G g;
+    const std::string view = g.add("Reshape", {g.product(), g.c(ints({0, 0, 3, kHeads, kHead}))});
+    const std::string t = g.add("Transpose", {g.add("Identity", {view})}, {attr("perm", std::vector<int64_t>{2, 0, 3, 1, 4})});
+    g.out(g.add("Gather", {t, g.c(Tensor::scalar<int64_t>(2))}, {attr("axis", int64_t(0))}));
+    CHECK(cut_parts(g.model()) == 0);
+  }
+  G g;
+  const std::string t = g.add("Transpose", {g.add("Reshape", {g.product(), g.c(ints({0, 0, 3, kHeads, kHead}))})}, {attr("perm", std::vector<int64_t>{2, 0, 3, 1, 4})});
+  const std::string s = g.add("Split", {t, g.input(tensor_info("sizes", DType::Int64, {3}))}, {attr("axis", int64_t(0))}, 3);
+  for (const std::string& part : {s, s + "_1", s + "_2"}) g.out(g.add("Squeeze", {part, g.c(ints({0}))}));
+  // each part squeezed on axis 0 holds one of the three: the sizes can only be 1, 1, 1
+  const Model out = testing::optimized(g.model(), {"split-qkv"}, "", "all", {{"sizes", ints({1, 1, 1})}});
+  CHECK(count_ops(out, "Split") + count_ops(out, "Squeeze") == 0);
+  CHECK(count_ops(out, "Slice") == 3);
+}
+
+TEST_CASE("qkv branches: an unnamed Gather's part is named after its output") {
+  G g;
+  const std::string view = g.add("Reshape", {g.product(), g.c(ints({0, 0, 3, kHeads, kHead}))});
+  const std::string t = g.add("Transpose", {view}, {attr("perm", std::vector<int64_t>{2, 0, 3, 1, 4})});
+  const std::string part = g.add("Gather", {t, g.c(Tensor::scalar<int64_t>(1))}, {attr("axis", int64_t(0))}, 1, "-");
+  g.out(part);
+  const Model out = testing::optimized(g.model(), {"split-qkv"});
+  REQUIRE(count_ops(out, "Slice") == 1);
+  const auto it = std::find_if(out.graph.nodes.begin(), out.graph.nodes.end(), [](const Node& n) { return n.op_type == "Slice"; });
+  CHECK(it->name == part + "/Slice");
+}
