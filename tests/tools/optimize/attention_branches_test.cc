@@ -1204,3 +1204,43 @@ TEST_CASE("attention branches: grouped-query keys after a past of fixed length a
   CHECK(testing::not_fused_lines(optimize::optimize(computed, Registry::builtin(), o).explain) ==
         "not fused: attention at '/attn/Attention': MultiHeadAttention over the repeated keys, not GroupQueryAttention: no per-layer past to append to\n");
 }
+
+namespace {
+
+// Meta's llama: keys and values after per-layer pasts (batch, 1, P, 8), repeated for Q's 2 heads
+// in (B, T, N, h) between transposes of the cache: Transpose(Reshape(Expand(Unsqueeze(
+// Transpose(kv, 0 2 1 3), `axis`)), (B, T, 2, 8)), 0 2 1 3) (0 2 3 1 for K^T); with
+// `v_in_heads`, V repeated in (B, N, T, h) as grouped() does.
+Model llama(int64_t axis, bool v_in_heads = false) {
+  Layer l;
+  const std::string q = l.q();
+  std::string kv[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string past = l.g.input(testing::f32(i ? "past_value" : "past_key", {"batch", 1, "past_seq", kHead}));
+    const std::string proj = l.g.add("Add", {l.g.add("MatMul", {"x", l.w(i ? -0.1f : 0.2f, kHead)}), l.g.c(ramp({kHead}, -0.1f, 0.01f))});
+    const std::string present = l.g.add("Concat", {past, l.split(proj, {0, 2, 1, 3}, l.g.c(ints({0, 0, 1, kHead})))}, {attr("axis", int64_t(2))});
+    l.g.out(present);
+    if (i == 1 && v_in_heads) {
+      const std::string expanded = l.g.add("Expand", {l.g.add("Unsqueeze", {present, l.g.c(ints({2}))}), l.g.c(ints({1, 1, kHeads, 1, 1}))});
+      kv[i] = l.g.add("Reshape", {expanded, l.g.c(ints({0, kHeads, -1, kHead}))});
+      continue;
+    }
+    const std::string back = l.g.add("Transpose", {present}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+    const std::string expanded = l.g.add("Expand", {l.g.add("Unsqueeze", {back, l.g.c(ints({axis}))}), l.g.c(ints({1, 1, 1, kHeads, 1}))});
+    const std::string repeated = l.g.add("Reshape", {expanded, l.g.c(ints({0, 0, kHeads, kHead}))});
+    kv[i] = l.g.add("Transpose", {repeated}, {attr("perm", i ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{0, 2, 3, 1})});
+  }
+  return l.attend(q, kv[0], kv[1]);
+}
+
+}  // namespace
+
+TEST_CASE("attention branches: llama's repeat between cache transposes, unsqueezed at -2 or 3, is MultiHeadAttention; V repeated in heads instead is refused") {
+  for (const int64_t axis : {3, -2}) {
+    CAPTURE(axis);
+    const Model out = fused(llama(axis));
+    CHECK(count_ops(out, "MultiHeadAttention") == 1);
+    CHECK(count_ops(out, "Softmax") == 0);
+  }
+  CHECK(explained(llama(3, true)) == kAtSm + "K and V differ in past or repeats\n");
+}
