@@ -1244,3 +1244,26 @@ TEST_CASE("attention branches: llama's repeat between cache transposes, unsqueez
   }
   CHECK(explained(llama(3, true)) == kAtSm + "K and V differ in past or repeats\n");
 }
+
+TEST_CASE("attention branches: keys and values given in heads after a past are refused, named") {
+  Layer l;
+  const std::string q = l.q();
+  const auto after = [&](const std::string& past, const std::string& given) {
+    return l.g.add("Concat", {l.g.input(testing::f32(past, {"batch", kHeads, "past_seq", kHead})), l.g.input(testing::f32(given, {"batch", kHeads, "seq", kHead}))},
+                   {attr("axis", int64_t(2))});
+  };
+  const std::string K = after("past_key", "k"), V = after("past_value", "v");
+  const Model m = l.attend(q, l.g.add("Transpose", {K}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), V);
+  CHECK(explained(m) == kAtSm + "K and V are not both given in heads (B, N, T, h) with no past, repeat or rotation\n");
+}
+
+TEST_CASE("attention branches: a decoder's first step outputting its keys in heads but not its values is refused, the keys' heads named") {
+  // K = Transpose(view(k), 0 2 1 3) a graph output (a present), K^T its Transpose 0 1 3 2; V's heads not an output
+  Layer l;
+  const std::string q = l.q();
+  const std::string K = l.split(l.proj(0.2f), {0, 2, 1, 3}, "", "/k/Transpose");
+  l.g.out(K);
+  const Model m = l.attend(q, l.g.add("Transpose", {K}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), l.v());
+  CHECK(explained(m) == kAtSm + "an intermediate is read elsewhere: '" + K + "' is a graph output\n");
+  CHECK(count_ops(fused(m), "Softmax") == 1);
+}
