@@ -1267,3 +1267,35 @@ TEST_CASE("attention branches: a decoder's first step outputting its keys in hea
   CHECK(explained(m) == kAtSm + "an intermediate is read elsewhere: '" + K + "' is a graph output\n");
   CHECK(count_ops(fused(m), "Softmax") == 1);
 }
+
+TEST_CASE("attention branches: GroupQueryAttention at a fixed batch of 2 over several tokens warns of ORT's batch-1 limit") {
+  optimize::OptimizeOptions o;
+  o.only = {"attention"};
+  o.forms = "cpu";
+  const optimize::OptimizeResult r = optimize::optimize(grouped("past_seq", false, 2), Registry::builtin(), o);
+  CHECK(count_ops(r.model, "GroupQueryAttention") == 1);
+  REQUIRE(r.notes.size() == 1);
+  CHECK(r.notes[0].find("batch 1 only") != std::string::npos);
+}
+
+TEST_CASE("attention branches: a (1, 1, 1, T) bias on grouped-query scores is GroupQueryAttention's attention_bias, expanded to the query rows") {
+  // batch 1, 3 new tokens after a past of 4: T = 7
+  Model m = grouped(4, false, 1);
+  m.graph.inputs[0] = testing::f32("x", {1, 3, kHidden});
+  Node& sm = *std::find_if(m.graph.nodes.begin(), m.graph.nodes.end(), [](const Node& n) { return n.op_type == "Softmax"; });
+  const std::string scores = sm.inputs[0];
+  sm.inputs[0] = "biased_scores";
+  m.graph.nodes.insert(std::find_if(m.graph.nodes.begin(), m.graph.nodes.end(), [](const Node& n) { return n.op_type == "Softmax"; }),
+                       node("Add", {scores, "bias"}, {"biased_scores"}, {}, "/attn/Bias"));
+  m.graph.inputs.push_back(testing::f32("bias", {1, 1, 1, 7}));
+  const Model out = fused(m, {}, "cpu");
+  REQUIRE(count_ops(out, "GroupQueryAttention") == 1);
+  const Node& gqa = attention_node(out);
+  REQUIRE(gqa.inputs.size() == 11);
+  // attention_bias: Expand(bias, (1, 1, S, 1)), a row per query (the other Expand is seqlens_k's; the repeats go)
+  const auto rows = std::find_if(out.graph.nodes.begin(), out.graph.nodes.end(), [&](const Node& n) { return n.outputs[0] == gqa.inputs[10]; });
+  REQUIRE(rows != out.graph.nodes.end());
+  CHECK(rows->op_type == "Expand");
+  CHECK(rows->inputs[0] == "bias");
+  CHECK(count_ops(out, "Expand") == 2);
+}
