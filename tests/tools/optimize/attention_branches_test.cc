@@ -1299,3 +1299,39 @@ TEST_CASE("attention branches: a (1, 1, 1, T) bias on grouped-query scores is Gr
   CHECK(rows->inputs[0] == "bias");
   CHECK(count_ops(out, "Expand") == 2);
 }
+
+TEST_CASE("attention branches: a Where on a mask that hides nothing (mask == 5), or a second padding Where, is a run-time mask of the wrong shape, refused") {
+  const auto refused = [](const std::string& where) {
+    return kAtSm + "the mask of '" + where + "' is not causal (key j <= query i + past) and its shape is not (.., 1, S, T) with S = seq, T = seq\n";
+  };
+  const auto layer = [](bool two) {
+    Layer l;
+    const std::string q = l.q(), kT = l.kT(), v = l.v();
+    l.g.input(tensor_info("mask", DType::Int64, {"batch", "seq"}));
+    return l.attend(q, kT, v, [&](std::string s) {
+      const std::string m4 = l.g.add("Unsqueeze", {"mask", l.g.c(ints({1, 2}))});
+      const std::string fill = l.g.c(Tensor::scalar<float>(-1e9f));
+      // masked_fill(mask == 0, -1e9): a padding mask
+      if (two) s = l.g.add("Where", {l.g.add("Equal", {m4, l.g.c(Tensor::scalar<int64_t>(0))}), fill, s}, {}, 1, "/attn/Mask1");
+      // mask == 5: false for 0 and 1 alike
+      const std::string cond = two ? l.g.add("Cast", {m4}, {attr("to", int64_t(DType::Bool))}) : l.g.add("Equal", {m4, l.g.c(Tensor::scalar<int64_t>(5))});
+      return l.g.add("Where", {cond, fill, s}, {}, 1, "/attn/Mask2");
+    });
+  };
+  CHECK(explained(layer(false)) == refused("/attn/Mask2"));
+  // read from the Softmax, the outer Where is the padding and the inner one the second
+  CHECK(explained(layer(true)) == refused("/attn/Mask1"));
+}
+
+TEST_CASE("attention branches: Add(bias * 0.5, scores) with the scaled (1, S, T) bias first reads the scores from its second operand") {
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  const std::string b = l.g.input(testing::f32("bias", {1, 3, 3}));
+  const Model m = with_x(l.attend(q, kT, v, [&](const std::string& s) {
+    return l.g.add("Add", {l.g.add("Mul", {b, l.g.c(Tensor::scalar<float>(0.5f))}), s});
+  }), 1, 3);
+  const Model out = fused(m);
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(count_ops(out, "Mul") == 1);  // the bias's scale stays, its result the fused node's bias
+  CHECK(count_ops(out, "Unsqueeze") == 1);
+}
