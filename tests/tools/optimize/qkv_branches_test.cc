@@ -275,3 +275,21 @@ TEST_CASE("qkv branches: an unnamed Gather's part is named after its output") {
   const auto it = std::find_if(out.graph.nodes.begin(), out.graph.nodes.end(), [](const Node& n) { return n.op_type == "Slice"; });
   CHECK(it->name == part + "/Slice");
 }
+
+TEST_CASE("qkv branches: GPT-NeoX's view of a product that is not x W + b with W (16, 48) and b (48), or a view changing the batch, stays") {
+  const auto q_of = [](const std::function<std::string(G&)>& p) {
+    return slices_left(neox([](G& g, const std::string& v) { return std::vector<std::string>{slice(g, v, 0, kHead)}; }, 17, p));
+  };
+  // y + b with y an input: no product to split
+  CHECK(q_of([](G& g) { return g.add("Add", {g.input(f32("y", {"batch", "seq", 3 * kHidden})), g.c(ramp({3 * kHidden}, -0.3f, 0.03f))}); }) == 1);
+  // W (1, 16, 48); b (1, 48)
+  CHECK(q_of([](G& g) { return g.add("MatMul", {g.x, g.c(ramp({1, kHidden, 3 * kHidden}, -0.4f, 0.035f))}); }) == 1);
+  CHECK(q_of([](G& g) { return g.add("Add", {g.product(3 * kHidden, false), g.c(ramp({1, 3 * kHidden}, -0.3f, 0.03f))}); }) == 1);
+  // x W + b as it should be: split off
+  CHECK(q_of([](G& g) { return g.product(); }) == 0);
+  // viewed (1, -1, 2, 24): every batch row's tokens in one
+  G g;
+  const std::string v = g.add("Reshape", {g.product(), g.c(ints({1, -1, kHeads, 3 * kHead}))});
+  g.out(slice(g, v, 0, kHead));
+  CHECK(slices_left(g.model()) == 1);
+}
