@@ -1335,3 +1335,24 @@ TEST_CASE("attention branches: Add(bias * 0.5, scores) with the scaled (1, S, T)
   CHECK(count_ops(out, "Mul") == 1);  // the bias's scale stays, its result the fused node's bias
   CHECK(count_ops(out, "Unsqueeze") == 1);
 }
+
+TEST_CASE("attention branches: pasts gathered at a run-time index, or squeezed from inputs, are not ORT's stack, refused") {
+  using Pasts = std::function<std::array<std::string, 2>(Layer&)>;
+  const std::vector<std::pair<const char*, Pasts>> forms = {
+      {"a run-time index", [](Layer& l) {
+         const std::string i = l.g.input(tensor_info("i", DType::Int64, {}));
+         const auto at = [&](const std::string& idx) { return l.g.add("Gather", {"past", idx}, {attr("axis", int64_t(0))}); };
+         return std::array{at(i), at(l.g.c(Tensor::scalar<int64_t>(1)))};
+       }},
+      {"Squeeze of inputs", [](Layer& l) {
+         const auto squeezed = [&](const char* name) {
+           return l.g.add("Squeeze", {l.g.input(testing::f32(name, {1, "batch", kHeads, "past_seq", kHead})), l.g.c(ints({0}))});
+         };
+         return std::array{squeezed("past_k1"), squeezed("past_v1")};
+       }},
+  };
+  for (const auto& [what, pasts] : forms) {
+    CAPTURE(what);
+    CHECK(explained(stacked_gpt2({2, "batch", kHeads, "past_seq", kHead}, pasts)) == kStackedRefused);
+  }
+}
