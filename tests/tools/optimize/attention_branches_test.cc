@@ -548,14 +548,17 @@ struct Layer {
 
 std::string explained(const Model& m) { return testing::refusals(m, {"attention"}); }
 
+Model with_x(Model m, DimSpec b, DimSpec s, int64_t d = kHidden);
+
 }  // namespace
 
 TEST_CASE("attention branches: keys, queries and values not split into heads the way their role needs are refused, named") {
-  {  // K^T given as an input: not a head split (keys are never taken as given K^T)
+  {  // K^T (B, 2, 8, 3) given as an input: not a head split (keys are never taken as given K^T,
+     // which would read as 2 heads of 3)
     Layer l;
-    const std::string kT = l.g.input(testing::f32("kT", {"batch", kHeads, kHead, "seq"}));
+    const std::string kT = l.g.input(testing::f32("kT", {"batch", kHeads, kHead, 3}));
     const std::string q = l.q(), v = l.v();
-    CHECK(explained(l.attend(q, kT, v)) == kAtSm + "'kT' is not the Transpose of a head split\n");
+    CHECK(explained(with_x(l.attend(q, kT, v), "batch", 3)) == kAtSm + "'kT' is not the Transpose of a head split\n");
   }
   {  // V scaled between its head split and the transpose: a scale of V would scale the context
     Layer l;
@@ -851,7 +854,7 @@ TEST_CASE("attention branches: a present that is not Concat(Unsqueeze(K, 0), Uns
 // ---- attention branches: constant causal look-alikes on fixed S = T = 3 ----
 namespace {
 
-Model with_x(Model m, DimSpec b, DimSpec s, int64_t d = kHidden) {
+Model with_x(Model m, DimSpec b, DimSpec s, int64_t d) {
   m.graph.inputs[0] = testing::f32("x", {b, s, d});
   return m;
 }
