@@ -1359,3 +1359,11 @@ TEST_CASE("attention branches: pasts gathered at a run-time index, or squeezed f
     CHECK(explained(stacked_gpt2({2, "batch", kHeads, "past_seq", kHead}, pasts)) == kStackedRefused);
   }
 }
+
+TEST_CASE("attention branches: probabilities read only by a Shape (their size, no product with V) are refused, explained") {
+  Layer l;
+  const std::string q = l.q(), kT = l.kT();
+  const std::string s = l.g.add("Div", {l.g.add("MatMul", {q, kT}), l.g.c(Tensor::scalar<float>(std::sqrt(float(kHead))))});
+  l.g.out(l.g.add("Shape", {l.g.add("Softmax", {s}, {attr("axis", int64_t(-1))}, 1, "/attn/Softmax")}));
+  CHECK(explained(l.g.model()) == kAtSm + "the probabilities are not only multiplied by V\n");
+}
