@@ -1355,7 +1355,8 @@ TEST_CASE("attention branches: pasts gathered at a run-time index, or squeezed f
        }},
   };
   for (const auto& [what, pasts] : forms) {
-    CAPTURE(what);
+    const std::string form = what;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(form);
     CHECK(explained(stacked_gpt2({2, "batch", kHeads, "past_seq", kHead}, pasts)) == kStackedRefused);
   }
 }

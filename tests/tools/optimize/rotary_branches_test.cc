@@ -1061,7 +1061,8 @@ TEST_CASE("rotary branches: neighbours of a Constant, of pairs fed, of pairs not
                                                                    {"fed", "the products do not read the two elements of one pairs value"},
                                                                    {"2x2", "does not cut the last axis of 8 into 4 pairs (.., 4, 2)"}};
   for (const auto& [form, reason] : forms) {
-    CAPTURE(form);
+    const std::string which = form;  // a copy: clang 14 cannot capture a structured binding
+    CAPTURE(which);
     G g;
     const std::string shape = form == "4-D" ? g.c(ints({0, 0, kHalf, 2})) : form == "fed" ? std::string("shape_in") : g.c(ints({0, 0, -1, 2, 2}));
     const std::string pairs = g.add("Reshape", {"q", shape}, {}, 1, "/pairs");
