@@ -887,6 +887,15 @@ TEST_CASE("rotary branches: neighbours cut by a Slice with empty steps fuse; oth
   }
 }
 
+TEST_CASE("rotary branches: neighbours cut by Slices counted from the end or open-ended, pairs[..., -2:-1] and pairs[..., 1:], fuse") {
+  G g;
+  const std::string pairs = pairs_of(g);
+  const int64_t open = std::numeric_limits<int64_t>::max();
+  const std::string a = g.add("Squeeze", {g.add("Slice", {pairs, g.c(ints({-2})), g.c(ints({-1})), g.c(ints({-1}))}), g.c(ints({-1}))});
+  const std::string b = g.add("Squeeze", {g.add("Slice", {pairs, g.c(ints({1})), g.c(ints({open})), g.c(ints({-1}))}), g.c(ints({-1}))});
+  check_fused(neighbours_of(g, a, b), 1);
+}
+
 TEST_CASE("rotary branches: neighbours read twice, of pairs not from a Reshape, stacked by fed axes stay, explained") {
   {  // (pairs[..., 0], pairs[..., 0])
     G g;

@@ -56,9 +56,15 @@ std::optional<PairPart> pair_part(const GraphIndex& g, const std::string& v) {
   if (p->op_type == "Slice" && p->inputs.size() >= 4) {
     const auto starts = g.ints(p->inputs[1]), ends = g.ints(p->inputs[2]), slice_axes = g.ints(p->inputs[3]);
     const auto steps = p->inputs.size() > 4 && !p->inputs[4].empty() ? g.ints(p->inputs[4]) : std::optional(std::vector<int64_t>{1});
-    if (starts && ends && slice_axes && steps && starts->size() == 1 && slice_axes->size() == 1 && last_axis((*slice_axes)[0], pd->size()) &&
-        *steps == std::vector<int64_t>{1} && ((*starts)[0] == 0 || (*starts)[0] == 1) && (*ends)[0] == (*starts)[0] + 1)
-      return PairPart{p->inputs[0], (*starts)[0]};
+    // One element of the pair axis (size 2), however the bounds are written: [1:2], [-1:], [1:] ...
+    const bool pair_axis = !pd->empty() && pd->back().fixed() && pd->back().value == 2;
+    const auto bound = [](int64_t v) { return std::clamp(v < 0 ? v + 2 : v, int64_t(0), int64_t(2)); };
+    if (starts && ends && slice_axes && steps && starts->size() == 1 && ends->size() == 1 && slice_axes->size() == 1 &&
+        last_axis((*slice_axes)[0], pd->size()) && *steps == std::vector<int64_t>{1}) {
+      const int64_t s0 = (*starts)[0], e0 = (*ends)[0];
+      if ((s0 == 0 || s0 == 1) && e0 == s0 + 1) return PairPart{p->inputs[0], s0};
+      if (pair_axis && bound(e0) == bound(s0) + 1) return PairPart{p->inputs[0], bound(s0)};
+    }
   }
   return std::nullopt;
 }
