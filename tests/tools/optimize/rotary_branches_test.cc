@@ -428,11 +428,6 @@ TEST_CASE("rotary branches: tables sliced with step 2 or on columns, squeezed wi
     const std::string ct = g.add("Slice", {g.c(testing::rope_table(true, kRows, 2 * kHead, kHead)), g.c(ints({0})), g.c(ints({kHead})), g.c(ints({1}))});
     check_refused(plain(g, gathered_from(g, ct), gathered_from(g, g.c(table(false, kHead)))), "does not slice the cos/sin table's rows from 0");
   }
-  {  // Squeeze of a (1, 1, 32, 8) table without axes
-    G g;
-    const std::string ct = g.add("Squeeze", {g.c(Tensor::from_vector<float>({1, 1, kRows, kHead}, table(true, kHead).to_vector<float>()))});
-    check_refused(plain(g, gathered_from(g, ct), gathered_from(g, g.c(table(false, kHead)))), "does not squeeze leading unit dims of the cos/sin table");
-  }
   {  // a sin table whose halves differ
     G g;
     std::vector<float> v = table(false, kHead).to_vector<float>();
@@ -885,6 +880,12 @@ TEST_CASE("rotary branches: neighbours cut by a Slice with empty steps fuse; oth
     const std::string part = g.add("Split", {pairs, g.c(ints({2, 2}))}, {attr("axis", int64_t(3))}, 2);
     refused_only(neighbours_of(g, g.add("Squeeze", {part, g.c(ints({-1}))}), element(g, pairs, 1)), not_pairs);
   }
+}
+
+TEST_CASE("rotary branches: a (1, 1, max_pos, h) table squeezed without axes (every unit dim: the leading ones) fuses") {
+  G g;
+  const std::string ct = g.add("Squeeze", {g.c(Tensor::from_vector<float>({1, 1, kRows, kHead}, table(true, kHead).to_vector<float>()))});
+  check_fused(plain(g, gathered_from(g, ct), gathered_from(g, g.c(table(false, kHead)))), 0);
 }
 
 TEST_CASE("rotary branches: neighbours cut by Slices counted from the end or open-ended, pairs[..., -2:-1] and pairs[..., 1:], fuse") {

@@ -107,6 +107,15 @@ std::string trace_table(const GraphIndex& g, std::string v, std::string& why) {
     const Node& n = **it;
     if (n.op_type == "Squeeze") {
       auto axes = axes_of(n, g);
+      if (axes && axes->empty()) {  // no axes: every unit dim, which must be leading ones only
+        const std::vector<Dim>* d = g.dims(n.inputs[0]);
+        axes.reset();
+        if (d && int64_t(d->size()) == rank && std::all_of(d->begin(), d->end(), [](const Dim& x) { return x.fixed(); })) {
+          axes.emplace();
+          for (int64_t a = 0; a < rank; ++a)
+            if ((*d)[size_t(a)].value == 1) axes->push_back(a);
+        }
+      }
       bool leading = axes && !axes->empty();
       for (int64_t& a : axes.value_or(std::vector<int64_t>{})) leading = leading && (a < 0 ? a + rank : a) < rank - 2;
       if (!leading) {
