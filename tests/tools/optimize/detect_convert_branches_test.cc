@@ -16,6 +16,7 @@ using namespace refeval::build;
 using refeval::testing::f32;
 using refeval::testing::ramp;
 using refeval::testing::converted;
+using refeval::testing::to_standard;
 
 namespace {
 
@@ -137,11 +138,6 @@ TEST_CASE("model type: --model-type fits its own family, an encoder-decoder's en
 // ---------------------------------------------------------------------------------------------
 // convert_opset
 
-namespace {
-
-
-}  // namespace
-
 TEST_CASE("convert_opset: inference BatchNormalization, RoiAlign's old coordinates, GridSample's renamed modes") {
   // BatchNormalization-9 with one output (model.eval()), raised across 14: unchanged.
   const Model bn = model(graph("bn", {node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, {}, "bn")}, {f32("x", {1, 2, 3})}, {f32("y", {1, 2, 3})},
@@ -203,15 +199,6 @@ TEST_CASE("convert_opset: an empty axes list, a list of graphs, and the opsets i
 // --target onnx (passes/standard_ops.cc): forms the standard-ops tests do not write
 
 namespace {
-
-// The standard-ops pass alone on `m`; returns the model and the first refusal ("" if none).
-std::pair<Model, std::string> to_standard(const Model& m) {
-  const optimize::Inference inference = optimize::infer(m);
-  optimize::PassContext ctx{Registry::builtin(), &inference, nullptr};
-  Model out = m;
-  optimize::to_standard_ops_pass().run(out, ctx);
-  return {out, ctx.unconverted.empty() ? "" : ctx.unconverted.front().second};
-}
 
 // Rewritten without a refusal and equivalent to the original (float16 rounds: 1e-3).
 Model standard(const Model& m, double atol = 1e-5) {

@@ -11,6 +11,7 @@
 #include "optimizer.h"
 #include "refeval/builder.h"
 #include "refeval/evaluator.h"
+#include "shape_inference.h"
 #include "test_util.h"
 #include "verify.h"
 
@@ -83,6 +84,16 @@ inline std::string refusals(const Model& m, std::set<std::string> passes) {
   o.only = std::move(passes);
   o.explain = true;
   return not_fused_lines(optimize::optimize(m, Registry::builtin(), o).explain);
+}
+
+// The standard-ops pass alone on `m` (--target onnx's rewrite of com.microsoft operators): the
+// rewritten model and the first refusal ("" when none).
+inline std::pair<Model, std::string> to_standard(const Model& m) {
+  const optimize::Inference inference = optimize::infer(m);
+  optimize::PassContext ctx{Registry::builtin(), &inference, nullptr};
+  Model out = m;
+  optimize::to_standard_ops_pass().run(out, ctx);
+  return {out, ctx.unconverted.empty() ? "" : ctx.unconverted.front().second};
 }
 
 // Integers as a 1-D int64 tensor: a Slice's starts, a Reshape's shape.

@@ -18,6 +18,7 @@ using refeval::testing::count_ops;
 using refeval::testing::f32;
 using refeval::testing::ints;
 using refeval::testing::optimized;
+using refeval::testing::to_standard;
 
 namespace {
 
@@ -128,15 +129,6 @@ Model ms_graph(std::vector<Node> nodes, std::vector<ValueInfo> inputs, std::vect
 
 Node ms_node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out, std::vector<Attribute> attrs = {}) {
   return node(op, std::move(in), std::move(out), std::move(attrs), op, "com.microsoft");
-}
-
-// The pass run on `m`: the rewritten model and the first refusal ("" when none).
-std::pair<Model, std::string> to_standard(const Model& m) {
-  const optimize::Inference inference = optimize::infer(m);
-  optimize::PassContext ctx{Registry::builtin(), &inference, nullptr};
-  Model out = m;
-  optimize::to_standard_ops_pass().run(out, ctx);
-  return {out, ctx.unconverted.empty() ? "" : ctx.unconverted.front().second};
 }
 
 // The rewritten model, checked free of com.microsoft operators and equal to `m` on ramp inputs.
