@@ -34,7 +34,8 @@ class Pow : public OpRun {
   Values run(const Values& in, RunContext&) override {
     const Tensor& x = input_tensor(in, 0);
     const Tensor y = legacy_.align(x, input_tensor(in, 1));
-    if (auto small = simple_exponent(y); small && (x.dtype() == DType::Float || x.dtype() == DType::Double))
+    // (not when a (1,) exponent raises a scalar x: the result is (1,) then, not x's shape)
+    if (auto small = simple_exponent(y); small && y.rank() <= x.rank() && (x.dtype() == DType::Float || x.dtype() == DType::Double))
       return {visit<TypeList<float, double>>(x.dtype(), [&]<class T>() { return power(x, *small, T{}); })};
     return {visit<Types>(x.dtype(), [&]<class T>() {
       return visit<ExponentTypes>(y.dtype(), [&]<class E>() {

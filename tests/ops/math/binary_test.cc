@@ -59,6 +59,16 @@ TEST_CASE("Pow by a scalar 0.5 gives numpy's float32 np.power bit for bit, signe
   }
 }
 
+TEST_CASE("Pow of a scalar by a one-element exponent has the broadcast shape (1,), as numpy's") {
+  // np.power(np.float32(3), np.array([2], np.float32)) is array([9.], dtype=float32): shape (1,)
+  for (const float e : {2.f, 3.f, 0.5f, 1.5f}) {
+    CAPTURE(e);
+    const Tensor z = run_node(node("Pow", {"a", "b"}, {"c"}), {tensor<float>({}, {4.f}), tensor<float>({1}, {e})})[0].tensor();
+    CHECK(z.shape() == Shape{1});
+    CHECK(z.data<float>()[0] == std::pow(4.f, e));
+  }
+}
+
 TEST_CASE("binary op errors") {
   CHECK_THROWS_WITH_AS(run_node(node("Mod", {"a", "b"}, {"c"}), {tensor<int64_t>({1}, {1}), tensor<int64_t>({1}, {0})}),
                        doctest::Contains("modulo by zero"), Error);
