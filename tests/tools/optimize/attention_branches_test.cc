@@ -819,6 +819,35 @@ TEST_CASE("attention branches: ORT's stacked past read by Split + Squeeze become
   CHECK(count_ops(out, "Squeeze") + count_ops(out, "Concat") + count_ops(out, "Unsqueeze") == 0);
 }
 
+TEST_CASE("attention branches: a stacked past and present written with axis -5 (indices -2 and -1) are the same stack as with axis 0") {
+  const std::vector<DimSpec> dims = {2, "batch", kHeads, "past_seq", kHead};
+  const auto present_at_minus5 = [](Layer& l, const std::string& K, const std::string& V) {
+    const auto lead = [&](const std::string& t) { return l.g.add("Unsqueeze", {t, l.g.c(ints({-5}))}); };
+    l.g.out(l.g.add("Concat", {lead(K), lead(V)}, {attr("axis", int64_t(-5))}));
+  };
+  const auto split_minus5 = [](Layer& l) {
+    const std::string halves = l.g.add("Split", {"past", l.g.c(ints({1, 1}))}, {attr("axis", int64_t(-5))}, 2);
+    return std::array{l.g.add("Squeeze", {halves, l.g.c(ints({-5}))}), l.g.add("Squeeze", {halves + "_1", l.g.c(ints({-5}))})};
+  };
+  const auto gather_negative = [](Layer& l) {
+    const auto at = [&](int64_t i) { return l.g.add("Gather", {"past", l.g.c(Tensor::scalar<int64_t>(i))}, {attr("axis", int64_t(-5))}); };
+    return std::array{at(-2), at(-1)};
+  };
+  for (const Model& m : {stacked_gpt2(dims, split_minus5, present_at_minus5), stacked_gpt2(dims, gather_negative)}) {
+    const Model out = fused(m);
+    REQUIRE(count_ops(out, "Attention") == 1);
+    const Node& att = attention_node(out);
+    REQUIRE(att.inputs.size() >= 5);
+    CHECK(att.inputs[4] == "past");
+    CHECK(att.outputs.size() == 2);
+  }
+  // index -1 for the keys is the values' half: refused as any other swap
+  CHECK(explained(stacked_gpt2(dims, [](Layer& l) {
+          const auto at = [&](int64_t i) { return l.g.add("Gather", {"past", l.g.c(Tensor::scalar<int64_t>(i))}, {attr("axis", int64_t(-5))}); };
+          return std::array{at(-1), at(-2)};
+        })) == kStackedRefused);
+}
+
 TEST_CASE("attention branches: a stacked past read other than keys at 0 and values at 1 of a (2, ...) stack is refused, named") {
   // values at 0, keys at 1
   CHECK(explained(stacked_gpt2({2, "batch", kHeads, "past_seq", kHead}, [](Layer& l) { return gathered(l, 1); })) == kStackedRefused);
@@ -882,7 +911,7 @@ TEST_CASE("attention branches: a constant condition that is not an S x T (or squ
   // the exact (1, 1, 3, 3) lower triangle: causal
   CHECK(count_ops(fused(where_constant([](Layer& l) { return l.g.c(tril({1, 1, 3, 3})); })), "Attention") == 1);
   // one row (3), (1, 1, 1, 3) or one column (1, 1, 3, 1) broadcast to every query or key
-  for (const Shape shape : {Shape{3}, Shape{1, 1, 1, 3}, Shape{1, 1, 3, 1}}) {
+  for (const Shape& shape : {Shape{3}, Shape{1, 1, 1, 3}, Shape{1, 1, 3, 1}}) {
     const Model m = where_constant([&](Layer& l) { return l.g.c(Tensor::from_vector<float>(shape, std::vector<float>(3, 1.0f))); });
     CHECK(explained(m) == refused);
     CHECK(count_ops(fused(m), "Softmax") == 1);
@@ -1053,7 +1082,7 @@ TEST_CASE("attention branches: a bias on nn.MultiheadAttention's 3-D scores must
       return l.g.add("Add", {s, b});
     });
   };
-  for (const Shape shape : {Shape{8, 8}, Shape{1, 8, 8}}) {
+  for (const Shape& shape : {Shape{8, 8}, Shape{1, 8, 8}}) {
     const Model out = fused(with_bias(shape));
     CHECK(count_ops(out, "Softmax") == 0);
     CHECK(count_ops(out, "Add") == 0);  // the projections' biases packed, the position bias an input of the fused node
@@ -1069,6 +1098,29 @@ TEST_CASE("attention branches: fairseq's view(S, B, N, h).permute(1, 2, 0, 3) fu
   const std::string refused = kAtSm + "the head split '/q_view' is not (S, B, N, h) of an (S, B, N*h) input\n";
   CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q4", {"batch", "seq", kHeads, kHead})); })) == refused);
   CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q3", {"batch", "seq", "width"})); })) == refused);
+}
+
+TEST_CASE("attention branches: a padding mask expanded to the scores' shape known only at run time is mask_index") {
+  // (1 - mask) * -10000, (B, 1, 1, T), Expand to Abs(Shape(scores)): a 4-D shape whose dims no
+  // inference follows (an Expand keeps every axis where it is whatever its target)
+  const auto model = [](bool grows) {
+    Layer l;
+    const std::string q = l.q(), kT = l.kT(), v = l.v();
+    return with_x(l.attend(q, kT, v, [&](const std::string& s) {
+      l.g.input(tensor_info("mask", DType::Int64, {"batch", "seq"}));
+      const std::string f = l.g.add("Cast", {"mask"}, {attr("to", int64_t(DType::Float))});
+      const std::string bias = l.g.add("Mul", {l.g.add("Sub", {l.g.c(Tensor::scalar<float>(1)), f}), l.g.c(Tensor::scalar<float>(-10000))});
+      // grows: Expand of the (B, T) mask itself to rank 4, which puts B on axis 2 (not a padding mask)
+      const std::string view = grows ? bias : l.g.add("Unsqueeze", {bias, l.g.c(ints({1, 2}))});
+      const std::string target = l.g.add("Abs", {l.g.add("Shape", {s})});
+      return l.g.add("Add", {s, l.g.add("Expand", {view, target})});
+    }), "batch", "seq");
+  };
+  const Model out = fused(model(false), {1, 1, 1, 1, 1, 0, 1, 0, 0});
+  REQUIRE(count_ops(out, "Softmax") == 0);
+  CHECK(attention_node(out).inputs[3] == "mask_int32");
+  CHECK(count_ops(out, "Expand") == 0);
+  CHECK(count_ops(fused(model(true), {1, 1, 1, 1, 1, 0, 1, 0, 0}), "Softmax") == 1);
 }
 
 TEST_CASE("attention branches: a key padding mask viewed (B*N, 1, T) on nn.MultiheadAttention's 3-D scores, added or by masked_fill, is mask_index") {

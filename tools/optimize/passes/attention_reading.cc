@@ -175,21 +175,25 @@ class Reader : public AttentionReader {
   int64_t viewed_heads = 0;
 
   // ORT's gpt2_helper past: Squeeze(Split(past, axis 0)[i], 0) or Gather(past, i, axis 0) of a
-  // (2, B, N, P, h) graph input.
+  // (2, B, N, P, h) graph input; the axis may be written -5 and the index -2 or -1 (the stack's
+  // rank is checked last, so a negative axis is the leading one only there).
   void stacked(Source& s) {
     const int p = g_.producer(s.past);
     if (p < 0) return;
     const Node& n = g_.graph().nodes[size_t(p)];
-    if (n.op_type == "Gather" && n.inputs.size() == 2 && int_attr(n, "axis", 0) == 0) {
+    const auto leading = [](int64_t axis) { return axis == 0 || axis == -5; };
+    if (n.op_type == "Gather" && n.inputs.size() == 2 && leading(int_attr(n, "axis", 0))) {
       const auto i = g_.scalar(n.inputs[1]);
       const Tensor* it = g_.constant(n.inputs[1]);
-      if (i && it && it->rank() == 0 && (*i == 0 || *i == 1)) s.stacked_past = n.inputs[0], s.stacked_index = int64_t(*i), use(&n);
+      if (i && it && it->rank() == 0 && *i >= -2 && *i <= 1)
+        s.stacked_past = n.inputs[0], s.stacked_index = int64_t(*i) < 0 ? int64_t(*i) + 2 : int64_t(*i), use(&n);
     } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
       const std::vector<int64_t> axes = axes_of(n, g_).value_or(std::vector<int64_t>{});
       const int q = g_.producer(n.inputs[0]);
-      if (axes != std::vector<int64_t>{0} || q < 0) return;
+      if (axes.size() != 1 || !leading(axes[0]) || q < 0) return;
       const Node& split = g_.graph().nodes[size_t(q)];
-      if (split.op_type != "Split" || split.outputs.size() != 2 || int_attr(split, "axis", 0) != 0 || split.inputs.empty()) return;
+      if (split.op_type != "Split" || split.outputs.size() != 2 || !leading(int_attr(split, "axis", 0)) || split.inputs.empty())
+        return;
       const int64_t i = split.outputs[0] == n.inputs[0] ? 0 : 1;
       s.stacked_past = split.inputs[0], s.stacked_index = i;
       use(&n), use(&split);
@@ -422,7 +426,9 @@ std::optional<PaddingRead> read_padding(const GraphIndex& g, const std::string& 
         if (n.op_type == "Reshape" || n.op_type == "Unsqueeze" || n.op_type == "Expand") {
           const std::vector<Dim>* od = g.dims(n.outputs[0]);
           const std::vector<Dim>* id = g.dims(n.inputs[0]);
-          if (!od && n.op_type == "Expand") continue;  // a run-time broadcast: the caller checks v's shape
+          // An Expand of unchanged rank keeps every axis where it is, whatever its target (a
+          // run-time broadcast, maybe to dims no inference follows): the caller checks v's shape.
+          if (n.op_type == "Expand" && (!od || (id && id->size() == od->size()))) continue;
           const Inference* inf = g.inference();
           if (!od || !id || od->size() < 2 || !dims_equal(od->back(), (*d)[1], inf)) return std::nullopt;
           if (dims_equal((*od)[0], (*d)[0], inf)) continue;
@@ -907,7 +913,8 @@ std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& 
     for (int c : g.consumers(v)) {
       const Node& n = g.graph().nodes[size_t(c)];
       const std::vector<int64_t> axes = axes_of(n, g).value_or(std::vector<int64_t>{});
-      if (n.op_type == "Unsqueeze" && axes == std::vector<int64_t>{0}) return c;
+      // (the keys and values are rank 4, so axis -5 of the unsqueezed is its leading one too)
+      if (n.op_type == "Unsqueeze" && axes.size() == 1 && (axes[0] == 0 || axes[0] == -5)) return c;
     }
     return -1;
   };
@@ -916,7 +923,8 @@ std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& 
   const std::vector<int>& readers = g.consumers(g.graph().nodes[size_t(uk)].outputs[0]);
   if (readers.size() != 1) return std::nullopt;
   const Node& stack = g.graph().nodes[size_t(readers[0])];
-  if (stack.op_type != "Concat" || int_attr(stack, "axis", -1) != 0 || stack.inputs.size() != 2 ||
+  const int64_t stack_axis = int_attr(stack, "axis", -1);
+  if (stack.op_type != "Concat" || (stack_axis != 0 && stack_axis != -5) || stack.inputs.size() != 2 ||
       stack.inputs[0] != g.graph().nodes[size_t(uk)].outputs[0] || stack.inputs[1] != g.graph().nodes[size_t(uv)].outputs[0])
     return std::nullopt;
   return StackedPresent{stack.outputs[0], uk, uv, readers[0]};
