@@ -1,5 +1,5 @@
 // Writes ONNX Runtime's own profile of a model: node profile_ort.js MODEL LEVEL RUNS OUT.json [NAME=FILE.npy...]
-// LEVEL is ORT's graphOptimizationLevel (disabled, basic, extended, all); one thread; RUNS runs
+// LEVEL is ORT's graphOptimizationLevel (disabled, basic, extended, all); ORT_THREADS threads (default 1); RUNS runs
 // after session creation (the first is the warm-up that `refeval report` leaves out). Inputs not
 // given are filled with zeros of their declared type and shape (symbolic dimensions as 1).
 const fs = require('fs');
@@ -11,7 +11,7 @@ const {readNpy} = require('./npy');
 (async () => {
   const [model, level, runs, out, ...feeds] = process.argv.slice(2);
   const prefix = path.join(os.tmpdir(), `refeval_ort_profile_${process.pid}`);
-  const options = {intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: level, enableProfiling: true,
+  const options = {intraOpNumThreads: Number(process.env.ORT_THREADS || 1), interOpNumThreads: 1, graphOptimizationLevel: level, enableProfiling: true,
                    profileFilePrefix: prefix};
   const session = await ort.InferenceSession.create(model, options);
   const inputs = {};
