@@ -48,8 +48,8 @@ struct SubFn { template <class T> T operator()(T a, T b) const {
   else return T(a - b);
 } };
 struct MulFn { template <class T> T operator()(T a, T b) const {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return T(std::make_unsigned_t<T>(a) * std::make_unsigned_t<T>(b));
-  else if constexpr (std::is_integral_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(b));
+  // (an int16's unsigned halves would promote to int, whose 65535 * 65535 overflows: undefined)
+  if constexpr (std::is_integral_v<T>) return T(wrap_t<std::make_unsigned_t<T>>(a) * wrap_t<std::make_unsigned_t<T>>(b));
   else return T(a * b);
 } };
 struct DivFn { template <class T> T operator()(T a, T b) const { return checked_div(a, b); } };

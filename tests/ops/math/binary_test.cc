@@ -31,6 +31,9 @@ TEST_CASE("binary ops") {
       {"Mod", {}, tensor<int32_t>({4}, {-7, 7, -7, INT32_MIN}), tensor<int32_t>({4}, {3, -3, -3, -1}), tensor<int32_t>({4}, {2, -2, -1, 0})},
       {"Mod", {attr("fmod", int64_t(1))}, tensor<int32_t>({2}, {-7, 7}), tensor<int32_t>({2}, {3, -3}), tensor<int32_t>({2}, {-1, 1})},
       {"Mod", {attr("fmod", int64_t(1))}, tensor<float>({2}, {-7.5f, 7.5f}), tensor<float>({2}, {2.f, -2.f}), tensor<float>({2}, {-1.5f, 1.5f})},
+      // narrow integer products wrap as numpy's: np.int16(300) * np.int16(300) == 24464
+      {"Mul", {}, tensor<int16_t>({3}, {300, -32768, -1}), tensor<int16_t>({3}, {300, -1, -1}), tensor<int16_t>({3}, {24464, -32768, 1})},
+      {"Mul", {}, tensor<uint16_t>({2}, {65535, 300}), tensor<uint16_t>({2}, {65535, 300}), tensor<uint16_t>({2}, {1, 24464})},
       // integer powers wrap; float exponents of integer bases truncate
       {"Pow", {}, tensor<int32_t>({3}, {2, -3, 65536}), tensor<int64_t>({3}, {10, 3, 2}), tensor<int32_t>({3}, {1024, -27, 0})},
       {"Pow", {}, tensor<int64_t>({2}, {2, 9}), tensor<float>({2}, {0.5f, 0.5f}), tensor<int64_t>({2}, {1, 3})},
