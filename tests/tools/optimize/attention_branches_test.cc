@@ -1100,6 +1100,20 @@ TEST_CASE("attention branches: fairseq's view(S, B, N, h).permute(1, 2, 0, 3) fu
   CHECK(explained(fairseq([](Layer& l) { return l.g.input(testing::f32("q3", {"batch", "seq", "width"})); })) == refused);
 }
 
+TEST_CASE("attention branches: a context whose size() a Shape reads for the head merge (HF's view(*size()[:-2], all_head_size)) fuses") {
+  Layer l;
+  const std::string q = l.q(), kT = l.kT(), v = l.v();
+  const Model m = with_x(l.attend(q, kT, v, {}, [&](const std::string& t) {
+    const std::string size = l.g.add("Shape", {t});
+    const auto dim = [&](int64_t i) { return l.g.add("Unsqueeze", {l.g.add("Gather", {size, l.g.c(Tensor::scalar<int64_t>(i))}), l.g.c(ints({0}))}); };
+    const std::string target = l.g.add("Concat", {dim(0), dim(1), l.g.c(ints({kHidden}))}, {attr("axis", int64_t(0))});
+    l.g.out(l.g.add("Reshape", {t, target}, {}, 1, "/attn/Merge"));
+  }), "batch", "seq");
+  const Model out = fused(m);
+  CHECK(count_ops(out, "Softmax") == 0);
+  CHECK(count_ops(out, "Shape") == 0);  // the size computation goes with the merge it fed
+}
+
 TEST_CASE("attention branches: a padding mask expanded to the scores' shape known only at run time is mask_index") {
   // (1 - mask) * -10000, (B, 1, 1, T), Expand to Abs(Shape(scores)): a 4-D shape whose dims no
   // inference follows (an Expand keeps every axis where it is whatever its target)
