@@ -1,0 +1,1 @@
+Bcumsum_axis_input_in1Jÿÿÿÿÿÿÿÿ

@@ -1,0 +1,1 @@
+Bexpand_shape_input_in0JëË@¡Jà½ık´¿

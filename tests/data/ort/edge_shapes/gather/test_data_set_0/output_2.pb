@@ -1,0 +1,2 @@
+
+bool	Bgather_boolJ

@@ -1,0 +1,1 @@
+Bpow_0p5_s_input_1_in0J»:?

@@ -1,0 +1,1 @@
+Bpow_2p0_s_input_1_in0J%-û¿

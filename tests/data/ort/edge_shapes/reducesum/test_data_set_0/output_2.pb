@@ -1,0 +1,2 @@
+
+int32Breducesum_i32_allJýÿÿÿ

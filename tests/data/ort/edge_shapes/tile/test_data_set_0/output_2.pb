@@ -1,0 +1,2 @@
+
+bool	B	tile_boolJ

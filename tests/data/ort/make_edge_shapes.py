@@ -1,0 +1,1051 @@
+#!/usr/bin/python3
+"""Writes the suite edge_shapes: standard ai.onnx operators (opset 17, ir_version 8; a few
+Softmax / LogSoftmax in opset 11) on the shapes and values an evaluator's fast paths tend to get
+wrong, with ONNX Runtime 1.30's outputs as the expected ones (fixture.py: CPU, one thread, graph
+optimizations disabled).
+
+  /usr/bin/python3 tests/data/ort/make_edge_shapes.py             # the suite
+  /usr/bin/python3 tests/data/ort/make_edge_shapes.py --flat DIR  # a folder per node, to look into a failure
+
+Why: refeval's kernels take shortcuts (a scalar or one-element operand, equal shapes, a constant
+exponent, vector loops with scalar tails, a parallel split past 2 x 2^14 elements) that bypass the
+general broadcasting and shape code; each must give the general path's shape, element type and
+values. (Pow of a rank-0 x by a (1,)-shaped exponent 2 once kept x's () shape instead of (1,): the
+group pow fails on a refeval built before that fix.) The nodes, float32 unless about another type:
+  - elementwise binary (Add Sub Mul Div Pow Mod, Equal Less Greater And Or) and variadic (Max Min
+    Mean Sum) and Where: rank-0 operands on either side, (1,) against () (the result is (1,)),
+    size-1 broadcasting on every side and in the middle ((3,1,5) with (1,4,1)), a second operand of
+    larger rank, empty dims, lengths 7 / 17 / 33 / 67 (vector tails), int64, int32, float16 and
+    double where ORT's CPU kernels take them; Pow with exponents 2, 3, 0.5, -1 and 1.5 as () and (1,)
+    initializers, graph inputs and full tensors, integer Pow, mixed base / exponent types; Mod with
+    fmod 0 / 1 and negative operands; Add's rank-0 / (1,) cases fed as graph inputs;
+  - unary (Abs Neg Sqrt Exp Log Tanh Sigmoid Relu LeakyRelu Erf Not Clip Cast) on (), (1,), 7, 17,
+    33, (0, 3), (2, 3, 4) and (2, 67); Clip with min / max omitted, either alone, min > max, int64;
+    Cast between float, float16, double, int64, int32, int8, uint8 and bool (negative fractions
+    truncate toward zero, float16 rounding and overflow);
+  - Softmax / LogSoftmax (axis -1, 0, a middle axis, a size-1 axis, an empty row set, opset-11's
+    coercion to 2-D); the reductions (ReduceSum with its axes input and noop_with_empty_axes; Mean
+    Max Min Prod L2 SumSquare LogSumExp with the axes attribute): keepdims 0 / 1, negative axes, a
+    size-1 axis, all axes, rank-0 input, empty sets (0, 1, -inf, the identities); ArgMax / ArgMin
+    with ties, select_last_index 0 / 1, keepdims 0; LayerNormalization (axis -1, axis 1 of rank 3,
+    a normalised size of 1, epsilon, all three outputs, float16);
+  - data movement: Gather (negative and rank-0 indices, axis -1, empty indices), GatherElements,
+    Transpose (rank 0..5, dims 7, 9, 17 and 1), Slice (negative starts / ends, steps -1, 2, 3, -7,
+    ends past the dim, INT64_MAX / INT64_MIN, empty results, int32 parameters), Concat (negative
+    axis, empty inputs), Split (uneven, a zero-size part), Expand ((1,) to () is (1,), a shape of
+    lower rank), Tile, Reshape (0, -1, allowzero, to and from rank 0), Squeeze / Unsqueeze
+    (negative and unsorted axes); the group width repeats them for 1-, 2- and 8-byte elements;
+  - MatMul (1-D x 2-D, 2-D x 1-D, 1-D x 1-D, batched broadcast (2,1,3,4) x (5,4,6), K = 1,
+    K = 0, M = 0, dims 7 / 17 / 33, int32, int64, float16), Gemm (transA / transB, alpha / beta,
+    C of shape (), (1,), (N,), (M, 1), (1, 1), (M, N), absent);
+  - CumSum (exclusive, reverse, int32 axis), TopK (ties, largest 0, k 0, inf), Range, Trilu;
+  - ident: x * 1, x + 0, x ** 1, x ** 0 and a constant Where condition that must still broadcast;
+    special / vec: IEEE values (+-0, +-inf, nan) through every unary op and the exponent
+    shortcuts (pow(-inf, 0.5) = +inf where sqrt gives nan), placed in vector bodies and tails;
+    alias / alias_chain: a value read twice by one node and by several, which an in-place kernel
+    must not overwrite;
+  - large: (9, 4099) operands (past refeval's parallel threshold with --threads 2 or more; the
+    ctest runs one thread) built in the graph from Range with exactly rounded arithmetic, so the
+    models stay small, each result checked through a weighted row sum (MatMul by a (4099,) weight).
+
+Layout: one fixture folder per group (an operator, or ident / special / vec / alias / width /
+large), its nodes' outputs gathered by element type into one SequenceConstruct output each (a
+file per type rather than per node keeps the suite near 2 MB on disk); `refeval test` reports the
+first differing item ("output 'float': item K"): item K is the Kth input of that SequenceConstruct
+node, named after the case; --flat writes every node as its own folder for a full list.
+
+Data are random with a fixed seed, in ranges where summation order stays well inside the suite's
+tolerance (ReduceProd and Pow on modest magnitudes, divisors and logarithms away from 0).
+
+Left out, with the reason:
+  - ORT refuses: Where on bool or int8 X / Y, Trilu on uint8 / int8 ("Could not find an
+    implementation"); Mean of double (no kernel); Sum / Mean of integers (the schema is float-only).
+  - ORT disagrees with the specification or numpy, refeval agrees with them:
+    LayerNormalization of rows with a large common offset (x = randn + 1000): ORT's one-pass
+    variance E[x^2] - E[x]^2 in float loses ~1e-4 relative; the schema's function body is two-pass
+    (refeval matches a float64 computation); ReduceMax / ReduceMin / ArgMax over a row with NaN:
+    ORT ignores or keeps the NaN depending on its position (onnxruntime issue 10514), numpy and
+    refeval propagate it (ArgMax: the first NaN's index).
+  - Undefined: ReduceMean of an empty set (ONNX PR 5568: "undefined"; ORT 0, refeval nan); integer
+    Pow with a negative integer exponent (ORT truncates 2 ** -1 to 0; refeval refuses, as numpy).
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+import fixture
+
+SUITE = "edge_shapes"
+RNG = np.random.default_rng(1717)
+ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+        np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int64): TensorProto.INT64,
+        np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL,
+        np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
+I64_MAX, I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+CASES = []  # (name, model, feeds)
+
+
+class C:
+    """An input written as an initializer (a constant the evaluator sees before running)."""
+    def __init__(self, value):
+        self.value = np.asarray(value)
+
+
+def f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def pos(*shape, lo=0.5, hi=2.0):
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+def away(*shape):
+    """Random sign, magnitude in [0.5, 2): safe divisors."""
+    return (pos(*shape) * RNG.choice([-1.0, 1.0], shape)).astype(np.float32)
+
+
+def ints(*shape, lo=-5, hi=6, dtype=np.int64):
+    return RNG.integers(lo, hi, shape).astype(dtype)
+
+
+def boolean(*shape):
+    return RNG.random(shape) < 0.5
+
+
+def i64(*v):
+    return C(np.array(v, dtype=np.int64))
+
+
+class In:
+    """An input written as a graph input (fed from test_data_set_0) rather than an initializer."""
+    def __init__(self, value):
+        self.value = np.asarray(value)
+
+
+class Ref:
+    """An input that is another node's output (the group "large" builds its data in the graph)."""
+    def __init__(self, name):
+        self.name = name
+
+
+def case(name, op, inputs, attrs=None, outputs=1, opset=17, group=None, hidden=False):
+    """One node, added to the group (the fixture folder) named by name's first word. inputs:
+    arrays or C(array) (initializers: the suite stays small, one file per case and output), In(array)
+    (a graph input) or None (an absent optional input) in the operator's order; outputs: how many,
+    named name (or name_K for K > 0)."""
+    assert name not in NAMES, name
+    NAMES.add(name)
+    group = group or (name if FLAT else name.split("_")[0] + ("" if opset == 17 else f"_opset{opset}"))
+    GROUPS.setdefault(group, {"opset": opset, "nodes": []})["nodes"].append((name, op, inputs, attrs, outputs, hidden))
+
+
+GROUPS = {}
+NAMES = set()
+FLAT = "--flat" in sys.argv  # --flat DIR: a folder per node, its outputs unpacked (to look into a failure)
+
+
+def group_model(group):
+    g = GROUPS[group]
+    nodes, infos, inits, feeds, outs, seen = [], [], [], {}, [], {}
+    for name, op, inputs, attrs, outputs, hidden in g["nodes"]:
+        names = []
+        for k, x in enumerate(inputs):
+            if x is None or isinstance(x, Ref):
+                names.append("" if x is None else x.name)
+                continue
+            n = f"{name}_in{k}"
+            names.append(n)
+            if isinstance(x, In):
+                feeds[n] = x.value
+                infos.append(helper.make_tensor_value_info(n, ELEM[x.value.dtype], list(x.value.shape)))
+            else:  # one initializer per distinct value
+                v = x.value if isinstance(x, C) else np.asarray(x)
+                key = (v.dtype.str, v.shape, v.tobytes())
+                if key in seen:
+                    names[-1] = seen[key]
+                else:
+                    seen[key] = n
+                    inits.append(numpy_helper.from_array(v, n))
+        while names and names[-1] == "":
+            names.pop()
+        o = [name] + [f"{name}_{k}" for k in range(1, outputs)]
+        if not hidden:
+            outs += o
+        nodes.append(helper.make_node(op, names, o, name=name, **(attrs or {})))
+    graph = helper.make_graph(nodes, group, infos, [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outs],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", g["opset"])], ir_version=8,
+                              producer_name="refeval make_edge_shapes.py")
+    # Output element types from onnx's shape inference; the shapes stay undeclared.
+    inferred = shape_inference.infer_shapes(model)
+    types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.output) + list(inferred.graph.value_info)}
+    del model.graph.output[:]
+    for o in outs:
+        elem = types.get(o, TensorProto.UNDEFINED)
+        if elem == TensorProto.UNDEFINED:
+            raise ValueError(f"{group}: no inferred element type for {o}")
+        model.graph.output.append(helper.make_tensor_value_info(o, elem, None))
+    return model, feeds
+
+
+def sh(shape):
+    return "s" if shape == () else "x".join(map(str, shape))
+
+
+# ---------------------------------------------------------------- elementwise binary
+BROADCAST = [((), ()), ((), (1,)), ((1,), ()), ((), (7,)), ((17,), ()), ((1,), (33,)), ((33,), (1,)), ((1,), (1,)),
+             ((3, 1, 5), (1, 4, 1)), ((4, 1), (3, 1, 5)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)), ((2, 3, 4), (3, 1)),
+             ((1,), (2, 3)), ((2, 0, 3), (3,)), ((0,), ()), ((2, 0, 3), (2, 1, 1)), ((1, 1), (1,)), ((7,), (7,)),
+             ((17,), (17,)), ((2, 67), (2, 67)), ((2, 67), (67,)), ((2, 67), (2, 1)), ((1, 17), (5, 1)),
+             ((2, 1, 3, 1), (1, 5, 1, 7)), ((5, 1, 7), (1, 1, 1))]
+
+
+def binary_cases():
+    for op in ["Add", "Sub", "Mul", "Div"]:
+        for a, b in BROADCAST:
+            y = away(*b) if op == "Div" else f32(*b)
+            if op != "Add" and 67 in a:
+                continue  # Add has the 2x67 ones (and the group "large" more)
+            x = f32(*a)
+            fed = op == "Add" and (a, b) in BROADCAST[:8]  # a few as graph inputs, most as initializers
+            case(f"{op.lower()}_{sh(a)}_{sh(b)}", op, [In(x), In(y)] if fed else [x, y])
+        # the second operand as a constant
+        case(f"{op.lower()}_17_const_s", op, [f32(17), C(away() if op == "Div" else f32())])
+        case(f"{op.lower()}_s_const_1", op, [f32(), C(away(1) if op == "Div" else f32(1))])
+        case(f"{op.lower()}_const_1_s", op, [C(f32(1)), away() if op == "Div" else f32()])
+        for dt, tag in [(np.int64, "i64"), (np.int32, "i32")]:
+            for a, b in [((), (1,)), ((7,), ()), ((3, 1, 5), (1, 4, 1)), ((17,), (17,))]:
+                y = ints(*b, lo=1, hi=6, dtype=dt) * np.where(RNG.random(b) < 0.5, -1, 1).astype(dt) if op == "Div" else ints(*b, dtype=dt)
+                case(f"{op.lower()}_{tag}_{sh(a)}_{sh(b)}", op, [ints(*a, lo=-20, hi=21, dtype=dt), y])
+        for a, b in [((), (1,)), ((17,), (17,)), ((3, 1, 5), (1, 4, 1))]:
+            y = away(*b) if op == "Div" else f32(*b)
+            case(f"{op.lower()}_f16_{sh(a)}_{sh(b)}", op, [f32(*a).astype(np.float16), y.astype(np.float16)])
+
+    # Pow: exponents as () / (1,) initializers, as graph inputs, full tensors
+    for e in [2.0, 3.0, 0.5, -1.0, 1.5]:
+        et = str(e).replace(".", "p").replace("-", "m")
+        for a in [(), (1,), (7,), (17,), (2, 3, 33)] + ([(2, 67)] if e in (2.0, 0.5) else []):
+            x = pos(*a) if e in (0.5, 1.5) else away(*a)
+            for b in [(), (1,)]:
+                case(f"pow_{et}_{sh(a)}_const_{sh(b)}", "Pow", [x, C(np.full(b, e, np.float32))])
+            if a in [(), (1,)] and e in (2.0, 0.5):
+                for b in [(), (1,)]:
+                    case(f"pow_{et}_{sh(a)}_input_{sh(b)}", "Pow", [In(x), In(np.full(b, e, np.float32))])
+        case(f"pow_{et}_s_const_1x1x1", "Pow", [pos() if e in (0.5, 1.5) else away(), C(np.full((1, 1, 1), e, np.float32))])
+        case(f"pow_{et}_0x3_const_s", "Pow", [f32(0, 3), C(np.float32(e))])
+    case("pow_full_2x3x4", "Pow", [pos(2, 3, 4), f32(2, 3, 4)])
+    case("pow_s_by_17", "Pow", [pos(), f32(17)])
+    case("pow_3x1_by_1x4", "Pow", [pos(3, 1), f32(1, 4)])
+    case("pow_1_by_s_const", "Pow", [pos(1), C(np.float32(2.0))])
+    case("pow_negbase_int_exps", "Pow", [away(2, 5), np.array([[2, 3, -1, 0, 1]] * 2, np.float32)])
+    case("pow_i64_i64_2", "Pow", [ints(17, lo=-9, hi=10), C(np.int64(2))])
+    case("pow_i64_i64_3_1", "Pow", [ints(7, lo=-9, hi=10), C(np.array([3], np.int64))])
+    case("pow_i64_s_i64_1", "Pow", [ints(lo=-9, hi=10), C(np.array([2], np.int64))])
+    case("pow_i32_i32", "Pow", [ints(3, 4, lo=-5, hi=6, dtype=np.int32), ints(4, lo=0, hi=4, dtype=np.int32)])
+    case("pow_f32_i64_exp", "Pow", [away(17), C(np.array([3], np.int64))])
+    case("pow_f32_i64_exp_s", "Pow", [away(), C(np.int64(2))])
+    case("pow_i64_f32_exp", "Pow", [ints(7, lo=0, hi=10), C(np.array([2.0], np.float32))])
+    case("pow_i64_f32_exp_half", "Pow", [ints(9, lo=0, hi=30), C(np.float32(0.5))])
+    case("pow_i64_f32_exp_1p5", "Pow", [ints(9, lo=0, hi=30), C(np.array([1.5], np.float32))])
+    case("pow_i32_f32_exp_m1", "Pow", [ints(7, lo=1, hi=5, dtype=np.int32), C(np.float32(-1.0))])
+    case("pow_i64_s_f32_3", "Pow", [ints(lo=-5, hi=6), C(np.array([3.0], np.float32))])
+    case("pow_f64_s_by_1_2", "Pow", [np.float64(-1.25), C(np.array([2.0], np.float64))])
+    case("pow_f64_7_by_s_3", "Pow", [away(7).astype(np.float64), C(np.float64(3.0))])
+    case("pow_f64_3_by_1_05", "Pow", [pos(3).astype(np.float64), C(np.array([0.5], np.float64))])
+    case("pow_f16_s_by_1_2", "Pow", [np.float16(-1.5), C(np.array([2.0], np.float16))])
+    case("pow_f16_17_by_s_05", "Pow", [pos(17).astype(np.float16), C(np.float16(0.5))])
+    case("pow_f16_x_f32_exp", "Pow", [away(7).astype(np.float16), C(np.float32(3.0))])
+    case("pow_f32_f16_exp", "Pow", [away(7), C(np.array([2.0], np.float16))])
+    case("pow_f32_i32_exp_s", "Pow", [pos(), C(np.array([3], np.int32))])
+
+    # Mod
+    case("mod_i64_neg", "Mod", [ints(17, lo=-20, hi=21), ints(17, lo=1, hi=7) * np.where(RNG.random(17) < 0.5, -1, 1)])
+    case("mod_i64_s_1", "Mod", [ints(lo=-20, hi=21), C(np.array([-3], np.int64))])
+    case("mod_i64_7_s", "Mod", [ints(7, lo=-20, hi=21), C(np.int64(4))])
+    case("mod_i32_bcast", "Mod", [ints(3, 1, 5, lo=-20, hi=21, dtype=np.int32), ints(1, 4, 1, lo=1, hi=6, dtype=np.int32)])
+    case("mod_i64_fmod1", "Mod", [ints(17, lo=-20, hi=21), ints(17, lo=1, hi=7) * np.where(RNG.random(17) < 0.5, -1, 1)], {"fmod": 1})
+    case("mod_i32_fmod1_s", "Mod", [ints(7, lo=-20, hi=21, dtype=np.int32), C(np.int32(-3))], {"fmod": 1})
+    case("mod_f32_fmod1", "Mod", [f32(17, scale=5), away(17)], {"fmod": 1})
+    case("mod_f32_fmod1_s_1", "Mod", [f32(scale=5), C(np.array([-1.5], np.float32))], {"fmod": 1})
+    case("mod_f32_fmod1_bcast", "Mod", [f32(3, 1, 5, scale=5), away(1, 4, 1)], {"fmod": 1})
+
+    # comparisons (ties from small integers) and logic
+    for op in ["Equal", "Less", "Greater"]:
+        for a, b in [((), ()), ((), (1,)), ((1,), ()), ((17,), ()), ((3, 1, 5), (1, 4, 1)), ((2, 3, 4), (4,)), ((0, 3), (3,)),
+                     ((33,), (33,))]:
+            case(f"{op.lower()}_{sh(a)}_{sh(b)}", op, [ints(*a, lo=-2, hi=3).astype(np.float32), ints(*b, lo=-2, hi=3).astype(np.float32)])
+        case(f"{op.lower()}_i64_7_s", op, [ints(7, lo=-2, hi=3), C(np.int64(0))])
+        case(f"{op.lower()}_i32_bcast", op, [ints(3, 1, lo=-2, hi=3, dtype=np.int32), ints(1, 4, lo=-2, hi=3, dtype=np.int32)])
+    case("equal_bool", "Equal", [boolean(3, 1, 5), boolean(1, 4, 1)])
+    for op in ["And", "Or"]:
+        for a, b in [((), ()), ((), (1,)), ((17,), ()), ((3, 1, 5), (1, 4, 1)), ((33,), (33,)), ((0, 2), (2,)), ((2, 67), (2, 1))]:
+            case(f"{op.lower()}_{sh(a)}_{sh(b)}", op, [boolean(*a), boolean(*b)])
+    for a in [(), (1,), (17,), (0, 3), (2, 67)]:
+        case(f"not_{sh(a)}", "Not", [boolean(*a)])
+
+
+def variadic_cases():
+    for op in ["Max", "Min", "Mean", "Sum"]:
+        for shapes in [[(7,)], [()], [(), (1,)], [(1,), ()], [(3, 1, 5), (1, 4, 1), (5,)], [(1,), (), (2, 3)], [(2, 0, 3), (3,)],
+                       [(2, 67), (67,), ()], [(17,), (17,), (17,)], [(2, 3), (4, 2, 3)], [(), (), ()]]:
+            case(f"{op.lower()}_" + "_".join(sh(s) for s in shapes), op, [f32(*s) for s in shapes])
+    for op in ["Max", "Min"]:  # Sum and Mean are float-only in the schema
+        case(f"{op.lower()}_i64_bcast", op, [ints(3, 1), ints(1, 4), ints()])
+        case(f"{op.lower()}_i32_s_1", op, [ints(dtype=np.int32), ints(1, dtype=np.int32)])
+    for op in ["Max", "Min", "Mean", "Sum"]:
+        case(f"{op.lower()}_f16_bcast", op, [f32(3, 1).astype(np.float16), f32(1, 17).astype(np.float16)])
+    # ties between the operands
+    for op in ["Max", "Min", "Sum"]:  # (ORT has no double Mean)
+        case(f"{op.lower()}_f64_s_1", op, [f32().astype(np.float64), f32(1).astype(np.float64)])
+    case("max_ties", "Max", [ints(17, lo=-2, hi=3).astype(np.float32), ints(17, lo=-2, hi=3).astype(np.float32)])
+
+    for shapes in [[(), (3,), (3,)], [(3, 1), (1, 4), ()], [(2, 1, 5), (5,), (2, 3, 1)], [(1,), (), ()], [(), (), ()],
+                   [(0, 3), (3,), (1,)], [(2, 67), (2, 67), (2, 67)], [(2, 67), (), (67,)], [(17,), (17,), (1,)],
+                   [(), (33,), ()]]:
+        case("where_" + "_".join(sh(s) for s in shapes), "Where", [boolean(*shapes[0]), f32(*shapes[1]), f32(*shapes[2])])
+    case("where_i64", "Where", [boolean(3, 1), ints(1, 4), ints()])
+    case("where_i32_s_1", "Where", [boolean(1), ints(dtype=np.int32), ints(7, dtype=np.int32)])
+    case("where_f64", "Where", [boolean(3, 1), f32(1, 4).astype(np.float64), f32().astype(np.float64)])
+    case("where_f16", "Where", [boolean(2, 1), f32(1, 17).astype(np.float16), f32(2, 1).astype(np.float16)])
+    case("where_const_xy", "Where", [boolean(3, 1, 5), C(np.float32(-1e9)), C(f32(1, 4, 1))])
+
+
+# ---------------------------------------------------------------- unary
+UNARY_SHAPES = [(), (1,), (7,), (17,), (33,), (0, 3), (2, 3, 4), (2, 67)]
+
+
+def unary_cases():
+    gens = {"Abs": f32, "Neg": f32, "Sqrt": lambda *s: pos(*s, lo=0.0, hi=4.0), "Exp": lambda *s: f32(*s, scale=3),
+            "Log": lambda *s: pos(*s, lo=0.01, hi=10.0), "Tanh": lambda *s: f32(*s, scale=3), "Sigmoid": lambda *s: f32(*s, scale=4),
+            "Relu": f32, "LeakyRelu": f32, "Erf": lambda *s: f32(*s, scale=2)}
+    for op, gen in gens.items():
+        for s in UNARY_SHAPES:
+            case(f"{op.lower()}_{sh(s)}", op, [gen(*s)])
+    case("leakyrelu_alpha_0p2_17", "LeakyRelu", [f32(17)], {"alpha": 0.2})
+    case("leakyrelu_alpha_neg_7", "LeakyRelu", [f32(7)], {"alpha": -1.5})
+    case("sigmoid_saturated", "Sigmoid", [np.array([-100, -88, -40, -20, -10, 0, 10, 20, 40, 88, 100], np.float32)])
+    case("tanh_saturated", "Tanh", [np.array([-100, -20, -9, -5, -1e-4, 0, 1e-4, 5, 9, 20, 100], np.float32)])
+    case("exp_extremes", "Exp", [np.array([-100, -87, -20, 0, 20, 80, 88], np.float32)])
+    case("erf_extremes", "Erf", [np.array([-10, -4, -3, -1e-3, 0, 1e-3, 3, 4, 10], np.float32)])
+    case("sqrt_zero", "Sqrt", [np.array([0, 1e-30, 1, 4, 1e30], np.float32)])
+    case("log_edge", "Log", [np.array([1e-30, 1, 1e30, 0.5], np.float32)])
+    for op in ["Abs", "Neg"]:
+        case(f"{op.lower()}_i64_17", op, [ints(17, lo=-100, hi=100)])
+        case(f"{op.lower()}_i32_s", op, [ints(dtype=np.int32)])
+        case(f"{op.lower()}_f16_33", op, [f32(33).astype(np.float16)])
+    for op in ["Relu", "Sigmoid", "Tanh", "Exp", "Sqrt"]:
+        x = pos(17).astype(np.float16) if op == "Sqrt" else f32(17).astype(np.float16)
+        case(f"{op.lower()}_f16_17", op, [x])
+
+    # Clip
+    for s in [(), (1,), (17,), (0, 3), (2, 67)]:
+        case(f"clip_minmax_{sh(s)}", "Clip", [f32(*s), C(np.float32(-0.5)), C(np.float32(0.7))])
+    case("clip_none_17", "Clip", [f32(17)])
+    case("clip_min_only_17", "Clip", [f32(17), C(np.float32(0.1))])
+    case("clip_max_only_17", "Clip", [f32(17), None, C(np.float32(-0.1))])
+    case("clip_max_only_s", "Clip", [f32(), None, C(np.float32(0.0))])
+    case("clip_min_gt_max", "Clip", [f32(7), C(np.float32(1.0)), C(np.float32(-1.0))])
+    case("clip_minmax_inputs", "Clip", [In(f32(2, 3, 4)), In(np.float32(-1.0)), In(np.float32(1.0))])
+    case("clip_i64", "Clip", [ints(17, lo=-10, hi=10), C(np.int64(-3)), C(np.int64(4))])
+    case("clip_i32_min_only", "Clip", [ints(7, lo=-10, hi=10, dtype=np.int32), C(np.int32(0))])
+    case("clip_f16", "Clip", [f32(17).astype(np.float16), C(np.float16(-0.5)), C(np.float16(0.5))])
+
+    # Cast
+    frac = np.array([-2.7, -2.5, -1.5, -0.5, -0.2, -0.0, 0.0, 0.2, 0.5, 1.5, 2.5, 2.7, 100.9, -100.9, 65504.0, 1e-8, 3.0], np.float32)
+    to = {"i64": TensorProto.INT64, "i32": TensorProto.INT32, "bool": TensorProto.BOOL, "f16": TensorProto.FLOAT16,
+          "f32": TensorProto.FLOAT, "i8": TensorProto.INT8, "u8": TensorProto.UINT8, "f64": TensorProto.DOUBLE}
+    for t in ["i64", "i32", "bool", "f16", "f64"]:
+        case(f"cast_f32_to_{t}_17", "Cast", [frac], {"to": to[t]})
+        case(f"cast_f32_to_{t}_s", "Cast", [np.float32(-3.75)], {"to": to[t]})
+        case(f"cast_f32_to_{t}_0x3", "Cast", [f32(0, 3)], {"to": to[t]})
+    case("cast_f32_to_i8", "Cast", [np.array([-100.7, -1.5, 0, 1.5, 100.7], np.float32)], {"to": to["i8"]})
+    case("cast_f32_to_u8", "Cast", [np.array([0, 1.5, 100.7, 254.9], np.float32)], {"to": to["u8"]})
+    case("cast_f32_to_f16_rounding", "Cast", [np.array([1.0, 1.00048828125, 1.000732421875, 1e-8, 6e-5, 70000.0, -70000.0, 2049.0, 2051.0],
+                                                     np.float32)], {"to": to["f16"]})
+    case("cast_f32_to_f32_17", "Cast", [f32(17)], {"to": to["f32"]})
+    case("cast_f32_to_i64_2x67", "Cast", [f32(2, 67, scale=100)], {"to": to["i64"]})
+    case("cast_f16_to_f32_33", "Cast", [f32(33).astype(np.float16)], {"to": to["f32"]})
+    case("cast_f16_to_i64", "Cast", [frac[:13].astype(np.float16)], {"to": to["i64"]})
+    case("cast_i64_to_f32_17", "Cast", [ints(17, lo=-1000, hi=1000)], {"to": to["f32"]})
+    case("cast_i64_to_f32_big", "Cast", [np.array([2**24 + 1, -(2**24) - 1, 2**40 + 3, 0], np.int64)], {"to": to["f32"]})
+    case("cast_i64_to_i32_s", "Cast", [np.int64(-7)], {"to": to["i32"]})
+    case("cast_i64_to_bool", "Cast", [ints(7, lo=-2, hi=3)], {"to": to["bool"]})
+    case("cast_i32_to_i64_7", "Cast", [ints(7, dtype=np.int32)], {"to": to["i64"]})
+    case("cast_i32_to_f16", "Cast", [ints(7, lo=-3000, hi=3000, dtype=np.int32)], {"to": to["f16"]})
+    case("cast_bool_to_f32_17", "Cast", [boolean(17)], {"to": to["f32"]})
+    case("cast_bool_to_i64_s", "Cast", [np.bool_(True)], {"to": to["i64"]})
+    case("cast_bool_to_f16", "Cast", [boolean(7)], {"to": to["f16"]})
+    case("cast_f64_to_f32", "Cast", [np.array([1e-50, 1.0000000001, -2.5, 1e300], np.float64)], {"to": to["f32"]})
+
+
+# ---------------------------------------------------------------- softmax, reductions, normalization
+def softmax_cases():
+    for op in ["Softmax", "LogSoftmax"]:
+        t = op.lower()
+        for s, axis in [((2, 3, 4), -1), ((2, 3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -2), ((17,), 0), ((1,), 0), ((2, 1, 5), 1),
+                        ((2, 67), -1), ((2, 67), 0), ((5, 33), -1), ((0, 5), -1), ((2, 7, 3, 5), 2)]:
+            case(f"{t}_{sh(s)}_axis{axis}".replace("-", "m"), op, [f32(*s, scale=3)], {"axis": axis})
+        case(f"{t}_default_axis", op, [f32(2, 3, 4)])
+        case(f"{t}_large_values", op, [np.array([[1000, 999, -1000, 0], [-50, -50, -50, -50], [88, 89, 90, 91]], np.float32)])
+        case(f"{t}_opset11_axis1_rank3", op, [f32(2, 3, 4)], {"axis": 1}, opset=11)
+        case(f"{t}_opset11_default_rank3", op, [f32(2, 3, 4)], opset=11)
+        case(f"{t}_opset11_axism2_rank4", op, [f32(2, 3, 4, 5)], {"axis": -2}, opset=11)
+    case("softmax_f16_17", "Softmax", [f32(3, 17).astype(np.float16)], {"axis": -1})
+
+
+def reduce_cases():
+    gen = {"ReduceSum": f32, "ReduceMean": f32, "ReduceMax": f32, "ReduceMin": f32,
+           "ReduceProd": lambda *s: pos(*s, lo=0.8, hi=1.25), "ReduceL2": f32, "ReduceSumSquare": f32,
+           "ReduceLogSumExp": lambda *s: f32(*s, scale=3)}
+    plans = [((2, 3, 4), [1], 1), ((2, 3, 4), [1], 0), ((2, 3, 4), [-1], 0), ((2, 3, 4), [0, 2], 1), ((2, 3, 4), [-3, -1], 0),
+             ((2, 3, 4), None, 1), ((2, 3, 4), None, 0), ((2, 3, 4), [0, 1, 2], 0), ((2, 1, 4), [1], 0), ((2, 1, 4), [-2], 1),
+             ((17,), [0], 0), ((17,), [0], 1), ((1,), [0], 0), ((), None, 0), ((), None, 1), ((2, 67), [-1], 0),
+             ((2, 67), [0], 1), ((0, 3), [1], 0), ((7, 33), [1], 1), ((2, 3, 5, 7), [1, 3], 0)]
+    for op, g in gen.items():
+        t = op.lower()[6:]
+        for s, axes, keep in plans:
+            name = f"reduce{t}_{sh(s)}_" + ("all" if axes is None else "ax" + "_".join(map(str, axes)).replace("-", "m")) + f"_k{keep}"
+            x = g(*s)
+            if op == "ReduceSum":
+                case(name, op, [x, None if axes is None else i64(*axes)], {"keepdims": keep})
+            else:
+                case(name, op, [x], {"keepdims": keep} if axes is None else {"keepdims": keep, "axes": axes})
+    # empty sets reduced: the identity value
+    case("reducesum_0x3_ax0", "ReduceSum", [f32(0, 3), i64(0)], {"keepdims": 0})
+    case("reduceprod_0x3_ax0", "ReduceProd", [f32(0, 3)], {"keepdims": 0, "axes": [0]})
+    case("reducesumsquare_0x3_ax0", "ReduceSumSquare", [f32(0, 3)], {"keepdims": 1, "axes": [0]})
+    case("reducemax_0x3_ax0", "ReduceMax", [f32(0, 3)], {"keepdims": 0, "axes": [0]})
+    case("reducemin_0x3_ax0", "ReduceMin", [f32(0, 3)], {"keepdims": 0, "axes": [0]})
+    case("reducel2_0x3_ax0", "ReduceL2", [f32(0, 3)], {"keepdims": 0, "axes": [0]})
+    case("reducelogsumexp_0x3_ax0", "ReduceLogSumExp", [f32(0, 3)], {"keepdims": 0, "axes": [0]})
+    # ReduceSum's axes input and noop_with_empty_axes
+    empty = C(np.zeros(0, np.int64))
+    case("reducesum_empty_axes_noop0", "ReduceSum", [f32(2, 3, 4), empty], {"keepdims": 1})
+    case("reducesum_empty_axes_noop1", "ReduceSum", [f32(2, 3, 4), empty], {"noop_with_empty_axes": 1})
+    case("reducesum_no_axes_noop1", "ReduceSum", [f32(2, 3, 4)], {"noop_with_empty_axes": 1, "keepdims": 0})
+    case("reducesum_no_axes_noop1_s", "ReduceSum", [f32()], {"noop_with_empty_axes": 1})
+    case("reducesum_axes_graph_input", "ReduceSum", [In(f32(2, 3, 4)), In(np.array([-1, 0], np.int64))], {"keepdims": 0})
+    case("reducesum_i64", "ReduceSum", [ints(3, 17), i64(-1)], {"keepdims": 0})
+    case("reducesum_i32_all", "ReduceSum", [ints(3, 17, dtype=np.int32)], {"keepdims": 1})
+    case("reducemax_i64", "ReduceMax", [ints(3, 17)], {"keepdims": 0, "axes": [0]})
+    case("reducemin_i32", "ReduceMin", [ints(3, 17, dtype=np.int32)], {"keepdims": 1, "axes": [-1]})
+    case("reducemean_i64", "ReduceMean", [ints(2, 7)], {"keepdims": 0, "axes": [1]})
+    case("reduceprod_i64", "ReduceProd", [ints(2, 7, lo=-3, hi=4)], {"keepdims": 0, "axes": [1]})
+    case("reducemax_neg_inf", "ReduceMax", [np.array([[-np.inf, -np.inf], [-np.inf, 1.0]], np.float32)], {"axes": [1]})
+    case("reducelogsumexp_large", "ReduceLogSumExp", [np.array([[1000, 999, -1000], [-90, -95, -100]], np.float32)], {"axes": [1]})
+
+    # ArgMax / ArgMin
+    for op in ["ArgMax", "ArgMin"]:
+        t = op.lower()
+        for s, axis in [((3, 4), 1), ((3, 4), 0), ((3, 4), -1), ((2, 3, 5), -2), ((17,), 0), ((1,), 0), ((2, 1, 5), 1), ((2, 67), -1),
+                        ((2, 67), 0)]:
+            x = ints(*s, lo=-2, hi=3).astype(np.float32)  # ties
+            for last in [0, 1]:
+                for keep in [0, 1]:
+                    if s in [(2, 67), (2, 1, 5)] and keep == 1 and last == 1:
+                        continue
+                    case(f"{t}_{sh(s)}_axis{axis}_last{last}_k{keep}".replace("-", "m"), op, [x],
+                         {"axis": axis, "keepdims": keep, "select_last_index": last})
+        case(f"{t}_default", op, [f32(3, 4)])
+        case(f"{t}_i64_ties", op, [ints(3, 7, lo=-1, hi=2)], {"axis": -1, "select_last_index": 1})
+        case(f"{t}_i32", op, [ints(17, dtype=np.int32)], {"axis": 0, "keepdims": 0})
+        case(f"{t}_f16", op, [ints(3, 7, lo=-1, hi=2).astype(np.float16)], {"axis": 1})
+        case(f"{t}_0x3_axis1", op, [f32(0, 3)], {"axis": 1, "keepdims": 0})
+
+
+def layernorm_cases():
+    def ln(name, x, axis, bias=True, outputs=1, **attrs):
+        n = x.shape[axis:] if axis >= 0 else x.shape[x.ndim + axis:]
+        ins = [x, C(f32(*n)), C(f32(*n)) if bias else None]
+        case(name, "LayerNormalization", ins, dict(axis=axis, **attrs), outputs=outputs)
+    ln("layernorm_2x3x8_axism1", f32(2, 3, 8), -1)
+    ln("layernorm_2x3x8_axis1", f32(2, 3, 8), 1)
+    ln("layernorm_2x3x8_axis1_pos", f32(2, 3, 8), 1)
+    ln("layernorm_2x5x17_axism2", f32(2, 5, 17), -2)
+    ln("layernorm_no_bias_17", f32(3, 17), -1, bias=False)
+    ln("layernorm_eps_1em3", f32(2, 33), -1, epsilon=1e-3)
+    ln("layernorm_eps_1em12", f32(2, 33), -1, epsilon=1e-12)
+    ln("layernorm_size1", f32(4, 1), -1)
+    ln("layernorm_2x67", f32(2, 67), -1)
+    ln("layernorm_1d", f32(7), 0)
+    ln("layernorm_axis0_rank2", f32(3, 5), 0)
+    ln("layernorm_outputs3", f32(2, 3, 8), -1, outputs=3)
+    ln("layernorm_outputs3_axis1", f32(2, 3, 8), 1, outputs=3)
+    ln("layernorm_constant_rows", np.tile(np.float32(2.5), (2, 16)), -1)
+    case("layernorm_bcast_scale", "LayerNormalization", [f32(2, 3, 8), C(f32(1, 8)), C(f32(8))], {"axis": 1})
+
+
+# ---------------------------------------------------------------- data movement
+def movement_cases():
+    # Gather
+    case("gather_idx_s", "Gather", [f32(5, 4), np.int64(-2)], {"axis": 0})
+    case("gather_idx_s_axism1", "Gather", [f32(5, 4), np.int64(3)], {"axis": -1})
+    case("gather_1d_idx_s", "Gather", [f32(7), np.int64(6)])
+    case("gather_neg_idx", "Gather", [f32(5, 4), np.array([-1, 0, -5, 4], np.int64)])
+    case("gather_axism1_2d_idx", "Gather", [f32(3, 5, 4), np.array([[0, -1, 2], [3, 3, -4]], np.int64)], {"axis": -1})
+    case("gather_axis1_rank3", "Gather", [f32(2, 7, 3), np.array([6, -7, 0], np.int64)], {"axis": 1})
+    case("gather_empty_idx", "Gather", [f32(5, 4), np.zeros(0, np.int64)])
+    case("gather_empty_data_axis1", "Gather", [f32(0, 4), np.array([1, 2], np.int64)], {"axis": 1})
+    case("gather_i32_idx", "Gather", [f32(5, 4), np.array([[1], [-2]], np.int32)])
+    case("gather_2x67", "Gather", [f32(2, 67), np.array([1, 0, 1, -1], np.int64)])
+    case("gather_2x67_axis1", "Gather", [f32(2, 67), np.array([66, 0, -67], np.int64)], {"axis": 1})
+    case("gather_i64_data", "Gather", [ints(6, 3), np.array([[5, 0]], np.int64)])
+    case("gather_const_idx_1", "Gather", [f32(2, 17), i64(-1)], {"axis": 1})
+    case("gather_const_idx_s", "Gather", [f32(2, 17), C(np.int64(16))], {"axis": 1})
+    case("gather_bool", "Gather", [boolean(4, 3), np.array([3, -1], np.int64)])
+    # GatherElements
+    case("gatherelements_axis1", "GatherElements", [f32(3, 4), np.array([[0, -1], [3, 1], [-4, 2]], np.int64)], {"axis": 1})
+    case("gatherelements_axis0", "GatherElements", [f32(3, 4), np.array([[2, 0, -1, 1]], np.int64)], {"axis": 0})
+    case("gatherelements_axism1_rank3", "GatherElements", [f32(2, 3, 5), RNG.integers(-5, 5, (2, 3, 7)).astype(np.int64)], {"axis": -1})
+    case("gatherelements_smaller_idx", "GatherElements", [f32(4, 5), RNG.integers(-4, 4, (2, 3)).astype(np.int64)], {"axis": 0})
+    case("gatherelements_i32_idx", "GatherElements", [f32(17), RNG.integers(-17, 17, (9,)).astype(np.int32)], {"axis": 0})
+    case("gatherelements_empty", "GatherElements", [f32(3, 4), np.zeros((3, 0), np.int64)], {"axis": 1})
+    # Transpose
+    for s, perm in [((7, 9), None), ((2, 7, 9), [1, 0, 2]), ((2, 7, 9), [0, 2, 1]), ((2, 7, 9), [2, 1, 0]), ((2, 1, 7, 9), [3, 1, 0, 2]),
+                    ((2, 3, 1, 17, 5), [4, 0, 3, 1, 2]), ((1,), [0]), ((), []), ((17, 33), [1, 0]), ((0, 3), [1, 0]),
+                    ((1, 7, 1, 9), [2, 0, 3, 1]), ((2, 67), [1, 0]), ((7, 1), [1, 0]), ((2, 3, 4, 5), [0, 1, 2, 3]),
+                    ((9, 17, 7), [2, 0, 1]), ((2, 3, 4, 5, 6), [0, 2, 4, 1, 3])]:
+        name = f"transpose_{sh(s)}_" + ("default" if perm is None else "p" + "".join(map(str, perm)))
+        case(name, "Transpose", [f32(*s)], None if perm is None else {"perm": perm})
+    case("transpose_i64", "Transpose", [ints(3, 5, 7)], {"perm": [2, 0, 1]})
+    case("transpose_bool", "Transpose", [boolean(3, 5)])
+    case("transpose_f16", "Transpose", [f32(7, 9, 17).astype(np.float16)], {"perm": [1, 2, 0]})
+    # Slice
+    def sl(name, x, starts, ends, axes=None, steps=None, dt=np.int64):
+        ins = [x, C(np.array(starts, dt)), C(np.array(ends, dt))]
+        if axes is not None or steps is not None:
+            ins.append(None if axes is None else C(np.array(axes, dt)))
+        if steps is not None:
+            ins.append(C(np.array(steps, dt)))
+        case(name, "Slice", ins)
+    x10 = f32(10)
+    sl("slice_neg_start_past_end", x10, [-3], [100000])
+    sl("slice_reverse_all", x10, [-1], [-11], [0], [-1])
+    sl("slice_reverse_int64_min", x10, [-1], [I64_MIN], [0], [-1])
+    sl("slice_reverse_int64_max_start", x10, [I64_MAX], [I64_MIN], [0], [-2])
+    sl("slice_step2", x10, [1], [I64_MAX], [0], [2])
+    sl("slice_step3_17", f32(17), [0], [17], [0], [3])
+    sl("slice_int64_max_end", x10, [2], [I64_MAX])
+    sl("slice_empty_result", x10, [5], [2])
+    sl("slice_empty_result_neg_step", x10, [2], [5], [0], [-1])
+    sl("slice_start_before_begin", x10, [-100], [3])
+    sl("slice_3d_axes_m1_0_steps", f32(3, 7, 17), [1, -1], [-1, I64_MIN], [-1, 0], [2, -1])
+    sl("slice_3d_middle", f32(3, 7, 17), [2], [-2], [-2])
+    sl("slice_0x4_axis1", f32(0, 4), [1], [3], [1])
+    sl("slice_to_empty_dim", f32(4, 5), [0, 2], [4, 2])
+    sl("slice_i32_params", f32(4, 9), [-3], [I64_MAX if False else 100], [1], [1], dt=np.int32)
+    sl("slice_2x67_tail", f32(2, 67), [-17], [1000], [1])
+    sl("slice_2x67_step_m7", f32(2, 67), [66], [-68], [-1], [-7])
+    sl("slice_unit_dims", f32(1, 7, 1), [0, 0], [1, 1], [0, 2])
+    sl("slice_i64_data", ints(12), [-2], [-10], [0], [-3])
+    case("slice_params_as_inputs", "Slice", [In(f32(6, 8)), In(np.array([-4, 1], np.int64)), In(np.array([I64_MAX, 7], np.int64)),
+                                             In(np.array([1, 0], np.int64)), In(np.array([1, 2], np.int64))])
+    # Concat
+    case("concat_axism1", "Concat", [f32(2, 3), f32(2, 5)], {"axis": -1})
+    case("concat_empty_first", "Concat", [f32(0, 3), f32(2, 3)], {"axis": 0})
+    case("concat_empty_middle", "Concat", [f32(2, 3), f32(2, 0), f32(2, 1)], {"axis": 1})
+    case("concat_all_empty", "Concat", [f32(0, 3), f32(0, 3)], {"axis": 0})
+    case("concat_1d_7_1_17", "Concat", [f32(7), f32(1), f32(17)], {"axis": 0})
+    case("concat_single", "Concat", [f32(1)], {"axis": 0})
+    case("concat_i64", "Concat", [ints(2, 3), ints(1, 3)], {"axis": -2})
+    case("concat_rank3_axism2", "Concat", [f32(2, 3, 4), f32(2, 1, 4), f32(2, 5, 4)], {"axis": -2})
+    case("concat_rank3_axis0_unit", "Concat", [f32(1, 3, 4), f32(1, 3, 4)], {"axis": 0})
+    case("concat_bool", "Concat", [boolean(3), boolean(4)], {"axis": 0})
+    case("concat_2x67", "Concat", [f32(2, 67), f32(2, 67)], {"axis": 1})
+    case("concat_const", "Concat", [f32(2, 3), C(f32(2, 1))], {"axis": -1})
+    # Split (opset 13+: split is an input)
+    case("split_uneven", "Split", [f32(10), i64(3, 3, 4)], outputs=3)
+    case("split_zero_part", "Split", [f32(5, 6), i64(1, 0, 5)], {"axis": -1}, outputs=3)
+    case("split_equal_default", "Split", [f32(6, 4)], outputs=3)
+    case("split_axis1_equal", "Split", [f32(2, 6, 3)], {"axis": 1}, outputs=2)
+    case("split_ones", "Split", [f32(7)], outputs=7)
+    case("split_axism2", "Split", [f32(2, 7, 3), i64(2, 5)], {"axis": -2}, outputs=2)
+    case("split_single", "Split", [f32(3, 4), i64(4)], {"axis": 1}, outputs=1)
+    case("split_2x67", "Split", [f32(2, 67), i64(17, 50)], {"axis": 1}, outputs=2)
+    case("split_i64", "Split", [ints(9), i64(2, 7)], outputs=2)
+    # Expand
+    for name, x, shape in [("expand_3x1_to_2x1x4", f32(3, 1), [2, 1, 4]), ("expand_s_to_3x4", f32(), [3, 4]),
+                           ("expand_1_to_s", f32(1), []), ("expand_s_to_s", f32(), []), ("expand_3_to_1", f32(3), [1]),
+                           ("expand_2x1_to_1x1x5", f32(2, 1), [1, 1, 5]), ("expand_1x1_to_0x1", f32(1, 1), [0, 1]),
+                           ("expand_4_to_2x1x1x1", f32(4), [2, 1, 1, 1]), ("expand_s_to_1", f32(), [1]),
+                           ("expand_1x17_to_3x17", f32(1, 17), [3, 17]), ("expand_67_to_2x67", f32(67), [2, 67]),
+                           ("expand_3x1_to_3x33", f32(3, 1), [3, 33]), ("expand_i64", ints(1, 3), [2, 1, 3]),
+                           ("expand_bool", boolean(2, 1), [2, 5]), ("expand_1x3_to_4x1", f32(1, 3), [4, 1])]:
+        case(name, "Expand", [x, C(np.array(shape, np.int64))])
+    case("expand_shape_input", "Expand", [In(f32(3, 1)), In(np.array([2, 1, 1], np.int64))])
+    # Tile
+    for name, x, reps in [("tile_2x3_r21", f32(2, 3), [2, 1]), ("tile_1_r5", f32(1), [5]), ("tile_7_r3", f32(7), [3]),
+                          ("tile_2x1x3_r141", f32(2, 1, 3), [1, 4, 1]), ("tile_zero_rep", f32(2, 3), [0, 2]), ("tile_ones", f32(3, 4), [1, 1]),
+                          ("tile_0x3_r2", f32(0, 3), [2, 2]), ("tile_i64", ints(2, 2), [3, 2]), ("tile_17_r1x", f32(1, 17), [3, 1]),
+                          ("tile_bool", boolean(3), [2])]:
+        case(name, "Tile", [x, C(np.array(reps, np.int64))])
+    # Reshape
+    for name, x, shape, az in [("reshape_0_m1", f32(2, 3, 4), [0, -1], 0), ("reshape_m1", f32(2, 3, 4), [-1], 0),
+                               ("reshape_4_0_m1", f32(2, 3, 4), [4, 0, -1], 0), ("reshape_s_to_1", f32(), [1], 0),
+                               ("reshape_1_to_s", f32(1), [], 0), ("reshape_s_to_1x1x1", f32(), [1, 1, 1], 0),
+                               ("reshape_7_to_1x7x1", f32(7), [1, 7, 1], 0), ("reshape_allowzero_0x4", f32(0, 3), [0, 4], 1),
+                               ("reshape_allowzero_copy", f32(2, 3), [0, 3], 0), ("reshape_m1_s", f32(), [-1], 0),
+                               ("reshape_empty_m1", f32(0, 3), [3, -1], 0), ("reshape_0_0_copy", f32(2, 3, 4), [0, 0, 2, 2], 0),
+                               ("reshape_i64", ints(6), [2, -1], 0), ("reshape_2x67", f32(2, 67), [67, 2], 0)]:
+        case(name, "Reshape", [x, C(np.array(shape, np.int64))], {"allowzero": az} if az else None)
+    case("reshape_shape_input", "Reshape", [In(f32(2, 3, 4)), In(np.array([-1, 2], np.int64))])
+    # Squeeze / Unsqueeze (opset 13+: axes is an input)
+    for name, x, axes in [("squeeze_axism2", f32(1, 3, 1, 5), [-2]), ("squeeze_all", f32(1, 3, 1, 5), None),
+                          ("squeeze_1_to_s", f32(1), None), ("squeeze_1_axis0", f32(1), [0]), ("squeeze_1x1_both", f32(1, 1), [0, -1]),
+                          ("squeeze_none_to_drop", f32(3, 4), None), ("squeeze_s", f32(), None), ("squeeze_0x1", f32(0, 1), [1]),
+                          ("squeeze_unsorted", f32(1, 2, 1, 3, 1), [4, 0])]:
+        case(name, "Squeeze", [x] + ([] if axes is None else [C(np.array(axes, np.int64))]))
+    for name, x, axes in [("unsqueeze_s_0", f32(), [0]), ("unsqueeze_s_01", f32(), [0, 1]), ("unsqueeze_s_m1", f32(), [-1]),
+                          ("unsqueeze_3_m1", f32(3), [-1]), ("unsqueeze_3x4_m1_0", f32(3, 4), [-1, 0]),
+                          ("unsqueeze_2x3_31", f32(2, 3), [3, 1]), ("unsqueeze_1_0", f32(1), [0]), ("unsqueeze_0x3_1", f32(0, 3), [1]),
+                          ("unsqueeze_i64", ints(5), [-2])]:
+        case(name, "Unsqueeze", [x, C(np.array(axes, np.int64))])
+
+
+# ---------------------------------------------------------------- MatMul, Gemm, CumSum, TopK, Range, Trilu
+def linalg_cases():
+    for a, b in [((4,), (4, 6)), ((5, 4), (4,)), ((7,), (7,)), ((2, 1, 3, 4), (5, 4, 6)), ((3, 1), (1, 5)), ((7, 17), (17, 33)),
+                 ((2, 3, 4), (4,)), ((4,), (2, 4, 5)), ((1, 1), (1, 1)), ((1, 33), (33, 17)), ((17, 33), (33, 1)), ((3, 0), (0, 4)),
+                 ((0, 4), (4, 5)), ((2, 0, 4), (4, 3)), ((33, 64), (64, 40)), ((2, 300), (300, 7)), ((2, 7, 17), (2, 17, 9)),
+                 ((1, 7, 17), (3, 17, 9)), ((3, 7, 17), (17, 9)), ((5, 4), (1, 4, 6)), ((1,), (1, 5)), ((33,), (33, 1))]:
+        case(f"matmul_{sh(a)}_{sh(b)}", "MatMul", [f32(*a), f32(*b)])
+    case("matmul_const_b", "MatMul", [f32(2, 3, 17), C(f32(17, 33))])
+    case("matmul_i32", "MatMul", [ints(3, 4, dtype=np.int32), ints(4, 5, dtype=np.int32)])
+    case("matmul_i64", "MatMul", [ints(3, 4), ints(4,)])
+    case("matmul_f16", "MatMul", [f32(3, 8).astype(np.float16) * np.float16(0.25), f32(8, 5).astype(np.float16) * np.float16(0.25)])
+
+    def gemm(name, m, k, n, c=None, transA=0, transB=0, **attrs):
+        A = f32(k, m) if transA else f32(m, k)
+        B = f32(n, k) if transB else f32(k, n)
+        ins = [A, B] + ([] if c is None else [c])
+        case(name, "Gemm", ins, dict(transA=transA, transB=transB, **attrs))
+    gemm("gemm_c_1", 3, 4, 5, C(f32(1)))
+    gemm("gemm_c_n", 3, 4, 5, C(f32(5)))
+    gemm("gemm_c_m1", 3, 4, 5, C(f32(3, 1)))
+    gemm("gemm_c_s", 3, 4, 5, C(f32()))
+    gemm("gemm_c_mn", 3, 4, 5, f32(3, 5))
+    gemm("gemm_c_1xn", 3, 4, 5, f32(1, 5))
+    gemm("gemm_no_c", 3, 4, 5)
+    gemm("gemm_transA", 3, 4, 5, C(f32(5)), transA=1)
+    gemm("gemm_transB", 3, 4, 5, C(f32(5)), transB=1)
+    gemm("gemm_transAB", 3, 4, 5, C(f32(3, 1)), transA=1, transB=1)
+    gemm("gemm_alpha_beta", 3, 4, 5, C(f32(5)), alpha=0.5, beta=2.0)
+    gemm("gemm_beta0", 3, 4, 5, C(f32(5)), beta=0.0)
+    gemm("gemm_m1", 1, 17, 33, C(f32(33)), transB=1)
+    gemm("gemm_k1", 7, 1, 9, C(f32(1)))
+    gemm("gemm_7_17_33", 7, 17, 33, C(f32(33)), transB=1, alpha=1.5)
+    gemm("gemm_n1", 17, 33, 1, C(f32(1)))
+    gemm("gemm_m0", 0, 4, 5, C(f32(5)))
+
+    # CumSum
+    def cs(name, x, axis, **attrs):
+        case(name, "CumSum", [x, C(np.array(axis, np.int64 if not isinstance(axis, np.ndarray) else axis.dtype))], attrs or None)
+    cs("cumsum_7", f32(7), 0)
+    cs("cumsum_3x17_axism1_excl", f32(3, 17), -1, exclusive=1)
+    cs("cumsum_3x17_axism1_rev", f32(3, 17), -1, reverse=1)
+    cs("cumsum_3x17_axis0_excl_rev", f32(3, 17), 0, exclusive=1, reverse=1)
+    cs("cumsum_2x3x5_axis1", f32(2, 3, 5), 1)
+    cs("cumsum_2x3x5_axism2_rev", f32(2, 3, 5), -2, reverse=1)
+    cs("cumsum_1", f32(1), 0, exclusive=1)
+    cs("cumsum_0x3_axis1", f32(0, 3), 1)
+    cs("cumsum_2x67", f32(2, 67), -1)
+    cs("cumsum_i64", ints(17), 0, reverse=1)
+    cs("cumsum_i32_axis_i32", ints(3, 7, dtype=np.int32), np.array(1, np.int32), exclusive=1)
+    cs("cumsum_axis_1elem", f32(3, 7), np.array([1], np.int64))
+    case("cumsum_axis_input", "CumSum", [In(f32(4, 5)), In(np.array(-1, np.int64))])
+
+    # TopK
+    def topk(name, x, k, **attrs):
+        case(name, "TopK", [x, C(np.array([k], np.int64))], attrs or None, outputs=2)
+    tie7 = ints(7, lo=-2, hi=3).astype(np.float32)
+    topk("topk_7_k3", f32(7), 3)
+    topk("topk_7_k3_ties", tie7, 3)
+    topk("topk_7_k7_ties_smallest", tie7, 7, largest=0)
+    topk("topk_7_k1_smallest", f32(7), 1, largest=0)
+    topk("topk_3x17_k5", f32(3, 17), 5, axis=-1)
+    topk("topk_3x17_k2_axis0_ties", ints(3, 17, lo=-1, hi=2).astype(np.float32), 2, axis=0)
+    topk("topk_k0", f32(3, 5), 0)
+    topk("topk_1_k1", f32(1), 1)
+    topk("topk_2x33x3_axis1", f32(2, 33, 3), 9, axis=1, largest=0)
+    topk("topk_2x67_k17", f32(2, 67), 17)
+    topk("topk_i64_ties", ints(2, 9, lo=-2, hi=3), 4)
+    topk("topk_i32", ints(9, dtype=np.int32), 4, largest=0)
+    topk("topk_inf", np.array([1, np.inf, -np.inf, 0, 3], np.float32), 3)
+
+    # Range
+    for name, vals in [("range_f32", (0.0, 10.0, 3.0)), ("range_f32_down", (10.0, 0.0, -3.0)), ("range_f32_empty", (1.0, 1.0, 1.0)),
+                       ("range_f32_wrong_sign", (0.0, 5.0, -1.0)), ("range_f32_quarter", (0.0, 1.0, 0.25)), ("range_f32_tenth", (0.0, 1.0, 0.1)),
+                       ("range_f32_neg", (-2.5, 3.0, 0.5))]:
+        case(name, "Range", [np.float32(v) for v in vals])
+    case("range_i64", "Range", [np.int64(-5), np.int64(7), np.int64(2)])
+    case("range_i64_down", "Range", [np.int64(5), np.int64(-6), np.int64(-3)])
+    case("range_i32", "Range", [np.int32(0), np.int32(17), np.int32(1)])
+    case("range_i64_input", "Range", [C(np.int64(0)), In(np.int64(33)), C(np.int64(4))])
+
+    # Trilu
+    def tri(name, x, k=None, upper=1):
+        case(name, "Trilu", [x] + ([] if k is None else [C(np.int64(k))]), {"upper": upper})
+    tri("trilu_upper_4x5", f32(4, 5))
+    tri("trilu_lower_4x5", f32(4, 5), upper=0)
+    tri("trilu_upper_k1", f32(4, 5), 1)
+    tri("trilu_upper_km1", f32(5, 4), -1)
+    tri("trilu_lower_k2", f32(4, 5), 2, upper=0)
+    tri("trilu_lower_km2", f32(4, 5), -2, upper=0)
+    tri("trilu_upper_k10", f32(4, 5), 10)
+    tri("trilu_lower_km10", f32(4, 5), -10, upper=0)
+    tri("trilu_upper_km10", f32(4, 5), -10)
+    tri("trilu_batched", f32(2, 3, 7, 9), 1, upper=0)
+    tri("trilu_0x3", f32(0, 3))
+    tri("trilu_1x1_lower", f32(1, 1), upper=0)
+    tri("trilu_i64", ints(3, 17), -1)
+    tri("trilu_bool", boolean(4, 4), 0, upper=0)
+    tri("trilu_17x33", f32(17, 33), 3)
+
+
+def pack(model, got, folder, data):
+    """Rewrites the group's model with its outputs gathered by element type into sequences (one
+    SequenceConstruct per type, output named after the type, items in node order) and writes the
+    expected sequences: a file per type rather than per node keeps the suite small on disk."""
+    by_type = {}
+    for out in model.graph.output:
+        by_type.setdefault(out.type.tensor_type.elem_type, []).append(out.name)
+    del model.graph.output[:]
+    for k, (elem, names) in enumerate(by_type.items()):
+        seq_name = TensorProto.DataType.Name(elem).lower()
+        model.graph.node.append(helper.make_node("SequenceConstruct", names, [seq_name], name=seq_name))
+        model.graph.output.append(helper.make_value_info(seq_name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem, None))))
+        seq = onnx.SequenceProto(name=seq_name, elem_type=onnx.SequenceProto.TENSOR)
+        seq.tensor_values.extend(numpy_helper.from_array(got[n], n) for n in names)
+        (data / f"output_{k}.pb").write_bytes(seq.SerializeToString())
+    onnx.save(model, folder / "model.onnx")
+
+
+def width_cases():
+    """Data movement copies elements by width: 1-byte (bool, uint8, int8), 2-byte (float16) and
+    8-byte (int64, double) elements through the same shapes."""
+    gens = {"bool": lambda *s: boolean(*s), "u8": lambda *s: ints(*s, lo=0, hi=255, dtype=np.uint8),
+            "i8": lambda *s: ints(*s, lo=-128, hi=127, dtype=np.int8), "f16": lambda *s: f32(*s).astype(np.float16),
+            "f64": lambda *s: f32(*s).astype(np.float64), "i32": lambda *s: ints(*s, dtype=np.int32)}
+    for t, g in gens.items():
+        w = f"width_{t}"
+        case(f"{w}_transpose3", "Transpose", [g(7, 9, 17)], {"perm": [2, 0, 1]})
+        case(f"{w}_transpose5", "Transpose", [g(2, 3, 1, 5, 7)], {"perm": [4, 2, 0, 3, 1]})
+        case(f"{w}_slice_rev", "Slice", [g(3, 17), i64(-1), i64(I64_MIN), i64(-1), i64(-1)])
+        case(f"{w}_slice_step2", "Slice", [g(5, 33), i64(1, 0), i64(I64_MAX, 33), i64(0, 1), i64(2, 3)])
+        case(f"{w}_concat", "Concat", [g(2, 3), g(2, 0), g(2, 17)], {"axis": -1})
+        case(f"{w}_expand", "Expand", [g(3, 1), i64(2, 3, 17)])
+        case(f"{w}_tile", "Tile", [g(2, 3), i64(2, 3)])
+        case(f"{w}_gather_axis1", "Gather", [g(3, 7), np.array([[-1, 0], [6, 2]], np.int64)], {"axis": 1})
+        case(f"{w}_gather_s", "Gather", [g(5, 3), np.int64(-1)])
+        case(f"{w}_gatherelements", "GatherElements", [g(3, 5), np.array([[4, -5, 0], [1, 1, -1]], np.int64)], {"axis": 1})
+        case(f"{w}_split", "Split", [g(2, 17), i64(5, 12)], {"axis": 1}, outputs=2)
+        case(f"{w}_reshape", "Reshape", [g(2, 3, 4), i64(0, -1)])
+        case(f"{w}_unsqueeze_s", "Unsqueeze", [g(), i64(0, -1)])
+        if t not in ("bool", "i8"):  # ORT: "Could not find an implementation for Where(16)"
+            case(f"{w}_where", "Where", [boolean(3, 1), g(1, 17), g()])
+        if t not in ("bool", "u8", "i8"):  # ORT: none for Trilu(14) of uint8 / int8 (bool is in the trilu group)
+            case(f"{w}_trilu", "Trilu", [g(3, 5)], {"upper": 0})
+    for t in ["u8", "i8", "i32", "f64"]:
+        g = gens[t]
+        case(f"width_{t}_equal", "Equal", [g(3, 1), g(1, 4)])
+        case(f"width_{t}_max", "Max", [g(3, 1), g(1, 4)])
+        case(f"width_{t}_reducemax", "ReduceMax", [g(3, 17)], {"axes": [-1]})
+        case(f"width_{t}_argmax", "ArgMax", [g(3, 17)], {"axis": -1, "select_last_index": 1})
+        case(f"width_{t}_topk", "TopK", [g(3, 17), i64(4)], {"largest": 0}, outputs=2)
+    case("width_f64_add", "Add", [f32().astype(np.float64), f32(1).astype(np.float64)])
+    case("width_f64_softmax", "Softmax", [f32(3, 17).astype(np.float64)])
+    case("width_f64_cumsum", "CumSum", [f32(3, 17).astype(np.float64), C(np.int64(-1))], {"exclusive": 1})
+    case("width_f64_matmul", "MatMul", [f32(3, 17).astype(np.float64), f32(17).astype(np.float64)])
+    case("width_f64_exp", "Exp", [f32(17).astype(np.float64)])
+    case("width_f16_cumsum", "CumSum", [f32(17).astype(np.float16) * np.float16(0.25), C(np.int64(0))])
+    case("width_f16_reducesum", "ReduceSum", [f32(3, 17).astype(np.float16), i64(-1)])
+    case("width_f16_softmax", "Softmax", [f32(2, 17).astype(np.float16)])
+    case("width_f16_layernorm", "LayerNormalization", [f32(2, 17).astype(np.float16), C(f32(17).astype(np.float16)),
+                                                        C(f32(17).astype(np.float16))], {"axis": -1})
+
+
+# ---------------------------------------------------------------- identities, special values, aliasing
+SPECIAL = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan], np.float32)
+
+
+def special_cases():
+    """Shortcuts an evaluator may take for an identity operand (x * 1, x + 0, x ** 1, x ** 0) or a
+    constant condition must still broadcast; IEEE special values through the exponent shortcuts
+    (pow(-inf, 0.5) is +inf where sqrt(-inf) is nan; pow(nan, 0) is 1); an input read by several
+    nodes, or twice by one node, must not be overwritten by an in-place kernel."""
+    for op, one in [("Mul", 1.0), ("Add", 0.0), ("Sub", 0.0), ("Div", 1.0), ("Pow", 1.0), ("Pow", 0.0)]:
+        t = f"ident_{op.lower()}_{str(one).replace('.', 'p')}"
+        case(f"{t}_s_by_1", op, [f32(), C(np.array([one], np.float32))])
+        case(f"{t}_1_by_s", op, [f32(1), C(np.float32(one))])
+        case(f"{t}_3x1_by_1x4", op, [pos(3, 1), C(np.full((1, 4), one, np.float32))])
+        case(f"{t}_s_by_2x3", op, [pos(), C(np.full((2, 3), one, np.float32))])
+        case(f"{t}_7_by_s", op, [f32(7), C(np.float32(one))])
+        if op in ("Mul", "Add"):
+            case(f"{t}_const_first_1x1_by_5", op, [C(np.full((1, 1), one, np.float32)), f32(5)])
+    case("ident_mul_i64_s_by_1", "Mul", [ints(), C(np.array([1], np.int64))])
+    case("ident_add_i64_3_by_2x1", "Add", [ints(3), C(np.zeros((2, 1), np.int64))])
+    case("ident_pow_exps_vector", "Pow", [pos(4), C(np.array([2.0, 3.0, 0.5, -1.0], np.float32))])
+    case("ident_pow_exps_first2", "Pow", [pos(3, 1), C(np.array([[2.0, 1.0, 2.0]], np.float32))])
+    case("ident_pow_all2_s_by_3", "Pow", [away(), C(np.full((3,), 2.0, np.float32))])
+    case("ident_pow_all2_2x1_by_1x3", "Pow", [away(2, 1), C(np.full((1, 3), 2.0, np.float32))])
+    case("ident_pow_all05_1_by_2x2", "Pow", [pos(1), C(np.full((2, 2), 0.5, np.float32))])
+    case("ident_where_true_bcast", "Where", [C(np.ones((3, 1), bool)), f32(), f32(1, 4)])
+    case("ident_where_false_bcast", "Where", [C(np.zeros((1,), bool)), f32(2, 3), f32()])
+    case("ident_where_true_s", "Where", [C(np.bool_(True)), f32(), f32(1)])
+    case("ident_max_single_s", "Max", [f32()])
+    case("ident_mean_single_1", "Mean", [f32(1)])
+    case("ident_sum_single_2x3", "Sum", [f32(2, 3)])
+    case("ident_expand_same", "Expand", [f32(3, 1), i64(3, 1)])
+    case("ident_expand_smaller_shape", "Expand", [f32(2, 3, 4), i64(3, 1)])
+    case("ident_expand_1_s", "Expand", [f32(), i64(1)])
+    case("ident_tile_s", "Tile", [f32(), C(np.zeros(0, np.int64))])
+    case("ident_clip_wide", "Clip", [f32(7), C(np.float32(-100)), C(np.float32(100))])
+    case("ident_matmul_1_by_1", "MatMul", [f32(1), f32(1)])
+    case("ident_matmul_5x1_by_1", "MatMul", [f32(5, 1), f32(1)])
+    case("ident_matmul_2x1x3x4_by_1x5x4x6", "MatMul", [f32(2, 1, 3, 4), f32(1, 5, 4, 6)])
+    case("ident_gemm_c_1x1", "Gemm", [f32(3, 4), f32(4, 5), C(f32(1, 1))])
+    case("ident_gemm_alpha0", "Gemm", [f32(3, 4), f32(4, 5), C(f32(5))], {"alpha": 0.0})
+    case("ident_gemm_m1_n1", "Gemm", [f32(1, 7), f32(7, 1), C(f32())])
+    case("ident_gemm_no_c_beta", "Gemm", [f32(2, 3), f32(3, 4)], {"beta": 0.5})
+
+    # IEEE special values
+    for e in [2.0, 3.0, 0.5, -1.0, 1.5, 0.0, 1.0, -2.0, -0.5]:
+        et = str(e).replace(".", "p").replace("-", "m")
+        case(f"special_pow_{et}_s", "Pow", [SPECIAL, C(np.float32(e))])
+        case(f"special_pow_{et}_1", "Pow", [SPECIAL, C(np.array([e], np.float32))])
+    case("special_pow_exp_nan_inf", "Pow", [np.array([[1.0], [2.0], [0.5], [-1.0], [0.0]], np.float32),
+                                              C(np.array([np.nan, np.inf, -np.inf, 0.0], np.float32))])
+    for op in ["Abs", "Neg", "Sqrt", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "Erf", "Reciprocal", "Floor", "Ceil",
+               "Round", "Sign", "Softplus"]:
+        case(f"special_{op.lower()}", op, [SPECIAL])
+    case("special_round_halves", "Round", [np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 0.49999997], np.float32)])
+    case("special_clip", "Clip", [SPECIAL, C(np.float32(-1.0)), C(np.float32(1.0))])
+    case("special_cast_bool", "Cast", [SPECIAL], {"to": TensorProto.BOOL})
+    case("special_cast_f16", "Cast", [SPECIAL], {"to": TensorProto.FLOAT16})
+    case("special_div_zero", "Div", [SPECIAL, C(np.float32(0.0))])
+    case("special_mod_fmod", "Mod", [SPECIAL, C(np.float32(1.5))], {"fmod": 1})
+    case("special_max_nan", "Max", [SPECIAL, C(np.float32(0.0))])
+    case("special_min_nan", "Min", [SPECIAL, C(np.float32(0.0))])
+    case("special_softmax_neg_inf", "Softmax", [np.array([[-np.inf, 0.0, 1.0, -np.inf], [-np.inf] * 4, [np.inf, 0, 0, 0]], np.float32)])
+    case("special_logsoftmax_neg_inf", "LogSoftmax", [np.array([[-np.inf, 0.0, 1.0, -np.inf], [3.0, 3.0, 3.0, 3.0]], np.float32)])
+    case("special_reducemax_inf", "ReduceMax", [np.array([[-np.inf, 1.0], [np.inf, 2.0]], np.float32)], {"axes": [1]})
+    case("special_reducelogsumexp_inf", "ReduceLogSumExp", [np.array([[-np.inf, -np.inf], [np.inf, 2.0], [-np.inf, 0.0]], np.float32)],
+         {"axes": [1]})
+    case("special_equal_nan", "Equal", [SPECIAL, SPECIAL])
+    case("special_less_nan", "Less", [SPECIAL, C(np.float32(0.0))])
+    case("special_greater_negzero", "Greater", [SPECIAL, C(np.float32(-0.0))])
+
+    # special values inside vector bodies and tails (length 67: 4 x 16 + 3)
+    def scattered(seed_scale=3.0):
+        v = f32(67, scale=seed_scale)
+        v[[0, 5, 8, 15, 16, 31, 32, 40, 63, 64, 66]] = SPECIAL
+        return v
+    vx, vy = scattered(), scattered()
+    vy[[1, 2, 16, 66]] = [np.nan, -np.inf, 1.0, np.nan]
+    for op in ["Exp", "Tanh", "Sigmoid", "Erf", "Log", "Sqrt", "Relu", "LeakyRelu", "Abs", "Neg", "Softplus", "Reciprocal"]:
+        case(f"vec_{op.lower()}", op, [vx])
+    case("vec_exp_bounds", "Exp", [np.array([-104.5, -104.0, -103.97, -103.9, -87.4, -87.33, -87.3, 88.72, 88.7228, 88.73, 89.0,
+                                             -0.0, 1e-30, -1e-30, 0.6931472, -0.6931472] * 2, np.float32)])
+    case("vec_sigmoid_bounds", "Sigmoid", [np.array([-104.5, -104.0, -88.8, -88.7, -87.3, -20.0, -16.7, 16.7, 20.0, 87.3, 88.7,
+                                                     88.8, 104.0, -0.0, 1e-30, -1e-30, 9.0] * 2, np.float32)])
+    case("vec_tanh_bounds", "Tanh", [np.array([-10.0, -9.1, -9.0, -8.9, -4.97, -0.0004, 0.0004, 4.97, 8.9, 9.0, 9.1, 10.0, 1e-30,
+                                               -0.0, 0.55, -0.55, 20.0] * 2, np.float32)])
+    case("vec_max_equal", "Max", [vx, vy])
+    case("vec_min_equal", "Min", [vx, vy])
+    case("vec_max3_equal", "Max", [vx, vy, f32(67)])
+    case("vec_min_equal_then_bcast", "Min", [vx, vy, C(np.float32(0.0))])
+    case("vec_max_2x67_nan", "Max", [np.stack([vx, vy]), np.stack([vy, vx])])
+    case("vec_clip", "Clip", [vx, C(np.float32(-1.0)), C(np.float32(1.0))])
+    case("vec_pow2", "Pow", [vx, C(np.float32(2.0))])
+    case("vec_pow05", "Pow", [vx, C(np.float32(0.5))])
+    case("vec_add", "Add", [vx, vy])
+    case("vec_mul_s", "Mul", [vx, C(np.float32(-2.0))])
+    case("vec_where", "Where", [vx > vy, vx, vy])
+    case("vec_less", "Less", [vx, vy])
+    case("vec_equal", "Equal", [vx, vy])
+    case("vec_reducesum_nan", "ReduceSum", [np.stack([vx, vy])], {"keepdims": 0})
+    case("vec_softmax_nan", "Softmax", [np.stack([vx, vy, f32(67)])], {"axis": -1})
+    case("vec_cast_f16", "Cast", [vx * np.float32(1e4)], {"to": TensorProto.FLOAT16})
+    with np.errstate(over="ignore"):  # the largest ones overflow to inf, as they should
+        case("vec_cast_f16_back", "Cast", [(vx * np.float32(1e4)).astype(np.float16)], {"to": TensorProto.FLOAT})
+    case("vec_f16_add", "Add", [vx.astype(np.float16), vy.astype(np.float16)])
+    case("vec_f16_relu", "Relu", [vx.astype(np.float16)])
+    case("vec_f16_max", "Max", [vx.astype(np.float16), vy.astype(np.float16)])
+
+    # aliasing: one value read twice by a node, and by a chain of nodes that could reuse its buffer
+    for op in ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Equal"]:
+        x = pos(17) if op in ("Div", "Pow") else f32(17)
+        case(f"alias_{op.lower()}_xx", op, [x, x])
+        case(f"alias_{op.lower()}_xx_s", op, [x[0].copy(), x[0].copy()])
+    x = In(f32(33))
+    case("alias_chain_relu", "Relu", [x], group="alias_chain")
+    case("alias_chain_neg", "Neg", [x], group="alias_chain")
+    case("alias_chain_add", "Add", [Ref("alias_chain_neg"), x], group="alias_chain")
+    case("alias_chain_exp", "Exp", [Ref("alias_chain_relu")], group="alias_chain")
+    case("alias_chain_mul", "Mul", [Ref("alias_chain_relu"), Ref("alias_chain_relu")], group="alias_chain")
+    case("alias_chain_sigmoid", "Sigmoid", [Ref("alias_chain_neg")], group="alias_chain")
+    case("alias_chain_sub", "Sub", [Ref("alias_chain_sigmoid"), Ref("alias_chain_neg")], group="alias_chain")
+    case("alias_chain_x", "Identity", [x], group="alias_chain")
+    case("alias_chain_reshape", "Reshape", [Ref("alias_chain_neg"), i64(3, 11)], group="alias_chain")
+    case("alias_chain_reshape_tanh", "Tanh", [Ref("alias_chain_reshape")], group="alias_chain")
+    case("alias_chain_squeeze", "Unsqueeze", [Ref("alias_chain_relu"), i64(0)], group="alias_chain")
+    case("alias_chain_clip", "Clip", [Ref("alias_chain_squeeze"), C(np.float32(0.1)), C(np.float32(0.5))], group="alias_chain")
+    case("alias_chain_after", "Abs", [Ref("alias_chain_neg")], group="alias_chain")
+    case("alias_chain_cast", "Cast", [Ref("alias_chain_after")], {"to": TensorProto.FLOAT}, group="alias_chain")
+    case("alias_chain_cast_add", "Add", [Ref("alias_chain_cast"), C(np.float32(1.0))], group="alias_chain")
+
+
+# ---------------------------------------------------------------- large: the parallel paths
+ROWS, COLS = 9, 4099  # 36891 elements: past refeval's 2 x 2^14 parallel threshold, an odd row length
+
+
+def large_cases():
+    """Operands of (9, 4099) built in the graph from Range with exactly rounded float arithmetic
+    (Mul, Mod fmod=1, Sub: bit-identical in ORT and refeval), so the models stay small; each result
+    is checked through a weighted row sum, MatMul with a (4099,) weight vector also built in the
+    graph (a wrong, misplaced or missing element moves it)."""
+    def node(name, op, inputs, attrs=None, out=False, outputs=1):
+        case(name, op, inputs, attrs, outputs=outputs, group="large", hidden=not out)
+
+    def frac(name, n, mul, scale, shift, shape):
+        """scale * fmod(Range(n) * mul, 1) - shift, reshaped."""
+        node(f"{name}_r", "Range", [C(np.float32(0)), C(np.float32(n)), C(np.float32(1))])
+        node(f"{name}_m", "Mul", [Ref(f"{name}_r"), C(np.float32(mul))])
+        node(f"{name}_f", "Mod", [Ref(f"{name}_m"), C(np.float32(1))], {"fmod": 1})
+        node(f"{name}_s", "Mul", [Ref(f"{name}_f"), C(np.float32(scale))])
+        node(name, "Sub", [Ref(f"{name}_s"), C(np.float32(shift))])
+        if shape:
+            node(f"{name}_2d", "Reshape", [Ref(name), i64(*shape)])
+    frac("X", ROWS * COLS, 0.6180339887, 4.0, 2.0, (ROWS, COLS))
+    frac("Y", ROWS * COLS, 0.4142135623, 4.0, 2.0, (ROWS, COLS))
+    frac("W", COLS, 0.7548776662, 1.0, 0.5, None)
+    frac("R", COLS, 0.5698402910, 2.0, 1.0, None)  # a (4099,) row operand
+    node("P", "Abs", [Ref("X_2d")])
+    node("P_2d", "Add", [Ref("P"), C(np.float32(0.5))])  # in [0.5, 2.5]
+    X, Y, W, P, R = Ref("X_2d"), Ref("Y_2d"), Ref("W"), Ref("P_2d"), Ref("R")
+    col = C(f32(ROWS, 1))
+
+    def checked(name, op, inputs, attrs=None):
+        node(f"{name}_raw", op, inputs, attrs)
+        node(f"large_{name}", "MatMul", [Ref(f"{name}_raw"), W], out=True)
+    for op in ["Add", "Sub", "Mul"]:
+        checked(f"{op.lower()}_xy", op, [X, Y])
+        checked(f"{op.lower()}_row", op, [X, R])
+        checked(f"{op.lower()}_col", op, [col, X])
+        checked(f"{op.lower()}_s", op, [X, C(np.float32(0.75))])
+        checked(f"{op.lower()}_1", op, [C(np.array([0.75], np.float32)), X])
+    checked("div_xp", "Div", [X, P])
+    checked("div_s", "Div", [X, C(np.float32(3.0))])
+    checked("div_by_s", "Div", [C(np.float32(3.0)), P])
+    for e, base in [(2.0, X), (3.0, X), (0.5, P), (-1.0, P), (1.5, P)]:
+        et = str(e).replace(".", "p").replace("-", "m")
+        checked(f"pow_{et}_s", "Pow", [base, C(np.float32(e))])
+        checked(f"pow_{et}_1", "Pow", [base, C(np.array([e], np.float32))])
+    checked("pow_full", "Pow", [P, Y])
+    checked("max3", "Max", [X, Y, R])
+    checked("min2", "Min", [X, C(np.float32(0.1))])
+    checked("mean3", "Mean", [X, Y, col])
+    checked("sum3", "Sum", [X, R, C(np.float32(1.0))])
+    node("gt", "Greater", [X, Y])
+    checked("where", "Where", [Ref("gt"), X, Y])
+    checked("where_s", "Where", [Ref("gt"), X, C(np.float32(-1.0))])
+    for op, x in [("Abs", X), ("Neg", X), ("Relu", X), ("Sqrt", P), ("Exp", X), ("Log", P), ("Tanh", X), ("Sigmoid", X), ("Erf", X)]:
+        checked(op.lower(), op, [x])
+    checked("leakyrelu", "LeakyRelu", [X], {"alpha": 0.1})
+    checked("clip", "Clip", [X, C(np.float32(-0.3)), C(np.float32(0.4))])
+    checked("clip_min", "Clip", [X, C(np.float32(-0.3))])
+    checked("softmax_m1", "Softmax", [X], {"axis": -1})
+    checked("softmax_0", "Softmax", [X], {"axis": 0})
+    checked("logsoftmax_m1", "LogSoftmax", [X], {"axis": -1})
+    checked("layernorm", "LayerNormalization", [X, R, W], {"axis": -1})
+    checked("cumsum", "CumSum", [X, C(np.int64(-1))])
+    checked("cumsum_rev_excl", "CumSum", [X, C(np.int64(-1))], {"reverse": 1, "exclusive": 1})
+    checked("slice_step2", "Slice", [Ref("Y"), i64(1), i64(2 * COLS + 1), i64(0), i64(2)])
+    checked("expand", "Expand", [col, i64(ROWS, COLS)])
+    checked("identity", "Identity", [X])
+    node("xt", "Transpose", [X], {"perm": [1, 0]})
+    node("large_transpose", "MatMul", [W, Ref("xt")], out=True)
+    node("x3", "Reshape", [X, i64(ROWS, 1, COLS)])
+    node("x3t", "Transpose", [Ref("x3")], {"perm": [1, 0, 2]})  # moves only a unit axis
+    node("large_transpose_unit", "MatMul", [Ref("x3t"), W], out=True)
+    node("large_reducesum", "ReduceSum", [X, i64(-1)], {"keepdims": 0}, out=True)
+    node("large_reducemax", "ReduceMax", [X], {"axes": [-1], "keepdims": 0}, out=True)
+    node("large_reducel2", "ReduceL2", [X], {"axes": [1]}, out=True)
+    node("large_reducelogsumexp", "ReduceLogSumExp", [X], {"axes": [-1]}, out=True)
+    node("mean0", "ReduceMean", [X], {"axes": [0], "keepdims": 0})
+    node("large_reducemean_axis0", "MatMul", [Ref("mean0"), W], out=True)
+    node("large_argmax", "ArgMax", [X], {"axis": -1}, out=True)
+    node("large_argmin_last", "ArgMin", [Y], {"axis": 1, "select_last_index": 1}, out=True)
+    node("x100", "Mul", [X, C(np.float32(100))])
+    node("xi", "Cast", [Ref("x100")], {"to": TensorProto.INT64})
+    node("large_cast_i64", "ReduceSum", [Ref("xi"), i64(-1)], {"keepdims": 0}, out=True)
+    node("large_topk", "TopK", [X, i64(5)], outputs=2)
+    case("large_topk_values", "Identity", [Ref("large_topk")], group="large")
+    case("large_topk_indices", "Identity", [Ref("large_topk_1")], group="large")
+    node("yt", "Transpose", [Y], {"perm": [1, 0]})
+    node("large_matmul", "MatMul", [X, Ref("yt")], out=True)
+
+
+def build():
+    root = pathlib.Path(sys.argv[sys.argv.index("--flat") + 1]) if FLAT else fixture.OUT / SUITE
+    shutil.rmtree(root, ignore_errors=True)
+    cases = [(group,) + group_model(group) for group in GROUPS]
+    folders = []
+    for name, model, feeds in cases:
+        folder = root / name
+        (folder / ".ort" / "feeds").mkdir(parents=True)
+        onnx.save(model, folder / "model.onnx")
+        for key, value in feeds.items():
+            np.save(folder / ".ort" / "feeds" / f"{key}.npy", value)
+        folders.append(folder)
+    env = dict(os.environ, NODE_PATH=str(fixture.ORT_MODULES))
+    script = str(fixture.HERE / "run_ort.js")
+    rejected = []
+    if subprocess.run(["node", script] + [str(f) for f in folders], env=env, capture_output=True).returncode != 0:
+        for f in folders:  # find the cases ORT refuses, one at a time
+            if (f / ".ort" / "outputs").exists():
+                continue
+            p = subprocess.run(["node", script, str(f)], env=env, capture_output=True, text=True)
+            if p.returncode != 0:
+                rejected.append((f.name, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?"))
+    dropped = {n for n, _ in rejected}
+    for (name, model, feeds), folder in zip(cases, folders):
+        if name in dropped:
+            shutil.rmtree(folder)
+            continue
+        data = folder / "test_data_set_0"
+        data.mkdir()
+        for k, inp in enumerate(model.graph.input):
+            fixture.write_pb(data / f"input_{k}.pb", feeds[inp.name], inp.name)
+        got = {o.name: np.load(folder / ".ort" / "outputs" / f"{o.name}.npy") for o in model.graph.output}
+        if FLAT:
+            for k, out in enumerate(model.graph.output):
+                fixture.write_pb(data / f"output_{k}.pb", got[out.name], out.name)
+        else:
+            pack(model, got, folder, data)
+        shutil.rmtree(folder / ".ort")
+    print(f"{len(cases) - len(dropped)} cases ({sum(len(GROUPS[c[0]]['nodes']) for c in cases if c[0] not in dropped)} nodes) "
+          f"written to {root}")
+    for name, why in rejected:
+        print(f"ORT refuses {name}: {why}")
+
+
+if __name__ == "__main__":
+    binary_cases()
+    variadic_cases()
+    unary_cases()
+    softmax_cases()
+    reduce_cases()
+    layernorm_cases()
+    movement_cases()
+    linalg_cases()
+    width_cases()
+    special_cases()
+    large_cases()
+    build()
