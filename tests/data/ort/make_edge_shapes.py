@@ -161,7 +161,11 @@ def group_model(group):
                 continue
             n = f"{name}_in{k}"
             names.append(n)
-            if isinstance(x, In):
+            if isinstance(x, In):  # one graph input per In object (alias_chain's x is read by several nodes)
+                if id(x) in seen:
+                    names[-1] = seen[id(x)]
+                    continue
+                seen[id(x)] = n
                 feeds[n] = x.value
                 infos.append(helper.make_tensor_value_info(n, ELEM[x.value.dtype], list(x.value.shape)))
             else:  # one initializer per distinct value
@@ -381,6 +385,19 @@ def unary_cases():
     case("cast_bool_to_f32_17", "Cast", [boolean(17)], {"to": to["f32"]})
     case("cast_bool_to_i64_s", "Cast", [np.bool_(True)], {"to": to["i64"]})
     case("cast_bool_to_f16", "Cast", [boolean(7)], {"to": to["f16"]})
+    halves = f32(67) * np.float32(1e-4)  # subnormal float16s, ties, overflow, NaN in some blocks of 8, tails
+    halves[:12] = [5.960464477539063e-08, 2.9802322387695312e-08, 2.98023224e-08 * 1.5, 6.103515625e-05, 6.0975552e-05,
+                   1.00048828125, 1.00146484375, 65504.0, 65519.0, 65520.0, -1e9, 2.0 ** -25]
+    halves[[20, 43, 66]] = [np.nan, np.inf, -np.inf]
+    case("cast_f32_to_f16_67", "Cast", [halves], {"to": to["f16"]})
+    case("cast_f32_to_f16_67_finite", "Cast", [halves[:16] * np.float32(3.0)], {"to": to["f16"]})
+    case("cast_f16_to_f32_67", "Cast", [np.arange(-33, 34, dtype=np.int16).view(np.float16) * np.float16(1)], {"to": to["f32"]})
+    case("cast_f16_bits_to_f32", "Cast", [np.array([0x0001, 0x03ff, 0x0400, 0x7bff, 0x7c00, 0xfc00, 0x8001, 0x3c01] * 3,
+                                                   np.uint16).view(np.float16)], {"to": to["f32"]})
+    case("cast_i64_to_f16", "Cast", [np.array([0, 1, -1, 2049, 2051, 65504, 65520, 70000, -70000], np.int64)], {"to": to["f16"]})
+    case("cast_u8_to_f32", "Cast", [np.arange(0, 256, 15, dtype=np.uint8)], {"to": to["f32"]})
+    case("cast_i8_to_i64", "Cast", [np.array([-128, -1, 0, 127], np.int8)], {"to": to["i64"]})
+    case("cast_i64_to_i8_wrap", "Cast", [np.array([-129, 128, 255, 256, -1], np.int64)], {"to": to["i8"]})
     case("cast_f64_to_f32", "Cast", [np.array([1e-50, 1.0000000001, -2.5, 1e300], np.float64)], {"to": to["f32"]})
 
 
@@ -770,6 +787,46 @@ def width_cases():
                                                         C(f32(17).astype(np.float16))], {"axis": -1})
 
 
+def kernel_path_cases():
+    """Sizes that reach the larger kernels' other branches: Softmax rows of more than 128 (a
+    pairwise sum in halves) and a middle axis of fewer than 8, 8..128 and more (columns side by
+    side); Transpose's tiles (16 x 16 for 4-byte elements in 8 x 8 register blocks, 64 / 32 / 8
+    for 1- / 2- / 8-byte ones) whole, partial and merged with neighbouring axes; TopK's blocks of
+    16 with ties across them, k of 1, the axis and more than a block."""
+    for op in ["Softmax", "LogSoftmax"]:
+        t = f"kpath_{op.lower()}"
+        for shape, axis in [((2, 300), -1), ((1, 129), -1), ((2, 256), 1), ((2, 300, 3), 1), ((2, 129, 5), 1), ((4, 7, 2), 1),
+                            ((3, 8, 17), -2), ((2, 200, 1), 1), ((5, 3, 40), 0)]:
+            case(f"{t}_{sh(shape)}_axis{axis}".replace("-", "m"), op, [f32(*shape, scale=3)], {"axis": axis})
+    case("kpath_hardmax_ties", "Hardmax", [ints(3, 17, lo=-1, hi=2).astype(np.float32)])
+    case("kpath_hardmax_axis0", "Hardmax", [ints(5, 3, lo=-1, hi=2).astype(np.float32)], {"axis": 0})
+    case("kpath_softmax_f64_middle", "Softmax", [f32(2, 9, 3).astype(np.float64)], {"axis": 1})
+    case("kpath_softmax_f16_middle", "Softmax", [f32(2, 9, 3).astype(np.float16)], {"axis": 1})
+    for shape, perm, dt in [((33, 47), [1, 0], np.float32), ((2, 40, 33), [0, 2, 1], np.float32), ((48, 32), [1, 0], np.float32),
+                            ((4, 16, 16), [0, 2, 1], np.float32), ((5, 33, 2, 40), [0, 3, 2, 1], np.float32),
+                            ((3, 17, 5, 19), [3, 1, 2, 0], np.float32), ((16, 8), [1, 0], np.float32), ((70, 33), [1, 0], np.float16),
+                            ((130, 65), [1, 0], np.bool_), ((17, 20), [1, 0], np.int64), ((3, 17, 20), [0, 2, 1], np.float64),
+                            ((66, 64), [1, 0], np.uint8), ((2, 33, 3, 34), [0, 3, 1, 2], np.float32), ((1, 40, 1, 33), [3, 2, 1, 0], np.float32)]:
+        x = boolean(*shape) if dt == np.bool_ else ints(*shape, lo=0, hi=255, dtype=np.uint8) if dt == np.uint8 else \
+            ints(*shape) if dt == np.int64 else f32(*shape).astype(dt)
+        case(f"kpath_transpose_{np.dtype(dt).name}_{sh(shape)}_p" + "".join(map(str, perm)), "Transpose", [x], {"perm": perm})
+    ties = ints(3, 200, lo=-2, hi=3).astype(np.float32)
+    for k, largest in [(1, 1), (5, 1), (5, 0), (17, 1), (40, 0), (200, 1)]:
+        case(f"kpath_topk_ties_k{k}_l{largest}", "TopK", [ties, i64(k)], {"largest": largest}, outputs=2)
+    case("kpath_topk_sorted_in", "TopK", [np.tile(np.arange(67, dtype=np.float32), (2, 1)), i64(20)], outputs=2)
+    case("kpath_topk_sorted_desc", "TopK", [np.tile(np.arange(67, dtype=np.float32)[::-1].copy(), (2, 1)), i64(20)], {"largest": 0},
+         outputs=2)
+    case("kpath_topk_inf_ties", "TopK", [np.array([[np.inf, 1, np.inf, -np.inf] * 9], np.float32), i64(5)], outputs=2)
+    case("kpath_topk_middle_axis", "TopK", [ties.reshape(3, 40, 5), i64(7)], {"axis": 1}, outputs=2)
+    case("kpath_topk_f64", "TopK", [ties.astype(np.float64), i64(9)], outputs=2)
+    case("kpath_argmax_long", "ArgMax", [ties], {"axis": -1, "select_last_index": 1})
+    case("kpath_argmin_long_middle", "ArgMin", [ties.reshape(3, 40, 5)], {"axis": 1})
+    case("kpath_cumsum_long", "CumSum", [f32(2, 300), C(np.int64(-1))], {"reverse": 1})
+    case("kpath_reducesum_long", "ReduceSum", [f32(2, 300, 3), i64(1)], {"keepdims": 0})
+    case("kpath_reducemax_long", "ReduceMax", [f32(3, 300)], {"axes": [-1]})
+    case("kpath_layernorm_long", "LayerNormalization", [f32(2, 300), C(f32(300)), C(f32(300))], {"axis": -1})
+
+
 # ---------------------------------------------------------------- identities, special values, aliasing
 SPECIAL = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan], np.float32)
 
@@ -1046,6 +1103,7 @@ if __name__ == "__main__":
     movement_cases()
     linalg_cases()
     width_cases()
+    kernel_path_cases()
     special_cases()
     large_cases()
     build()

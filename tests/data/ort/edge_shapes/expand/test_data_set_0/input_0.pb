@@ -1,1 +1,1 @@
-Bexpand_shape_input_in0JëË@¡Jà½ýk´¿
+Bexpand_shape_input_in0JE˜¾;Pä>Iw¿
