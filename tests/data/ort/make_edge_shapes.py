@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Writes the suite edge_shapes: standard ai.onnx operators (opset 17, ir_version 8; a few
-Softmax / LogSoftmax in opset 11) on the shapes and values an evaluator's fast paths tend to get
-wrong, with ONNX Runtime 1.30's outputs as the expected ones (fixture.py: CPU, one thread, graph
+"""Writes the suite edge_shapes: standard ai.onnx operators (opset 17, ir_version 8; the groups
+opset11 and opset18..21 hold other opsets' forms) on the shapes and values an evaluator's fast
+paths tend to get wrong, with ONNX Runtime 1.30's outputs as the expected ones (fixture.py: CPU, one thread, graph
 optimizations disabled).
 
   /usr/bin/python3 tests/data/ort/make_edge_shapes.py             # the suite
@@ -52,6 +52,11 @@ group pow fails on a refeval built before that fix.) The nodes, float32 unless a
   - conv / convtranspose / pool / bn / resize: Conv's 1x1, padded, strided, dilated, auto_pad,
     depthwise and grouped forms in 1-D, 2-D and 3-D, ConvTranspose, Max / Average / Lp / global
     pools with ceil_mode, count_include_pad and the Indices output, BatchNormalization, Resize;
+  - opset11, opset18 .. opset21: Split-18's num_outputs with a shorter last part, the opset-18
+    reductions' axes input and noop_with_empty_axes, Pad-18 axes, ScatterElements-18 max / min,
+    Mish, Bitwise*, CenterCropPad, Resize axes; Pad-19 wrap, AveragePool-19 dilations; Gelu-20;
+    GroupNormalization-18 / -21; opset-11 attribute forms and Softmax / LogSoftmax / Hardmax
+    coercion to 2-D;
   - large: (9, 4099) operands (past refeval's parallel threshold with --threads 2 or more; the
     ctest runs one thread) built in the graph from Range with exactly rounded arithmetic, so the
     models stay small, each result checked through a weighted row sum (MatMul by a (4099,) weight).
@@ -159,7 +164,7 @@ def case(name, op, inputs, attrs=None, outputs=1, opset=17, group=None, hidden=F
     named name (or name_K for K > 0)."""
     assert name not in NAMES, name
     NAMES.add(name)
-    group = group or (name if FLAT else name.split("_")[0] + ("" if opset == 17 else f"_opset{opset}"))
+    group = group or (name if FLAT else name.split("_")[0] if opset == 17 else f"opset{opset}")
     GROUPS.setdefault(group, {"opset": opset, "nodes": []})["nodes"].append((name, op, inputs, attrs, outputs, hidden))
 
 
@@ -204,9 +209,15 @@ def group_model(group):
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", g["opset"])], ir_version=8,
                               producer_name="refeval make_edge_shapes.py")
-    # Output element types from onnx's shape inference; the shapes stay undeclared.
-    inferred = shape_inference.infer_shapes(model)
+    # Output element types from onnx's shape inference (beyond opset 17: the node's first input's,
+    # or bool / int64 for the ops that give those); the shapes stay undeclared.
+    inferred = shape_inference.infer_shapes(model) if g["opset"] <= 17 else model
     types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.output) + list(inferred.graph.value_info)}
+    if g["opset"] > 17:
+        elems = {i.name: i.data_type for i in inits} | {i.name: i.type.tensor_type.elem_type for i in infos}
+        for node in nodes:
+            for o in node.output:
+                types[o] = {"IsInf": TensorProto.BOOL, "IsNaN": TensorProto.BOOL}.get(node.op_type, elems.get(node.input[0]))
     del model.graph.output[:]
     for o in outs:
         elem = types.get(o, TensorProto.UNDEFINED)
@@ -1028,6 +1039,62 @@ def conv_cases():
     case("resize_cubic", "Resize", [f32(1, 1, 4, 5), None, C(np.array([1, 1, 1.5, 2], np.float32))], {"mode": "cubic"})
     case("resize_nearest_floor_asym", "Resize", [f32(1, 1, 4, 5), None, None, C(np.array([1, 1, 7, 3], np.int64))], {"mode": "nearest", "nearest_mode": "floor", "coordinate_transformation_mode": "asymmetric"})
 
+def opset_cases():
+    """Other opsets' forms (onnx 1.12 knows opset 17 at most, so the output types come from the
+    node's first input): Split-18's num_outputs with a shorter last part, the opset-18 reductions'
+    axes input and noop_with_empty_axes, Pad-18 axes, ScatterElements-18 max / min, Mish,
+    Bitwise*, CenterCropPad, LpPool ceil_mode, Resize axes and keep_aspect_ratio_policy;
+    AveragePool-19 dilations, Pad-19 wrap; Gelu-20 (exact and tanh, IEEE specials), ReduceMax-20 of
+    bool; GroupNormalization-18 and -21; and the older forms (attributes for Split, Squeeze,
+    Unsqueeze, ReduceSum, Clip in opset 11; opset-11 Hardmax / LogSoftmax coercion)."""
+    def ocase(name, op, inputs, attrs=None, outputs=1, opset=17):
+        case(name, op, inputs, attrs, outputs=outputs, opset=opset)
+    v = f32(67, scale=3); v[[0, 9, 33, 66]] = [0.0, -0.0, 5.0, -5.0]
+    for k, (n, d) in enumerate([(7, 3), (8, 3), (5, 5), (2, 2), (10, 4), (1, 1), (17, 2)]):
+        ocase(f"o18_split_num_{n}_{d}", "Split", [f32(2, n)], {"axis": 1, "num_outputs": d}, outputs=d, opset=18)
+    ocase("o18_split_num_axism1_3d", "Split", [f32(2, 3, 7)], {"axis": -1, "num_outputs": 3}, outputs=3, opset=18)
+    for op in ["ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum"]:
+        x = pos(2, 3, 4) if op in ("ReduceLogSum", "ReduceProd") else f32(2, 3, 4)
+        t = op.lower()
+        ocase(f"o18_{t}_axes_in", op, [x, i64(-1, 0)], {"keepdims": 0}, opset=18)
+        ocase(f"o18_{t}_empty_noop1", op, [x, C(np.zeros(0, np.int64))], {"noop_with_empty_axes": 1}, opset=18)
+        ocase(f"o18_{t}_empty_noop0", op, [x, C(np.zeros(0, np.int64))], {"keepdims": 0}, opset=18)
+        ocase(f"o18_{t}_none_noop1", op, [x], {"noop_with_empty_axes": 1}, opset=18)
+        ocase(f"o18_{t}_axes_fed", op, [x, In(np.array([1], np.int64))], opset=18)
+    ocase("o18_pad_axes_neg", "Pad", [f32(2, 3, 4), C(np.array([1, 2, 0, 1], np.int64)), None, C(np.array([-1, 0], np.int64))], opset=18)
+    ocase("o18_pad_axes_reflect", "Pad", [f32(2, 3, 4), C(np.array([2, 1], np.int64)), None, C(np.array([-1], np.int64))], {"mode": "reflect"}, opset=18)
+    ocase("o18_scatterel_max", "ScatterElements", [f32(3, 4), np.array([[0, 0]], np.int64), f32(1, 2)], {"axis": 0, "reduction": "max"}, opset=18)
+    ocase("o18_scatterel_min", "ScatterElements", [f32(3, 4), np.array([[1, 1], [1, 2]], np.int64), f32(2, 2)], {"axis": 1, "reduction": "min"}, opset=18)
+    ocase("o18_mish", "Mish", [v], opset=18)
+    ocase("o18_mish_special", "Mish", [SPECIAL], opset=18)
+    ocase("o18_bitwise_and", "BitwiseAnd", [ints(3, 1, dtype=np.int32), ints(4, dtype=np.int32)], opset=18)
+    ocase("o18_bitwise_not", "BitwiseNot", [ints(7, dtype=np.int32)], opset=18)
+    ocase("o18_centercroppad", "CenterCropPad", [f32(5, 4, 3), C(np.array([3, 6], np.int64))], {"axes": [0, 1]}, opset=18)
+    ocase("o18_lppool_ceil", "LpPool", [f32(1, 2, 7, 7)], {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, opset=18)
+    ocase("o18_resize_axes", "Resize", [f32(1, 2, 3, 4), None, C(np.array([2.0, 1.5], np.float32))], {"axes": [2, 3], "mode": "linear"}, opset=18)
+    ocase("o18_resize_keep_ar", "Resize", [f32(1, 1, 4, 6), None, None, C(np.array([3, 3], np.int64))], {"axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"}, opset=18)
+    ocase("o19_avgpool_dil", "AveragePool", [f32(2, 3, 9, 10)], {"kernel_shape": [2, 2], "dilations": [2, 2]}, opset=19)
+    ocase("o19_pad_wrap", "Pad", [f32(3, 4), C(np.array([0, 2, 0, 1], np.int64))], {"mode": "wrap"}, opset=19)
+    ocase("o20_gelu", "Gelu", [v], opset=20)
+    ocase("o20_gelu_tanh", "Gelu", [v], {"approximate": "tanh"}, opset=20)
+    ocase("o20_gelu_special", "Gelu", [SPECIAL], opset=20)
+    ocase("o20_gelu_tanh_special", "Gelu", [SPECIAL], {"approximate": "tanh"}, opset=20)
+    ocase("o20_gelu_s", "Gelu", [f32()], opset=20)
+    ocase("o20_gelu_big", "Gelu", [f32(3, 300, scale=3)], {"approximate": "tanh"}, opset=20)
+    ocase("o20_reducemax_bool", "ReduceMax", [boolean(3, 5), i64(1)], opset=20)
+    ocase("o20_isinf", "IsInf", [SPECIAL], opset=20)
+    ocase("o21_groupnorm", "GroupNormalization", [f32(2, 6, 5), C(f32(6)), C(f32(6))], {"num_groups": 3}, opset=21)
+    ocase("o21_groupnorm_1grp", "GroupNormalization", [f32(2, 4, 3, 3), C(f32(4)), C(f32(4))], {"num_groups": 1, "epsilon": 1e-3}, opset=21)
+    ocase("o18_groupnorm", "GroupNormalization", [f32(2, 6, 5), C(f32(3)), C(f32(3))], {"num_groups": 3}, opset=18)
+    ocase("o11_split_attr", "Split", [f32(10)], {"split": [3, 7]}, outputs=2, opset=11)
+    ocase("o11_squeeze_attr", "Squeeze", [f32(1, 3, 1)], {"axes": [-1]}, opset=11)
+    ocase("o11_unsqueeze_attr", "Unsqueeze", [f32(3)], {"axes": [-1, 0]}, opset=11)
+    ocase("o11_reducesum_attr", "ReduceSum", [f32(2, 3, 4)], {"axes": [-2], "keepdims": 0}, opset=11)
+    ocase("o11_clip_attr", "Clip", [f32(7), C(np.float32(-0.2))], opset=11)
+    ocase("o11_hardmax", "Hardmax", [f32(2, 3, 4)], {"axis": 1}, opset=11)
+    ocase("o11_logsoftmax_axis0", "LogSoftmax", [f32(2, 3)], {"axis": 0}, opset=11)
+
+
 # ---------------------------------------------------------------- identities, special values, aliasing
 SPECIAL = np.array([-np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan], np.float32)
 
@@ -1308,6 +1375,7 @@ if __name__ == "__main__":
     activation_cases()
     misc_cases()
     conv_cases()
+    opset_cases()
     special_cases()
     large_cases()
     build()
