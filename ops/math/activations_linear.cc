@@ -82,6 +82,7 @@ class HardSigmoid : public OpRun {
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) {
       using C = decltype(v);
+      if (std::isnan(v)) return v;  // std::min / std::max would clamp a NaN to a bound
       return std::max(C(0), std::min(C(1), C(alpha_) * v + C(beta_)));
     })};
   }

@@ -58,6 +58,7 @@ class Celu : public OpRun {
   Values run(const Values& in, RunContext&) override {
     return {map_unary_of<Types>(input_tensor(in, 0), [&](auto v) {
       using C = decltype(v);
+      if (std::isnan(v)) return v;  // std::max(0, NaN) and std::min(0, NaN) are 0
       return std::max(C(0), v) + std::min(C(0), C(alpha_) * std::expm1(v / C(alpha_)));
     })};
   }
