@@ -86,7 +86,13 @@ Left out, with the reason:
     ORT ignores or keeps the NaN depending on its position (onnxruntime issue 10514), numpy and
     refeval propagate it (ArgMax: the first NaN's index; MaxPool over a window with NaN alike); Cast double -> float16 of a value just
     past a half-way point (2049.0000001): ORT rounds through float (2048), numpy and refeval round
-    once (2050).
+    once (2050); Slice with a negative step and ends = INT64_MAX: ORT slices to the start of the
+    axis (x[-1:INT64_MAX:-2] of 7 values gives 4), the specification clamps ends to dim - 1 for a
+    negative step and numpy and refeval give no element; reductions over two or more axes of an
+    empty tensor with keepdims 0 (ReduceL1 of (2, 17, 0) over axes (-1, 1): ORT (2, 0), numpy and
+    refeval (2,)); ArgMax over an empty axis (ORT gives an empty (1, 0) for keepdims 1, refeval
+    refuses as numpy does); LayerNormalization over 2 nearly equal values (variance well under
+    epsilon: float32 noise amplified past the tolerance, refeval matches float64).
   - Not opset 17: ScatterElements reduction "max" (opset 18; ORT accepts it in an opset-17 model,
     refeval refuses it per the schema).
   - Undefined: ReduceMean of an empty set (ONNX PR 5568: "undefined"; ORT 0, refeval nan); integer
