@@ -70,10 +70,10 @@ node, named after the case; --flat writes every node as its own folder for a ful
 Data are random with a fixed seed, in ranges where summation order stays well inside the suite's
 tolerance (ReduceProd and Pow on modest magnitudes, divisors and logarithms away from 0).
 
-Known refeval failures (kept, each in a group of its own): act_nan_hardsigmoid and act_nan_celu,
-HardSigmoid(NaN) gave 1 and Celu(NaN) gave 0 where ORT and the schema's numpy reference
-(max(0, min(1, alpha x + beta)); max(0, x) + min(0, alpha (exp(x / alpha) - 1))) give NaN: std::max
-and std::min return their first argument when the other is NaN.
+refeval failures this suite found (each in a group of its own): act_nan_hardsigmoid and
+act_nan_celu, HardSigmoid(NaN) gave 1 and Celu(NaN) gave 0 where ORT and the schema's numpy
+reference (max(0, min(1, alpha x + beta)); max(0, x) + min(0, alpha (exp(x / alpha) - 1))) give
+NaN: std::max and std::min return their first argument when the other is NaN (fixed in f113f2e).
 
 Left out, with the reason:
   - ORT refuses: Where on bool or int8 X / Y, Trilu on uint8 / int8 ("Could not find an
