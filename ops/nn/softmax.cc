@@ -28,7 +28,7 @@ class SoftmaxFamily : public OpRun {
   Values run(const Values& in, RunContext& ctx) override {
     const Tensor& x = input_tensor(in, 0);
     const int64_t r = int64_t(x.rank());
-    if (axis_ < -r || axis_ > (r == 0 ? 0 : r - 1))
+    if (axis_ < -r || axis_ > r - 1)  // a scalar has no axis to normalise along
       ctx.fail(fmt::format("axis {} is out of range for rank {}", axis_, r));
     const size_t axis = size_t(axis_ < 0 ? axis_ + r : axis_);
     int64_t outer = 1, n = 1, inner = 1;

@@ -30,10 +30,10 @@ Shape resolve_shape(const Shape& in, const std::vector<int64_t>& requested, bool
   }
   const int64_t total = shape_size(in);
   if (infer >= 0) {
+    // With a 0 among the other dims any size fits the -1: numpy and ONNX Runtime refuse it.
     if (known == 0) {
       if (allowzero && has_zero) fail_runtime("Reshape: allowzero shape holds both 0 and -1");
-      if (total != 0) fail_runtime("Reshape: cannot infer -1 with a zero-sized known part");
-      out[size_t(infer)] = 0;
+      fail_runtime(fmt::format("Reshape: cannot infer the -1 of {} beside a dim of 0 (any size fits)", shape_to_string(requested)));
     } else {
       if (total % known != 0)
         fail_runtime(fmt::format("Reshape: cannot reshape {} into {}", shape_to_string(in), shape_to_string(requested)));

@@ -40,6 +40,9 @@ TEST_CASE("narrow floats, empty tensors and bad axes") {
               tensor<float16>({2}, {float16(.5f), float16(.5f)}));
   check_equal(run_node(node("LogSoftmax", {"x"}, {"y"}), {tensor<float>({0, 3}, {})})[0], tensor<float>({0, 3}, {}));
   CHECK_THROWS_AS(run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(2))}), {tensor<float>({2}, {1, 2})}), Error);
+  // a scalar has no axis (ONNX Runtime refuses it too)
+  CHECK_THROWS_WITH_AS(run_node(node("Softmax", {"x"}, {"y"}, {attr("axis", int64_t(0))}), {tensor<float>({}, {1})}),
+                       doctest::Contains("axis 0 is out of range for rank 0"), Error);
   CHECK_THROWS_AS(run_node(node("Softmax", {"x"}, {"y"}), {tensor<int32_t>({2}, {1, 2})}), Error);
 }
 

@@ -52,6 +52,9 @@ TEST_CASE("Reshape errors") {
   CHECK_THROWS_WITH_AS(bad({-2, 3}), doctest::Contains("invalid dimension"), Error);
   CHECK_THROWS_WITH_AS(bad({0, 0, 0}), doctest::Contains("input has rank 2"), Error);
   CHECK_THROWS_AS(bad({0, -1}, 1), Error);  // allowzero: 0 and -1 together cannot be resolved
+  // (0, 3) to [0, -1]: any size fits the -1 (numpy: "cannot reshape array of size 0 into shape (0,newaxis)")
+  CHECK_THROWS_WITH_AS(run_node(node("Reshape", {"x", "s"}, {"y"}), {tensor<float>({0, 3}, {}), shape_of({0, -1})}),
+                       doctest::Contains("cannot infer the -1 of (0, -1) beside a dim of 0"), Error);
 }
 
 TEST_CASE("Flatten around every axis, negative included") {
