@@ -31,8 +31,18 @@ one covers their edges:
     1-D operands;
   - EmbedLayerNormalization: S = 1, position_ids, a mask of all zeros, without segment inputs,
     every output;
-  - MatMulNBits: K under and not a multiple of block_size (a partial last block), N = 1, M = 1 and
-    M = 5, bits 4 and 8, with and without zero_points / bias / g_idx.
+  - MatMulNBits: K under and not a multiple of block_size (a partial last block), N = 1, M = 0, 1,
+    5 and 33, bits 2, 4 and 8, with and without zero_points (packed, float) / bias / g_idx, 260
+    blocks of 16, accuracy_level 1;
+  - sizes past the kernels' block lengths: GELUs over 3 x 1031 with specials at 1023 / 1024 / 2048,
+    GroupQueryAttention prompts of 33 / 37 tokens, Attention / MultiHeadAttention of 33..70 keys;
+  - also: SimplifiedLayerNormalization (ORT's ai.onnx v1), GatherBlockQuantized (rank-0 and empty
+    indices, partial blocks), MoE (k = every expert, one expert, router ties, hidden 1, 3-D rows),
+    DecoderMaskedMultiHeadAttention (scale 0, one head, cross length 1, fully padded rows), float16
+    MultiHeadAttention / Attention / GroupQueryAttention / MatMulNBits / FusedMatMul /
+    RotaryEmbedding / SkipLayerNormalization, and attribute values with a special meaning (scale 0,
+    mask_filter_value 0 and positive, local_window_size 0 / -1 / larger than the keys, softcap 0,
+    rotary_embedding_dim 0 / the head size, mask_index_type 0).
 
 Layout as in make_edge_shapes.py: one fixture folder per group (the case name's first word), its
 nodes' outputs gathered by element type into one SequenceConstruct output each; `refeval test`
@@ -72,7 +82,8 @@ Left out, with the reason:
     left unmasked, which is only right when S == T.
     Gelu / FastGelu in float16: ORT rounds an intermediate to half, 1 half-ulp off the correctly
     rounded float64 value in 3 of 17 (Gelu) and 9 of 66 (FastGelu + bias) elements (x = -1.5957:
-    ORT -0.08826, float64 -0.0882066 -> half -0.0882, which refeval gives).
+    ORT -0.08826, float64 -0.0882066 -> half -0.0882, which refeval gives); QuickGelu in float16
+    likewise (5 of 33; x = -2.2266: ORT -0.04919, float64 -0.0492176 -> half -0.04922, refeval's).
   - Not defined: SkipSimplifiedLayerNormalization's output 1 (mean): RMS normalisation has no mean;
     ORT writes zeros, refeval refuses the output by design.
 """
@@ -689,6 +700,76 @@ def seventh_cases():
     case("fmm_2d_1d_transb", "FusedMatMul", [In(r(3, 4)), r(4)], {"transB": 1})
 
 
+def moe_cases():
+    """MoE (float, fc1 (E, n1, hidden), fc2 (E, hidden, inter)): k = every expert, one expert,
+    router ties, one row, hidden / inter of 1, 3-D rows, an empty row set."""
+    def moe(name, rows, hidden, inter, experts, router=None, bias=True, **attrs):
+        x = r(*rows, hidden, scale=1)
+        n = int(np.prod(rows))
+        logits = r(n, experts, scale=1) if router is None else np.asarray(router, np.float32)
+        inputs = [In(x), In(logits), r(experts, inter, hidden, scale=0.4), r(experts, inter, scale=0.1) if bias else None,
+                  r(experts, hidden, inter, scale=0.4), r(experts, hidden, scale=0.1) if bias else None]
+        case(name, "MoE", inputs, attrs)
+    moe("moe_k_all_experts", (3,), 8, 4, 3, k=3, activation_type="relu", normalize_routing_weights=1)
+    moe("moe_k_all_unnormalized", (2,), 8, 4, 3, k=3, activation_type="gelu")
+    moe("moe_one_expert", (4,), 8, 4, 1, k=1, activation_type="silu")
+    moe("moe_one_expert_normalized", (2,), 8, 4, 1, k=1, activation_type="relu", normalize_routing_weights=1)
+    moe("moe_ties_k1", (3,), 8, 4, 4, router=[[1, 1, 0, 0], [0, 2, 2, 2], [-1, -1, -1, -1]], k=1, activation_type="relu")
+    moe("moe_ties_k2_normalized", (3,), 8, 4, 4, router=[[1, 1, 1, 0], [0, 2, 2, 2], [3, 0, 3, 0]], k=2,
+        activation_type="identity", normalize_routing_weights=1)
+    moe("moe_one_row_hidden1_inter1", (1,), 1, 1, 3, k=2, activation_type="relu")
+    moe("moe_rows_3d", (2, 3), 8, 4, 4, k=2, activation_type="silu", normalize_routing_weights=1, bias=False)
+    moe("moe_k1_unnormalized_gelu", (5,), 8, 4, 4, k=1, activation_type="gelu")
+
+
+def dmmha_cases():
+    """DecoderMaskedMultiHeadAttention: scale = 0 (unset), one head, a cross length of 1, a fully
+    padded mask row (query 0 there), the last buffer slot."""
+    def dm(name, B, N, h, M=None, P=None, cross_L=0, mask=None, zero_q=(), qkv_bias=False, **attrs):
+        D = N * h
+        q = r(B, 1, D)
+        for b in zero_q:
+            q[b] = 0
+        if cross_L:
+            inputs = [In(q), In(r(B, N, cross_L, h)), In(r(B, N, cross_L, h)), None if mask is None else In(mask)]
+            outs = (F,)
+        else:
+            inputs = [In(q), In(r(B, 1, D)), In(r(B, 1, D)), None if mask is None else In(mask), None, In(r(B, N, M, h)),
+                      In(r(B, N, M, h)), In(np.array([P], np.int32))]
+            attrs["past_present_share_buffer"] = 1
+            outs = (F, F, F)
+        if qkv_bias:
+            inputs += [None] * (10 - len(inputs)) + [r(3 * D, scale=0.2)]
+        case(name, "DecoderMaskedMultiHeadAttention", inputs, dict(num_heads=N, **attrs), outs=outs)
+    dm("dmmha_scale0", 2, 2, 8, M=6, P=3, scale=0.0)
+    dm("dmmha_cross_scale0", 1, 2, 8, cross_L=3, scale=0.0)
+    dm("dmmha_n1_b1", 1, 1, 8, M=4, P=2)
+    dm("dmmha_last_slot_n1", 1, 1, 16, M=4, P=3)
+    dm("dmmha_cross_l1", 2, 2, 8, cross_L=1)
+    dm("dmmha_cross_mask_row_zero", 2, 1, 8, cross_L=3, mask=np.array([[1, 1, 0], [0, 0, 0]], np.int32), zero_q=(1,))
+    dm("dmmha_self_mask_first_hidden", 2, 2, 8, M=5, P=2, mask=np.array([[0, 1, 1], [1, 1, 1]], np.int32), qkv_bias=True)
+
+
+def half_cases():
+    """float16 forms of the attention and MatMulNBits edges (refeval computes in double and rounds once)."""
+    H16 = lambda a: np.asarray(a, np.float32).astype(np.float16)
+    case("half_mha_b1_s1_t1_h5", "MultiHeadAttention", [In(H16(r(1, 1, 5))), In(H16(r(1, 1, 5))), In(H16(1 + r(1, 1, 5)))],
+         {"num_heads": 1}, outs=(F16,))
+    case("half_mha_cross_h12_kpm", "MultiHeadAttention", [In(H16(r(2, 1, 24))), In(H16(r(2, 5, 24))), In(H16(1 + r(2, 5, 24))), None,
+                                                          In(np.array([5, 2], np.int32))], {"num_heads": 2}, outs=(F16,))
+    case("half_attn_past0_h5", "Attention", [In(H16(r(1, 2, 6))), H16(r(6, 30, scale=0.4)), H16(r(30, scale=0.2)), None,
+                                             In(H16(r(2, 1, 2, 0, 5)))], {"num_heads": 2, "unidirectional": 1}, outs=(F16, F16))
+    q, k, v = r(1, 1, 8 * 8), r(1, 1, 8), 1 + r(1, 1, 8)
+    case("half_gqa_n8_kv1_decode", "GroupQueryAttention", [In(H16(q)), In(H16(k)), In(H16(v)), In(H16(r(1, 1, 3, 8))),
+                                                          In(H16(1 + r(1, 1, 3, 8))), In(np.array([3], np.int32)), In(np.array(4, np.int32))],
+         {"num_heads": 8, "kv_num_heads": 1}, outs=(F16, F16, F16))
+    kb = 3
+    case("half_nbits_m5_n1_k40", "MatMulNBits", [In(H16(r(5, 40))), pack(RNG.integers(0, 16, (1, 48)), 4).reshape(1, kb, 8),
+                                                 H16(RNG.uniform(0.01, 0.06, kb)), pack(RNG.integers(0, 16, (1, kb)), 4).reshape(-1)],
+         dict(K=40, N=1, bits=4, block_size=16), outs=(F16,))
+    case("half_fmm_transbatch", "FusedMatMul", [In(H16(r(3, 2, 4))), H16(r(2, 4, 5))], {"transBatchA": 1, "alpha": 0.5}, outs=(F16,))
+
+
 def gbq_cases():
     """GatherBlockQuantized with uint8 data (4-bit packed pairs or 8-bit), quantize_axis last."""
     def gbq(name, lead, cols, bits, block, indices, zp=False, **attrs):
@@ -811,6 +892,9 @@ if __name__ == "__main__":
     fifth_cases()
     sixth_cases()
     gbq_cases()
+    half_cases()
+    moe_cases()
+    dmmha_cases()
     seventh_cases()
     misc_cases()
     build()
