@@ -84,6 +84,9 @@ Left out, with the reason:
     rounded float64 value in 3 of 17 (Gelu) and 9 of 66 (FastGelu + bias) elements (x = -1.5957:
     ORT -0.08826, float64 -0.0882066 -> half -0.0882, which refeval gives); QuickGelu in float16
     likewise (5 of 33; x = -2.2266: ORT -0.04919, float64 -0.0492176 -> half -0.04922, refeval's).
+  - Out of the attributes' range: GroupQueryAttention with softcap -1 or local_window_size -5:
+    ORT ignores both (its output is plain causal attention, float64 check 7e-8), refeval refuses
+    them ("softcap -1 is negative", "local_window_size -5 must be -1 (off) or >= 0").
   - Not defined: SkipSimplifiedLayerNormalization's output 1 (mean): RMS normalisation has no mean;
     ORT writes zeros, refeval refuses the output by design.
 """
@@ -770,6 +773,20 @@ def half_cases():
     case("half_fmm_transbatch", "FusedMatMul", [In(H16(r(3, 2, 4))), H16(r(2, 4, 5))], {"transBatchA": 1, "alpha": 0.5}, outs=(F16,))
 
 
+def odd_attr_cases():
+    """Valid but unusual attribute values."""
+    mha("mha_scale_negative", 1, 2, 2, 5, T=3, scale=-0.5)
+    attention("attn_scale_negative_uni", 1, 3, 1, 5, unidirectional=1, scale=-1.0)
+    rope("rope_scale0", r(1, 2, 3, 8, scale=1), [2], 4, scale=0.0)
+    rope("rope_scale2_posbs", r(1, 3, 16, scale=1), [[1, 2, 3]], 4, num_heads=2, scale=2.0)
+    case("fmm_alpha0", "FusedMatMul", [In(r(2, 3)), r(3, 4)], {"alpha": 0.0})
+    case("quickgelu_alpha_big", "QuickGelu", [In(r(17, scale=2))], {"alpha": 1e4})
+    case("skipln_eps0", "SkipLayerNormalization", [In(r(2, 1, 9, scale=1)), r(2, 1, 9), r(9) + 1, r(9)], {"epsilon": 0.0},
+         outs=(F, F, F, F))
+    mha("mha_mask_filter_neg_inf_row_zero", 2, 1, 1, 5, T=3, kpm=np.array([[1, 0, 1], [0, 0, 0]], np.int32),
+        mask_filter_value=float("-inf"))
+
+
 def gbq_cases():
     """GatherBlockQuantized with uint8 data (4-bit packed pairs or 8-bit), quantize_axis last."""
     def gbq(name, lead, cols, bits, block, indices, zp=False, **attrs):
@@ -892,6 +909,7 @@ if __name__ == "__main__":
     fifth_cases()
     sixth_cases()
     gbq_cases()
+    odd_attr_cases()
     half_cases()
     moe_cases()
     dmmha_cases()

@@ -1,2 +1,2 @@
 
-floatEBmha_output_qk_kpmJ(ùÔ–>¸l%½hÖ‘=]~®>Îá¾´¸Õ>ÊM	¾²H¼Ýy>¿ÀK¾9Bmha_output_qk_kpm_3J "‹>v>Æ)F>¹Ÿì½Žp¿YÒ–>
+floatEBmha_output_qk_kpmJ(9Þ1>¾b=˜Ú>‹†š>ÈOö½€â"¿VñŒ¾)t>ZÄ=´ê?9Bmha_output_qk_kpm_3JƒaÝ>‡@ÆúJ?=±º>åWH¾×V»>
