@@ -42,7 +42,8 @@ one covers their edges:
     MultiHeadAttention / Attention / GroupQueryAttention / MatMulNBits / FusedMatMul /
     RotaryEmbedding / SkipLayerNormalization, and attribute values with a special meaning (scale 0,
     mask_filter_value 0 and positive, local_window_size 0 / -1 / larger than the keys, softcap 0,
-    rotary_embedding_dim 0 / the head size, mask_index_type 0).
+    rotary_embedding_dim 0 / the head size, mask_index_type 0), GroupQueryAttention with rotary,
+    windows, softcap, smooth softmax and shared buffers combined.
 
 Layout as in make_edge_shapes.py: one fixture folder per group (the case name's first word), its
 nodes' outputs gathered by element type into one SequenceConstruct output each; `refeval test`
@@ -787,6 +788,16 @@ def odd_attr_cases():
         mask_filter_value=float("-inf"))
 
 
+def gqa_combo_cases():
+    """GroupQueryAttention with several features at once."""
+    gqa("gqa_combo_prompt_b3_n8_kv4_rot_il_window", 3, 5, 8, 4, 16, [4, 2, 0], 5, rotary=16, rotary_interleaved=1,
+        local_window_size=2)
+    gqa("gqa_combo_decode_b2_rot_window_softcap", 2, 1, 4, 2, 16, [6, 3], 7, P=6, rotary=16, local_window_size=3, softcap=1.5)
+    gqa("gqa_combo_decode_b3_shared_buffer", 3, 1, 4, 1, 8, [5, 2, 0], 6, P=8)
+    gqa("gqa_combo_decode_b2_shared_smooth_scale", 2, 1, 2, 2, 8, [3, 6], 7, P=9, smooth_softmax=1, scale=0.4)
+    gqa("gqa_combo_chunk_rot_window_b1", 1, 4, 4, 2, 16, [9], 10, P=6, rotary=16, local_window_size=4)
+
+
 def gbq_cases():
     """GatherBlockQuantized with uint8 data (4-bit packed pairs or 8-bit), quantize_axis last."""
     def gbq(name, lead, cols, bits, block, indices, zp=False, **attrs):
@@ -909,6 +920,7 @@ if __name__ == "__main__":
     fifth_cases()
     sixth_cases()
     gbq_cases()
+    gqa_combo_cases()
     odd_attr_cases()
     half_cases()
     moe_cases()
