@@ -24,7 +24,8 @@ void finish_problem(AttentionProblemOf<T>& p, int64_t kv_length, const Attention
                     const AttentionMaskInputs& inputs, DType dtype) {
   p.total = p.past + kv_length;
   p.causal = a.unidirectional, p.mask_filter_value = a.mask_filter_value;
-  p.scale = a.scale ? double(*a.scale) : 1.0 / std::sqrt(double(p.head_size));
+  // A scale of 0 is ORT's "not set" (its CPU kernels take 1 / sqrt(h) then), as for GroupQueryAttention.
+  p.scale = a.scale && *a.scale != 0 ? double(*a.scale) : 1.0 / std::sqrt(double(p.head_size));
   if (has_value(in, inputs.key_padding_mask))
     p.hidden = key_padding_mask(input_tensor(in, inputs.key_padding_mask), p, inputs.key_padding_mask_name);
   if (has_value(in, inputs.attention_bias)) set_attention_bias(p, input_tensor(in, inputs.attention_bias), dtype);

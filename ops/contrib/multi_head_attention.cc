@@ -5,8 +5,9 @@
 //   outputs: output (B,S,Dv), present_key? (B,N,P+L,h), present_value? (B,N,P+L,hv)
 // bias adds to Q, K and V in their (B, S|L, hidden) forms; keys and values given in BNSH form are
 // used as they are. Keys and values follow the past ones. Masks, unidirectional and softmax are
-// the core of attention_core.h. Not implemented: buffer sharing (past_sequence_length), beam
-// search (cache_indirection) and the qk output.
+// the core of attention_core.h. Output 3 (qk) is the pre-softmax scores (B, N, S, T): scale * q . k
+// plus attention_bias and the masks, as ORT's CPU kernel writes them. Not implemented: buffer
+// sharing (past_sequence_length) and beam search (cache_indirection).
 #include "attention_core.h"
 #include "refeval/registry.h"
 
@@ -17,9 +18,9 @@ class MultiHeadAttention : public OpRun {
  public:
   using Types = AttentionTypes;
   explicit MultiHeadAttention(const NodeContext& ctx)
-      : attrs_(ctx), heads_(attrs_.heads), wants_present_key_(ctx.has_output(1)), wants_present_value_(ctx.has_output(2)) {
+      : attrs_(ctx), heads_(attrs_.heads), wants_present_key_(ctx.has_output(1)), wants_present_value_(ctx.has_output(2)),
+        wants_qk_(ctx.has_output(3)) {
     if (ctx.has_input(8) || ctx.has_input(9)) ctx.fail("inputs past_sequence_length and cache_indirection are not supported");
-    if (ctx.has_output(3)) ctx.fail("output qk is not supported");
   }
 
   Values run(const Values& in, RunContext&) override {
@@ -119,14 +120,16 @@ class MultiHeadAttention : public OpRun {
                    {.key_padding_mask = 4, .key_padding_mask_name = "key_padding_mask", .attention_bias = 5}, dtype);
 
     // present_key / present_value only when the node asks for them (decoders' prefill graphs often do not)
-    return {tensor_from_compute(dtype, {B, S, N * p.v_head_size}, attend(p)),
-            wants_present_key_ ? Value(tensor_from_compute(dtype, {B, N, p.total, p.head_size}, p.k)) : Value(),
-            wants_present_value_ ? Value(tensor_from_compute(dtype, {B, N, p.total, p.v_head_size}, p.v)) : Value()};
+    Values out = {tensor_from_compute(dtype, {B, S, N * p.v_head_size}, attend(p)),
+                  wants_present_key_ ? Value(tensor_from_compute(dtype, {B, N, p.total, p.head_size}, p.k)) : Value(),
+                  wants_present_value_ ? Value(tensor_from_compute(dtype, {B, N, p.total, p.v_head_size}, p.v)) : Value()};
+    if (wants_qk_) out.push_back(from_doubles(dtype, {B, N, S, p.total}, attention_scores(p)));
+    return out;
   }
 
   AttentionAttrs attrs_;
   int64_t heads_;
-  bool wants_present_key_, wants_present_value_;
+  bool wants_present_key_, wants_present_value_, wants_qk_;
 };
 
 }  // namespace

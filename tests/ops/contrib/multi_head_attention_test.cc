@@ -161,7 +161,17 @@ TEST_CASE("MultiHeadAttention errors name the input and the expected shape") {
                        doctest::Contains("past_key has shape (1, 1, 1, 3), expected (1, 1, 1, 2)"), Error);
   CHECK_THROWS_WITH_AS(mha({"q", "k", "v", "", "", "", "pk"}, {kQ, kQ, kV, Value(), Value(), Value(), tensor<float>({1, 1, 1, 2}, {0, 0})}),
                        doctest::Contains("past_key and past_value must be given together"), Error);
-  CHECK_THROWS_WITH_AS(mha({"q", "k", "v"}, {kQ, kQ, kV}, {}, {"y", "", "", "qk"}), doctest::Contains("output qk is not supported"), Error);
+}
+
+TEST_CASE("MultiHeadAttention's qk output is the pre-softmax scores (B, N, S, T); a scale of 0 is ORT's unset one") {
+  // Q = K = identity rows, one head of 2: q . k / sqrt(2) is the identity over sqrt(2)
+  const float d = 1 / std::sqrt(2.0f);
+  for (const std::vector<Attribute>& attrs : {std::vector<Attribute>{}, std::vector<Attribute>{attr("scale", 0.0f)}}) {
+    const Values out = mha({"q", "k", "v"}, {kQ, kQ, kV}, attrs, {"y", "", "", "qk"});
+    REQUIRE(out.size() == 2);  // y and qk (the unnamed presents are not outputs)
+    check_equal(out[1], tensor<float>({1, 1, 2, 2}, {d, 0, 0, d}), {1e-6, 1e-7});
+    check_equal(out[0], kBoth, {1e-6, 1e-7});
+  }
 }
 
 namespace {
