@@ -53,8 +53,8 @@ failed when written are in groups of their own (the FAILING set below, see the c
 
 Data are random with a fixed seed, modest magnitudes (summation order inside the tolerance).
 
-refeval failures this suite found (each case a group of its own, FAILING below; they fail until
-refeval is fixed):
+refeval failures this suite found (each case a group of its own, FAILING below), all fixed since
+(scale 0 read as unset, the qk output written):
   - attn_scale0, mha_scale0: Attention / MultiHeadAttention with scale = 0.0 written explicitly.
     ORT treats 0 as "not set" (its attribute default is 0) and scales by 1 / sqrt(head_size): its
     output matches a float64 computation with 1 / sqrt(h) to 8e-8. refeval uses the scale as given
