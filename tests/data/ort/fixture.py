@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE  # where the suites go (a test of this script may point it elsewhere)
@@ -60,3 +60,17 @@ def add_data_set(folder, model, feeds):
 
 def write_pb(path, array, name):
     path.write_bytes(numpy_helper.from_array(np.asarray(array), name).SerializeToString())
+
+
+def write_sequences(model, by_type, got, data):
+    """Ends `model` with one SequenceConstruct per element type (by_type: element type -> output
+    names, in order; each sequence named after its type) and writes ORT's values `got` (name ->
+    array) as the expected sequences, data/output_K.pb: a file per type rather than per output
+    keeps a suite of many small cases small on disk (make_edge_shapes.py, make_contrib_edges.py)."""
+    for k, (elem, names) in enumerate(by_type.items()):
+        seq_name = TensorProto.DataType.Name(elem).lower()
+        model.graph.node.append(helper.make_node("SequenceConstruct", names, [seq_name], name=seq_name))
+        model.graph.output.append(helper.make_value_info(seq_name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem, None))))
+        seq = onnx.SequenceProto(name=seq_name, elem_type=onnx.SequenceProto.TENSOR)
+        seq.tensor_values.extend(numpy_helper.from_array(got[n], n) for n in names)
+        (data / f"output_{k}.pb").write_bytes(seq.SerializeToString())

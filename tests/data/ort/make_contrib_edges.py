@@ -102,6 +102,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import fixture
+from make_matmul_nbits import pack  # (rows, count) integers -> packed bytes, low bits first
 
 SUITE = "contrib_edges"
 RNG = np.random.default_rng(2027)
@@ -452,17 +453,6 @@ def embln_cases():
 
 
 # ---------------------------------------------------------------- MatMulNBits
-def pack(values, bits):
-    """(rows, count) integers -> (rows, count * bits / 8) bytes, low bits first."""
-    per = 8 // bits
-    rows, count = values.shape
-    grouped = np.zeros((rows, (count + per - 1) // per * per), np.uint16)
-    grouped[:, :count] = values
-    grouped = grouped.reshape(rows, -1, per)
-    out = np.zeros(grouped.shape[:2], np.uint16)
-    for i in range(per):
-        out |= grouped[..., i] << (bits * i)
-    return out.astype(np.uint8)
 
 
 def nbits_cases():
@@ -828,13 +818,7 @@ def pack_outputs(model, outs, got, folder, data):
     by_type = {}
     for o, t in outs:
         by_type.setdefault(t, []).append(o)
-    for k, (elem, names) in enumerate(by_type.items()):
-        seq_name = TensorProto.DataType.Name(elem).lower()
-        model.graph.node.append(helper.make_node("SequenceConstruct", names, [seq_name], name=seq_name))
-        model.graph.output.append(helper.make_value_info(seq_name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem, None))))
-        seq = onnx.SequenceProto(name=seq_name, elem_type=onnx.SequenceProto.TENSOR)
-        seq.tensor_values.extend(numpy_helper.from_array(got[n], n) for n in names)
-        (data / f"output_{k}.pb").write_bytes(seq.SerializeToString())
+    fixture.write_sequences(model, by_type, got, data)
     del model.graph.output[:len(outs)]
 
 

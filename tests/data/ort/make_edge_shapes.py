@@ -768,13 +768,7 @@ def pack(model, got, folder, data):
     for out in model.graph.output:
         by_type.setdefault(out.type.tensor_type.elem_type, []).append(out.name)
     del model.graph.output[:]
-    for k, (elem, names) in enumerate(by_type.items()):
-        seq_name = TensorProto.DataType.Name(elem).lower()
-        model.graph.node.append(helper.make_node("SequenceConstruct", names, [seq_name], name=seq_name))
-        model.graph.output.append(helper.make_value_info(seq_name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(elem, None))))
-        seq = onnx.SequenceProto(name=seq_name, elem_type=onnx.SequenceProto.TENSOR)
-        seq.tensor_values.extend(numpy_helper.from_array(got[n], n) for n in names)
-        (data / f"output_{k}.pb").write_bytes(seq.SerializeToString())
+    fixture.write_sequences(model, by_type, got, data)
     onnx.save(model, folder / "model.onnx")
 
 
