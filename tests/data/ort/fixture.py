@@ -74,3 +74,37 @@ def write_sequences(model, by_type, got, data):
         seq = onnx.SequenceProto(name=seq_name, elem_type=onnx.SequenceProto.TENSOR)
         seq.tensor_values.extend(numpy_helper.from_array(got[n], n) for n in names)
         (data / f"output_{k}.pb").write_bytes(seq.SerializeToString())
+
+
+def stage_case(folder, model, feeds):
+    """Writes folder/model.onnx and the feeds run_ort.js reads (folder/.ort/feeds/NAME.npy)."""
+    (folder / ".ort" / "feeds").mkdir(parents=True)
+    onnx.save(model, folder / "model.onnx")
+    for key, value in feeds.items():
+        np.save(folder / ".ort" / "feeds" / f"{key}.npy", value)
+
+
+def write_inputs(folder, model, feeds):
+    """Makes folder/test_data_set_0 with the model's inputs as input_K.pb; returns that folder."""
+    data = folder / "test_data_set_0"
+    data.mkdir()
+    for k, inp in enumerate(model.graph.input):
+        write_pb(data / f"input_{k}.pb", feeds[inp.name], inp.name)
+    return data
+
+
+def run_ort_on(folders):
+    """Runs run_ort.js on case folders prepared as add_data_set prepares one (FOLDER/.ort/feeds), all
+    in one node process; when ORT refuses some, finds them one at a time. Returns {folder name: ORT's
+    last error line} of the refused ones (the others have their FOLDER/.ort/outputs)."""
+    env = dict(os.environ, NODE_PATH=str(ORT_MODULES))
+    script = str(HERE / "run_ort.js")
+    refused = {}
+    if subprocess.run(["node", script] + [str(f) for f in folders], env=env, capture_output=True).returncode != 0:
+        for f in folders:
+            if (f / ".ort" / "outputs").exists():
+                continue
+            p = subprocess.run(["node", script, str(f)], env=env, capture_output=True, text=True)
+            if p.returncode != 0:
+                refused[f.name] = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?"
+    return refused

@@ -94,7 +94,6 @@ Left out, with the reason:
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -829,30 +828,15 @@ def run_flat(root):
     for name, group, op, inputs, attrs, out_types in CASES:
         model, feeds, outs = make_model(name, [node_parts(name, op, inputs, attrs, out_types)])
         folder = root / name
-        (folder / ".ort" / "feeds").mkdir(parents=True)
-        onnx.save(model, folder / "model.onnx")
-        for key, value in feeds.items():
-            np.save(folder / ".ort" / "feeds" / f"{key}.npy", value)
+        fixture.stage_case(folder, model, feeds)
         folders.append((folder, model, feeds, outs))
-    env = dict(os.environ, NODE_PATH=str(fixture.ORT_MODULES))
-    script = str(fixture.HERE / "run_ort.js")
-    rejected = {}
-    if subprocess.run(["node", script] + [str(f[0]) for f in folders], env=env, capture_output=True).returncode != 0:
-        for f, *_ in folders:
-            if (f / ".ort" / "outputs").exists():
-                continue
-            p = subprocess.run(["node", script, str(f)], env=env, capture_output=True, text=True)
-            if p.returncode != 0:
-                rejected[f.name] = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?"
+    rejected = fixture.run_ort_on([f[0] for f in folders])
     got = {}
     for folder, model, feeds, outs in folders:
         if folder.name in rejected:
             shutil.rmtree(folder)
             continue
-        data = folder / "test_data_set_0"
-        data.mkdir()
-        for k, inp in enumerate(model.graph.input):
-            fixture.write_pb(data / f"input_{k}.pb", feeds[inp.name], inp.name)
+        data = fixture.write_inputs(folder, model, feeds)
         for k, (o, t) in enumerate(outs):
             got[o] = np.load(folder / ".ort" / "outputs" / f"{o}.npy")
             fixture.write_pb(data / f"output_{k}.pb", got[o], o)
@@ -877,10 +861,8 @@ def build():
         for group, cases in groups.items():
             model, feeds, outs = make_model(group, [node_parts(n, op, i, a, o) for n, _, op, i, a, o in cases])
             folder = root / group
-            data = folder / "test_data_set_0"
-            data.mkdir(parents=True)
-            for k, inp in enumerate(model.graph.input):
-                fixture.write_pb(data / f"input_{k}.pb", feeds[inp.name], inp.name)
+            folder.mkdir(parents=True)
+            data = fixture.write_inputs(folder, model, feeds)
             pack_outputs(model, outs, got, folder, data)
             onnx.save(model, folder / "model.onnx")
     print(f"{len(CASES) - len(rejected)} cases written to {root}")

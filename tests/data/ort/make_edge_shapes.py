@@ -98,10 +98,8 @@ Left out, with the reason:
   - Undefined: ReduceMean of an empty set (ONNX PR 5568: "undefined"; ORT 0, refeval nan); integer
     Pow with a negative integer exponent (ORT truncates 2 ** -1 to 0; refeval refuses, as numpy).
 """
-import os
 import pathlib
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -1324,30 +1322,15 @@ def build():
     folders = []
     for name, model, feeds in cases:
         folder = root / name
-        (folder / ".ort" / "feeds").mkdir(parents=True)
-        onnx.save(model, folder / "model.onnx")
-        for key, value in feeds.items():
-            np.save(folder / ".ort" / "feeds" / f"{key}.npy", value)
+        fixture.stage_case(folder, model, feeds)
         folders.append(folder)
-    env = dict(os.environ, NODE_PATH=str(fixture.ORT_MODULES))
-    script = str(fixture.HERE / "run_ort.js")
-    rejected = []
-    if subprocess.run(["node", script] + [str(f) for f in folders], env=env, capture_output=True).returncode != 0:
-        for f in folders:  # find the cases ORT refuses, one at a time
-            if (f / ".ort" / "outputs").exists():
-                continue
-            p = subprocess.run(["node", script, str(f)], env=env, capture_output=True, text=True)
-            if p.returncode != 0:
-                rejected.append((f.name, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?"))
+    rejected = list(fixture.run_ort_on(folders).items())
     dropped = {n for n, _ in rejected}
     for (name, model, feeds), folder in zip(cases, folders):
         if name in dropped:
             shutil.rmtree(folder)
             continue
-        data = folder / "test_data_set_0"
-        data.mkdir()
-        for k, inp in enumerate(model.graph.input):
-            fixture.write_pb(data / f"input_{k}.pb", feeds[inp.name], inp.name)
+        data = fixture.write_inputs(folder, model, feeds)
         got = {o.name: np.load(folder / ".ort" / "outputs" / f"{o.name}.npy") for o in model.graph.output}
         if FLAT:
             for k, out in enumerate(model.graph.output):
