@@ -15,7 +15,7 @@ AttentionAttrs::AttentionAttrs(const NodeContext& ctx)
     : heads(ctx.required<int64_t>("num_heads")),
       unidirectional(ctx.attr<int64_t>("unidirectional", 0) != 0),
       mask_filter_value(ctx.attr<float>("mask_filter_value", -10000.0f)),
-      scale(ctx.optional_attr<float>("scale")) {
+      scale(ctx.attr<float>("scale", 0.0f)) {
   if (heads <= 0) ctx.fail(fmt::format("num_heads must be positive, got {}", heads));
 }
 
@@ -24,8 +24,7 @@ void finish_problem(AttentionProblemOf<T>& p, int64_t kv_length, const Attention
                     const AttentionMaskInputs& inputs, DType dtype) {
   p.total = p.past + kv_length;
   p.causal = a.unidirectional, p.mask_filter_value = a.mask_filter_value;
-  // A scale of 0 is ORT's "not set" (its CPU kernels take 1 / sqrt(h) then), as for GroupQueryAttention.
-  p.scale = a.scale && *a.scale != 0 ? double(*a.scale) : 1.0 / std::sqrt(double(p.head_size));
+  p.scale = attention_scale(a.scale, p.head_size);
   if (has_value(in, inputs.key_padding_mask))
     p.hidden = key_padding_mask(input_tensor(in, inputs.key_padding_mask), p, inputs.key_padding_mask_name);
   if (has_value(in, inputs.attention_bias)) set_attention_bias(p, input_tensor(in, inputs.attention_bias), dtype);
@@ -63,6 +62,10 @@ void weighted_rows(const T* w, const T* values, int64_t n, int64_t hv, T* out) {
     const T wj = w[j], *row = values + j * hv;
     for (int64_t d = 0; d < hv; ++d) out[d] += wj * row[d];
   }
+}
+
+double attention_scale(float scale, int64_t head_size) {
+  return scale != 0 ? double(scale) : 1.0 / std::sqrt(double(head_size));
 }
 
 double row_max(const double* x, int64_t n) {

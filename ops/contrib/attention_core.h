@@ -17,7 +17,6 @@
 // (longer queries are split inside their products, which must not nest in a parallel loop).
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,12 +66,16 @@ double row_max(const double* x, int64_t n);
 // (vector_math.h), below e^-700 (masked keys: the vector exp's scalar path) taken as zero.
 double exp_shifted(double* x, int64_t n, double top);
 
+// The score scale of an attention op's `scale` attribute: 0 (its default) is ONNX Runtime's "not
+// set", 1 / sqrt(head_size), in every attention kernel of its CPU provider.
+double attention_scale(float scale, int64_t head_size);
+
 // The attributes Attention and MultiHeadAttention share, checked.
 struct AttentionAttrs {
   int64_t heads;
   bool unidirectional;
   float mask_filter_value;
-  std::optional<float> scale;
+  float scale;  // 0: unset (attention_scale)
   explicit AttentionAttrs(const NodeContext& ctx);
 };
 

@@ -75,7 +75,7 @@ class DecoderMaskedMultiHeadAttention : public OpRun {
       fail_runtime("cross attention (4-D key) has no present_key or present_value outputs");
     Values out = cross ? cross_attention(in, p, dtype) : self_attention(in, p, dtype);
 
-    p.scale = scale_ != 0.0f ? double(scale_) : 1.0 / std::sqrt(double(p.head_size));
+    p.scale = attention_scale(scale_, p.head_size);
     p.mask_filter_value = mask_filter_value_;
     if (has_value(in, 3)) {
       const Tensor& mask = input_tensor(in, 3);

@@ -374,7 +374,7 @@ struct GroupQueryAttention::Call {
     }
     const std::vector<double> sink = vector_input(in, kHeadSink, N, dtype, "head_sink");
     const bool has_sink = op.smooth_ || !sink.empty();
-    const double scale = op.scale_ != 0 ? double(op.scale_) : 1.0 / std::sqrt(double(H)), cap = op.softcap_;
+    const double scale = attention_scale(op.scale_, H), cap = op.softcap_;
     if (op.qk_output_ != 0) qk.assign(size_t(B * N * S * total), 0.0);
 
     // The keys [lo, hi) query s of row b sees (lo >= hi: none).
