@@ -12,8 +12,10 @@
 namespace refeval::optimize::attention {
 namespace {
 
-
 constexpr double kMaskFloor = -1e4;  // a filler or mask value this negative hides a score
+
+// The stacking axis of ORT's (2, B, N, P, h) past and present: 0, or -5 of their rank 5.
+bool stack_axis(int64_t axis) { return axis == 0 || axis == -5; }
 
 // The graph around one Softmax, read as attention; every node read is recorded in `used`.
 class AttentionReader {
@@ -176,23 +178,22 @@ class Reader : public AttentionReader {
 
   // ORT's gpt2_helper past: Squeeze(Split(past, axis 0)[i], 0) or Gather(past, i, axis 0) of a
   // (2, B, N, P, h) graph input; the axis may be written -5 and the index -2 or -1 (the stack's
-  // rank is checked last, so a negative axis is the leading one only there).
+  // rank is checked last, so -5 is the stacking axis only there).
   void stacked(Source& s) {
     const int p = g_.producer(s.past);
     if (p < 0) return;
     const Node& n = g_.graph().nodes[size_t(p)];
-    const auto leading = [](int64_t axis) { return axis == 0 || axis == -5; };
-    if (n.op_type == "Gather" && n.inputs.size() == 2 && leading(int_attr(n, "axis", 0))) {
+    if (n.op_type == "Gather" && n.inputs.size() == 2 && stack_axis(int_attr(n, "axis", 0))) {
       const auto i = g_.scalar(n.inputs[1]);
       const Tensor* it = g_.constant(n.inputs[1]);
       if (i && it && it->rank() == 0 && *i >= -2 && *i <= 1)
-        s.stacked_past = n.inputs[0], s.stacked_index = int64_t(*i) < 0 ? int64_t(*i) + 2 : int64_t(*i), use(&n);
+        s.stacked_past = n.inputs[0], s.stacked_index = (int64_t(*i) + 2) % 2, use(&n);
     } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
       const std::vector<int64_t> axes = axes_of(n, g_).value_or(std::vector<int64_t>{});
       const int q = g_.producer(n.inputs[0]);
-      if (axes.size() != 1 || !leading(axes[0]) || q < 0) return;
+      if (axes.size() != 1 || !stack_axis(axes[0]) || q < 0) return;
       const Node& split = g_.graph().nodes[size_t(q)];
-      if (split.op_type != "Split" || split.outputs.size() != 2 || !leading(int_attr(split, "axis", 0)) || split.inputs.empty())
+      if (split.op_type != "Split" || split.outputs.size() != 2 || !stack_axis(int_attr(split, "axis", 0)) || split.inputs.empty())
         return;
       const int64_t i = split.outputs[0] == n.inputs[0] ? 0 : 1;
       s.stacked_past = split.inputs[0], s.stacked_index = i;
@@ -913,8 +914,8 @@ std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& 
     for (int c : g.consumers(v)) {
       const Node& n = g.graph().nodes[size_t(c)];
       const std::vector<int64_t> axes = axes_of(n, g).value_or(std::vector<int64_t>{});
-      // (the keys and values are rank 4, so axis -5 of the unsqueezed is its leading one too)
-      if (n.op_type == "Unsqueeze" && axes.size() == 1 && (axes[0] == 0 || axes[0] == -5)) return c;
+      // (the keys and values are rank 4: their unsqueezed form is the stack's rank 5)
+      if (n.op_type == "Unsqueeze" && axes.size() == 1 && stack_axis(axes[0])) return c;
     }
     return -1;
   };
@@ -923,8 +924,7 @@ std::optional<StackedPresent> stacked_present(const GraphIndex& g, const Found& 
   const std::vector<int>& readers = g.consumers(g.graph().nodes[size_t(uk)].outputs[0]);
   if (readers.size() != 1) return std::nullopt;
   const Node& stack = g.graph().nodes[size_t(readers[0])];
-  const int64_t stack_axis = int_attr(stack, "axis", -1);
-  if (stack.op_type != "Concat" || (stack_axis != 0 && stack_axis != -5) || stack.inputs.size() != 2 ||
+  if (stack.op_type != "Concat" || !stack_axis(int_attr(stack, "axis", -1)) || stack.inputs.size() != 2 ||
       stack.inputs[0] != g.graph().nodes[size_t(uk)].outputs[0] || stack.inputs[1] != g.graph().nodes[size_t(uv)].outputs[0])
     return std::nullopt;
   return StackedPresent{stack.outputs[0], uk, uv, readers[0]};
