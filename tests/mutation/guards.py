@@ -13,14 +13,17 @@ One build then judges every guard: run.sh's one-defect-one-build costs a build p
 Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and catalogue.tsv):
   guards.py instrument SRC FILE...  writes the schemata into SRC's files; prints the catalogue, a
                                     TSV of id, file, line, function and condition
-  guards.py drop DIR SKIP           drops each guard some test took, one at a time, running the
-                                    tests that took it (fastest first, not those SKIP matches) until
-                                    one fails; appends "id CAUGHT|MISSED test file:line" to results.txt
+  guards.py drop DIR SKIP [ONLY [JOBS]]
+                                    drops each guard some test took (of the files ONLY matches), one
+                                    at a time, running the tests that took it (fastest first, not
+                                    those SKIP matches) until one fails, JOBS guards at once; appends
+                                    "id CAUGHT|MISSED test file:line" to results.txt
   guards.py report DIR REVIEWED     the guards no test takes (but those REVIEWED lists as
                                     unreachable, one "file | function | condition | reason" a line) and those
                                     dropped unnoticed; exits 1 if there are any
 """
 import glob
+import multiprocessing
 import os
 import re
 import subprocess
@@ -200,27 +203,37 @@ def catalogue(root):
     return [line.rstrip("\n").split("\t") for line in open(os.path.join(root, "catalogue.tsv"))][1:]
 
 
-def cmd_drop(root, skip):
+def drop_one(args):
+    """Switches guard gid off and runs the tests that took it, fastest first, until one fails."""
+    gid, tests, build = args
+    for test in tests:
+        env = dict(os.environ, REFEVAL_GUARD_DROP=str(gid))
+        run = subprocess.run(["ctest", "--test-dir", build, "-R", f"^{test}$", "--timeout", "600"],
+                             env=env, capture_output=True)
+        if run.returncode != 0:
+            return gid, "CAUGHT", test
+    return gid, "MISSED", "-"
+
+
+def cmd_drop(root, skip, only=".", jobs=1):
     taken, seconds = traces(root)
     results = os.path.join(root, "results.txt")
     done = {int(line.split()[0]) for line in open(results)} if os.path.exists(results) else set()
     build = os.path.join(root, "src", "build")
+    where = {}
+    work = []
     for gid, path, line, _, _ in catalogue(root):
         gid = int(gid)
-        if gid not in taken or gid in done:
+        if gid not in taken or gid in done or not re.search(only, path):
             continue
-        tests = sorted((t for t in taken[gid] if not re.search(skip, t)), key=lambda t: seconds[t])
-        verdict, by = "MISSED", "-"
-        for test in tests:
-            env = dict(os.environ, REFEVAL_GUARD_DROP=str(gid))
-            run = subprocess.run(["ctest", "--test-dir", build, "-R", f"^{test}$", "--timeout", "600"],
-                                 env=env, capture_output=True)
-            if run.returncode != 0:
-                verdict, by = "CAUGHT", test
-                break
-        with open(results, "a") as f:
-            f.write(f"{gid} {verdict} {by} {path}:{line}\n")
-        print(f"{path}:{line} {verdict} {by}", flush=True)
+        where[gid] = f"{path}:{line}"
+        work.append((gid, sorted((t for t in taken[gid] if not re.search(skip, t)), key=lambda t: seconds[t]), build))
+    # Each drop runs one test at a time, most of them one process: jobs > 1 fills more cores.
+    with multiprocessing.Pool(int(jobs)) as pool:
+        for gid, verdict, by in pool.imap_unordered(drop_one, work):
+            with open(results, "a") as f:
+                f.write(f"{gid} {verdict} {by} {where[gid]}\n")
+            print(f"{where[gid]} {verdict} {by}", flush=True)
 
 
 def reviewed(path):
@@ -266,7 +279,7 @@ def cmd_report(root, reviewed_path):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "instrument":
         cmd_instrument(sys.argv[2], sys.argv[3:])
-    elif len(sys.argv) == 4 and sys.argv[1] == "drop":
+    elif 4 <= len(sys.argv) <= 6 and sys.argv[1] == "drop":
         cmd_drop(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "report":
         sys.exit(cmd_report(*sys.argv[2:]))

@@ -13,9 +13,11 @@
 # commit) and report.txt. Exits 1 if a guard is never taken or dropped unnoticed, 2 on a set-up
 # error. The guards a reviewer has shown unreachable are listed in guards_unreached.txt.
 #
-# Usage: tests/mutation/guards.sh [--trace-only] [--skip REGEX] DIR...
+# Usage: tests/mutation/guards.sh [--trace-only] [--skip REGEX] [--only REGEX] [--jobs N] DIR...
 #   --trace-only  stop after the trace
 #   --skip        tests not run for the drops (default: the slow audit tests)
+#   --only        drop only the guards of the files this matches (default: all of DIR...)
+#   --jobs        guards dropped at once (default 1; each runs one test at a time)
 # Environment: REFEVAL_GUARDS_DIR (/tmp/refeval-guards), REFEVAL_SHARED_DIR (/work/shared).
 set -uo pipefail
 
@@ -27,12 +29,16 @@ build=$src/build  # inside the copy, so ccache sees the paths of a normal build
 shared=${REFEVAL_SHARED_DIR:-/work/shared}
 source "$here/npm_folders.sh"
 trace_only=0
+only=.
+jobs=1
 skip='^(evaluator-errors|optimize-differential|show-scale-chromium|mutation-list)$'
 dirs=()
 while (($#)); do
   case $1 in
     --trace-only) trace_only=1 ;;
     --skip) skip=${2:?--skip needs a regex}; shift ;;
+    --only) only=${2:?--only needs a regex}; shift ;;
+    --jobs) jobs=${2:?--jobs needs a count}; shift ;;
     -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "guards.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) dirs+=("${1%/}") ;;
@@ -78,6 +84,6 @@ fi
 # 3. The drops, one guard at a time, resumed where a stopped run left off.
 if ((!trace_only)); then
   say "drops: each guard some test takes, switched off (results: $root/results.txt)"
-  python3 "$here/guards.py" drop "$root" "$skip" || exit 2
+  python3 "$here/guards.py" drop "$root" "$skip" "$only" "$jobs" || exit 2
 fi
 python3 "$here/guards.py" report "$root" "$here/guards_unreached.txt" | tee "$root/report.txt"
