@@ -94,6 +94,23 @@ TEST_CASE("graph_edit: renaming a value renames its reads inside bodies, not a b
   check_same_outputs(original, m);
 }
 
+TEST_CASE("graph_edit: renaming a value leaves a body whose input or initializer has that name") {
+  // A Loop-style body declaring an input "a", and one holding an initializer "a": their reads of
+  // "a" are their own, not the outer value's.
+  const auto body = [](std::vector<ValueInfo> inputs, std::vector<Initializer> inits) {
+    return std::make_shared<Graph>(graph("body", {node("Relu", {"a"}, {"r"})}, std::move(inputs), {tensor_info("r", DType::Float, {4})}, std::move(inits)));
+  };
+  Node custom = node("Custom", {"a"}, {"y"});
+  Attribute bodies;
+  bodies.name = "bodies", bodies.type = AttrType::Graphs;
+  bodies.graphs = {body({tensor_info("a", DType::Float, {4})}, {}), body({}, {{"a", Tensor::from_vector<float>({4}, {1, 2, 3, 4})}})};
+  custom.attributes.push_back(bodies);
+  Graph g = graph("g", {node("Abs", {"x"}, {"a"}), custom}, {tensor_info("x", DType::Float, {4})}, {tensor_info("y", DType::Float, {4})});
+  rename_uses(g, "a", "a2");
+  CHECK(g.nodes[1].inputs == std::vector<std::string>{"a2"});
+  for (const auto& b : g.nodes[1].attributes[0].graphs) CHECK(b->nodes[0].inputs == std::vector<std::string>{"a"});
+}
+
 TEST_CASE("graph_edit: a value only a body reads keeps its producer alive; unread initializers go") {
   const Model original = if_reading_outer();
   Model m = if_reading_outer();

@@ -77,6 +77,12 @@ TEST_CASE("qkv branches: GPT-NeoX's parts cut by Slices with an empty step input
           const std::string s = g.add("Split", {v, ""}, {attr("axis", int64_t(3))}, 3);
           return std::vector<std::string>{s, s + "_1", s + "_2"};
         }, 13)) == 3);
+  // The value part left unnamed (an unread output an exporter dropped): two products, none for it.
+  CHECK(products(neox([](G& g, const std::string& v) {
+          const std::string s = g.add("Split", {v}, {attr("axis", int64_t(-1))}, 3);
+          g.last().outputs[2].clear();
+          return std::vector<std::string>{s, s + "_1"};
+        })) == 2);
   // x W without a bias: three products without Adds
   const Model plain = optimized(neox([](G& g, const std::string& v) { return std::vector<std::string>{slice(g, v, 0, kHead)}; }, 17,
                                      [](G& g) { return g.product(3 * kHidden, false); }),

@@ -77,11 +77,17 @@ void check_refused(const Model& m, const std::string& line, const std::map<std::
 
 // Rotate-half on q (4, 4, 4, 8) (batch = heads = sequence = h/2: the look-alikes broadcast) with
 // cos and sin of Concat(f, f), f = einsum(`equation`, float(position_ids), inv_freq); with
-// `half_inv_freq`, inv_freq is stored as float16 and cast to float (a half-precision export's buffer).
-Model einsum_frequencies(const std::string& equation, bool half_inv_freq = false) {
+// `half_inv_freq`, inv_freq is stored as float16 and cast to float (a half-precision export's buffer);
+// with `in_double`, the positions are cast to double and inv_freq is a double constant, the angles
+// and their cos and sin double, cast to float before they meet q.
+Model einsum_frequencies(const std::string& equation, bool half_inv_freq = false, bool in_double = false) {
   G g(int64_t(4), int64_t(4), int64_t(4));
-  const std::string p = g.add("Cast", {"position_ids"}, {attr("to", int64_t(DType::Float))});
+  const std::string p = g.add("Cast", {"position_ids"}, {attr("to", int64_t(in_double ? DType::Double : DType::Float))});
   std::string inv = g.c(inv_freq());
+  if (in_double) {
+    const std::vector<float> f = testing::rope_inv_freq(kHead);
+    inv = g.c(Tensor::from_vector<double>({kHalf}, std::vector<double>(f.begin(), f.end())));
+  }
   if (half_inv_freq) {
     std::vector<float16> halves;
     for (float v : testing::rope_inv_freq(kHead)) halves.push_back(float16(v));
@@ -89,7 +95,11 @@ Model einsum_frequencies(const std::string& equation, bool half_inv_freq = false
   }
   const std::string f = g.add("Einsum", {p, inv}, {attr("equation", equation)});
   const std::string emb = g.add("Concat", {f, f}, {attr("axis", int64_t(-1))});
-  const std::string cos = g.add("Unsqueeze", {g.add("Cos", {emb}), g.c(ints({1}))}), sin = g.add("Unsqueeze", {g.add("Sin", {emb}), g.c(ints({1}))});
+  std::string cos = g.add("Unsqueeze", {g.add("Cos", {emb}), g.c(ints({1}))}), sin = g.add("Unsqueeze", {g.add("Sin", {emb}), g.c(ints({1}))});
+  if (in_double) {
+    cos = g.add("Cast", {cos}, {attr("to", int64_t(DType::Float))});
+    sin = g.add("Cast", {sin}, {attr("to", int64_t(DType::Float))});
+  }
   return g.model(rotate_half(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig), cos, sin));
 }
 
@@ -120,6 +130,14 @@ TEST_CASE("rotary: frequencies by an Einsum that is not an outer product of the 
 TEST_CASE("rotary: frequencies from a float16 inv_freq cast to float fuse, the table built from the widened values") {
   const Model m = einsum_frequencies("bs,i->bsi", true);
   CHECK(count_ops(optimized(m, {"rotary-embedding"}), "RotaryEmbedding") == 1);
+}
+
+TEST_CASE("rotary: angles computed in double stay (the table would be built in float)") {
+  // Positions cast to double times a double inv_freq: cos and sin of double angles, rounded to
+  // float only at the end. A float table differs in the last bits at large positions.
+  check_refused(einsum_frequencies("bs,i->bsi", false, true),
+                "'/Neg_11': the frequencies f ('Einsum_1') of Concat(f, f) '/Concat_2' (from Einsum '/Einsum_1') are not position ids times a constant "
+                "inv_freq (Mul, MatMul or Einsum, maybe transposed): 'Einsum_1' is DOUBLE, not float");
 }
 
 TEST_CASE("rotary: a cos operand unsqueezed on two axes at once, and a sin table fed at run time, stay") {
