@@ -134,3 +134,21 @@ TEST_CASE("attention: a second layer reading the values the first layer's attent
   const Model m = load_model(std::string(REFEVAL_SOURCE_DIR) + "/tests/data/optimize/lookalikes/att_values_shared_by_layers.onnx");
   CHECK(not_fused(m, optimize::attention_pass()) == "not fused: attention at '/Softmax_1': it shares nodes with another attention\n");
 }
+
+TEST_CASE("optimize --opset: a com.microsoft Gelu written at opset 17 stays when the model moves to opset 20, which has its own Gelu") {
+  // The erf GELU x / 2 * (1 + erf(x / sqrt 2)) at opset 17, fused into com.microsoft's Gelu, then
+  // --opset 20: only ai.onnx operators are checked for a change of version.
+  const Model m = model(graph("gelu",
+                              {node("Div", {"x", "sqrt2"}, {"d"}), node("Erf", {"d"}, {"e"}), node("Add", {"e", "one"}, {"e1"}), node("Mul", {"x", "e1"}, {"m"}),
+                               node("Mul", {"m", "half"}, {"y"})},
+                              {f32("x", {2, 16})}, {f32("y", {2, 16})},
+                              {{"sqrt2", Tensor::scalar<float>(1.4142135f)}, {"one", Tensor::scalar<float>(1.0f)}, {"half", Tensor::scalar<float>(0.5f)}}),
+                        {{"", 17}});
+  optimize::OptimizeOptions o;
+  o.opset = 20;
+  const Model out = optimize::optimize(m, Registry::builtin(), o).model;
+  CHECK(out.opsets.at("") == 20);
+  REQUIRE(out.graph.nodes.size() == 1);
+  CHECK(out.graph.nodes[0].op_type == "Gelu");
+  CHECK(out.graph.nodes[0].domain == "com.microsoft");
+}
