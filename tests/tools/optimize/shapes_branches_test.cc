@@ -428,6 +428,15 @@ TEST_CASE("shapes branches: MatMul with a scalar operand has no shape") {
   CHECK(dims_of(inf, "both") == "4,4");
 }
 
+TEST_CASE("shapes branches: MatMul over two symbolic batch dims takes them as equal, as ORT's symbolic inference does") {
+  // (a, 4, 4) @ (b, 4, 6): a and b are equal, or one is 1, when the model runs; no export
+  // broadcasts a batch by a symbol that is 1.
+  std::vector<Node> nodes = {node("FastGelu", {"x"}, {"g"}, {}, "/FastGelu", ms), node("MatMul", {"g", "w"}, {"y"}), node("MatMul", {"g", "v"}, {"z"})};
+  const optimize::Inference inf = infer_nodes(nodes, {f32("x", {"a", 4, 4}), f32("w", {"b", 4, 6}), f32("v", {1, 4, 6})}, {"y", "z"}, {}, {{"", 17}, {ms, 1}});
+  CHECK(dims_of(inf, "y") == "a,4,6");
+  CHECK(dims_of(inf, "z") == "a,4,6");
+}
+
 TEST_CASE("shapes branches: dims named by exporters: a sum then a difference, numbers too long, odd characters") {
   // "a + b - c": the " - " found after the " + ".
   CHECK(dims_equal(Dim{-1, "a + b - c"}, Dim{-1, "b - c + a"}));
