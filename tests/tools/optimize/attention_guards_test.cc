@@ -224,6 +224,22 @@ TEST_CASE("attention guards: a padding mask whose zeros come from a ConstantOfSh
   CHECK(node_of(out, "Attention").inputs[3] == "mask_int32");
 }
 
+TEST_CASE("attention guards: a bool padding mask inverted by Not (masked_fill(~mask, min)) is mask_index, not a bias") {
+  Bert b;
+  b.attend([&](const std::string& s) {
+    const std::string m = b.g.input(tensor_info("mask", DType::Bool, {"batch", "seq"}));
+    const std::string hide = b.g.add("Not", {b.g.add("Unsqueeze", {m, b.g.c(ints({1, 2}))})});
+    return b.g.add("Where", {hide, b.g.scalar(-3.4e38f), s});
+  });
+  std::vector<bool> keep;
+  for (const int64_t k : kMask) keep.push_back(k != 0);
+  const Model out = optimized(b.g.model(), {"attention"}, "", "all", {{"mask", Tensor::from_vector<bool>({3, 3}, keep)}});
+  REQUIRE(count_ops(out, "Attention") == 1);
+  const Node& att = node_of(out, "Attention");
+  CHECK(att.inputs[3] == "mask_int32");
+  CHECK((att.inputs.size() < 6 || att.inputs[5].empty()));
+}
+
 TEST_CASE("attention guards: a padding mask scaled by a Div, (m - 1) / 1e-4, is mask_index, not a bias") {
   Bert b;
   b.attend([&](const std::string& s) {
