@@ -83,6 +83,11 @@ mkdir -p $fake/node_modules/onnxruntime-node
 echo "console.error('logged by ORT'); console.error('model.onnx: cannot run'); process.exit(1);" >$fake/time_pair.js
 REFEVAL_ORT_DIR=$fake expect 1 "" "error: --benchmark-with-ort: ONNX Runtime failed: model.onnx: cannot run$" -- \
   optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --benchmark-with-ort
+# No node on the PATH (Debian without nodejs): the one line says what to install.
+env PATH=$work/none REFEVAL_ORT_DIR=$fake "$refeval" optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --benchmark-with-ort >$work/out 2>$work/err
+code=$?
+check "--benchmark-with-ort without node on the PATH: exit 2, one line naming nodejs" \
+  bash -c "[[ $code -eq 2 && \$(wc -l <'$work/err') -eq 1 ]] && grep -q 'error: --benchmark-with-ort: node was not found (install nodejs, as scripts/install-deps.sh does)$' '$work/err'"
 # The script's contract: the original first, then the written model, runs and rounds, the feeds
 # as .npy files; ORT's threads in ORT_THREADS.
 cat >$fake/time_pair.js <<EOF
