@@ -440,3 +440,16 @@ TEST_CASE("constant-folding: a Transpose of a large constant read twice is left 
   CHECK(run_alone(tied, optimize::constant_folding_pass()) == 0);
   CHECK(run_alone(untied, optimize::constant_folding_pass()) == 1);
 }
+
+TEST_CASE("optimize: a check refusing a basic pass's rewrite stops the optimizer there (--verify-each)") {
+  // conv-bn folds (its rounding differs from the two nodes'); the check refuses it: nothing after
+  // it runs, and the result names it.
+  const Model m = conv_bn(floats({2, 1, 1, 1}, {2, 3}), std::nullopt, floats({2}, {1, 2}), floats({2}, {0.5f, -1}), floats({2}, {1, 0}),
+                          floats({2}, {3, 0}), {attr("epsilon", 1.0f)});
+  optimize::OptimizeOptions o;
+  o.check_each = [](const Model&, const Model&, const std::string& pass) { return pass != "conv-bn"; };
+  const optimize::OptimizeResult r = optimize::optimize(m, Registry::builtin(), o);
+  CHECK(r.broken_by == "conv-bn");
+  REQUIRE(!r.passes.empty());
+  CHECK(r.passes.back().pass == "conv-bn");
+}
