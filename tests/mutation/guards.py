@@ -13,10 +13,14 @@ One build then judges every guard: run.sh's one-defect-one-build costs a build p
 Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and catalogue.tsv):
   guards.py instrument SRC FILE...  writes the schemata into SRC's files; prints the catalogue, a
                                     TSV of id, file, line, function and condition
+  guards.py trace-cases DIR [JOBS]  runs each unit case (doctest) alone, recording the guards it
+                                    takes in DIR/trace/cases: a drop then runs only those cases
+                                    instead of the whole unit test
   guards.py drop DIR SKIP [ONLY [JOBS]]
                                     drops each guard some test took (of the files ONLY matches,
                                     not those guards_unreached.txt lists), one at a time, running
-                                    the tests that took it (fastest first, not those SKIP matches)
+                                    the unit cases that took it, then the other tests that took it
+                                    (fastest first, not those SKIP matches)
                                     until one fails, JOBS guards at once; appends
                                     "id CAUGHT|MISSED test file:line" to results.txt
   guards.py report DIR REVIEWED     the guards no test takes (but those REVIEWED lists as
@@ -25,6 +29,7 @@ Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and ca
 """
 import glob
 import multiprocessing
+import multiprocessing.pool
 import os
 import re
 import subprocess
@@ -200,16 +205,65 @@ def traces(root):
     return taken, seconds
 
 
+def unit_binary(root):
+    return os.path.join(root, "src", "build", "tests", "refeval_tests")
+
+
+def escaped(case):
+    """A doctest case name as -tc= takes it: commas and backslashes escaped, so it matches itself."""
+    return case.replace("\\", "\\\\").replace(",", "\\,")
+
+
+def cmd_trace_cases(root, jobs=2):
+    """Runs each unit case alone, recording the guards it takes (trace/cases/N.txt; names.txt)."""
+    binary = unit_binary(root)
+    out = os.path.join(root, "trace", "cases")
+    os.makedirs(out, exist_ok=True)
+    listing = subprocess.run([binary, "--list-test-cases"], capture_output=True, text=True, cwd=os.path.dirname(binary)).stdout
+    names = [n for n in listing.splitlines() if n and not n.startswith(("[doctest]", "====="))]
+    with open(os.path.join(out, "names.txt"), "w") as f:
+        f.write("\n".join(names) + "\n")
+
+    def one(i):
+        env = dict(os.environ, REFEVAL_GUARD_TRACE=os.path.join(out, f"{i}.txt"))
+        subprocess.run([binary, "-tc=" + escaped(names[i])], cwd=os.path.dirname(binary), env=env, capture_output=True)
+
+    with multiprocessing.pool.ThreadPool(int(jobs)) as pool:
+        pool.map(one, range(len(names)))
+
+
+def unit_cases(root):
+    """Per guard id, the unit cases that took it (empty when the cases were not traced)."""
+    out = os.path.join(root, "trace", "cases")
+    if not os.path.exists(os.path.join(out, "names.txt")):
+        return {}
+    names = open(os.path.join(out, "names.txt")).read().split("\n")
+    cases = {}
+    for path in glob.glob(os.path.join(out, "*.txt")):
+        stem = os.path.basename(path)[:-4]
+        if stem.isdigit():
+            for line in open(path):
+                if line.strip():
+                    cases.setdefault(int(line), []).append(names[int(stem)])
+    return cases
+
+
 def catalogue(root):
     return [line.rstrip("\n").split("\t") for line in open(os.path.join(root, "catalogue.tsv"))][1:]
 
 
 def drop_one(args):
-    """Switches guard gid off and runs the tests that took it, fastest first, until one fails."""
-    gid, tests, build = args
+    """Switches guard gid off and runs the unit cases that took it, then the other tests that took
+    it, fastest first, until one fails."""
+    gid, cases, tests, root = args
+    env = dict(os.environ, REFEVAL_GUARD_DROP=str(gid))
+    binary = unit_binary(root)
+    if cases:
+        run = subprocess.run([binary, "-tc=" + ",".join(escaped(c) for c in cases)], cwd=os.path.dirname(binary), env=env, capture_output=True)
+        if run.returncode != 0:
+            return gid, "CAUGHT", "unit"
     for test in tests:
-        env = dict(os.environ, REFEVAL_GUARD_DROP=str(gid))
-        run = subprocess.run(["ctest", "--test-dir", build, "-R", f"^{test}$", "--timeout", "600"],
+        run = subprocess.run(["ctest", "--test-dir", os.path.join(root, "src", "build"), "-R", f"^{test}$", "--timeout", "600"],
                              env=env, capture_output=True)
         if run.returncode != 0:
             return gid, "CAUGHT", test
@@ -218,9 +272,9 @@ def drop_one(args):
 
 def cmd_drop(root, skip, only=".", jobs=1):
     taken, seconds = traces(root)
+    cases = unit_cases(root)
     results = os.path.join(root, "results.txt")
     done = {int(line.split()[0]) for line in open(results)} if os.path.exists(results) else set()
-    build = os.path.join(root, "src", "build")
     # A listed guard's drop is known to change no result: running its tests again proves nothing.
     listed = reviewed(os.path.join(os.path.dirname(os.path.abspath(__file__)), "guards_unreached.txt"))
     where = {}
@@ -230,7 +284,9 @@ def cmd_drop(root, skip, only=".", jobs=1):
         if gid not in taken or gid in done or not re.search(only, path) or (path, function, " ".join(cond.split())) in listed:
             continue
         where[gid] = f"{path}:{line}"
-        work.append((gid, sorted((t for t in taken[gid] if not re.search(skip, t)), key=lambda t: seconds[t]), build))
+        # With the unit cases traced, they stand for the whole unit test, which takes a minute.
+        tests = [t for t in taken[gid] if not re.search(skip, t) and not (cases and t == "unit")]
+        work.append((gid, cases.get(gid, []), sorted(tests, key=lambda t: seconds[t]), root))
     # Each drop runs one test at a time, most of them one process: jobs > 1 fills more cores.
     with multiprocessing.Pool(int(jobs)) as pool:
         for gid, verdict, by in pool.imap_unordered(drop_one, work):
@@ -282,6 +338,8 @@ def cmd_report(root, reviewed_path):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "instrument":
         cmd_instrument(sys.argv[2], sys.argv[3:])
+    elif 3 <= len(sys.argv) <= 4 and sys.argv[1] == "trace-cases":
+        cmd_trace_cases(*sys.argv[2:])
     elif 4 <= len(sys.argv) <= 6 and sys.argv[1] == "drop":
         cmd_drop(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "report":

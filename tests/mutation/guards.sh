@@ -7,8 +7,8 @@
 #  1. the trace: each ctest test runs alone and records the guards it takes. A guard no test takes
 #     is listed at once: deleting it is a defect no test can catch.
 #  2. the drops (unless --trace-only): each guard some test takes is switched off
-#     (REFEVAL_GUARD_DROP) and the tests that take it run, fastest first, until one fails (CAUGHT)
-#     or none does (MISSED).
+#     (REFEVAL_GUARD_DROP) and the unit cases that take it (each case traced alone), then the other
+#     tests that take it run, fastest first, until one fails (CAUGHT) or none does (MISSED).
 # Writes $dir/catalogue.tsv, trace/, results.txt (resumed if the run is repeated on the same
 # commit) and report.txt. Exits 1 if a guard is never taken or dropped unnoticed, 2 on a set-up
 # error. The guards a reviewer has shown unreachable are listed in guards_unreached.txt.
@@ -31,7 +31,9 @@ source "$here/npm_folders.sh"
 trace_only=0
 only=.
 jobs=1
-skip='^(evaluator-errors|optimize-differential|show-scale-chromium|mutation-list)$'
+# The audit tests (slow, and a refusal they notice is one some other test names), and the unit
+# tests under the lower ISAs (the unit cases run once, at this machine's).
+skip='^(evaluator-errors|optimize-differential|show-scale-chromium|mutation-list|unit-avx2|unit-generic)$'
 dirs=()
 while (($#)); do
   case $1 in
@@ -79,6 +81,12 @@ if [[ ! -f $root/trace/done ]]; then
   export build root
   xargs -P2 -I{} bash -c 'REFEVAL_GUARD_TRACE=$root/trace/{}.txt ctest --test-dir "$build" -R "^{}\$" --timeout 1200 >"$root/trace/{}.log" 2>&1; touch "$root/trace/{}.txt"' <"$root/tests.txt"
   touch "$root/trace/done"
+fi
+# 2b. Each unit case alone: a drop then runs the few cases that took the guard, not a minute of them.
+if [[ ! -f $root/trace/cases/done ]]; then
+  say "trace: each unit case alone"
+  python3 "$here/guards.py" trace-cases "$root" 2 || exit 2
+  touch "$root/trace/cases/done"
 fi
 
 # 3. The drops, one guard at a time, resumed where a stopped run left off.
