@@ -103,7 +103,27 @@ Model einsum_frequencies(const std::string& equation, bool half_inv_freq = false
   return g.model(rotate_half(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig), cos, sin));
 }
 
+// Rotate-half on q (4, 4, 4, 8) with f = float(position_ids)[..., None] * table, the table (S, 4)
+// holding a different frequency row per position (row s: inv_freq * (s + 1)), not one inv_freq.
+Model frequency_table() {
+  G g(int64_t(4), int64_t(4), int64_t(4));
+  const std::string p = g.add("Unsqueeze", {g.add("Cast", {"position_ids"}, {attr("to", int64_t(DType::Float))}), g.c(ints({-1}))});
+  std::vector<float> rows;
+  for (int64_t s = 0; s < 4; ++s)
+    for (float v : testing::rope_inv_freq(kHead)) rows.push_back(v * float(s + 1));
+  const std::string f = g.add("Mul", {p, g.c(Tensor::from_vector<float>({4, kHalf}, rows))});
+  const std::string emb = g.add("Concat", {f, f}, {attr("axis", int64_t(-1))});
+  const std::string cos = g.add("Unsqueeze", {g.add("Cos", {emb}), g.c(ints({1}))}), sin = g.add("Unsqueeze", {g.add("Sin", {emb}), g.c(ints({1}))});
+  return g.model(rotate_half(g, g.slice("q", 0, kHalf), g.slice("q", kHalf, kBig), cos, sin));
+}
+
 }  // namespace
+
+TEST_CASE("rotary: frequencies from a table of one row per position are not position ids times inv_freq") {
+  check_refused(frequency_table(), "'/Neg_10': the frequencies f ('Mul_2') of Concat(f, f) '/Concat_3' (from Mul '/Mul_2') are not position ids times a "
+                                   "constant inv_freq (Mul, MatMul or Einsum, maybe transposed): '/Mul_2' (Mul) does not multiply the position ids "
+                                   "cast to float by a constant inv_freq");
+}
 
 TEST_CASE("rotary pairs: a partial rotation joined to the rotated columns again, or of an unknown head count, stays") {
   {  // Concat(rotated q[..., :4], q[..., :4]): the pass-through part is not q[..., 4:]
