@@ -607,6 +607,16 @@ TEST_CASE("attention branches: a scale before the 4-D queries, Mul(0.5, q), join
   CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
 }
 
+TEST_CASE("attention branches: a scale on K transposed after its head split, k.transpose(-1, -2) * 0.5, joins the fused scale") {
+  Layer l;
+  const std::string q = l.q();
+  const std::string kT = l.g.add("Mul", {l.g.add("Transpose", {l.split(l.proj(0.2f))}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})}), l.g.c(Tensor::scalar<float>(0.5f))});
+  const std::string v = l.v();
+  const Model out = fused(l.attend(q, kT, v));
+  REQUIRE(count_ops(out, "Attention") == 1);
+  CHECK(attention_node(out).find_attribute("scale")->f == doctest::Approx(0.5 / std::sqrt(8.0)));
+}
+
 TEST_CASE("attention branches: a run-time Where mask must end in (S, T) and have one head row, else it is refused, named") {
   const auto layer = [](ValueInfo cond) {
     Layer l;

@@ -725,7 +725,8 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     r.use(&n);
   }
   if (!qk) return why = "the scores do not come from a product of Q and K", std::nullopt;
-  // Scales on q or k before the product.
+  // Scales on q or k right before the product (k.transpose(-1, -2) * s: the reader's own scale
+  // step sees K^T only after its transpose).
   auto peel_scale = [&](std::string v) {
     const int p = g.producer(v);
     if (p < 0) return v;
