@@ -428,6 +428,13 @@ TEST_CASE("attention guards: BERT's three projections pack into Attention unless
   // v's bias a graph input
   CHECK(ops(layer([](G& g, const std::string& x, float s) { return g.add("Add", {g.add("MatMul", {x, g.c(ramp({kHidden, kHidden}, s, 0.013f))}), g.input(f32("b", {kHidden}))}); }),
             "MultiHeadAttention") == 1);
+  // v projected by an ORT-optimized model's FusedMatMul scaling x W by 0.5: not a MatMul whose W
+  // the packed weight can take (its alpha would be lost)
+  CHECK(ops(layer([](G& g, const std::string& x, float s) {
+          const std::string y = g.add("FusedMatMul", {x, g.c(ramp({kHidden, kHidden}, s, 0.013f))}, {attr("alpha", 0.5f)});
+          g.last().domain = "com.microsoft";
+          return g.add("Add", {y, g.c(ramp({kHidden}, -0.1f, 0.01f))});
+        }), "MultiHeadAttention") == 1);
   // v's bias of shape (1): one value broadcast over the 16 columns
   CHECK(ops(layer([](G& g, const std::string& x, float s) { return g.add("Add", {g.add("MatMul", {x, g.c(ramp({kHidden, kHidden}, s, 0.013f))}), g.c(ramp({1}, 0.3f, 0))}); }),
             "MultiHeadAttention") == 1);
