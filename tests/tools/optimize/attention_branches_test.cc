@@ -425,6 +425,15 @@ TEST_CASE("mha-projections: a packed product split by the split attribute, num_o
   }
 }
 
+TEST_CASE("mha-projections: a MultiHeadAttention that already has its bias is left as it is (optimizing an optimized model)") {
+  const Model once = optimized(mha_on_split("equal"), {"mha-projections"}, "", "cpu");
+  const Model twice = optimized(once, {"mha-projections"}, "", "cpu");
+  CHECK(twice.graph.nodes.size() == once.graph.nodes.size());
+  CHECK(twice.graph.initializers.size() == once.graph.initializers.size());
+  CHECK(count_ops(twice, "MatMul") == 3);
+  CHECK(testing::refusals(once, {"mha-projections"}).empty());  // not a candidate: nothing to explain
+}
+
 TEST_CASE("attention: head splits written view(B, S, -1, h) or view(B, S, N, -1), and a scale between the split and the transpose, fuse") {
   CHECK(count_ops(fused(bert({.view = {0, 0, -1, kHead}})), "Attention") == 1);
   CHECK(count_ops(fused(bert({.view = {0, 0, kHeads, -1}})), "Attention") == 1);
