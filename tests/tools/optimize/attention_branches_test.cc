@@ -432,6 +432,17 @@ TEST_CASE("mha-projections: a MultiHeadAttention that already has its bias is le
   CHECK(twice.graph.initializers.size() == once.graph.initializers.size());
   CHECK(count_ops(twice, "MatMul") == 3);
   CHECK(testing::refusals(once, {"mha-projections"}).empty());  // not a candidate: nothing to explain
+  // Three plain products x Wq, x Wk, x Wv: nothing to gain, no zero bias added.
+  G g(13);
+  std::vector<std::string> qkv;
+  for (float start : {-0.2f, 0.2f, -0.1f}) qkv.push_back(g.add("MatMul", {"x", g.c(ramp({kHidden, kHidden}, start, 0.013f))}));
+  g.out(g.add("MultiHeadAttention", qkv, {attr("num_heads", kHeads)}, 1, "/mha"));
+  Model plain = g.model();
+  plain.graph.nodes.back().domain = "com.microsoft";
+  plain.opsets["com.microsoft"] = 1;
+  const Model kept = optimized(plain, {"mha-projections"}, "", "cpu");
+  CHECK(kept.graph.nodes.size() == plain.graph.nodes.size());
+  CHECK(kept.graph.nodes.back().inputs.size() == 3);
 }
 
 TEST_CASE("attention: head splits written view(B, S, -1, h) or view(B, S, N, -1), and a scale between the split and the transpose, fuse") {
