@@ -207,13 +207,13 @@ TEST_CASE("split-qkv: MixFormer's view[:, :, j] gathered on axis -3 becomes thre
   const Model out = optimized(unbound(Unbind::MixFormerAxisMinus3), {"split-qkv"});
   CHECK(count_ops(out, "Slice") == 3);
   CHECK(count_ops(out, "Transpose") + count_ops(out, "Gather") == 0);
+  CHECK(parts(unbound(Unbind::MixFormerNegativeIndex)) == 1);  // qkv[:, :, -1]: v, counted from the end as Gather does
 }
 
 TEST_CASE("split-qkv: unbinds that are not the three parts of a (B, S, 3, N, h) view stay") {
   CHECK(parts(unbound(Unbind::SplitSqueezeAll)) == 0);         // squeeze() of every unit axis
   CHECK(parts(unbound(Unbind::GatherVector)) == 0);            // qkv[[0]]
   CHECK(parts(unbound(Unbind::OtherPerm)) == 0);               // permute(2, 0, 1, 3, 4): (3, B, S, N, h)
-  CHECK(parts(unbound(Unbind::MixFormerNegativeIndex)) == 0);  // qkv[:, :, -1]
   CHECK(parts(unbound(Unbind::MixFormerRuntimeIndex)) == 0);   // an index only known at run time
   // q of a (B, S, 3, N, h) view is split off; of a (B, S, 2, 3, 8) view it is not q
   CHECK(parts(unbound(Unbind::MixFormerFirst)) == 1);

@@ -135,6 +135,12 @@ int cut_parts(const Model& m) { return count_ops(optimized(m, {"split-qkv"}), "S
 TEST_CASE("qkv branches: timm's parts read by Gather of an unviewed value, or of a view that is not (B, S, 3, N, h) of the product, stay") {
   const auto gather0 = [](G& g, const std::string& t) { return std::vector<std::string>{g.add("Gather", {t, g.c(Tensor::scalar<int64_t>(0))}, {attr("axis", int64_t(0))})}; };
   CHECK(cut_parts(timm(gather0)) == 1);
+  // q, k, v = qkv[0], qkv[1], qkv[-1]: the last counted from the end, as Gather does
+  CHECK(cut_parts(timm([](G& g, const std::string& t) {
+          std::vector<std::string> parts;
+          for (int64_t j : {0, 1, -1}) parts.push_back(g.add("Gather", {t, g.c(Tensor::scalar<int64_t>(j))}, {attr("axis", int64_t(0))}));
+          return parts;
+        })) == 3);
   // the permuted value a graph input: no view to read N and h from
   CHECK(cut_parts(timm(gather0, "qkv5")) == 0);
   // Gather on axis 0 of an input: not a Transpose

@@ -44,6 +44,9 @@ std::optional<std::pair<int64_t, int64_t>> three_heads_view(const GraphIndex& g,
   return std::pair{(*vd)[3].value, (*vd)[4].value};
 }
 
+// A Gather index into the axis of 3 (q, k, v): -1 is v, as qkv[-1] exports it.
+int64_t part_index(double index) { return index < 0 ? int64_t(index) + 3 : int64_t(index); }
+
 std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
   std::string t;
   int64_t j = -1;
@@ -51,7 +54,7 @@ std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
     const Tensor* idx = g.constant(n.inputs[1]);
     const int rp = g.producer(n.inputs[0]);
     if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1]) || rp < 0 || g.graph().nodes[size_t(rp)].op_type != "Reshape") return std::nullopt;
-    const int64_t k = int64_t(*g.scalar(n.inputs[1]));
+    const int64_t k = part_index(*g.scalar(n.inputs[1]));
     const auto heads = three_heads_view(g, g.graph().nodes[size_t(rp)]);
     if (!heads || k < 0 || k > 2) return std::nullopt;
     return UnboundPart{g.graph().nodes[size_t(rp)].inputs[0], heads->first, heads->second, k, false};
@@ -59,7 +62,7 @@ std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
   if (n.op_type == "Gather" && n.inputs.size() == 2 && int_attr(n, "axis", 0) == 0) {
     const Tensor* idx = g.constant(n.inputs[1]);
     if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1])) return std::nullopt;
-    t = n.inputs[0], j = int64_t(*g.scalar(n.inputs[1]));
+    t = n.inputs[0], j = part_index(*g.scalar(n.inputs[1]));
   } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
     const std::vector<int64_t> axes = axes_of(n, g).value_or(std::vector<int64_t>{});
     const int sp = g.producer(n.inputs[0]);
