@@ -104,6 +104,10 @@ TEST_CASE("qkv branches: Slices of GPT-NeoX's view that are not one part (bounds
         }) == 1);
   CHECK(one([](G& g, const std::string& v) { return slice(g, v, -kHead, kBig); }) == 1);  // the last 8 columns, counted from the end
   CHECK(one([](G& g, const std::string& v) { return slice(g, v, 3 * kHead, kBig); }) == 1);  // nothing: past the last part
+  CHECK(one([](G& g, const std::string& v) { return slice(g, v, 0, kHead, {g.c(ints({-1})), g.c(ints({2}))}); }) == 1);  // every other column of q
+  CHECK(one([](G& g, const std::string& v) {  // q's columns of the first head only (axes 2 and 3 as one Slice)
+          return g.add("Slice", {v, g.c(ints({0})), g.c(ints({kHead})), g.c(ints({2}))});
+        }) == 1);
   // the view's input not a product: x given as (B, S, 48), or an Add of two inputs
   CHECK(slices_left(neox([](G& g, const std::string& v) { return std::vector<std::string>{slice(g, v, 0, kHead)}; }, 17,
                       [](G& g) { return g.input(f32("qkv", {"batch", "seq", 3 * kHidden})); })) == 1);
