@@ -147,6 +147,11 @@ TEST_CASE("qkv branches: timm's parts read by Gather of an unviewed value, or of
         })) == 3);
   // the permuted value a graph input: no view to read N and h from
   CHECK(cut_parts(timm(gather0, "qkv5")) == 0);
+  // Split into (q and k) and v, then v squeezed: the second of two parts is not k
+  CHECK(cut_parts(timm([](G& g, const std::string& t) {
+          const std::string s = g.add("Split", {t, g.c(ints({2, 1}))}, {attr("axis", int64_t(0))}, 2);
+          return std::vector<std::string>{g.add("Squeeze", {s + "_1", g.c(ints({0}))})};
+        })) == 0);
   // Gather on axis 0 of an input: not a Transpose
   G g;
   g.input(f32("t", {3, "batch", kHeads, "seq", kHead}));
