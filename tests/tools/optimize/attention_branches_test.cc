@@ -445,6 +445,23 @@ TEST_CASE("mha-projections: a MultiHeadAttention that already has its bias is le
   CHECK(kept.graph.nodes.back().inputs.size() == 3);
 }
 
+TEST_CASE("mha-projections: a MultiHeadAttention given its own bias keeps it, whatever its projections add") {
+  // An ORT-optimized model's MultiHeadAttention with a bias input, on q, k, v that are x W + b:
+  // the projections' biases are not the operator's, which already adds one.
+  G g(13);
+  std::vector<std::string> in;
+  for (float start : {-0.2f, 0.2f, -0.1f})
+    in.push_back(g.add("Add", {g.add("MatMul", {"x", g.c(ramp({kHidden, kHidden}, start, 0.013f))}), g.c(ramp({kHidden}, start, 0.01f))}));
+  in.push_back(g.c(ramp({3 * kHidden}, 0.05f, -0.002f)));
+  g.out(g.add("MultiHeadAttention", in, {attr("num_heads", kHeads)}, 1, "/mha"));
+  Model m = g.model();
+  m.graph.nodes.back().domain = "com.microsoft";
+  m.opsets["com.microsoft"] = 1;
+  const Model out = optimized(m, {"mha-projections"}, "", "cpu");
+  CHECK(count_ops(out, "Add") == 3);
+  CHECK(out.graph.nodes.back().inputs[3] == in[3]);
+}
+
 TEST_CASE("attention: head splits written view(B, S, -1, h) or view(B, S, N, -1), and a scale between the split and the transpose, fuse") {
   CHECK(count_ops(fused(bert({.view = {0, 0, -1, kHead}})), "Attention") == 1);
   CHECK(count_ops(fused(bert({.view = {0, 0, kHeads, -1}})), "Attention") == 1);
