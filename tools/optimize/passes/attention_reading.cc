@@ -442,9 +442,9 @@ std::optional<PaddingRead> read_padding(const GraphIndex& g, const std::string& 
       for (const Node* n : chain) r.nodes.insert(int(n - g.graph().nodes.data()));
       return r;
     }
-    const int p = g.producer(cur);
-    if (p < 0) return std::nullopt;
-    const Node& n = g.graph().nodes[size_t(p)];
+    const Node* producer = g.producer_node(cur);
+    if (!producer) return std::nullopt;
+    const Node& n = *producer;
     if (!n.domain.empty() || n.inputs.empty()) return std::nullopt;
     static const std::set<std::string> views = {"Cast", "Not", "Unsqueeze", "Reshape", "Expand"};
     std::string next;
@@ -728,9 +728,9 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
   // Scales on q or k right before the product (k.transpose(-1, -2) * s: the reader's own scale
   // step sees K^T only after its transpose).
   auto peel_scale = [&](std::string v) {
-    const int p = g.producer(v);
-    if (p < 0) return v;
-    const Node& n = g.graph().nodes[size_t(p)];
+    const Node* producer = g.producer_node(v);
+    if (!producer) return v;
+    const Node& n = *producer;
     const int side = scale_operand(g, n);
     if (side >= 0 && *g.scalar(n.inputs[size_t(side)]) > 0 && g.consumers(v).size() == 1) {
       const double c = *g.scalar(n.inputs[size_t(side)]);
@@ -771,9 +771,9 @@ std::optional<Found> read(const GraphIndex& g, int si, std::string& why) {
     return why = "K and V are not both given in heads (B, N, T, h) with no past, repeat or rotation", std::nullopt;
   // A scale on the 3-D projection before the head split (BART's and CLIP's q_proj(x) * scaling).
   for (Source* src : {&*q, &*k}) {
-    const int p = g.producer(src->heads.x);
-    if (p < 0) continue;
-    const Node& n = g.graph().nodes[size_t(p)];
+    const Node* producer = g.producer_node(src->heads.x);
+    if (!producer) continue;
+    const Node& n = *producer;
     const int side = scale_operand(g, n);
     if (side < 0 || !(*g.scalar(n.inputs[size_t(side)]) > 0)) continue;
     int readers = 0;
