@@ -184,6 +184,23 @@ TEST_CASE("cse: a LayerNormalization whose Mean is read is not merged into an eq
   CHECK(count_ops(optimized(m, {"cse"}), "LayerNormalization") == 2);
 }
 
+TEST_CASE("cse: two If nodes on one condition with different branches are not merged") {
+  // Bodies have no key of their own: two Ifs reading the same condition look alike but for them.
+  const auto branch = [](const std::string& name, float v) {
+    return graph(name, {node("Constant", {}, {name + "_out"}, {attr("value", Tensor::from_vector<float>({2}, {v, v}))})}, {},
+                 {f32(name + "_out", {2})});
+  };
+  const Model m = model(graph("two_ifs",
+                              {node("If", {"c"}, {"a"}, {attr("then_branch", branch("then1", 1)), attr("else_branch", branch("else1", 2))}),
+                               node("If", {"c"}, {"b"}, {attr("then_branch", branch("then2", 3)), attr("else_branch", branch("else2", 4))}),
+                               node("Add", {"a", "b"}, {"y"})},
+                              {tensor_info("c", DType::Bool, {})}, {f32("y", {2})}));
+  for (const bool c : {true, false}) {
+    CAPTURE(c);
+    CHECK(count_ops(optimized(m, {"cse"}, "", "all", {{"c", Tensor::scalar<bool>(c)}}), "If") == 2);
+  }
+}
+
 TEST_CASE("constant-sharing: constants whose hashes collide but whose types differ stay two") {
   // The key hashes the bytes and the type text ("2:3" for uint8 (3,)) and xors them: a uint8
   // constant holding the text "3:3" and an int8 one holding "2:3" have one key.
