@@ -184,6 +184,23 @@ TEST_CASE("cse: a LayerNormalization whose Mean is read is not merged into an eq
   CHECK(count_ops(optimized(m, {"cse"}), "LayerNormalization") == 2);
 }
 
+TEST_CASE("cse: a LayerNormalization that leaves its Mean out merges into an equal one that reads it; omitted inputs stay omitted") {
+  // The second norm's output is the first's; its unnamed Mean is no value to rename, and the Clip's
+  // omitted min ("") stays omitted.
+  const Model m = model(graph("two_norms",
+                              {node("LayerNormalization", {"x", "gamma"}, {"y1", "mean1"}), node("LayerNormalization", {"x", "gamma"}, {"y2", ""}),
+                               node("Add", {"y1", "y2"}, {"s"}), node("Clip", {"s", "", "top"}, {"y"}), node("Identity", {"mean1"}, {"mean"})},
+                              {f32("x", {2, 8})}, {f32("y", {}), f32("mean", {})}, {{"gamma", ramp({8}, 0.8f, 0.05f)}, {"top", Tensor::scalar<float>(1.5f)}}));
+  const Model out = optimized(m, {"cse"});
+  CHECK(count_ops(out, "LayerNormalization") == 1);
+  CHECK(only(out, "Clip").inputs[1].empty());
+  // Both Means left out: the two norms are one as well.
+  const Model neither = model(graph("two_norms", {node("LayerNormalization", {"x", "gamma"}, {"y1", ""}), node("LayerNormalization", {"x", "gamma"}, {"y2", ""}),
+                                                  node("Add", {"y1", "y2"}, {"y"})},
+                                    {f32("x", {2, 8})}, {f32("y", {})}, {{"gamma", ramp({8}, 0.8f, 0.05f)}}));
+  CHECK(count_ops(optimized(neither, {"cse"}), "LayerNormalization") == 1);
+}
+
 TEST_CASE("cse: two If nodes on one condition with different branches are not merged") {
   // Bodies have no key of their own: two Ifs reading the same condition look alike but for them.
   const auto branch = [](const std::string& name, float v) {
