@@ -252,3 +252,41 @@ TEST_CASE("constant-folding: a Constant of strings stays a Constant node") {
                               {tensor_info("labels", DType::String, {2})}));
   CHECK(count_ops(optimized(m, {"constant-folding"}), "Constant") == 1);
 }
+
+// ---- reshape-fusion: a Reshape's run-time shape (B, S, 8) of x's own dims -> the constant (0, 0, 8) ----
+
+namespace {
+
+// `op`(y, Concat(Shape(x)[0:2], [8])) with x (batch, seq, 8) and y (`y_dims`).
+Model computed_shape(const std::string& op, std::vector<DimSpec> y_dims, int64_t allowzero = 0) {
+  std::vector<Attribute> attrs;
+  if (op == "Reshape") attrs.push_back(attr("allowzero", allowzero));
+  return model(graph("shaped",
+                     {node("Shape", {"x"}, {"bs"}, {attr("start", int64_t(0)), attr("end", int64_t(2))}), node("Concat", {"bs", "eight"}, {"target"}, {attr("axis", int64_t(0))}),
+                      node(op, {"y", "target"}, {"z"}, attrs), node("Add", {"z", "x"}, {"out"})},
+                     {f32("x", {"batch", "seq", 8}), f32("y", std::move(y_dims))}, {f32("out", {})}, {{"eight", ints({8})}}),
+               {{"", 17}});
+}
+
+}  // namespace
+
+TEST_CASE("reshape-fusion: a Reshape to its input's own dims takes (0, 0, 8); an Expand, or a Reshape with allowzero, keeps its computed shape") {
+  const std::map<std::string, Value> fed = {{"x", ramp({2, 3, 8}, -0.5f, 0.02f)}, {"y", ramp({2, 3, 8}, 0.1f, 0.01f)}};
+  const Model reshape = optimized(computed_shape("Reshape", {"batch", "seq", 8}), {"reshape-fusion"}, "", "all", fed);
+  CHECK(reshape.graph.find_initializer(only(reshape, "Reshape").inputs[1]) != nullptr);
+  // Expand's 0 would be a dim of size 0, not a copy; allowzero's 0 too
+  const std::map<std::string, Value> small = {{"x", ramp({2, 3, 8}, -0.5f, 0.02f)}, {"y", ramp({1, 1, 8}, 0.1f, 0.01f)}};
+  const Model expand = optimized(computed_shape("Expand", {1, 1, 8}), {"reshape-fusion"}, "", "all", small);
+  CHECK(only(expand, "Expand").inputs[1] == "target");
+  const Model allowzero = optimized(computed_shape("Reshape", {"batch", "seq", 8}, 1), {"reshape-fusion"}, "", "all", fed);
+  CHECK(only(allowzero, "Reshape").inputs[1] == "target");
+}
+
+TEST_CASE("noop: a Cast to the type its input has goes; a Cast to another type stays") {
+  const auto cast = [](DType to) {
+    return model(graph("cast", {node("Cast", {"x"}, {"c"}, {attr("to", int64_t(to))}), node("Relu", {"c"}, {"y"})}, {f32("x", {4})},
+                       {tensor_info("y", to, {4})}));
+  };
+  CHECK(count_ops(optimized(cast(DType::Float), {"noop"}), "Cast") == 0);
+  CHECK(count_ops(optimized(cast(DType::Double), {"noop"}), "Cast") == 1);
+}
