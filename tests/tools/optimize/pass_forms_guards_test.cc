@@ -290,3 +290,11 @@ TEST_CASE("noop: a Cast to the type its input has goes; a Cast to another type s
   CHECK(count_ops(optimized(cast(DType::Float), {"noop"}), "Cast") == 0);
   CHECK(count_ops(optimized(cast(DType::Double), {"noop"}), "Cast") == 1);
 }
+
+TEST_CASE("noop: a Reshape that keeps the shape goes; one that changes it stays") {
+  const auto reshape = [](std::vector<int64_t> to) {
+    return model(graph("reshape", {node("Reshape", {"x", "to"}, {"r"}), node("Relu", {"r"}, {"y"})}, {f32("x", {2, 4})}, {f32("y", {})}, {{"to", ints(to)}}));
+  };
+  CHECK(count_ops(optimized(reshape({2, 4}), {"noop"}), "Reshape") == 0);
+  CHECK(count_ops(optimized(reshape({4, 2}), {"noop"}), "Reshape") == 1);
+}
