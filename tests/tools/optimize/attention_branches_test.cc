@@ -396,6 +396,15 @@ TEST_CASE("attention: Mul(scale, scores) with the constant first fuses like Mul(
 
 namespace {
 
+// com.microsoft's MultiHeadAttention (2 heads) on `inputs`, the graph's output: the model.
+Model with_mha(G& g, std::vector<std::string> inputs) {
+  g.out(g.add("MultiHeadAttention", std::move(inputs), {attr("num_heads", kHeads)}, 1, "/mha"));
+  Model m = g.model();
+  m.graph.nodes.back().domain = "com.microsoft";
+  m.opsets["com.microsoft"] = 1;
+  return m;
+}
+
 // MultiHeadAttention (2 heads of 8) on q, k and v cut from one biased (B, S, 48) product by one
 // Split of the last axis, its sizes given as `how`: "attribute" (opset 11-12), "num_outputs"
 // (opset 18), "equal" (no sizes: equal parts, opset 13) or "runtime" (a graph input).
@@ -407,11 +416,7 @@ Model mha_on_split(const std::string& how, Packed p = {}, bool bias_2d = false) 
   std::vector<std::string> in = {bias_2d ? g.add("Add", {packed(g, {.bias = false}), g.c(ramp({1, 3 * kHidden}, -0.3f, 0.03f))}) : packed(g, p)};
   if (how == "runtime") g.input(tensor_info("sizes", DType::Int64, {3})), in.push_back("sizes");
   const std::string q = g.add("Split", in, a, 3);
-  g.out(g.add("MultiHeadAttention", {q, q + "_1", q + "_2"}, {attr("num_heads", kHeads)}, 1, "/mha"));
-  Model m = g.model();
-  m.graph.nodes.back().domain = "com.microsoft";
-  m.opsets["com.microsoft"] = 1;
-  return m;
+  return with_mha(g, {q, q + "_1", q + "_2"});
 }
 
 }  // namespace
@@ -436,10 +441,7 @@ TEST_CASE("mha-projections: a MultiHeadAttention that already has its bias is le
   G g(13);
   std::vector<std::string> qkv;
   for (float start : {-0.2f, 0.2f, -0.1f}) qkv.push_back(g.add("MatMul", {"x", g.c(ramp({kHidden, kHidden}, start, 0.013f))}));
-  g.out(g.add("MultiHeadAttention", qkv, {attr("num_heads", kHeads)}, 1, "/mha"));
-  Model plain = g.model();
-  plain.graph.nodes.back().domain = "com.microsoft";
-  plain.opsets["com.microsoft"] = 1;
+  const Model plain = with_mha(g, qkv);
   const Model kept = optimized(plain, {"mha-projections"}, "", "cpu");
   CHECK(kept.graph.nodes.size() == plain.graph.nodes.size());
   CHECK(kept.graph.nodes.back().inputs.size() == 3);
@@ -453,10 +455,7 @@ TEST_CASE("mha-projections: a MultiHeadAttention given its own bias keeps it, wh
   for (float start : {-0.2f, 0.2f, -0.1f})
     in.push_back(g.add("Add", {g.add("MatMul", {"x", g.c(ramp({kHidden, kHidden}, start, 0.013f))}), g.c(ramp({kHidden}, start, 0.01f))}));
   in.push_back(g.c(ramp({3 * kHidden}, 0.05f, -0.002f)));
-  g.out(g.add("MultiHeadAttention", in, {attr("num_heads", kHeads)}, 1, "/mha"));
-  Model m = g.model();
-  m.graph.nodes.back().domain = "com.microsoft";
-  m.opsets["com.microsoft"] = 1;
+  const Model m = with_mha(g, in);
   const Model out = optimized(m, {"mha-projections"}, "", "cpu");
   CHECK(count_ops(out, "Add") == 3);
   CHECK(out.graph.nodes.back().inputs[3] == in[3]);
@@ -542,10 +541,7 @@ TEST_CASE("mha-projections: opset 9's Slices with attribute bounds are read as c
   for (int64_t j = 0; j < 3; ++j)
     parts.push_back(g.add("Slice", {p}, {attr("starts", std::vector<int64_t>{j * kHidden}), attr("ends", std::vector<int64_t>{(j + 1) * kHidden}),
                                          attr("axes", std::vector<int64_t>{-1})}));
-  g.out(g.add("MultiHeadAttention", parts, {attr("num_heads", kHeads)}, 1, "/mha"));
-  Model m = g.model();
-  m.graph.nodes.back().domain = "com.microsoft";
-  m.opsets["com.microsoft"] = 1;
+  const Model m = with_mha(g, parts);
   const Model cpu = optimized(m, {"mha-projections"}, "", "cpu");
   CHECK(count_ops(cpu, "MatMul") == 3);
   CHECK(count_ops(cpu, "Slice") + count_ops(cpu, "Add") == 0);
