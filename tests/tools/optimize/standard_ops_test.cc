@@ -118,6 +118,7 @@ TEST_CASE("standard-ops: the GELU family and FusedMatMul") {
   const Model out = standard(trans);
   CHECK(count_ops(out, "Transpose") == 2);
   CHECK(count_ops(out, "Mul") == 1);
+  CHECK(count_ops(out, "CastLike") == 0);  // alpha is float, as the float product is
   const Model batch = ms_model({ms("FusedMatMul", {"x", "w"}, {"y"}, {attr("transBatchA", int64_t(1))})}, {f32("x", {2, 3, 8})},
                                {f32("y", {3, 2, 5})}, inits);
   CHECK(refusal(batch).find("transBatchA / transBatchB are not converted") != std::string::npos);
