@@ -80,3 +80,15 @@ TEST_CASE("transpose-sandwich: the out-projection chain Transpose -> MatMul -> A
   const Model out = optimized(m, {"transpose-sandwich"});
   CHECK(count_ops(out, "Transpose") == 0);
 }
+
+TEST_CASE("transpose-sandwich: a Transpose that moves the last axis keeps its chain, whose product runs over the other axis") {
+  // x (2, 8, 8) transposed 0 2 1: the MatMul multiplies columns, not rows, and cannot move past it.
+  const std::vector<int64_t> swap = {0, 2, 1};
+  const Model m = model(graph("chain",
+                              {node("Transpose", {"x"}, {"xt"}, {attr("perm", swap)}), node("MatMul", {"xt", "w"}, {"p"}), node("Add", {"p", "b"}, {"pb"}),
+                               node("Transpose", {"pb"}, {"y"}, {attr("perm", swap)})},
+                              {tensor_info("x", DType::Float, {2, 8, 8})}, {tensor_info("y", DType::Float, {2, 8, 8})},
+                              {{"w", ramp({8, 8}, -0.3f, 0.03f)}, {"b", ramp({8}, -0.1f, 0.01f)}}),
+                        {{"", 17}});
+  CHECK(count_ops(optimized(m, {"transpose-sandwich"}), "Transpose") == 2);
+}
