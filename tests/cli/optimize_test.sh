@@ -55,6 +55,10 @@ expect 2 "" "error: --opset 22 with --target onnx: the standard attention, RMS a
   optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --target onnx --opset 22
 expect 2 "" "error: --target onnx rewrites the fused operators: it needs --level extended or all" -- \
   optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --target onnx --level basic
+# A com.microsoft node the input has (a GenAI int4 decoder's MatMulNBits): named, with why it stays an error.
+genai=$(cd "$(dirname "$0")/../data/ort/decoders_genai/int4_asym_b1" && pwd)/model.onnx
+expect 2 "" "^refeval: error: --target onnx: node '/model/layers.0/attn/qkv_proj/MatMul' \(com.microsoft:MatMulNBits\): no standard form is written for com.microsoft MatMulNBits \(the input has this node: no fusion can be left out instead\)$" -- \
+  optimize "$genai" -o $m/x.onnx --target onnx
 expect 2 "" "error: unknown pass 'warp'" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --only warp
 expect 2 "" "error: --model-type: 'resnet' is not one of bert, vit, clip, t5, bart, whisper, gpt2, llama" -- optimize $m/fast_gelu_unfused.onnx -o $m/x.onnx --model-type resnet
 head -c 100 $m/gpt2_attention_unfused.onnx >$m/cut.onnx

@@ -206,14 +206,14 @@ OptimizeResult optimize(Model model, const Registry& registry, const OptimizeOpt
       }
       bool narrower = false;
       for (const auto& [op, why] : r.unconverted) {
-        if (given.count(op)) fail_usage(fmt::format("--target onnx: {} has no standard form here", why));
+        if (given.count(op)) fail_usage(fmt::format("--target onnx: {} (the input has this node: no fusion can be left out instead)", why));
         for (const std::string& pass : passes_writing(op))
           if (narrowed.disable.insert(pass).second) {
             narrower = true;
-            notes.push_back(fmt::format("--target onnx: '{}' left out, since {} has no standard form here", pass, why));
+            notes.push_back(fmt::format("--target onnx: '{}' left out: {}", pass, why));
           }
       }
-      if (!narrower || attempt > 8) fail_usage(fmt::format("--target onnx: {} has no standard form here", r.unconverted.front().second));
+      if (!narrower || attempt > 8) fail_usage(fmt::format("--target onnx: {}", r.unconverted.front().second));
     }
   }
   return optimize_once(std::move(model), registry, options);
