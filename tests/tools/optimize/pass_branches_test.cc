@@ -441,7 +441,7 @@ TEST_CASE("constant-folding: a Transpose of a large constant read twice is left 
   CHECK(run_alone(untied, optimize::constant_folding_pass()) == 1);
 }
 
-TEST_CASE("optimize: a check refusing a basic pass's rewrite stops the optimizer there (--verify-each)") {
+TEST_CASE("optimize: a check refusing a basic pass's or a fusion's rewrite stops the optimizer there (--verify-each)") {
   // conv-bn folds (its rounding differs from the two nodes'); the check refuses it: nothing after
   // it runs, and the result names it.
   const Model m = conv_bn(floats({2, 1, 1, 1}, {2, 3}), std::nullopt, floats({2}, {1, 2}), floats({2}, {0.5f, -1}), floats({2}, {1, 0}),
@@ -452,4 +452,15 @@ TEST_CASE("optimize: a check refusing a basic pass's rewrite stops the optimizer
   CHECK(r.broken_by == "conv-bn");
   REQUIRE(!r.passes.empty());
   CHECK(r.passes.back().pass == "conv-bn");
+  // The same for a fusion: the erf GELU fused into Gelu, refused, and nothing after it.
+  const Model gelu = model(graph("gelu",
+                                 {node("Div", {"x", "sqrt2"}, {"d"}), node("Erf", {"d"}, {"e"}), node("Add", {"e", "one"}, {"e1"}),
+                                  node("Mul", {"x", "e1"}, {"m"}), node("Mul", {"m", "half"}, {"y"})},
+                                 {f32("x", {2, 16})}, {f32("y", {2, 16})},
+                                 {{"sqrt2", Tensor::scalar<float>(1.4142135f)}, {"one", Tensor::scalar<float>(1.0f)}, {"half", Tensor::scalar<float>(0.5f)}}));
+  o.check_each = [](const Model&, const Model&, const std::string& pass) { return pass != "gelu"; };
+  const optimize::OptimizeResult fused = optimize::optimize(gelu, Registry::builtin(), o);
+  CHECK(fused.broken_by == "gelu");
+  REQUIRE(!fused.passes.empty());
+  CHECK(fused.passes.back().pass == "gelu");
 }
