@@ -464,3 +464,24 @@ TEST_CASE("optimize: a check refusing a basic pass's or a fusion's rewrite stops
   REQUIRE(!fused.passes.empty());
   CHECK(fused.passes.back().pass == "gelu");
 }
+
+TEST_CASE("optimize --explain: a pass run in several rounds has one count line, its candidates and fusions added up") {
+  // The erf GELU fuses in the first extended round, so a second round runs every fusion again.
+  const Model gelu = model(graph("gelu",
+                                 {node("Div", {"x", "sqrt2"}, {"d"}), node("Erf", {"d"}, {"e"}), node("Add", {"e", "one"}, {"e1"}),
+                                  node("Mul", {"x", "e1"}, {"m"}), node("Mul", {"m", "half"}, {"y"})},
+                                 {f32("x", {2, 16})}, {f32("y", {2, 16})},
+                                 {{"sqrt2", Tensor::scalar<float>(1.4142135f)}, {"one", Tensor::scalar<float>(1.0f)}, {"half", Tensor::scalar<float>(0.5f)}}));
+  optimize::OptimizeOptions o;
+  o.explain = true;
+  const optimize::OptimizeResult r = optimize::optimize(gelu, Registry::builtin(), o);
+  int gelu_runs = 0, lines = 0;
+  for (const optimize::PassStats& p : r.passes) gelu_runs += p.pass == "gelu";
+  REQUIRE(gelu_runs >= 2);
+  for (const auto& c : r.explain.counts)
+    if (c.pass == "gelu") {
+      ++lines;
+      CHECK(c.fused == 1);
+    }
+  CHECK(lines == 1);
+}
