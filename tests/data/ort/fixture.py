@@ -41,11 +41,8 @@ def add_data_set(folder, model, feeds):
         raise ValueError(f"{folder.name}: feeds {sorted(feeds)} do not match the graph inputs {sorted(inputs)}")
     work = folder / ".ort"
     shutil.rmtree(work, ignore_errors=True)
-    (work / "feeds").mkdir(parents=True)
-    for key, value in feeds.items():
-        np.save(work / "feeds" / f"{key}.npy", value)
-    env = dict(os.environ, NODE_PATH=str(ORT_MODULES))
-    subprocess.run(["node", str(HERE / "run_ort.js"), str(folder)], check=True, env=env)
+    save_feeds(folder, feeds)
+    subprocess.run(["node", str(HERE / "run_ort.js"), str(folder)], check=True, env=ort_env())
     data = folder / f"test_data_set_{len(list(folder.glob('test_data_set_*')))}"
     data.mkdir()
     for k, key in enumerate(inputs):
@@ -76,12 +73,22 @@ def write_sequences(model, by_type, got, data):
         (data / f"output_{k}.pb").write_bytes(seq.SerializeToString())
 
 
-def stage_case(folder, model, feeds):
-    """Writes folder/model.onnx and the feeds run_ort.js reads (folder/.ort/feeds/NAME.npy)."""
+def ort_env():
+    """The environment run_ort.js runs in: node finds onnxruntime-node in benchmarks/ort."""
+    return dict(os.environ, NODE_PATH=str(ORT_MODULES))
+
+
+def save_feeds(folder, feeds):
+    """Writes the feeds run_ort.js reads, folder/.ort/feeds/NAME.npy."""
     (folder / ".ort" / "feeds").mkdir(parents=True)
-    onnx.save(model, folder / "model.onnx")
     for key, value in feeds.items():
         np.save(folder / ".ort" / "feeds" / f"{key}.npy", value)
+
+
+def stage_case(folder, model, feeds):
+    """Writes folder/model.onnx and the feeds run_ort.js reads."""
+    save_feeds(folder, feeds)
+    onnx.save(model, folder / "model.onnx")
 
 
 def write_inputs(folder, model, feeds):
@@ -97,7 +104,7 @@ def run_ort_on(folders):
     """Runs run_ort.js on case folders prepared as add_data_set prepares one (FOLDER/.ort/feeds), all
     in one node process; when ORT refuses some, finds them one at a time. Returns {folder name: ORT's
     last error line} of the refused ones (the others have their FOLDER/.ort/outputs)."""
-    env = dict(os.environ, NODE_PATH=str(ORT_MODULES))
+    env = ort_env()
     script = str(HERE / "run_ort.js")
     refused = {}
     if subprocess.run(["node", script] + [str(f) for f in folders], env=env, capture_output=True).returncode != 0:
