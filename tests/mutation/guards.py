@@ -20,9 +20,9 @@ Usage (guards.sh runs these; DIR is its working folder, with src/, trace/ and ca
                                     drops each guard some test took (of the files ONLY matches,
                                     not those guards_unreached.txt lists), one at a time, running
                                     the unit cases that took it, then the other tests that took it
-                                    (fastest first, not those SKIP matches)
-                                    until one fails, JOBS guards at once; appends
-                                    "id CAUGHT|MISSED test file:line" to results.txt
+                                    (fastest first, not those SKIP matches) until one fails, JOBS
+                                    guards at once; appends "id CAUGHT|MISSED test file:line" to
+                                    results.txt
   guards.py report DIR REVIEWED     the guards no test takes (but those REVIEWED lists as
                                     unreachable, one "file | function | condition | reason" a line) and those
                                     dropped unnoticed; exits 1 if there are any
