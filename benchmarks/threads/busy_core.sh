@@ -154,7 +154,7 @@ print(sum(w.get(n.input[1], 0) for n in m.graph.node if n.op_type == 'MatMul'))"
     echo
     awk -v b1="$b1" -v b2="$b2" -v w="$streamed" -v r1="$(median ${t["quiet|decode|ref|1"]})" -v r2="$(median ${t["quiet|decode|ref|2"]})" \
         -v o1="$(median ${t["quiet|decode|ort|1"]})" -v o2="$(median ${t["quiet|decode|ort|2"]})" 'BEGIN {
-      printf "The step reads %.0f MB of MatMul weights. The quiet machine read %.1f GB/s on one thread and %.1f on two (gemv/read_bandwidth.c, the rounds'"'"' median): a floor of %.3f for a step that streams its weights at the one-thread bandwidth. Weights per step time, 1t / 2t: refeval %.1f / %.1f GB/s, ORT %.1f / %.1f.\n",
-        w / 1e6, b1, b2, b1 / b2, w / r1 / 1e6, w / r2 / 1e6, w / o1 / 1e6, w / o2 / 1e6 }'
+      printf "The step reads %.0f MB of MatMul weights. The quiet machine read %.1f GB/s on one thread and %.1f on two (gemv/read_bandwidth.c, the rounds'"'"' median): a floor of %.3f for a step that streams its weights at the one-thread bandwidth. Weights per step time, 1t / 2t: refeval %.1f / %.1f GB/s, ORT %.1f / %.1f. With its one-thread time as it is, refeval'"'"'s 2t/1t cannot go below %.3f (the weights read at the two-thread bandwidth and everything else free, over its one-thread time); ORT'"'"'s one thread, slower, leaves it room down to %.3f.\n",
+        w / 1e6, b1, b2, b1 / b2, w / r1 / 1e6, w / r2 / 1e6, w / o1 / 1e6, w / o2 / 1e6, w / b2 / 1e6 / r1, w / b2 / 1e6 / o1 }'
   fi
 done

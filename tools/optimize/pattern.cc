@@ -201,6 +201,11 @@ std::vector<int64_t> ints_attr(const Node& n, const std::string& name) {
   return a && a->type == AttrType::Ints ? a->ints : std::vector<int64_t>{};
 }
 
+int64_t gather_index(double index, int64_t size) {
+  if (index < double(-size) || index >= double(size)) return -1;
+  return index < 0 ? int64_t(index) + size : int64_t(index);
+}
+
 bool is_permutation(const std::vector<int64_t>& p) {
   std::vector<bool> seen(p.size(), false);
   for (int64_t a : p) {

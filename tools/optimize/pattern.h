@@ -103,6 +103,9 @@ std::string escaping_intermediate(const Match& m, const GraphIndex& g);
 int64_t int_attr(const Node& n, const std::string& name, int64_t fallback);
 float float_attr(const Node& n, const std::string& name, float fallback);
 std::vector<int64_t> ints_attr(const Node& n, const std::string& name);
+// A Gather index into an axis of `size` elements made non-negative (-1 is the last, as Gather
+// reads it); -1 when it is outside -size..size-1.
+int64_t gather_index(double index, int64_t size);
 // True when p holds 0..p.size()-1, each once: a Transpose's perm the evaluator would run.
 bool is_permutation(const std::vector<int64_t>& p);
 // The axes of an Unsqueeze, Squeeze or Reduce*: the attribute before the opset made them an input

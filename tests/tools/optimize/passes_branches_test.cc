@@ -51,6 +51,21 @@ TEST_CASE("passes branches: an Identity with its output unnamed, or of two input
   CHECK(count_ops(none, "Identity") == 1);
 }
 
+TEST_CASE("passes branches: an Identity, Dropout or Cast of another domain is someone's custom operator and stays") {
+  // A plugin's "Identity" may scale, a "Dropout" may be training-time noise: the names mean the
+  // standard operators only in the default domain.
+  for (const char* op : {"Identity", "Dropout", "Cast"}) {
+    CAPTURE(op);
+    Model m = model(graph("custom", {node(op, {"x"}, {"c"}, {attr("to", int64_t(DType::Float))}, "/custom", "my.ops"), node("Neg", {"c"}, {"y"})},
+                          {f32("x", {4})}, {f32("y", {4})}),
+                    {{"", 13}, {"my.ops", 1}});
+    CHECK(run_pass(m, optimize::identity_elimination_pass()) == 0);
+    CHECK(run_pass(m, optimize::dropout_elimination_pass()) == 0);
+    CHECK(run_pass(m, optimize::noop_elimination_pass()) == 0);
+    CHECK(count_ops(m, op) == 1);
+  }
+}
+
 TEST_CASE("passes branches: identity hands a graph output's name over once; the next Identity on that output stays") {
   // Neg -> n -> Identity -> a (graph output) -> Identity -> b (graph output): Neg writes a; the
   // second Identity reads a, whose producer was just taken out, and stays.

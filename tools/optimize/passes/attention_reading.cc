@@ -180,24 +180,21 @@ class Reader : public AttentionReader {
   // (2, B, N, P, h) graph input; the axis may be written -5 and the index -2 or -1 (the stack's
   // rank is checked last, so -5 is the stacking axis only there).
   void stacked(Source& s) {
-    const int p = g_.producer(s.past);
-    if (p < 0) return;
-    const Node& n = g_.graph().nodes[size_t(p)];
-    if (n.op_type == "Gather" && n.inputs.size() == 2 && stack_axis(int_attr(n, "axis", 0))) {
-      const auto i = g_.scalar(n.inputs[1]);
-      const Tensor* it = g_.constant(n.inputs[1]);
-      if (i && it && it->rank() == 0 && *i >= -2 && *i <= 1)
-        s.stacked_past = n.inputs[0], s.stacked_index = (int64_t(*i) + 2) % 2, use(&n);
-    } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
-      const std::vector<int64_t> axes = axes_of(n, g_).value_or(std::vector<int64_t>{});
-      const int q = g_.producer(n.inputs[0]);
-      if (axes.size() != 1 || !stack_axis(axes[0]) || q < 0) return;
-      const Node& split = g_.graph().nodes[size_t(q)];
-      if (split.op_type != "Split" || split.outputs.size() != 2 || !stack_axis(int_attr(split, "axis", 0)) || split.inputs.empty())
+    const Node* n = g_.producer_node(s.past);
+    if (!n) return;
+    if (n->op_type == "Gather" && n->inputs.size() == 2 && stack_axis(int_attr(*n, "axis", 0))) {
+      const auto i = g_.scalar(n->inputs[1]);
+      const Tensor* it = g_.constant(n->inputs[1]);
+      if (i && it && it->rank() == 0 && gather_index(*i, 2) >= 0)
+        s.stacked_past = n->inputs[0], s.stacked_index = gather_index(*i, 2), use(n);
+    } else if (n->op_type == "Squeeze" && !n->inputs.empty()) {
+      const std::vector<int64_t> axes = axes_of(*n, g_).value_or(std::vector<int64_t>{});
+      const Node* split = g_.producer_node(n->inputs[0]);
+      if (axes.size() != 1 || !stack_axis(axes[0]) || !split) return;
+      if (split->op_type != "Split" || split->outputs.size() != 2 || !stack_axis(int_attr(*split, "axis", 0)) || split->inputs.empty())
         return;
-      const int64_t i = split.outputs[0] == n.inputs[0] ? 0 : 1;
-      s.stacked_past = split.inputs[0], s.stacked_index = i;
-      use(&n), use(&split);
+      s.stacked_past = split->inputs[0], s.stacked_index = split->outputs[0] == n->inputs[0] ? 0 : 1;
+      use(n), use(split);
     }
     if (!s.stacked_past.empty()) {
       const std::vector<Dim>* d = g_.dims(s.stacked_past);

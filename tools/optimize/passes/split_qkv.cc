@@ -44,50 +44,43 @@ std::optional<std::pair<int64_t, int64_t>> three_heads_view(const GraphIndex& g,
   return std::pair{(*vd)[3].value, (*vd)[4].value};
 }
 
-// A Gather index into the axis of 3 (q, k, v): -1 is v, as qkv[-1] exports it.
-int64_t part_index(double index) { return index < 0 ? int64_t(index) + 3 : int64_t(index); }
-
 std::optional<UnboundPart> unbound_part(const GraphIndex& g, const Node& n) {
   std::string t;
   int64_t j = -1;
   if (n.op_type == "Gather" && n.inputs.size() == 2 && (int_attr(n, "axis", 0) == 2 || int_attr(n, "axis", 0) == -3)) {
     const Tensor* idx = g.constant(n.inputs[1]);
-    const int rp = g.producer(n.inputs[0]);
-    if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1]) || rp < 0 || g.graph().nodes[size_t(rp)].op_type != "Reshape") return std::nullopt;
-    const int64_t k = part_index(*g.scalar(n.inputs[1]));
-    const auto heads = three_heads_view(g, g.graph().nodes[size_t(rp)]);
-    if (!heads || k < 0 || k > 2) return std::nullopt;
-    return UnboundPart{g.graph().nodes[size_t(rp)].inputs[0], heads->first, heads->second, k, false};
+    const Node* view = g.producer_node(n.inputs[0]);
+    if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1]) || !view || view->op_type != "Reshape") return std::nullopt;
+    const int64_t k = gather_index(*g.scalar(n.inputs[1]), 3);
+    const auto heads = three_heads_view(g, *view);
+    if (!heads || k < 0) return std::nullopt;
+    return UnboundPart{view->inputs[0], heads->first, heads->second, k, false};
   }
   if (n.op_type == "Gather" && n.inputs.size() == 2 && int_attr(n, "axis", 0) == 0) {
     const Tensor* idx = g.constant(n.inputs[1]);
     if (!idx || idx->rank() != 0 || !g.scalar(n.inputs[1])) return std::nullopt;
-    t = n.inputs[0], j = part_index(*g.scalar(n.inputs[1]));
+    t = n.inputs[0], j = gather_index(*g.scalar(n.inputs[1]), 3);
   } else if (n.op_type == "Squeeze" && !n.inputs.empty()) {
     const std::vector<int64_t> axes = axes_of(n, g).value_or(std::vector<int64_t>{});
-    const int sp = g.producer(n.inputs[0]);
-    if (axes != std::vector<int64_t>{0} || sp < 0) return std::nullopt;
-    const Node& split = g.graph().nodes[size_t(sp)];
-    if (split.op_type != "Split" || split.outputs.size() != 3 || int_attr(split, "axis", 0) != 0) return std::nullopt;
+    const Node* split = g.producer_node(n.inputs[0]);
+    if (axes != std::vector<int64_t>{0} || !split) return std::nullopt;
+    if (split->op_type != "Split" || split->outputs.size() != 3 || int_attr(*split, "axis", 0) != 0) return std::nullopt;
     for (int64_t k = 0; k < 3; ++k)
-      if (split.outputs[size_t(k)] == n.inputs[0]) j = k;
+      if (split->outputs[size_t(k)] == n.inputs[0]) j = k;
     const std::vector<Dim>* pd = g.dims(n.inputs[0]);
     if (!pd || pd->empty() || !(*pd)[0].fixed() || (*pd)[0].value != 1) return std::nullopt;
-    t = split.inputs[0];
+    t = split->inputs[0];
   } else {
     return std::nullopt;
   }
-  if (j < 0 || j > 2) return std::nullopt;
-  const int tp = g.producer(t);
-  if (tp < 0 || g.graph().nodes[size_t(tp)].op_type != "Transpose" || ints_attr(g.graph().nodes[size_t(tp)], "perm") != std::vector<int64_t>{2, 0, 3, 1, 4})
-    return std::nullopt;
-  const Node& tr = g.graph().nodes[size_t(tp)];
-  const int rp = g.producer(tr.inputs[0]);
-  if (rp < 0 || g.graph().nodes[size_t(rp)].op_type != "Reshape") return std::nullopt;
-  const Node& view = g.graph().nodes[size_t(rp)];
-  const auto heads = three_heads_view(g, view);
+  if (j < 0) return std::nullopt;
+  const Node* tr = g.producer_node(t);
+  if (!tr || tr->op_type != "Transpose" || ints_attr(*tr, "perm") != std::vector<int64_t>{2, 0, 3, 1, 4}) return std::nullopt;
+  const Node* view = g.producer_node(tr->inputs[0]);
+  if (!view || view->op_type != "Reshape") return std::nullopt;
+  const auto heads = three_heads_view(g, *view);
   if (!heads) return std::nullopt;
-  return UnboundPart{view.inputs[0], heads->first, heads->second, j};
+  return UnboundPart{view->inputs[0], heads->first, heads->second, j};
 }
 
 }  // namespace
