@@ -72,7 +72,7 @@ for c in $cases; do
   floor=$(cd "$here/ort" && node product_share.js "$work/$c.original.json" | cut -d' ' -f1)
   floors+=("1 $floor")
   row=("${row[@]:0:3}" "$floor" "${row[@]:3}")
-  fused=$(sed -n 's/^operators: //p' "$opt.log" | tr ',' '\n' | grep -oE '(Attention|MultiHeadAttention|GroupQueryAttention|SkipLayerNormalization|SkipSimplifiedLayerNormalization|RotaryEmbedding|EmbedLayerNormalization|BiasGelu|FastGelu) [0-9]+' | sed 's/LayerNormalization/LN/; s/MultiHeadAttention/MHA/' | paste -sd' ' -)
+  fused=$(sed -n 's/^operators: //p' "$opt.log" | tr ',' '\n' | grep -oE '(Attention|MultiHeadAttention|GroupQueryAttention|SkipLayerNormalization|SkipSimplifiedLayerNormalization|RotaryEmbedding|EmbedLayerNormalization|BiasGelu|FastGelu) [0-9]+' | sed 's/LayerNormalization/LN/; s/MultiHeadAttention/MHA/' | paste -sd' ' - || true)
   printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$c" "${fused:--}" "${row[@]}" "$d1"
 done
 geomean() { printf "%s\n" "${@:2}" | awk -v t="$1" '$1 == t && $2 != "ERR" { s += log($2); n++ } END { if (n) printf "%.3f (%d cases)", exp(s / n), n; else print "-" }'; }
