@@ -62,6 +62,7 @@ before, after = totals(sys.argv[3]), totals(sys.argv[4])
 ops = single[single.index('id="ops"'):]
 rows = re.findall(r"<tr><td>(\w+)</td><td>([0-9.]+)</td><td>(\d+)</td>", ops[:ops.index("</table>")])
 assert {op: (float(ms), int(n)) for op, ms, n in rows} == before, rows
+assert "<h2>Generation</h2>" not in single  # a session's runs, no generation loop: no per-step charts
 for op, (ms, n) in before.items():
     calls = single[single.index(f'<details data-op="{op}">'):]
     calls = calls[:calls.index("</details>")]

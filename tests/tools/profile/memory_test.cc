@@ -46,6 +46,11 @@ TEST_CASE("live memory: an output nobody named counts at its node only; weights 
   };
   const MemoryTimeline t = live_memory(nodes, {{"x", 80}}, {"b"});
   CHECK(t.live_bytes == std::vector<int64_t>{160, 80});
+  // "" is no value's name: an optional input left out ("") does not keep an unnamed output alive,
+  // and no listing names it.
+  const MemoryTimeline skipped = live_memory({nodes[0], {"B", "Clip", {"a", "", ""}, {{"b", 40}}}}, {{"x", 80}}, {"b"});
+  CHECK(skipped.live_bytes == std::vector<int64_t>{160, 80});
+  for (const auto& v : skipped.at_peak) CHECK(!v.name.empty());
 }
 
 TEST_CASE("live memory: in-place reuse takes an elementwise node's dying input of its output's size") {
@@ -112,6 +117,25 @@ TEST_CASE("profiler --memory: live_bytes on each main-graph node, a counter trac
   CHECK(m.peak_run().peak_node == "if");
   CHECK(m.peak_run().weights_bytes == 8);
   CHECK(m.peak_run().at_peak.size() == 3);
+}
+
+TEST_CASE("report --by memory: the timeline is the main graph's nodes; a body's node with live_bytes stays inside its caller") {
+  // A file edited or written by another tool may give a body's node (depth 1) its own live_bytes:
+  // the If's figure already holds its branch, so the branch's node is no point of the timeline.
+  const ProfileFile file = parse_profile(R"([
+{"cat":"Session","name":"model_run","ts":0,"dur":10,"args":{"memory":{"peak_bytes":24,"peak_node":"if"}}},
+{"cat":"Node","name":"if_kernel_time","ts":1,"dur":5,"args":{"op_name":"If","live_bytes":24}},
+{"cat":"Node","name":"add_kernel_time","ts":2,"dur":1,"args":{"op_name":"Add","depth":1,"live_bytes":16}},
+{"cat":"Node","name":"relu_kernel_time","ts":7,"dur":1,"args":{"op_name":"Relu","live_bytes":8}}
+])",
+                                         "edited.json");
+  const std::vector<Run> runs = split_runs(file);
+  REQUIRE(runs.size() == 1);
+  REQUIRE(runs[0].memory);
+  const MemoryReport m = memory_report(runs, "edited.json");
+  REQUIRE(m.peak_run().timeline.size() == 2);
+  CHECK(m.peak_run().timeline[0].live_bytes == 24);
+  CHECK(m.peak_run().timeline[1].live_bytes == 8);
 }
 
 TEST_CASE("report --by memory: a profile without memory figures is refused in one line") {

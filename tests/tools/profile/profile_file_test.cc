@@ -86,6 +86,17 @@ TEST_CASE("lenient reading: numbers or strings, graph_index, unknown fields, Chr
   CHECK(f.events[2].op_type.empty());  // no args at all (DirectML fused nodes)
   const ProfileFile chrome = parse_profile(R"({"traceEvents":[{"cat":"Session","name":"model_run","ts":0,"dur":1}]})", "c.json");
   CHECK(chrome.events.size() == 1);
+  // Not numbers: a string with more after its digits, a float beyond int64 (what llround cannot
+  // give); such a field reads as absent, never as a made-up value.
+  const ProfileFile odd = parse_profile(R"([
+{"cat":"Node","name":"n_kernel_time","ts":"12abc","dur":1e300,"args":{"op_name":"Relu","node_index":"3 ","activation_size":-1e19}}
+])",
+                                        "odd.json");
+  REQUIRE(odd.events.size() == 1);
+  CHECK(odd.events[0].ts == 0);
+  CHECK(odd.events[0].dur == 0);
+  CHECK(!odd.events[0].node_index);
+  CHECK(odd.events[0].activation_size == 0);
 }
 
 TEST_CASE("files that are not profiles are input errors naming the file") {
