@@ -151,12 +151,12 @@ big = t.copy(); big[1, 70] = 4321; np.save('$work/t_big.npy', big)
 neg = t.copy(); neg[0, 3] = -5; np.save('$work/t_neg.npy', neg)
 np.save('$work/t_1d.npy', t[0])"
 expect 2 "" "^refeval: error: .*(decoder|input_ids)" -- compare examples/linreg.onnx examples/linreg.onnx --tokens "$T"
-expect 2 "" "^refeval: error: .*(--tokens|t_float\.npy).*int64" -- compare "$F" "$Q" --tokens "$work/t_float.npy"
-expect 2 "" "^refeval: error: .*(--tokens|t_double\.npy).*int64" -- compare "$F" "$Q" --tokens "$work/t_double.npy"
+expect 2 "" "^refeval: error: --tokens .*t_float\.npy: expected int64 \(or int32\) ids of shape \(rows, length\), got " -- compare "$F" "$Q" --tokens "$work/t_float.npy"
+expect 2 "" "^refeval: error: --tokens .*t_double\.npy: expected int64 \(or int32\) ids of shape \(rows, length\), got " -- compare "$F" "$Q" --tokens "$work/t_double.npy"
 # an id outside the vocabulary, named with its window (row 1's second) and position
 expect 2 "" "^refeval: error: .*4321 .*window 3 position 6" -- compare "$F" "$Q" --tokens "$work/t_big.npy" --context 64
 expect 2 "" "^refeval: error: .*-5 .*window 0 position 3" -- compare "$F" "$Q" --tokens "$work/t_neg.npy" --context 64
-expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$work/t_1d.npy"
+expect 2 "" "^refeval: error: --tokens .*t_1d\.npy: expected int64 \(or int32\) ids of shape \(rows, length\), got " -- compare "$F" "$Q" --tokens "$work/t_1d.npy"
 expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$T" --context 131
 expect 2 "" "^refeval: error: .*missing\.npy" -- compare "$F" "$Q" --tokens "$work/missing.npy"
 expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$T" --input-set "$work"

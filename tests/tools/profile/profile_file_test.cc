@@ -89,7 +89,8 @@ TEST_CASE("lenient reading: numbers or strings, graph_index, unknown fields, Chr
   // Not numbers: a string with more after its digits, a float beyond int64 (what llround cannot
   // give); such a field reads as absent, never as a made-up value.
   const ProfileFile odd = parse_profile(R"([
-{"cat":"Node","name":"n_kernel_time","ts":"12abc","dur":1e300,"args":{"op_name":"Relu","node_index":"3 ","activation_size":-1e19}}
+{"cat":"Node","name":"n_kernel_time","ts":"12abc","dur":1e300,"args":{"op_name":"Relu","node_index":"3 ","activation_size":-1e19,
+ "input_type_shape":{"0":{"float":[1,9]}}}}
 ])",
                                         "odd.json");
   REQUIRE(odd.events.size() == 1);
@@ -97,6 +98,7 @@ TEST_CASE("lenient reading: numbers or strings, graph_index, unknown fields, Chr
   CHECK(odd.events[0].dur == 0);
   CHECK(!odd.events[0].node_index);
   CHECK(odd.events[0].activation_size == 0);
+  CHECK(odd.events[0].inputs.empty());  // shapes come as a list, never as an object of them
 }
 
 TEST_CASE("files that are not profiles are input errors naming the file") {
@@ -130,6 +132,7 @@ TEST_CASE("run selection: the warm-up left out, --runs as a Python slice") {
   CHECK(indices({.range = "-1:"}) == std::vector<int>{3});
   CHECK_THROWS_WITH_AS(indices({.range = "3:1"}), doctest::Contains("empty"), Error);
   CHECK_THROWS_WITH_AS(indices({.range = "x"}), doctest::Contains("not a range"), Error);
+  CHECK_THROWS_WITH_AS(indices({.range = "2"}), doctest::Contains("not a range"), Error);  // one run is 2:3
 }
 
 TEST_CASE("a file without model_run events is read as one run") {

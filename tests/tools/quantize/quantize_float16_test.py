@@ -113,6 +113,7 @@ def main():
         const = next(n for n in q.graph.node if n.name == "two")
         check(numpy_helper.to_array(const.attribute[0].t).dtype == np.float16, f"{label}: the Constant's value is float16")
         ort_agrees(q, label, work, keep)
+    integers(work)
     decoder(work)
     r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--keep-io-types")
     check(r.returncode == 2 and "--keep-io-types goes with --float16" in r.stderr, "--keep-io-types without --float16: exit 2")
@@ -129,6 +130,34 @@ def main():
     check(r.returncode == 2 and "'branch' (If) has a body graph" in r.stderr, "a model with an If body: exit 2 naming the node")
     shutil.rmtree(work)
     finish()
+
+
+def integers(work):
+    """Only float values become float16: an int64 graph input (token ids) and an int64 initializer
+    (a Reshape's shape) keep their type, inputs and outputs in float16 or not; the model still
+    type-checks."""
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["rows"], name="embed", axis=0),
+             helper.make_node("Reshape", ["rows", "flat"], ["y"], name="flatten")]
+    inits = [numpy_helper.from_array(np.arange(4 * K, dtype=np.float32).reshape(4, K) / K, "table"),
+             numpy_helper.from_array(np.array([-1], np.int64), "flat")]
+    graph = helper.make_graph(nodes, "ids", [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3 * K])], inits)
+    src = work / "ids.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    for keep in (True, False):
+        out = work / f"ids_{int(keep)}.onnx"
+        r = run("quantize", src, "-o", out, "--float16", *(["--keep-io-types"] if keep else []), "--fill", "ids=1", "--random-sets", 1, "--runs", 0)
+        check(r.returncode == 0, f"integers, keep {keep}: exit 0 ({r.stderr.strip()[:300]})")
+        q = onnx.load(out)
+        qi = {i.name: i.data_type for i in q.graph.initializer}
+        check(elem_type(q.graph.input[0]) == TensorProto.INT64 and qi == {"table": TensorProto.FLOAT16, "flat": TensorProto.INT64},
+              f"integers, keep {keep}: the ids input and the shape stay int64, the table is float16 ({elem_type(q.graph.input[0])}, {qi})")
+        error = ""
+        try:
+            onnx.checker.check_model(q, full_check=True)
+        except onnx.checker.ValidationError as e:
+            error = str(e)
+        check(not error, f"integers, keep {keep}: the model type-checks ({error[:200]})")
 
 
 def decoder(work):
