@@ -48,6 +48,23 @@ check "-o writes the file" grep -q "| Add |" $work/r.md
 # --format html: the per-op table and each op type's calls are the independent totals; --compare's
 # page gives per-run times and calls (the totals over the 3 runs) with what vanished and appeared,
 # then both profiles' timelines, calls and node tables side by side.
+"$refeval" report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json --format json >$work/compare.json
+check "json: the comparison's rows are the independent totals per run" \
+  python3 - $work/compare.json $fixtures/ort-1.30-linreg-disabled.json $fixtures/ort-1.30-linreg-all.json $src/tests/tools/profile/ort_profile_totals.py <<'PY'
+import csv, io, json, subprocess, sys
+report = json.load(open(sys.argv[1]))
+def totals(path):
+    out = subprocess.run([sys.executable, sys.argv[4], path], capture_output=True, text=True, check=True).stdout
+    return {r["op_type"]: (float(r["total_ms"]), int(r["count"])) for r in csv.DictReader(io.StringIO(out))}
+before, after = totals(sys.argv[2]), totals(sys.argv[3])
+assert report["by"] == "op_type" and report["before"]["runs_used"] == report["after"]["runs_used"] == 3, report["before"]
+assert sorted(r["op_type"] for r in report["rows"]) == sorted(set(before) | set(after)), report["rows"]
+for r in report["rows"]:
+    (tb, nb), (ta, na) = before.get(r["op_type"], (0, 0)), after.get(r["op_type"], (0, 0))
+    assert abs(r["before_ms"] - tb / 3) <= 1e-6 and abs(r["after_ms"] - ta / 3) <= 1e-6, r
+    assert (r["before_count"], r["after_count"]) == (nb / 3, na / 3), r
+    assert r["status"] == ("vanished" if not na else "appeared" if not nb else "both"), r
+PY
 "$refeval" -q report $fixtures/ort-1.30-linreg-disabled.json --format html -o $work/single.html
 "$refeval" -q report $fixtures/ort-1.30-linreg-disabled.json --compare $fixtures/ort-1.30-linreg-all.json --format html -o $work/compare.html
 check "html: the op table, the calls per op type and the comparison are the independent totals" \

@@ -39,6 +39,13 @@ TEST_CASE("live memory: a value lives from its producer to its last reader; outp
   CHECK(t.at_peak[2].last_reader == "(nobody)");
 }
 
+TEST_CASE("live memory: a graph of no nodes has no timeline and no peak") {
+  const MemoryTimeline t = live_memory({}, {{"x", 100}}, {"x"});
+  CHECK(t.live_bytes.empty());
+  CHECK(t.peak_bytes == 0);
+  CHECK(t.at_peak.empty());
+}
+
 TEST_CASE("live memory: an output nobody named counts at its node only; weights never") {
   const std::vector<MemoryNode> nodes = {
       {"A", "Split", {"x", "w"}, {{"a", 40}, {"", 40}}},

@@ -90,15 +90,20 @@ TEST_CASE("lenient reading: numbers or strings, graph_index, unknown fields, Chr
   // give); such a field reads as absent, never as a made-up value.
   const ProfileFile odd = parse_profile(R"([
 {"cat":"Node","name":"n_kernel_time","ts":"12abc","dur":1e300,"args":{"op_name":"Relu","node_index":"3 ","activation_size":-1e19,
- "input_type_shape":{"0":{"float":[1,9]}}}}
+ "input_type_shape":{"0":{"float":[1,9]}},"output_type_shape":["float",{},{"float":[2]}]}},
+{"cat":"Node","name":"m_kernel_time","ts":5,"dur":2,"args":[{"op_name":"Relu"}]}
 ])",
                                         "odd.json");
-  REQUIRE(odd.events.size() == 1);
+  REQUIRE(odd.events.size() == 2);
   CHECK(odd.events[0].ts == 0);
   CHECK(odd.events[0].dur == 0);
   CHECK(!odd.events[0].node_index);
   CHECK(odd.events[0].activation_size == 0);
   CHECK(odd.events[0].inputs.empty());  // shapes come as a list, never as an object of them
+  // in the list, only {type: shape} objects are shapes
+  REQUIRE(odd.events[0].outputs.size() == 1);
+  CHECK(odd.events[0].outputs[0].shape == std::vector<int64_t>{2});
+  CHECK(odd.events[1].op_type.empty());  // args as a list: no fields read from it
 }
 
 TEST_CASE("files that are not profiles are input errors naming the file") {
@@ -133,6 +138,8 @@ TEST_CASE("run selection: the warm-up left out, --runs as a Python slice") {
   CHECK_THROWS_WITH_AS(indices({.range = "3:1"}), doctest::Contains("empty"), Error);
   CHECK_THROWS_WITH_AS(indices({.range = "x"}), doctest::Contains("not a range"), Error);
   CHECK_THROWS_WITH_AS(indices({.range = "2"}), doctest::Contains("not a range"), Error);  // one run is 2:3
+  CHECK_THROWS_WITH_AS(indices({.range = "1:x"}), doctest::Contains("not a range"), Error);
+  CHECK_THROWS_WITH_AS(indices({.range = "1:2x"}), doctest::Contains("not a range"), Error);
 }
 
 TEST_CASE("a file without model_run events is read as one run") {
