@@ -161,6 +161,15 @@ expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$T" --context 131
 expect 2 "" "^refeval: error: .*missing\.npy" -- compare "$F" "$Q" --tokens "$work/missing.npy"
 expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$T" --input-set "$work"
 expect 2 "" "^refeval: error: .*--max-kl" -- compare "$F" "$Q" --max-kl 1
+# statistics over sets need the two models' outputs of one shape: a (2, 3) against a (3, 2) is named
+$py -c "
+import onnx
+from onnx import helper, TensorProto as T
+for name, shape in (('wide', [2, 3]), ('tall', [3, 2])):
+    g = helper.make_graph([helper.make_node('Reshape', ['x', 's'], ['y'])], name, [helper.make_tensor_value_info('x', T.FLOAT, [6])],
+                          [helper.make_tensor_value_info('y', T.FLOAT, shape)], [helper.make_tensor('s', T.INT64, [2], shape)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), '$work/' + name + '.onnx')"
+expect 1 "" "^refeval: error: output 'y' in set seed 0: shapes \(2, 3\) and \(3, 2\) differ$" -- compare "$work/wide.onnx" "$work/tall.onnx" --random-sets 1
 
 # ---- data mode: three input sets of .npy files, every output against numpy over ORT's outputs
 $py - "$work" <<'PY'

@@ -6,15 +6,32 @@
 #include <fmt/format.h>
 
 #include "refeval/compute_vector.h"
+#include "refeval/dispatch.h"
 #include "refeval/error.h"
 
 namespace refeval::quality {
+namespace {
+
+// Any numeric or bool output as doubles: a model's token ids or TopK indices are outputs too (their
+// SNR is that of the ids as numbers; max_abs 0 says they are equal). Other types name the output.
+std::vector<double> values_of(const Tensor& t, const std::string& name) {
+  if (!NumericAndBool::contains(t.dtype()))
+    fail_runtime(fmt::format("output '{}': {} values have no error measure", name, dtype_short_name(t.dtype())));
+  return visit<NumericAndBool>(t.dtype(), [&]<class T>() {
+    const T* p = t.data<T>();
+    std::vector<double> v(size_t(t.size()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double(compute_t<T>(p[i]));
+    return v;
+  });
+}
+
+}  // namespace
 
 void OutputStats::add(const std::string& set, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape())
     fail_runtime(fmt::format("output '{}' in set {}: shapes {} and {} differ", name, set, shape_to_string(a.shape()),
                              shape_to_string(b.shape())));
-  const std::vector<double> x = to_doubles(a), y = to_doubles(b);
+  const std::vector<double> x = values_of(a, name), y = values_of(b, name);
   double dot = 0, xx = 0, yy = 0, noise = 0;
   bool unequal_specials = false;  // NaN or an infinity on one side only, or infinities of two signs
   for (size_t i = 0; i < x.size(); ++i) {

@@ -133,15 +133,17 @@ def main():
 
 
 def integers(work):
-    """Only float values become float16: an int64 graph input (token ids) and an int64 initializer
-    (a Reshape's shape) keep their type, inputs and outputs in float16 or not; the model still
-    type-checks."""
+    """Only float values become float16: an int64 graph input (token ids), an int64 graph output
+    and an int64 initializer (a Reshape's shape) keep their type, inputs and outputs in float16 or
+    not; the model still type-checks."""
     nodes = [helper.make_node("Gather", ["table", "ids"], ["rows"], name="embed", axis=0),
-             helper.make_node("Reshape", ["rows", "flat"], ["y"], name="flatten")]
+             helper.make_node("Reshape", ["rows", "flat"], ["y"], name="flatten"),
+             helper.make_node("Identity", ["ids"], ["ids_out"], name="echo")]
     inits = [numpy_helper.from_array(np.arange(4 * K, dtype=np.float32).reshape(4, K) / K, "table"),
              numpy_helper.from_array(np.array([-1], np.int64), "flat")]
     graph = helper.make_graph(nodes, "ids", [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3 * K])], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3 * K]),
+                               helper.make_tensor_value_info("ids_out", TensorProto.INT64, [3])], inits)
     src = work / "ids.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
     for keep in (True, False):
@@ -150,8 +152,9 @@ def integers(work):
         check(r.returncode == 0, f"integers, keep {keep}: exit 0 ({r.stderr.strip()[:300]})")
         q = onnx.load(out)
         qi = {i.name: i.data_type for i in q.graph.initializer}
-        check(elem_type(q.graph.input[0]) == TensorProto.INT64 and qi == {"table": TensorProto.FLOAT16, "flat": TensorProto.INT64},
-              f"integers, keep {keep}: the ids input and the shape stay int64, the table is float16 ({elem_type(q.graph.input[0])}, {qi})")
+        io = [elem_type(q.graph.input[0]), elem_type(q.graph.output[1])]
+        check(io == [TensorProto.INT64] * 2 and qi == {"table": TensorProto.FLOAT16, "flat": TensorProto.INT64},
+              f"integers, keep {keep}: the ids input and output and the shape stay int64, the table is float16 ({io}, {qi})")
         error = ""
         try:
             onnx.checker.check_model(q, full_check=True)
