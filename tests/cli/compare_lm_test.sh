@@ -161,6 +161,25 @@ expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$T" --context 131
 expect 2 "" "^refeval: error: .*missing\.npy" -- compare "$F" "$Q" --tokens "$work/missing.npy"
 expect 2 "" "^refeval: error: " -- compare "$F" "$Q" --tokens "$T" --input-set "$work"
 expect 2 "" "^refeval: error: .*--max-kl" -- compare "$F" "$Q" --max-kl 1
+# the logits of every position, of one vocabulary: an export that keeps the last position's only
+# (logits[:, -1]), and one whose vocabulary is padded by a column, are refused by name
+$py - "$F" "$work" <<'PY'
+import sys, onnx
+from onnx import helper, TensorProto as T
+for name, node, extra in (("last", "Gather", [helper.make_tensor("last", T.INT64, [], [-1])]),
+                          ("padded", "Pad", [helper.make_tensor("pads", T.INT64, [6], [0, 0, 0, 0, 0, 1])])):
+    m = onnx.load(sys.argv[1])
+    for n in m.graph.node:
+        n.output[:] = ["logits_all" if o == "logits" else o for o in n.output]
+    m.graph.initializer.extend(extra)
+    m.graph.node.append(helper.make_node(node, ["logits_all", extra[0].name], ["logits"], **({"axis": 1} if node == "Gather" else {})))
+    next(o for o in m.graph.output if o.name == "logits").type.tensor_type.ClearField("shape")
+    onnx.save(m, f"{sys.argv[2]}/{name}.onnx")
+PY
+expect 2 "" "^refeval: error: .*last\.onnx: logits of shape \(1, 4000\) for a window of 64 tokens: the comparison needs the logits of every position" \
+  -- compare "$F" "$work/last.onnx" --tokens "$T" --context 64
+expect 2 "" "^refeval: error: .*model\.onnx has a vocabulary of 4000, .*padded\.onnx of 4001: their predictions cannot be compared$" \
+  -- compare "$F" "$work/padded.onnx" --tokens "$T" --context 64
 # statistics over sets need the two models' outputs of one shape: a (2, 3) against a (3, 2) is named
 $py -c "
 import onnx
