@@ -46,6 +46,12 @@ std::string size_text(int64_t bytes) {
   return bytes >= 1000000 ? fmt::format("{:.2f} MB", double(bytes) / 1e6) : fmt::format("{:.1f} kB", double(bytes) / 1e3);
 }
 
+// The weights' bytes before and after, and the ratio (a model without weights says so).
+void print_weights(int64_t before, int64_t after) {
+  if (before == 0) return fmt::print("weights: none\n");
+  fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
+}
+
 // Median milliseconds of `runs` runs on `feeds`, after one warm-up run.
 double median_ms(ReferenceEvaluator& ev, const std::map<std::string, Value>& feeds, int runs) {
   ev.run({}, feeds);
@@ -179,8 +185,7 @@ class QuantizeVerb : public Verb {
     for (const std::string& node : q.tied_copied)
       fmt::print("  '{}' reads a table through a Transpose (a tied LM head): quantized from the table transposed, a second int4 copy "
                  "(one is shared when --embeddings quantizes the table and RTN both)\n", node);
-    const int64_t before = weight_bytes(original), after = weight_bytes(q.model);
-    fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
+    print_weights(weight_bytes(original), weight_bytes(q.model));
     return measure(original, q.model, g);
   }
 
@@ -258,8 +263,7 @@ class QuantizeVerb : public Verb {
                float16_options_.keep_io_types ? " (inputs and outputs kept in float)" : "", out_);
     for (const auto& [node, why] : r.blocked) fmt::print("  kept in float: '{}': {}\n", node, why);
     fmt::print("{} float tensors converted, {} values clamped to float16's range\n", r.converted_tensors, r.clamped_values);
-    const int64_t before = weight_bytes(original), after = weight_bytes(r.model);
-    fmt::print("weights: {} -> {} ({:.2f}x smaller)\n", size_text(before), size_text(after), after ? double(before) / double(after) : 0.0);
+    print_weights(weight_bytes(original), weight_bytes(r.model));
     return measure(original, r.model, g);
   }
 

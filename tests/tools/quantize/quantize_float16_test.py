@@ -114,6 +114,7 @@ def main():
         check(numpy_helper.to_array(const.attribute[0].t).dtype == np.float16, f"{label}: the Constant's value is float16")
         ort_agrees(q, label, work, keep)
     integers(work)
+    sequences(work)
     decoder(work)
     r = run("quantize", src, "-o", work / "x.onnx", "--int8", "--keep-io-types")
     check(r.returncode == 2 and "--keep-io-types goes with --float16" in r.stderr, "--keep-io-types without --float16: exit 2")
@@ -161,6 +162,21 @@ def integers(work):
         except onnx.checker.ValidationError as e:
             error = str(e)
         check(not error, f"integers, keep {keep}: the model type-checks ({error[:200]})")
+
+
+def sequences(work):
+    """A sequence between two nodes (SequenceConstruct, ConcatFromSequence) is no tensor for the
+    overflow check to read; the model converts and keeps its values, and has no weights to say."""
+    nodes = [helper.make_node("SequenceConstruct", ["x", "x"], ["s"], name="pair"),
+             helper.make_node("ConcatFromSequence", ["s"], ["y"], name="stack", axis=0)]
+    graph = helper.make_graph(nodes, "seq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    src = work / "seq.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    r = run("quantize", src, "-o", work / "seq16.onnx", "--float16", "--runs", 0)
+    snr = re.search(r"^y\s+\S+\s+\S+\s+(\S+)", r.stdout, re.M)
+    check(r.returncode == 0 and "converted 2 of 2 nodes to float16" in r.stdout and "weights: none" in r.stdout
+          and snr and float(snr.group(1)) > 60, f"sequences: converted, y within float16's rounding ({r.stdout.strip()[-200:]} {r.stderr.strip()[:200]})")
 
 
 def decoder(work):
