@@ -176,6 +176,64 @@ def test_stdin_pipe_and_mistakes():
     check(f"pipe: end of input after a normal run exits 0 (got {code})", code == 0 and "The run finished." in out, out + err)
 
 
+def test_command_refusals():
+    """Each command used wrongly is one error line naming what is wrong; the session goes on and a
+    script with a refused command exits 2. Used rightly in between, they print what they should."""
+    script = ("continue\nprint /Add_output_0\ninfo what\ninfo node\nwatch sometimes\nbreak\nhelp break\nhelp nothing\ndelete\n"
+              "break /Sqrt\nrun\nrun\nprint /Add_output_0 sideways\ninfo values\nquit\n")
+    code, out, err = run(["debug", LINREG, "--fill", "X=2"], script)
+    check(f"refusals: a script with refused commands exits 2 (got {code})", code == 2, out + err)
+    want = ["the model is not running: continue needs a stop (run or step first)",
+            "no value '/Add_output_0' has been computed (run first)",
+            "info: 'what' is not node, inputs, outputs, breaks or values",
+            "info node: the run is not stopped at a node",
+            "watch: 'sometimes' is not nan or off",
+            "usage: break ADDR",
+            "unknown command 'nothing' (help lists the commands)",
+            "the model is already running: continue, step, next, finish or quit",
+            "print: 'sideways' is neither full nor stats"]
+    check("refusals: one line each, in order", err.splitlines() == ["refeval: error: " + w for w in want], err)
+    check("refusals: help COMMAND shows its usage", "(refeval) help break\nbreak ADDR  (or b)\n  stop before the node(s) ADDR names" in out, out)
+    check("refusals: delete with no number deletes every breakpoint", "(refeval) delete\nDeleted every breakpoint.\n" in out, out)
+    check("refusals: the session went on to the breakpoint", "Breakpoint 1, before #1 /Sqrt (Sqrt)" in out, out)
+    check("refusals: info values lists what is computed", "  X: float32:(1, 10) in [2.0, 2.0]\n  /Add_output_0: float32:(1, 10) in [4.0, 4.0]" in out, out)
+
+
+def test_value_kinds(work):
+    """print and info values on every kind of value: an empty tensor (no elements to list, stats of
+    none), a sequence (each element), strings (no statistics), an optional (its element)."""
+    import onnx
+    from onnx import TensorProto as T, helper
+    nodes = [helper.make_node("Slice", ["x", "zero", "zero"], ["empty"], name="cut"),
+             helper.make_node("SequenceConstruct", ["x", "x"], ["seq"], name="pair"),
+             helper.make_node("Constant", [], ["names"], name="names", value=helper.make_tensor("v", T.STRING, [2], [b"a", b"bc"])),
+             helper.make_node("Optional", ["x"], ["opt"], name="wrap"),
+             helper.make_node("Optional", [], ["nothing"], name="none", type=helper.make_tensor_type_proto(T.FLOAT, [3])),
+             helper.make_node("OptionalHasElement", ["opt"], ["has"], name="has"),
+             helper.make_node("ConcatFromSequence", ["seq"], ["y"], name="cat", axis=0)]
+    g = helper.make_graph(nodes, "kinds", [helper.make_tensor_value_info("x", T.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [6]), helper.make_tensor_value_info("empty", T.FLOAT, [0]),
+                           helper.make_tensor_value_info("names", T.STRING, [2]), helper.make_tensor_value_info("has", T.BOOL, [])],
+                          [helper.make_tensor("zero", T.INT64, [1], [0])])
+    model = os.path.join(work, "kinds.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), model)
+    code, out, err = run(["debug", model, "--fill", "x=1"],
+                         "run\nprint empty\nprint empty full\nprint empty stats\nprint seq full\nprint names stats\nprint opt\nprint nothing\n"
+                         "info values\nquit\n")
+    check(f"kinds: exit 0 (got {code}, {err!r})", code == 0 and err == "", out)
+    check("kinds: an empty tensor's summary lists nothing", "(refeval) print empty\nempty: float32:(0,) (empty)\n(refeval)" in out, out)
+    check("kinds: an empty optional says so", "print nothing\nnothing: None (an empty optional)\n" in out, out)
+    check("kinds: an empty tensor has no elements to list", "(refeval) print empty full\nempty: float32:(0,) (empty)\n(refeval)" in out, out)
+    check("kinds: an empty tensor's statistics count none",
+          "print empty stats\nempty: float32:(0,) (empty)\n  count 0  min 0.0  max 0.0  mean 0.0  nan 0  inf 0\n" in out, out)
+    check("kinds: a sequence prints each element",
+          "print seq full\nseq: a sequence of 2\nseq[0]: float32:(3,) in [1.0, 1.0]\n  [1.0, 1.0, 1.0]\nseq[1]: float32:(3,) in [1.0, 1.0]\n" in out, out)
+    check("kinds: strings have no statistics", "print names stats\nnames: object:(2,) in [a, bc]\n  count 2 (no statistics for object)\n" in out, out)
+    check("kinds: an optional prints its element", "print opt\nopt: float32:(3,) in [1.0, 1.0]\n  [1.0, 1.0, 1.0]\n" in out, out)
+    check("kinds: info values summarizes a sequence in one line",
+          "  seq: a sequence: float32:(3,) in [1.0, 1.0], float32:(3,) in [1.0, 1.0]\n" in out, out)
+
+
 def test_watch_nan_and_runtime_error(work):
     code, out, err = run(["debug", LINREG, "--fill", "X=-5"], "watch nan\nrun\ninfo outputs\nquit\n")
     check(f"watch: exit 0 (got {code})", code == 0, out + err)
@@ -209,6 +267,8 @@ with tempfile.TemporaryDirectory() as work:
     test_ctrl_c_interrupts_a_long_run()
     test_commands_file(work)
     test_stdin_pipe_and_mistakes()
+    test_command_refusals()
+    test_value_kinds(work)
     test_watch_nan_and_runtime_error(work)
     test_loop_body()
     test_usage_errors(work)
