@@ -28,7 +28,7 @@ def check(what, condition, output):
 
 
 def write_npy(path, shape, values):
-    """A float32 .npy file (format 1.0), written by hand: numpy is not installed here."""
+    """A float32 .npy file (format 1.0), written by hand."""
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join(f"{d}, " for d in shape)
     header += " " * (63 - (10 + len(header)) % 64) + "\n"
     with open(path, "wb") as f:
