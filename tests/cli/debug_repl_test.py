@@ -14,6 +14,9 @@ import sys
 import tempfile
 import time
 
+import onnx
+from onnx import TensorProto as T, helper
+
 REFEVAL, SHARED = sys.argv[1], sys.argv[2]
 LINREG = os.path.join(SHARED, "docs", "verbose-golden", "linreg.onnx")  # Add -> Sqrt -> MatMul -> Add
 LOOP = os.path.join(SHARED, "onnx-backend-tests", "node", "test_loop11", "model.onnx")
@@ -202,8 +205,6 @@ def test_command_refusals():
 def test_value_kinds(work):
     """print and info values on every kind of value: an empty tensor (no elements to list, stats of
     none), a sequence (each element), strings (no statistics), an optional (its element)."""
-    import onnx
-    from onnx import TensorProto as T, helper
     nodes = [helper.make_node("Slice", ["x", "zero", "zero"], ["empty"], name="cut"),
              helper.make_node("SequenceConstruct", ["x", "x"], ["seq"], name="pair"),
              helper.make_node("Constant", [], ["names"], name="names", value=helper.make_tensor("v", T.STRING, [2], [b"a", b"bc"])),

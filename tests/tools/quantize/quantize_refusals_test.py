@@ -28,6 +28,10 @@ def run(*args):
     return run_refeval(REFEVAL, *args)
 
 
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
 def save(nodes, inputs, outputs, inits, path):
     graph = helper.make_graph(nodes, path.stem, inputs, outputs, [numpy_helper.from_array(v, k) for k, v in inits.items()])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
@@ -36,7 +40,6 @@ def save(nodes, inputs, outputs, inits, path):
 
 def products(work, rng):
     """Two products MatMulNBits takes (good, gemm_ok) beside one of each kind it cannot."""
-    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
     nodes = [
         helper.make_node("MatMul", ["x", "W"], ["good"], name="good"),
         helper.make_node("Relu", ["Wr"], ["r"], name="relu"),
@@ -52,8 +55,8 @@ def products(work, rng):
         helper.make_node("Sub", ["x", "x"], ["zeros"], name="zeros"),
         helper.make_node("MatMul", ["zeros", "W"], ["of_zeros"], name="of_zeros"),
     ]
-    inits = {"W": f(K, N), "Wr": f(K, N), "Wi": np.ones((K, N), np.int64), "W3": f(2, K, N), "We": f(K, 0), "Wg": f(K, N),
-             "c2": f(1, N), "c": f(N)}
+    inits = {"W": normal(rng, K, N), "Wr": normal(rng, K, N), "Wi": np.ones((K, N), np.int64), "W3": normal(rng, 2, K, N),
+             "We": normal(rng, K, 0), "Wg": normal(rng, K, N), "c2": normal(rng, 1, N), "c": normal(rng, N)}
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", K]),
               helper.make_tensor_value_info("xi", TensorProto.INT64, ["b", K]),
               helper.make_tensor_value_info("xt", TensorProto.FLOAT, [K, "b"])]
@@ -64,12 +67,11 @@ def products(work, rng):
 
 def tables(work, rng):
     """Gathers of tables GatherBlockQuantized cannot take, beside the token table it can."""
-    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
     nodes = [helper.make_node("Gather", ["tokens", "ids"], ["embedded"], name="embed"),
              helper.make_node("Gather", ["ints", "ids"], ["from_ints"], name="embed_ints"),
              helper.make_node("Gather", ["cube", "ids"], ["from_cube"], name="embed_cube"),
              helper.make_node("Gather", ["tokens", "ids"], ["columns"], name="embed_columns", axis=1)]
-    inits = {"tokens": f(16, K), "ints": np.arange(16 * K, dtype=np.int64).reshape(16, K), "cube": f(16, 2, K)}
+    inits = {"tokens": normal(rng, 16, K), "ints": np.arange(16 * K, dtype=np.int64).reshape(16, K), "cube": normal(rng, 16, 2, K)}
     outputs = [helper.make_tensor_value_info(n.output[0], TensorProto.INT64 if n.name == "embed_ints" else TensorProto.FLOAT, None)
                for n in nodes]
     return save(nodes, [helper.make_tensor_value_info("ids", TensorProto.INT64, [3])], outputs, inits, work / "tables.onnx")

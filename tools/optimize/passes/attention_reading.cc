@@ -185,8 +185,8 @@ class Reader : public AttentionReader {
     if (n->op_type == "Gather" && n->inputs.size() == 2 && stack_axis(int_attr(*n, "axis", 0))) {
       const auto i = g_.scalar(n->inputs[1]);
       const Tensor* it = g_.constant(n->inputs[1]);
-      if (i && it && it->rank() == 0 && gather_index(*i, 2) >= 0)
-        s.stacked_past = n->inputs[0], s.stacked_index = gather_index(*i, 2), use(n);
+      const int64_t k = i && it && it->rank() == 0 ? gather_index(*i, 2) : -1;
+      if (k >= 0) s.stacked_past = n->inputs[0], s.stacked_index = k, use(n);
     } else if (n->op_type == "Squeeze" && !n->inputs.empty()) {
       const std::vector<int64_t> axes = axes_of(*n, g_).value_or(std::vector<int64_t>{});
       const Node* split = g_.producer_node(n->inputs[0]);
