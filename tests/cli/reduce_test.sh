@@ -116,5 +116,11 @@ expect 2 "" "--error '\(': not a regular expression" -- reduce "$data/model.onnx
 expect 2 "" "needs a single input set" -- reduce "$work/nan.onnx" "${sets[@]}" -o "$work/x.onnx" --nan --freeze constants
 expect 2 "" "--mode" -- reduce "$data/model.onnx" -o "$work/x.onnx" --nan --mode fast
 expect 2 "" "--check 'true' does not hold on the full model \(exit 0\)" -- reduce "$data/model.onnx" -o "$work/x.onnx" --check "true"
+expect 2 "" "^refeval: error: --check: the command is empty$" -- reduce "$data/model.onnx" -o "$work/x.onnx" --check " "
+# a command the shell cannot find is the user's mistake, not a candidate on which the failure holds
+# (the shell's own "not found" line comes first)
+"$refeval" reduce "$data/model.onnx" -o "$work/x.onnx" --check "no_such_checker_7 {model}" >/dev/null 2>"$work/err"
+check "--check of a command not found: exit 2, one line naming it" bash -c "[[ $? == 2 ]] &&
+  tail -1 '$work/err' | grep -qE \"^refeval: error: --check: 'no_such_checker_7 .*/model.onnx' exits 127 \\(command not found\\)$\""
 
 finish

@@ -217,20 +217,21 @@ texts=("$work"/texts/*.txt)
 # oracle_check NAME TEXT...: $work/tok/NAME.json encodes each text file to the ids tokenizers.js
 # gives, and decodes them to its text (GPT-2: the original bytes too)
 oracle_check() {
-  local name=$1 f base
+  local name=$1
   shift
   local tok=$work/tok/$name.json
   mkdir -p "$work/$name"
-  for f in "$@"; do
+  # one text a process (each loads the tokenizer), on every core: ctest runs this test alone
+  printf '%s\0' "$@" | xargs -0 -n 1 -P "$(nproc)" bash -c '
+    refeval=$1 tok=$2 out=$3 f=$4
     base=$(basename "$f" .txt)
     # a crash prints nothing: its exit status is kept with the messages
-    if "$refeval" -q tokenize "$tok" --file "$f" >"$work/$name/$base.ids" 2>"$work/$name/$base.err"; then
-      "$refeval" -q tokenize "$tok" --decode --file "$work/$name/$base.ids" >"$work/$name/$base.dec" 2>>"$work/$name/$base.err" ||
-        echo "--decode: exit $?" >>"$work/$name/$base.err"
+    if "$refeval" -q tokenize "$tok" --file "$f" >"$out/$base.ids" 2>"$out/$base.err"; then
+      "$refeval" -q tokenize "$tok" --decode --file "$out/$base.ids" >"$out/$base.dec" 2>>"$out/$base.err" ||
+        echo "--decode: exit $?" >>"$out/$base.err"
     else
-      echo "exit $?" >>"$work/$name/$base.err"
-    fi
-  done
+      echo "exit $?" >>"$out/$base.err"
+    fi' _ "$refeval" "$tok" "$work/$name"
   node $data/oracle.js "$tok" "$@" >"$work/$name.oracle"
   check "$name: ids and decoded text equal to tokenizers.js on $# texts" node - "$name" "$work" "$@" <<'JS'
 const fs = require("fs");

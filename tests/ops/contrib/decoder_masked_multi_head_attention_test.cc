@@ -275,6 +275,11 @@ TEST_CASE("DecoderMaskedMultiHeadAttention errors name the input") {
   CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q", "k", "v"}, {"y", "present_key"}, {attr("num_heads", int64_t(2))}, "d", "com.microsoft"),
                                 {tensor<float>({2, 1, 8}, s.q), tensor<float>({2, 2, 3, 4}, wave(48, 1.f)), tensor<float>({2, 2, 3, 4}, wave(48, 2.f))}),
                        doctest::Contains("cross attention (4-D key) has no present_key or present_value outputs"), Error);
+  CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q", "k", "v", "", "", "pk", "pv"}, {"y"}, {attr("num_heads", int64_t(2))},
+                                     "d", "com.microsoft"),
+                                {tensor<float>({2, 1, 8}, s.q), tensor<float>({2, 2, 3, 4}, wave(48, 1.f)), tensor<float>({2, 2, 3, 4}, wave(48, 2.f)),
+                                 Value(), Value(), tensor<float>({2, 2, 3, 4}, wave(48, 3.f)), tensor<float>({2, 2, 3, 4}, wave(48, 4.f))}),
+                       doctest::Contains("cross attention (4-D key) takes no past_key or past_value"), Error);
   CHECK_THROWS_WITH_AS(run_node(node("DecoderMaskedMultiHeadAttention", {"q", "k", "v"}, {"y"}, {attr("num_heads", int64_t(2))}, "d", "com.microsoft"),
                                 {tensor<float>({1, 2, 8}, wave(16, 1.f)), tensor<float>({1, 2, 8}, wave(16, 1.f)), tensor<float>({1, 2, 8}, wave(16, 1.f))}),
                        doctest::Contains("query has shape (1, 2, 8); the sequence length must be 1"), Error);

@@ -351,6 +351,12 @@ TEST_CASE("MatMulNBits accuracy_level 4 emulation: ORT's int8 algorithm, and onl
       CHECK(max_diff(emulated, want) < max_diff(exact, want));
       check_equal(run(p, in), exact, tolerance(c.t));  // without the flag: the exact math
     }
+    {  // no rows: an empty Y, as the exact path gives
+      Problem p;
+      p.bits = 4, p.bs = 32, p.K = 64, p.N = 13, p.a_shape = {0, 64}, p.level = 4;
+      Emulation on(true);
+      check_equal(run(p, make_inputs(p)), tensor<float>({0, 13}, {}), {0, 0});
+    }
     // Round half to even: block max 127 gives scale 1, so A's values are rounded as they are.
     std::vector<float> a(16, 0.0f);
     a[0] = 127, a[1] = 2.5f, a[2] = 3.5f, a[3] = -2.5f, a[4] = 0.5f, a[5] = 1.5f;

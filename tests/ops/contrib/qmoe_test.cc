@@ -280,6 +280,9 @@ TEST_CASE("QMoE errors name the problem") {
   v[2] = tensor<uint8_t>({2, 4, 16}, std::vector<uint8_t>(128, 0));  // unpacked 4-bit: twice too wide
   CHECK_THROWS_WITH_AS(run_qmoe(v, attrs({})), doctest::Contains("fc1_experts_weights has shape (2, 4, 16), expected (2, 4, 8)"), Error);
   v = base();
+  v[9] = fc1.scales();  // fc3's scales with no fc3 weights to scale
+  CHECK_THROWS_WITH_AS(run_qmoe(v, attrs({})), doctest::Contains("fc3_scales, fc3_experts_bias or fc3_zero_points is given without fc3_experts_weights"), Error);
+  v = base();
   v.resize(16), v[15] = tensor<float>({2}, {1, 1});
   CHECK_THROWS_WITH_AS(run_qmoe(v, attrs({})), doctest::Contains("fc1_global_scale belongs to the FP4/FP8 quant_type modes"), Error);
   v = base();

@@ -241,6 +241,15 @@ TEST_CASE("SparseAttention errors name the input") {
                                  tensor<float>({1, 2, 10, 4}, d.pk), tensor<float>({1, 2, 10, 4}, d.pv), rows, cols,
                                  tensor<int32_t>({1}, {8}), tensor<int32_t>({1}, {8})}),
                        doctest::Contains("do_rotary=1 needs cos_cache and sin_cache"), Error);
+  // a cache of 7 positions for a total of 8: the last position has no angle to turn by
+  CHECK_THROWS_WITH_AS(run_node(node("SparseAttention", {"q", "k", "v", "pk", "pv", "rows", "cols", "total", "lengths", "cos", "sin"}, {"y"},
+                                     {attr("num_heads", c.N), attr("kv_num_heads", c.Nkv), attr("sparse_block_size", c.block), attr("do_rotary", int64_t(1))},
+                                     "s", "com.microsoft"),
+                                {tensor<float>({1, 8, 16}, d.q), tensor<float>({1, 8, 8}, d.k), tensor<float>({1, 8, 8}, d.v),
+                                 tensor<float>({1, 2, 10, 4}, d.pk), tensor<float>({1, 2, 10, 4}, d.pv), rows, cols,
+                                 tensor<int32_t>({1}, {8}), tensor<int32_t>({1}, {8}), tensor<float>({7, 2}, wave(14, 0.3f)),
+                                 tensor<float>({7, 2}, wave(14, 0.5f))}),
+                       doctest::Contains("cos_cache has 7 rows, fewer than total_sequence_length 8"), Error);
   CHECK_THROWS_WITH_AS(run_node(node("SparseAttention", {"q", "k", "v", "pk", "pv", "rows", "cols", "total", "lengths"}, {"y"},
                                      {attr("num_heads", c.N), attr("kv_num_heads", c.Nkv), attr("sparse_block_size", c.block)}, "s", "com.microsoft"),
                                 {tensor<float>({1, 8, 16}, d.q), tensor<float>({1, 8, 6}, wave(48, 1.f)), tensor<float>({1, 8, 8}, d.v),

@@ -87,6 +87,43 @@ TEST_CASE("accuracy: the ill-conditioned Add ranks first; the exact Sub adds not
   CHECK(r.outputs[0].accumulated.max_abs == doctest::Approx(worst).epsilon(1e-6));
 }
 
+TEST_CASE("accuracy: a sequence fed to the oracle holds its float tensors in float64, other items as they are") {
+  const Value seq = Sequence{DType::Float, {Value(f32({0.1f, 2.5f})), Value(f32({-3.f}))}};
+  const Value wide = acc::widen_value(seq);
+  REQUIRE(wide.is_sequence());
+  CHECK(wide.sequence().elem_dtype == DType::Double);
+  REQUIRE(wide.sequence().items.size() == 2);
+  CHECK(wide.sequence().items[0].tensor().dtype() == DType::Double);
+  CHECK(wide.sequence().items[0].tensor().to_vector<double>() == std::vector<double>{double(0.1f), 2.5});
+  const Value ints = Sequence{DType::Int64, {Value(Tensor::from_vector<int64_t>({1}, {7}))}};
+  CHECK(acc::widen_value(ints).sequence().elem_dtype == DType::Int64);
+  CHECK(acc::widen_value(ints).sequence().items[0].tensor().dtype() == DType::Int64);
+}
+
+TEST_CASE("accuracy: an If is one node of the report, carrying its branch's rounding") {
+  // Y = If(C) then (X + 1e4) - 1e4 else X, times 3: the branch's nodes are the If's work, not rows.
+  const Graph then_g = graph("then", {node("Add", {"X", "big"}, {"p"}, {}, "add"), node("Sub", {"p", "big"}, {"T"}, {}, "sub")}, {},
+                             {tensor_info("T", DType::Float, {4})});
+  const Graph else_g = graph("else", {node("Identity", {"X"}, {"E"}, {}, "same")}, {}, {tensor_info("E", DType::Float, {4})});
+  const Model m = model(graph("g",
+                              {node("If", {"C"}, {"q"}, {attr("then_branch", then_g), attr("else_branch", else_g)}, "if"),
+                               node("Mul", {"q", "three"}, {"Y"}, {}, "mul")},
+                              {tensor_info("C", DType::Bool, {}), tensor_info("X", DType::Float, {4})}, {tensor_info("Y", DType::Float, {4})},
+                              {Initializer{"big", Tensor::scalar<float>(1e4f)}, Initializer{"three", Tensor::scalar<float>(3)}}));
+  const std::map<std::string, Value> feeds{{"C", Value(Tensor::scalar<bool>(true))}, {"X", Value(f32({0.1f, 0.2f, 0.3f, 0.4f}))}};
+  const acc::Report r = acc::profile(m, feeds, {});
+  REQUIRE(r.nodes.size() == 2);
+  const acc::NodeError& branch = *std::find_if(r.nodes.begin(), r.nodes.end(), [](auto& n) { return n.node == "if"; });
+  // a node with a body has no error of its own (its nodes' inputs are not the model run's); what it
+  // carries is the branch's rounding: float32 rounds X + 1e4 to 2^-10
+  CHECK(!branch.outputs[0].local);
+  CHECK(branch.local_note == "has a body");
+  double worst = 0;
+  for (double v : std::vector<double>{0.1f, 0.2f, 0.3f, 0.4f}) worst = std::max(worst, std::fabs(double(float(double(float(v + 1e4)) - 1e4)) - v));
+  CHECK(branch.outputs[0].accumulated.max_abs == doctest::Approx(worst).epsilon(1e-6));
+  CHECK(r.outputs[0].accumulated.max_abs == doctest::Approx(3 * branch.outputs[0].accumulated.max_abs).epsilon(1e-6));
+}
+
 TEST_CASE("accuracy: an operator without a double path runs in the model's precision inside the oracle") {
   const Model m = model(graph("g", {node("DynamicQuantizeLinear", {"X"}, {"q", "s", "z"}, {}, "dql")},
                               {tensor_info("X", DType::Float, {4})}, {tensor_info("s", DType::Float, {})}));

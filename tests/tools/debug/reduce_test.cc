@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "refeval/builder.h"
@@ -171,6 +172,37 @@ TEST_CASE("reduce --compare-with: the node reading a changed weight; cut values 
   CHECK_THROWS_WITH(reduce::reduce(changed, {feeds}, *loose), doctest::Contains("does not hold"));
 }
 
+TEST_CASE("reduce --compare-with: a dump that lacks a value compares the others") {
+  // The dump of the first run lost 'a' (a dump filtered by name, or written by another tool).
+  auto make = [](float w) {
+    return model(graph("g", {node("Relu", {"X"}, {"a"}, {}, "r"), node("Mul", {"a", "W"}, {"b"}, {}, "scale"), node("Neg", {"b"}, {"Y"}, {}, "neg")},
+                       {tensor_info("X", DType::Float, {2})}, {tensor_info("Y", DType::Float, {2})}, {{"W", Tensor::from_vector<float>({2}, {w, 2.f})}}));
+  };
+  const reduce::Feeds feeds = {{"X", floats({1.f, 3.f})}};
+  ReferenceEvaluator original(make(1.f));
+  RecordObserver rec;
+  original.add_observer(&rec);
+  original.run({}, feeds);
+  std::vector<ValueRecord> dump;
+  for (const ValueRecord& r : rec.records())
+    if (r.name != "a") dump.push_back(r);
+  auto pred = reduce::compare_predicate(dump, {});
+  const reduce::Result r = reduce::reduce(make(1.5f), {feeds}, *pred);
+  CHECK(names_of(r.model).count("scale"));
+  CHECK(r.detail.find("'b' from node 'scale' (Mul) differs") != std::string::npos);
+}
+
+TEST_CASE("reduce --nan: a weight holding NaN is the failure, named as the initializer") {
+  // Relu(X) * W with W[1] NaN: the Mul's NaN comes from its weight, not from its arithmetic.
+  const Model m = model(graph("g", {node("Relu", {"X"}, {"a"}, {}, "r"), node("Mul", {"a", "W"}, {"b"}, {}, "scale"), node("Neg", {"b"}, {"Y"}, {}, "neg")},
+                              {tensor_info("X", DType::Float, {2})}, {tensor_info("Y", DType::Float, {2})},
+                              {{"W", Tensor::from_vector<float>({2}, {1.f, NAN})}}));
+  auto pred = reduce::nan_predicate();
+  const reduce::Result r = reduce::reduce(m, {{{"X", floats({1.f, 3.f})}}}, *pred);
+  CHECK(r.detail == "initializer 'W' holds NaN");
+  CHECK(names_of(r.model) == std::set<std::string>{"scale"});
+}
+
 TEST_CASE("reduce: several input sets, all or any; --freeze constants needs one set") {
   // Sqrt(X - 1): NaN only where some X < 1.
   Model m = model(graph("g",
@@ -247,4 +279,17 @@ TEST_CASE("reduce: write_result writes a backend test whose expected outputs ref
   CHECK(in.to_vector<float>()[0] == doctest::Approx(-std::exp(-1.0)));
   CHECK(std::isnan(out.to_vector<float>()[0]));
   fs::remove_all(dir);
+}
+
+TEST_CASE("reduce: a model of no nodes and an output folder that cannot be made are refused in one line") {
+  auto pred = reduce::nan_predicate();
+  const Model empty = model(graph("g", {}, {tensor_info("X", DType::Float, {2})}, {tensor_info("X", DType::Float, {2})}));
+  CHECK_THROWS_WITH_AS(reduce::reduce(empty, {{{"X", floats({1.f, 2.f})}}}, *pred), "the model has no nodes: nothing to reduce", Error);
+  // the folder's place is taken by a file
+  const reduce::Result r = reduce::reduce(chain_with_sqrt(), {{{"X", floats({1.f, 2.f, 3.f})}}}, *pred);
+  const fs::path file = fs::temp_directory_path() / "refeval_reduce_test_file";
+  { std::ofstream(file) << "not a folder"; }
+  CHECK_THROWS_WITH_AS(reduce::write_result(r, (file / "sub" / "model.onnx").string()),
+                       doctest::Contains(((file / "sub").string() + ": cannot create the folder").c_str()), Error);
+  fs::remove(file);
 }

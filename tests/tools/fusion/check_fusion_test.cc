@@ -47,6 +47,19 @@ struct TanhGelu : OpRun {
   }
 };
 
+// A wrong kernel for com.microsoft Gelu that loses the second half of each row's columns.
+struct HalfWidthGelu : OpRun {
+  explicit HalfWidthGelu(const NodeContext&) {}
+  Values run(const Values& in, RunContext&) override {
+    const Tensor& x = input_tensor(in, 0);
+    const int64_t rows = x.dim(0), half = x.dim(1) / 2;
+    std::vector<float> y;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < half; ++c) y.push_back(x.data<float>()[r * x.dim(1) + c]);
+    return {Tensor::from_vector<float>({rows, half}, y)};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("tanh-GELU passed off as erf-GELU passes on [0, 1) inputs but fails on the edge-case sets") {
@@ -122,4 +135,42 @@ TEST_CASE("node form: a plugin kernel against the model-local function of the sa
   // Without a kernel the node form refuses, naming the node and the fix.
   CHECK_THROWS_WITH_AS(check_node(m, find_nodes(m.graph, "fg")[0], Registry::builtin(), unit_feeds(m), {}),
                        doctest::Contains("node 'fg' (example.fused:MyFusedGelu): no kernel is registered for example.fused:MyFusedGelu"), Error);
+}
+
+TEST_CASE("node form: a node inside a body is refused, naming the body it sits in") {
+  using namespace refeval::build;
+  const Graph then_g = graph("then", {node("Gelu", {"X"}, {"T"}, {}, "inner_gelu", "com.microsoft")}, {}, {tensor_info("T", DType::Float, {4})});
+  const Graph else_g = graph("else", {node("Neg", {"X"}, {"E"}, {}, "neg")}, {}, {tensor_info("E", DType::Float, {4})});
+  const Model m = model(graph("g", {node("If", {"C"}, {"Y"}, {attr("then_branch", then_g), attr("else_branch", else_g)}, "if")},
+                              {tensor_info("C", DType::Bool, {}), tensor_info("X", DType::Float, {4})}, {tensor_info("Y", DType::Float, {4})}),
+                        {{"", 20}, {"com.microsoft", 1}});
+  const std::vector<NodeMatch> found = find_nodes(m.graph, "if/then_branch/inner_gelu");
+  REQUIRE(found.size() == 1);
+  CHECK_THROWS_WITH_AS(check_node(m, found[0], Registry::builtin(), {}, {}),
+                       "node 'inner_gelu' (com.microsoft:Gelu) is inside a body (if/then_branch/inner_gelu); check-fusion checks nodes of the main graph",
+                       Error);
+}
+
+TEST_CASE("node form: a kernel whose output has the wrong shape fails, and no oracle error is measured for it") {
+  Registry reg(&Registry::builtin(), "test");
+  reg.add("com.microsoft", "Gelu", {1}, make<HalfWidthGelu>);
+  using namespace refeval::build;
+  const Model m = model(graph("g", {node("Gelu", {"X"}, {"Y"}, {}, "ms_gelu", "com.microsoft")},
+                              {tensor_info("X", DType::Float, {4, 16})}, {tensor_info("Y", DType::Float, {4, 16})}),
+                        {{"", 17}, {"com.microsoft", 1}});
+  const FusionReport r = check_node(m, find_nodes(m.graph, "ms_gelu")[0], reg, unit_feeds(m), {});
+  CHECK_FALSE(r.equivalent());
+  for (const SetResult& set : r.sets) {
+    CAPTURE(set.set);
+    CHECK_FALSE(set.outputs[0].equal);
+    REQUIRE(set.oracle.size() == 1);
+    CHECK_FALSE(set.oracle[0].has_value());  // the float64 oracle ran, but a (4, 8) and a (4, 16) have no element error
+  }
+}
+
+TEST_CASE("check_equivalence refuses sides that return different numbers of values") {
+  const Runner two = [](const std::map<std::string, Value>&) { return Values{Tensor::scalar<float>(1), Tensor::scalar<float>(2)}; };
+  const Runner one = [](const std::map<std::string, Value>&) { return Values{Tensor::scalar<float>(1)}; };
+  CHECK_THROWS_WITH_AS(check_equivalence(two, one, {InputSet{"given", {}}}, {}),
+                       "input set 'given': the fused side returned 2 values, the unfused 1", Error);
 }

@@ -113,6 +113,8 @@ TEST_CASE("com.microsoft kernels match their decompositions") {
            {"BiasGelu", node("BiasGelu", {"x", "b"}, {"y"}, {}, "", kMs), {{"x", x}, {"b", beta}}, 1},
            {"FastGelu", node("FastGelu", {"x", "b"}, {"y"}, {}, "", kMs), {{"x", x}, {"b", beta}}, 1},
            {"QuickGelu", node("QuickGelu", {"x"}, {"y"}, {attr("alpha", 1.5f)}, "", kMs), {{"x", x}}, 1},
+           // a float attribute an exporter wrote as an INT reads as that number, as the kernel reads it
+           {"QuickGelu, alpha an INT", node("QuickGelu", {"x"}, {"y"}, {attr("alpha", int64_t(2))}, "", kMs), {{"x", x}}, 1},
            {"BiasAdd", node("BiasAdd", {"x", "b", "s"}, {"y"}, {}, "", kMs), {{"x", x}, {"b", beta}, {"s", skip}}, 1},
            {"FusedMatMul", node("FusedMatMul", {"a", "b"}, {"y"}, {attr("alpha", 0.5f), attr("transB", int64_t(1))}, "", kMs),
             {{"a", x}, {"b", uniform({2, 5, 8}, 18)}}, 1},
