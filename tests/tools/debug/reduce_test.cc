@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include <unistd.h>
+
 #include "refeval/builder.h"
 #include "refeval/error.h"
 #include "refeval/evaluator.h"
@@ -269,7 +271,7 @@ TEST_CASE("reduce: an If is kept whole with its branches, the values they captur
 TEST_CASE("reduce: write_result writes a backend test whose expected outputs refeval computes") {
   auto pred = reduce::nan_predicate();
   const reduce::Result r = reduce::reduce(chain_with_sqrt(), {{{"X", floats({1.f, 2.f, 3.f})}}}, *pred);
-  const fs::path dir = fs::temp_directory_path() / "refeval_reduce_test";
+  const fs::path dir = fs::temp_directory_path() / ("refeval_reduce_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   CHECK(reduce::write_result(r, (dir / "model.onnx").string()) == "");
   const Model back = load_model((dir / "model.onnx").string());
@@ -287,7 +289,7 @@ TEST_CASE("reduce: a model of no nodes and an output folder that cannot be made 
   CHECK_THROWS_WITH_AS(reduce::reduce(empty, {{{"X", floats({1.f, 2.f})}}}, *pred), "the model has no nodes: nothing to reduce", Error);
   // the folder's place is taken by a file
   const reduce::Result r = reduce::reduce(chain_with_sqrt(), {{{"X", floats({1.f, 2.f, 3.f})}}}, *pred);
-  const fs::path file = fs::temp_directory_path() / "refeval_reduce_test_file";
+  const fs::path file = fs::temp_directory_path() / ("refeval_reduce_test_file_" + std::to_string(::getpid()));
   { std::ofstream(file) << "not a folder"; }
   CHECK_THROWS_WITH_AS(reduce::write_result(r, (file / "sub" / "model.onnx").string()),
                        doctest::Contains(((file / "sub").string() + ": cannot create the folder").c_str()), Error);
