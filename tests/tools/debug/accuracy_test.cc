@@ -167,6 +167,23 @@ TEST_CASE("accuracy --reference: same names, QDQ names and fused_from provenance
   CHECK(r.unmatched.empty());
 }
 
+TEST_CASE("accuracy --reference: an input only the reference has, and a name both use for values of different shapes") {
+  // reference: out = Relu(Reshape(A * s, (2))), s its own input (fed by reference_feeds); its 'flat' is (2)
+  const Model ref = model(graph("r", {node("Mul", {"A", "s"}, {"t"}, {}, "mul"), node("Reshape", {"t", "two"}, {"flat"}, {}, "flat"),
+                                      node("Relu", {"flat"}, {"out"}, {}, "relu")},
+                                {tensor_info("A", DType::Float, {1, 2}), tensor_info("s", DType::Float, {1})},
+                                {tensor_info("out", DType::Float, {2})}, {Initializer{"two", Tensor::from_vector<int64_t>({1}, {2})}}));
+  // model: out = Reshape(Relu(A), (2)); its 'flat' is the (1, 2) before the Reshape
+  const Model m = model(graph("m", {node("Relu", {"A"}, {"flat"}, {}, "relu"), node("Reshape", {"flat", "two"}, {"out"}, {}, "flat")},
+                              {tensor_info("A", DType::Float, {1, 2})}, {tensor_info("out", DType::Float, {2})},
+                              {Initializer{"two", Tensor::from_vector<int64_t>({1}, {2})}}));
+  const acc::ReferenceReport r = acc::against_reference(m, ref, {{"A", Value(Tensor::from_vector<float>({1, 2}, {1.5f, -1}))}},
+                                                        {{"s", Value(f32({1}))}}, nullptr);
+  CHECK(r.unmatched == std::vector<std::string>{"flat"});  // same name, another value: not compared
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].accumulated.max_abs == 0);
+}
+
 TEST_CASE("accuracy: the error figures over many elements (vectorised blocks, a NaN block, a tail) equal a plain loop") {
   const size_t n = 5000;  // several blocks and a tail
   std::vector<float> m(n);

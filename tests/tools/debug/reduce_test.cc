@@ -230,6 +230,27 @@ TEST_CASE("reduce: several input sets, all or any; --freeze constants needs one 
   CHECK_THROWS_WITH(reduce::reduce(m, sets, *pred, constants), doctest::Contains("--freeze constants needs a single input set"));
 }
 
+TEST_CASE("reduce: sets of different ranks leave the cut input's rank open; a cycle is refused") {
+  // Sqrt(X - 1) over a vector in one set and a matrix in the other: the cut value b has rank 1, then 2.
+  const Model m = model(graph("g",
+                              {node("Relu", {"X"}, {"a"}, {}, "r"), node("Sub", {"a", "one"}, {"b"}, {}, "sub"),
+                               node("Sqrt", {"b"}, {"Y"}, {}, "sqrt")},
+                              {tensor_info_unknown_rank("X", DType::Float)}, {tensor_info_unknown_rank("Y", DType::Float)},
+                              {{"one", Tensor::scalar<float>(1.f)}}));
+  const std::vector<reduce::Feeds> sets = {{{"X", floats({0.5f, 2.f})}}, {{"X", Tensor::from_vector<float>({2, 2}, {0.5f, 2.f, 3.f, 0.f})}}};
+  auto pred = reduce::nan_predicate();
+  const reduce::Result r = reduce::reduce(m, sets, *pred);
+  CHECK(names_of(r.model) == std::set<std::string>{"sqrt"});
+  REQUIRE(r.model.graph.inputs.size() == 1);
+  CHECK(r.model.graph.inputs[0].name == "b");
+  CHECK(r.model.graph.inputs[0].type.dtype == DType::Float);
+  CHECK(!r.model.graph.inputs[0].type.has_shape);
+  // Neg feeds Abs feeds Neg: no order runs them
+  const Model cycle = model(graph("g", {node("Neg", {"q"}, {"p"}, {}, "n1"), node("Abs", {"p"}, {"q"}, {}, "n2")},
+                                  {tensor_info("X", DType::Float, {2})}, {tensor_info("p", DType::Float, {2})}));
+  CHECK_THROWS_WITH_AS(reduce::reduce(cycle, {{{"X", floats({1.f, 2.f})}}}, *pred), "the graph has a cycle: it cannot be reduced", Error);
+}
+
 TEST_CASE("reduce: --max-steps stops early and keeps the smallest failing subgraph so far") {
   auto pred = reduce::nan_predicate();
   reduce::Options opt;

@@ -60,6 +60,18 @@ struct HalfWidthGelu : OpRun {
   }
 };
 
+// check-fusion's node form on one com.microsoft Gelu over (4, 16) inputs, run by Kernel.
+template <class Kernel>
+FusionReport check_gelu_kernel() {
+  Registry reg(&Registry::builtin(), "test");
+  reg.add("com.microsoft", "Gelu", {1}, make<Kernel>);
+  using namespace refeval::build;
+  const Model m = model(graph("g", {node("Gelu", {"X"}, {"Y"}, {}, "ms_gelu", "com.microsoft")},
+                              {tensor_info("X", DType::Float, {4, 16})}, {tensor_info("Y", DType::Float, {4, 16})}),
+                        {{"", 17}, {"com.microsoft", 1}});
+  return check_node(m, find_nodes(m.graph, "ms_gelu")[0], reg, unit_feeds(m), {});
+}
+
 }  // namespace
 
 TEST_CASE("tanh-GELU passed off as erf-GELU passes on [0, 1) inputs but fails on the edge-case sets") {
@@ -102,13 +114,7 @@ TEST_CASE("the model form compares every value name the models share, outputs fi
 }
 
 TEST_CASE("node form: a wrong com.microsoft Gelu kernel fails against the built-in decomposition") {
-  Registry reg(&Registry::builtin(), "test");
-  reg.add("com.microsoft", "Gelu", {1}, make<TanhGelu>);
-  using namespace refeval::build;
-  const Model m = model(graph("g", {node("Gelu", {"X"}, {"Y"}, {}, "ms_gelu", "com.microsoft")},
-                              {tensor_info("X", DType::Float, {4, 16})}, {tensor_info("Y", DType::Float, {4, 16})}),
-                        {{"", 17}, {"com.microsoft", 1}});
-  const FusionReport r = check_node(m, find_nodes(m.graph, "ms_gelu")[0], reg, unit_feeds(m), {});
+  const FusionReport r = check_gelu_kernel<TanhGelu>();
   CHECK(r.unfused == "built-in decomposition");
   CHECK(r.fused == "com.microsoft:Gelu kernel (test)");
   CHECK(first_failing_set(r) == "random 1");
@@ -152,13 +158,7 @@ TEST_CASE("node form: a node inside a body is refused, naming the body it sits i
 }
 
 TEST_CASE("node form: a kernel whose output has the wrong shape fails, and no oracle error is measured for it") {
-  Registry reg(&Registry::builtin(), "test");
-  reg.add("com.microsoft", "Gelu", {1}, make<HalfWidthGelu>);
-  using namespace refeval::build;
-  const Model m = model(graph("g", {node("Gelu", {"X"}, {"Y"}, {}, "ms_gelu", "com.microsoft")},
-                              {tensor_info("X", DType::Float, {4, 16})}, {tensor_info("Y", DType::Float, {4, 16})}),
-                        {{"", 17}, {"com.microsoft", 1}});
-  const FusionReport r = check_node(m, find_nodes(m.graph, "ms_gelu")[0], reg, unit_feeds(m), {});
+  const FusionReport r = check_gelu_kernel<HalfWidthGelu>();
   CHECK_FALSE(r.equivalent());
   for (const SetResult& set : r.sets) {
     CAPTURE(set.set);
