@@ -184,6 +184,23 @@ TEST_CASE("accuracy --reference: an input only the reference has, and a name bot
   CHECK(r.outputs[0].accumulated.max_abs == 0);
 }
 
+TEST_CASE("accuracy --reference: outputs of one name but an integer type on either side are not measured") {
+  // 'idx' is ArgMax's int64 in the model and its float Cast in the reference; 'cls' the other way round
+  auto outputs = [] {
+    return std::vector<ValueInfo>{tensor_info("out", DType::Float, {1, 2}), untyped_info("idx"), untyped_info("cls")};
+  };
+  const Model m = model(graph("m", {node("Relu", {"A"}, {"out"}, {}, "relu"), node("ArgMax", {"A"}, {"idx"}, {}, "am"),
+                                    node("Cast", {"idx"}, {"cls"}, {attr("to", int64_t(1))}, "cast")},
+                              {tensor_info("A", DType::Float, {1, 2})}, outputs()));
+  const Model ref = model(graph("r", {node("Relu", {"A"}, {"out"}, {}, "relu"), node("ArgMax", {"A"}, {"cls"}, {}, "am"),
+                                      node("Cast", {"cls"}, {"idx"}, {attr("to", int64_t(1))}, "cast")},
+                                {tensor_info("A", DType::Float, {1, 2})}, outputs()));
+  const acc::ReferenceReport r = acc::against_reference(m, ref, {{"A", Value(Tensor::from_vector<float>({1, 2}, {1.5f, -1}))}}, {}, nullptr);
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].name == "out");
+  CHECK(r.outputs[0].accumulated.max_abs == 0);
+}
+
 TEST_CASE("accuracy: the error figures over many elements (vectorised blocks, a NaN block, a tail) equal a plain loop") {
   const size_t n = 5000;  // several blocks and a tail
   std::vector<float> m(n);
