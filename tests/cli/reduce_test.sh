@@ -120,7 +120,8 @@ expect 2 "" "^refeval: error: --check: the command is empty$" -- reduce "$data/m
 # a command the shell cannot find is the user's mistake, not a candidate on which the failure holds
 # (the shell's own "not found" line comes first)
 "$refeval" reduce "$data/model.onnx" -o "$work/x.onnx" --check "no_such_checker_7 {model}" >/dev/null 2>"$work/err"
-check "--check of a command not found: exit 2, one line naming it" bash -c "[[ $? == 2 ]] &&
+status=$?
+check "--check of a command not found: exit 2, one line naming it" bash -c "[[ $status == 2 ]] &&
   tail -1 '$work/err' | grep -qE \"^refeval: error: --check: 'no_such_checker_7 .*/model.onnx' exits 127 \\(command not found\\)$\""
 
 finish
